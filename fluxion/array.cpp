@@ -1,0 +1,318 @@
+#include "fluxion/array.h"
+
+#include <limits>
+#include <string>
+
+#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/primitive.h"
+#include "fluxion/transforms.h"
+
+namespace fluxion {
+
+int64_t shape_size(const Shape& shape) {
+  int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) {
+      throw std::invalid_argument("[array] Negative dimension " +
+                                  std::to_string(d) + " in shape.");
+    }
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) {
+      throw std::overflow_error("[array] Shape size overflows int64.");
+    }
+    n *= d;
+  }
+  return n;
+}
+
+Strides row_major_strides(const Shape& shape) {
+  Strides s(shape.size());
+  int64_t acc = 1;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+array::Flags layout_flags(const Shape& shape, const Strides& strides,
+                          size_t data_size) {
+  size_t size = 1;
+  bool row = true, col = true;
+  int64_t expect = 1;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    size *= shape[i];
+    if (shape[i] != 1) {
+      row &= strides[i] == expect;
+      expect *= shape[i];
+    }
+  }
+  expect = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1) {
+      col &= strides[i] == expect;
+      expect *= shape[i];
+    }
+  }
+  array::Flags f;
+  f.row_contiguous = row;
+  f.col_contiguous = col;
+  f.contiguous = row || col || data_size == size;
+  return f;
+}
+
+array::ArrayDesc::ArrayDesc(Shape s, Dtype t)
+    : shape(std::move(s)),
+      size(shape_size(shape)),
+      dtype(t),
+      status(Status::available) {
+  strides = row_major_strides(shape);
+}
+
+array::ArrayDesc::ArrayDesc(Shape s, Dtype t, std::shared_ptr<Primitive> p,
+                            std::vector<array> in)
+    : shape(std::move(s)),
+      size(shape_size(shape)),
+      dtype(t),
+      primitive(std::move(p)),
+      status(Status::unscheduled),
+      inputs(std::move(in)) {
+  // A node built from a tracer is a tracer: transformations see through it.
+  for (auto& i : inputs) {
+    is_tracer |= i.is_tracer();
+  }
+}
+
+// Destroying a long unevaluated chain recursively would overflow the stack:
+// unlink inputs iteratively, descending only into nodes we own alone.
+array::ArrayDesc::~ArrayDesc() {
+  if (inputs.empty()) {
+    return;
+  }
+  std::vector<std::shared_ptr<ArrayDesc>> pending;
+  auto collect = [&pending](std::vector<array>& ins) {
+    for (auto& in : ins) {
+      if (in.desc_.use_count() == 1) {
+        pending.push_back(std::move(in.desc_));
+      }
+    }
+    ins.clear();
+  };
+  collect(inputs);
+  while (!pending.empty()) {
+    auto d = std::move(pending.back());
+    pending.pop_back();
+    // Siblings hold each other; once this one dies the group is broken.
+    if (!d->siblings.empty()) {
+      continue;
+    }
+    collect(d->inputs);
+  }
+}
+
+array::array(void* ptr, Shape shape, Dtype dtype, Data::Deleter deleter)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+  desc_->data = std::make_shared<Data>(ptr, nbytes(), std::move(deleter));
+  desc_->data_ptr = ptr;
+  desc_->data_size = size();
+}
+
+array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
+             std::vector<array> inputs)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype,
+                                        std::move(primitive),
+                                        std::move(inputs))) {}
+
+std::vector<array> array::make_arrays(std::vector<Shape> shapes,
+                                      const std::vector<Dtype>& dtypes,
+                                      const std::shared_ptr<Primitive>& p,
+                                      const std::vector<array>& inputs) {
+  std::vector<array> outs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    outs.emplace_back(std::move(shapes[i]), dtypes[i], p, inputs);
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    std::vector<array> sibs;
+    for (size_t j = 0; j < outs.size(); ++j) {
+      if (j != i) {
+        sibs.push_back(outs[j]);
+      }
+    }
+    outs[i].set_siblings(std::move(sibs), static_cast<uint32_t>(i));
+  }
+  return outs;
+}
+
+array& array::operator=(const array& o) & {
+  if (desc_ != o.desc_) {
+    array old(std::move(*this));
+    desc_ = o.desc_;
+  }
+  return *this;
+}
+
+array& array::operator=(array&& o) & {
+  if (desc_ != o.desc_) {
+    array old(std::move(*this));
+    desc_ = std::move(o.desc_);
+  }
+  return *this;
+}
+
+// Siblings reference each other, so a group would never be freed: when the
+// last outside handle of a group goes, break the cycle.
+array::~array() {
+  if (!desc_ || desc_->siblings.empty()) {
+    return;
+  }
+  long n = static_cast<long>(desc_->siblings.size());
+  if (desc_.use_count() != n + 1) {
+    return;
+  }
+  for (auto& s : desc_->siblings) {
+    if (s.desc_.use_count() != n) {
+      return;
+    }
+  }
+  auto sibs = std::move(desc_->siblings);
+  for (auto& s : sibs) {
+    s.desc_->siblings.clear();
+  }
+}
+
+int array::shape(int dim) const {
+  int n = ndim();
+  if (dim < -n || dim >= n) {
+    throw std::out_of_range("[array::shape] Axis " + std::to_string(dim) +
+                            " is out of bounds for array with " +
+                            std::to_string(n) + " dimensions.");
+  }
+  return desc_->shape[dim < 0 ? dim + n : dim];
+}
+
+int64_t array::strides(int dim) const {
+  int n = ndim();
+  if (dim < -n || dim >= n) {
+    throw std::out_of_range("[array::strides] Axis " + std::to_string(dim) +
+                            " is out of bounds for array with " +
+                            std::to_string(n) + " dimensions.");
+  }
+  return desc_->strides[dim < 0 ? dim + n : dim];
+}
+
+std::vector<array> array::outputs() const {
+  std::vector<array> outs;
+  outs.reserve(siblings().size() + 1);
+  auto& sibs = siblings();
+  for (uint32_t i = 0, j = 0; i <= sibs.size(); ++i) {
+    if (i == desc_->position) {
+      outs.push_back(*this);
+    } else {
+      outs.push_back(sibs[j++]);
+    }
+  }
+  return outs;
+}
+
+void array::detach() {
+  for (auto& s : desc_->siblings) {
+    s.desc_->primitive = nullptr;
+    s.desc_->inputs.clear();
+    s.desc_->siblings.clear();
+    s.desc_->position = 0;
+  }
+  desc_->siblings.clear();
+  desc_->position = 0;
+  desc_->inputs.clear();
+  desc_->primitive = nullptr;
+}
+
+void array::eval() { fluxion::eval({*this}); }
+
+bool array::is_available() const {
+  if (status() == Status::available) {
+    return true;
+  }
+  if (status() == Status::evaluated && event().valid() &&
+      event().is_signaled()) {
+    set_status(Status::available);
+    return true;
+  }
+  return false;
+}
+
+void array::wait() {
+  if (status() == Status::available) {
+    return;
+  }
+  if (status() == Status::unscheduled) {
+    eval();
+  }
+  if (event().valid()) {
+    Event e = event();
+    e.wait();
+    detach_event();
+  }
+  set_status(Status::available);
+}
+
+void array::set_data(size_t nbytes) {
+  desc_->data = std::make_shared<Data>(nbytes);
+  desc_->data_ptr = desc_->data->ptr();
+  desc_->data_size = size();
+  desc_->strides = row_major_strides(desc_->shape);
+  desc_->flags = Flags{true, true, true};
+}
+
+void array::set_data(std::shared_ptr<Data> data, size_t data_size,
+                     Strides strides, Flags flags, int64_t offset) {
+  desc_->data = std::move(data);
+  desc_->data_ptr =
+      static_cast<char*>(desc_->data->ptr()) + offset * itemsize();
+  desc_->data_size = data_size;
+  desc_->strides = std::move(strides);
+  desc_->flags = flags;
+}
+
+void array::copy_shared_buffer(const array& other, const Strides& strides,
+                               Flags flags, size_t data_size, int64_t offset) {
+  desc_->data = other.desc_->data;
+  desc_->data_ptr =
+      static_cast<char*>(other.desc_->data_ptr) + offset * itemsize();
+  desc_->data_size = data_size;
+  desc_->strides = strides;
+  desc_->flags = flags;
+}
+
+void array::copy_shared_buffer(const array& other) {
+  copy_shared_buffer(other, other.strides(), other.flags(), other.data_size());
+}
+
+void array::move_shared_buffer(array other) {
+  desc_->data = std::move(other.desc_->data);
+  desc_->data_ptr = other.desc_->data_ptr;
+  desc_->data_size = other.desc_->data_size;
+  desc_->strides = other.desc_->strides;
+  desc_->flags = other.desc_->flags;
+}
+
+void array::init_from(const void* src, Dtype src_dtype) {
+  set_data(nbytes());
+  convert_elements(src, src_dtype, desc_->data_ptr, dtype(), size());
+}
+
+void convert_elements(const void* src, Dtype src_dtype, void* dst,
+                      Dtype dst_dtype, size_t n) {
+  dispatch_all(src_dtype, [&](auto in_tag) {
+    using In = typename decltype(in_tag)::type;
+    dispatch_all(dst_dtype, [&](auto out_tag) {
+      using Out = typename decltype(out_tag)::type;
+      auto* s = static_cast<const In*>(src);
+      auto* d = static_cast<Out*>(dst);
+      for (size_t i = 0; i < n; ++i) {
+        d[i] = cast_value<Out>(s[i]);
+      }
+    });
+  });
+}
+
+}  // namespace fluxion

@@ -1,0 +1,297 @@
+// The lazy array: a cheap handle to a node of the computation graph.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "fluxion/allocator.h"
+#include "fluxion/dtype.h"
+#include "fluxion/event.h"
+
+namespace fluxion {
+
+using Shape = std::vector<int32_t>;
+using Strides = std::vector<int64_t>;
+
+class Primitive;
+class array;
+
+// Owns a block of memory: from the caching allocator, or an external buffer
+// released by a user-supplied deleter. Views share one Data.
+class Data {
+ public:
+  using Deleter = std::function<void(void*)>;
+  explicit Data(size_t nbytes)
+      : ptr_(allocator::malloc(nbytes)), nbytes_(nbytes) {}
+  Data(void* ptr, size_t nbytes, Deleter deleter)
+      : ptr_(ptr), nbytes_(nbytes), deleter_(std::move(deleter)) {}
+  ~Data() {
+    if (deleter_) {
+      deleter_(ptr_);
+    } else {
+      allocator::free(ptr_, nbytes_);
+    }
+  }
+  Data(const Data&) = delete;
+  Data& operator=(const Data&) = delete;
+  void* ptr() const { return ptr_; }
+  size_t nbytes() const { return nbytes_; }
+
+ private:
+  void* ptr_;
+  size_t nbytes_;
+  Deleter deleter_;
+};
+
+int64_t shape_size(const Shape& shape);  // checks for overflow
+
+class array {
+ public:
+  enum class Status {
+    unscheduled,  // a graph node, not yet handed to eval
+    evaluated,    // scheduled: its data will be ready when its event is
+    available,    // data ready to read
+  };
+
+  struct Flags {
+    // Elements fill `data_size` consecutive slots (any order).
+    bool contiguous : 1;
+    bool row_contiguous : 1;
+    bool col_contiguous : 1;
+  };
+
+  // Scalars.
+  template <typename T>
+  explicit array(T val, Dtype dtype = dtype_of<T>);
+
+  // 1-D from a list; shaped from a list or an iterator.
+  template <typename T>
+  array(std::initializer_list<T> data, Dtype dtype = dtype_of<T>);
+  template <typename T>
+  array(std::initializer_list<T> data, Shape shape, Dtype dtype = dtype_of<T>);
+  template <typename It>
+  array(It data, Shape shape,
+        Dtype dtype = dtype_of<typename std::iterator_traits<It>::value_type>);
+  // Exactly `shape_size(shape)` elements of `dtype` at `ptr`, owned from now
+  // on and released with `deleter`.
+  array(void* ptr, Shape shape, Dtype dtype, Data::Deleter deleter);
+
+  // A graph node produced by `primitive` from `inputs`.
+  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
+        std::vector<array> inputs);
+  // The outputs of one multi-output primitive; they become siblings.
+  static std::vector<array> make_arrays(std::vector<Shape> shapes,
+                                        const std::vector<Dtype>& dtypes,
+                                        const std::shared_ptr<Primitive>& p,
+                                        const std::vector<array>& inputs);
+
+  array(const array&) = default;
+  array(array&&) = default;
+  array& operator=(const array&) &;
+  array& operator=(array&&) &;
+  ~array();
+
+  // Metadata.
+  Dtype dtype() const { return desc_->dtype; }
+  const Shape& shape() const { return desc_->shape; }
+  int shape(int dim) const;
+  int ndim() const { return static_cast<int>(desc_->shape.size()); }
+  size_t size() const { return desc_->size; }
+  size_t itemsize() const { return dtype().size; }
+  size_t nbytes() const { return size() * itemsize(); }
+  const Strides& strides() const { return desc_->strides; }
+  int64_t strides(int dim) const;
+  Flags flags() const { return desc_->flags; }
+  size_t data_size() const { return desc_->data_size; }
+  uintptr_t id() const { return reinterpret_cast<uintptr_t>(desc_.get()); }
+  // Number of handles sharing this node (for donation checks).
+  long use_count() const { return desc_.use_count(); }
+
+  // Evaluate (if needed) and read the single element as T.
+  template <typename T>
+  T item();
+  template <typename T>
+  T item() const;
+
+  // Raw data; valid once the array is available.
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(desc_->data_ptr);
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(desc_->data_ptr);
+  }
+  void* raw_data() const { return desc_->data_ptr; }
+
+  // Evaluation.
+  void eval();
+  void wait();  // block until the data is ready
+  Status status() const { return desc_->status; }
+  void set_status(Status s) const { desc_->status = s; }
+  bool is_available() const;
+  const Event& event() const { return desc_->event; }
+  void attach_event(Event e) const { desc_->event = std::move(e); }
+  void detach_event() const { desc_->event = Event{}; }
+
+  // Graph.
+  bool has_primitive() const { return desc_->primitive != nullptr; }
+  Primitive& primitive() const { return *desc_->primitive; }
+  const std::shared_ptr<Primitive>& primitive_ptr() const {
+    return desc_->primitive;
+  }
+  std::vector<array>& inputs() { return desc_->inputs; }
+  const std::vector<array>& inputs() const { return desc_->inputs; }
+  const std::vector<array>& siblings() const { return desc_->siblings; }
+  std::vector<array>& siblings() { return desc_->siblings; }
+  uint32_t sibling_position() const { return desc_->position; }
+  void set_siblings(std::vector<array> siblings, uint32_t position) {
+    desc_->siblings = std::move(siblings);
+    desc_->position = position;
+  }
+  // This array and its siblings, in output order.
+  std::vector<array> outputs() const;
+  // Drop the primitive and inputs (after evaluation) so memory can be freed.
+  void detach();
+  // Move the inputs out (the worker takes them when the node is detached).
+  std::vector<array> take_inputs() { return std::move(desc_->inputs); }
+
+  bool is_tracer() const { return desc_->is_tracer; }
+  void set_tracer(bool t) { desc_->is_tracer = t; }
+
+  // Buffer management, for kernels.
+  const std::shared_ptr<Data>& data_shared_ptr() const { return desc_->data; }
+  // Fresh row-contiguous storage for this array.
+  void set_data(size_t nbytes);
+  void set_data(std::shared_ptr<Data> data, size_t data_size, Strides strides,
+                Flags flags, int64_t offset_elems = 0);
+  // Make this array a view of `other`'s buffer.
+  void copy_shared_buffer(const array& other, const Strides& strides,
+                          Flags flags, size_t data_size, int64_t offset = 0);
+  void copy_shared_buffer(const array& other);
+  // Take over `other`'s buffer (donation): same layout as `other`.
+  void move_shared_buffer(array other);
+  // True when no one else can see this array's buffer, so an op may write
+  // its output into it.
+  bool is_donatable() const {
+    return desc_.use_count() == 1 && desc_->data != nullptr &&
+           desc_->data.use_count() == 1 && desc_->flags.row_contiguous &&
+           desc_->data_size == desc_->size;
+  }
+
+  // Indexing sugar is in ops; arrays compare by identity here.
+  bool is_same(const array& o) const { return desc_ == o.desc_; }
+
+ private:
+  struct ArrayDesc {
+    Shape shape;
+    Strides strides;
+    size_t size = 1;
+    Dtype dtype;
+    std::shared_ptr<Primitive> primitive;
+    Status status;
+    Event event;
+    bool is_tracer = false;
+    uint32_t position = 0;
+    std::shared_ptr<Data> data;
+    void* data_ptr = nullptr;
+    size_t data_size = 0;
+    Flags flags{true, true, true};
+    std::vector<array> inputs;
+    std::vector<array> siblings;
+
+    ArrayDesc(Shape shape, Dtype dtype);
+    ArrayDesc(Shape shape, Dtype dtype, std::shared_ptr<Primitive> p,
+              std::vector<array> inputs);
+    ~ArrayDesc();
+  };
+
+  explicit array(std::shared_ptr<ArrayDesc> d) : desc_(std::move(d)) {}
+  void init_from(const void* src, Dtype src_dtype);
+  template <typename It>
+  void init(It begin);
+
+  std::shared_ptr<ArrayDesc> desc_;
+};
+
+// Row-major strides for `shape`.
+Strides row_major_strides(const Shape& shape);
+// Flags of a layout with the given shape and strides.
+array::Flags layout_flags(const Shape& shape, const Strides& strides,
+                          size_t data_size);
+
+// Copy/convert `n` elements of type `src_dtype` at `src` into `dst` of type
+// `dst_dtype` (used to build arrays from host data).
+void convert_elements(const void* src, Dtype src_dtype, void* dst,
+                      Dtype dst_dtype, size_t n);
+
+template <typename T>
+array::array(T val, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(Shape{}, dtype)) {
+  init_from(&val, dtype_of<T>);
+}
+
+template <typename T>
+array::array(std::initializer_list<T> data, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(
+          Shape{static_cast<int32_t>(data.size())}, dtype)) {
+  init(data.begin());
+}
+
+template <typename T>
+array::array(std::initializer_list<T> data, Shape shape, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+  if (data.size() != size()) {
+    throw std::invalid_argument(
+        "[array] Data size (" + std::to_string(data.size()) +
+        ") does not match the size of the shape (" + std::to_string(size()) +
+        ").");
+  }
+  init(data.begin());
+}
+
+template <typename It>
+array::array(It data, Shape shape, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+  init(data);
+}
+
+template <typename It>
+void array::init(It begin) {
+  using T = typename std::iterator_traits<It>::value_type;
+  std::vector<T> tmp(size());
+  std::copy_n(begin, size(), tmp.begin());
+  init_from(tmp.data(), dtype_of<T>);
+}
+
+template <>
+inline void array::init<const bool*>(const bool* begin) {
+  init_from(begin, bool_);
+}
+
+template <typename T>
+T array::item() {
+  if (size() != 1) {
+    throw std::invalid_argument(
+        "[item] Only one-element arrays can be converted to scalars; got an "
+        "array of size " +
+        std::to_string(size()) + ".");
+  }
+  eval();
+  T out;
+  convert_elements(raw_data(), dtype(), &out, dtype_of<T>, 1);
+  return out;
+}
+
+template <typename T>
+T array::item() const {
+  return const_cast<array*>(this)->item<T>();
+}
+
+}  // namespace fluxion

@@ -1,0 +1,90 @@
+// CPU kernels of the binary primitives (functors in
+// backend/common/binary_ops.h).
+#include "fluxion/backend/common/binary_ops.h"
+#include "fluxion/backend/cpu/elementwise.h"
+#include "fluxion/ops/binary.h"
+
+namespace fluxion {
+
+namespace {
+
+template <typename List, typename Op>
+void same_type(const std::vector<array>& in, array& out, const char* name) {
+  dispatch<List>(in[0].dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cpu::binary_kernel<T, T>(in[0], in[1], out, Op{});
+  });
+}
+
+template <typename List, typename Op>
+void to_bool(const std::vector<array>& in, array& out, const char* name) {
+  dispatch<List>(in[0].dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cpu::binary_kernel<T, bool>(in[0], in[1], out, Op{});
+  });
+}
+
+struct NaNEqual {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    if constexpr (is_complex_v<T>) {
+      bool an = std::isnan(a.real()) || std::isnan(a.imag());
+      bool bn = std::isnan(b.real()) || std::isnan(b.imag());
+      return a == b || (an && bn);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return a == b || (std::isnan(a) && std::isnan(b));
+    } else {
+      return a == b;
+    }
+  }
+};
+
+}  // namespace
+
+
+#define FLUXION_SAME_TYPE(NAME, LIST, OPNAME)                         \
+  void NAME::eval_cpu(const std::vector<array>& in,                   \
+                      std::vector<array>& out) {                      \
+    same_type<LIST, detail::NAME>(in, out[0], OPNAME);                \
+  }
+#define FLUXION_TO_BOOL(NAME, LIST, OPNAME)                           \
+  void NAME::eval_cpu(const std::vector<array>& in,                   \
+                      std::vector<array>& out) {                      \
+    to_bool<LIST, detail::NAME>(in, out[0], OPNAME);                  \
+  }
+
+FLUXION_SAME_TYPE(Add, AllTypes, "add")
+FLUXION_SAME_TYPE(Subtract, AllTypes, "subtract")
+FLUXION_SAME_TYPE(Multiply, AllTypes, "multiply")
+FLUXION_SAME_TYPE(Divide, InexactTypes, "divide")
+FLUXION_SAME_TYPE(FloorDivide, RealTypes, "floor_divide")
+FLUXION_SAME_TYPE(Remainder, RealTypes, "remainder")
+FLUXION_SAME_TYPE(Power, AllTypes, "power")
+FLUXION_SAME_TYPE(Maximum, AllTypes, "maximum")
+FLUXION_SAME_TYPE(Minimum, AllTypes, "minimum")
+FLUXION_SAME_TYPE(ArcTan2, FloatTypes, "arctan2")
+FLUXION_SAME_TYPE(LogAddExp, FloatTypes, "logaddexp")
+FLUXION_SAME_TYPE(BitwiseAnd, IntBoolTypes, "bitwise_and")
+FLUXION_SAME_TYPE(BitwiseOr, IntBoolTypes, "bitwise_or")
+FLUXION_SAME_TYPE(BitwiseXor, IntBoolTypes, "bitwise_xor")
+FLUXION_SAME_TYPE(LeftShift, IntBoolTypes, "left_shift")
+FLUXION_SAME_TYPE(RightShift, IntBoolTypes, "right_shift")
+FLUXION_TO_BOOL(NotEqual, AllTypes, "not_equal")
+FLUXION_TO_BOOL(Less, AllTypes, "less")
+FLUXION_TO_BOOL(LessEqual, AllTypes, "less_equal")
+FLUXION_TO_BOOL(Greater, AllTypes, "greater")
+FLUXION_TO_BOOL(GreaterEqual, AllTypes, "greater_equal")
+FLUXION_TO_BOOL(LogicalAnd, TypeList<bool>, "logical_and")
+FLUXION_TO_BOOL(LogicalOr, TypeList<bool>, "logical_or")
+#undef FLUXION_SAME_TYPE
+#undef FLUXION_TO_BOOL
+
+void Equal::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  if (equal_nan_) {
+    to_bool<AllTypes, NaNEqual>(in, out[0], "array_equal");
+  } else {
+    to_bool<AllTypes, detail::Equal>(in, out[0], "equal");
+  }
+}
+
+}  // namespace fluxion

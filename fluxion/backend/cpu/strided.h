@@ -1,0 +1,98 @@
+// Walking arrays of any layout: collapse dimensions that are contiguous in
+// every operand, then loop over the outer index with a strided inner run.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "fluxion/array.h"
+
+namespace fluxion::cpu {
+
+// Merges dimensions i and i+1 whenever every operand has
+// stride[i] == stride[i+1] * shape[i+1]; drops size-1 dimensions.
+template <size_t N>
+void collapse_dims(Shape& shape, std::array<Strides, N>& strides) {
+  Shape s;
+  std::array<Strides, N> st;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) {
+      continue;
+    }
+    bool merge = !s.empty();
+    for (size_t k = 0; k < N && merge; ++k) {
+      merge = st[k].back() == strides[k][d] * shape[d];
+    }
+    if (merge) {
+      s.back() *= shape[d];
+      for (size_t k = 0; k < N; ++k) {
+        st[k].back() = strides[k][d];
+      }
+    } else {
+      s.push_back(shape[d]);
+      for (size_t k = 0; k < N; ++k) {
+        st[k].push_back(strides[k][d]);
+      }
+    }
+  }
+  if (s.empty()) {
+    s.push_back(1);
+    for (size_t k = 0; k < N; ++k) {
+      st[k].push_back(0);
+    }
+  }
+  shape = std::move(s);
+  strides = std::move(st);
+}
+
+// Calls f(offsets, n, inner_strides) for every innermost run of a collapsed
+// iteration space, where offsets[k] is the element offset of operand k at the
+// start of the run. [begin, end) selects outer rows (for parallel splits).
+template <size_t N, typename F>
+void for_each_run(const Shape& shape, const std::array<Strides, N>& strides,
+                  int64_t begin, int64_t end, F&& f) {
+  int nd = static_cast<int>(shape.size());
+  int64_t inner = shape[nd - 1];
+  std::array<int64_t, N> inner_st;
+  for (size_t k = 0; k < N; ++k) {
+    inner_st[k] = strides[k][nd - 1];
+  }
+  // Decompose `begin` into an index over the outer dimensions.
+  std::vector<int32_t> idx(nd, 0);
+  std::array<int64_t, N> off{};
+  int64_t r = begin;
+  for (int d = nd - 2; d >= 0; --d) {
+    idx[d] = static_cast<int32_t>(r % shape[d]);
+    r /= shape[d];
+    for (size_t k = 0; k < N; ++k) {
+      off[k] += idx[d] * strides[k][d];
+    }
+  }
+  for (int64_t row = begin; row < end; ++row) {
+    f(off, inner, inner_st);
+    for (int d = nd - 2; d >= 0; --d) {
+      if (++idx[d] < shape[d]) {
+        for (size_t k = 0; k < N; ++k) {
+          off[k] += strides[k][d];
+        }
+        break;
+      }
+      for (size_t k = 0; k < N; ++k) {
+        off[k] -= (shape[d] - 1) * strides[k][d];
+      }
+      idx[d] = 0;
+    }
+  }
+}
+
+// Number of outer rows of a collapsed shape.
+inline int64_t outer_rows(const Shape& shape) {
+  int64_t n = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) {
+    n *= shape[d];
+  }
+  return n;
+}
+
+}  // namespace fluxion::cpu

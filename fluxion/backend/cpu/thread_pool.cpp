@@ -1,0 +1,118 @@
+#include "fluxion/backend/cpu/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fluxion::cpu {
+
+namespace {
+
+class Pool {
+ public:
+  Pool() {
+    int n = static_cast<int>(std::thread::hardware_concurrency());
+    if (const char* v = std::getenv("FLUXION_NUM_THREADS")) {
+      n = std::atoi(v);
+    }
+    size_ = std::max(1, n);
+    for (int i = 1; i < size_; ++i) {
+      std::thread([this] { loop(); }).detach();
+    }
+  }
+  int size() const { return size_; }
+
+  void submit(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+  }
+
+  // Run one queued job on the calling thread, if any.
+  bool run_one() {
+    std::function<void()> job;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (jobs_.empty()) {
+        return false;
+      }
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job();
+    return true;
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [this] { return !jobs_.empty(); });
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  int size_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+};
+
+Pool& pool() {
+  static auto* p = new Pool();  // leaked: detached threads use it
+  return *p;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void parallel_for(int64_t n, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& f) {
+  if (n <= 0) {
+    return;
+  }
+  int64_t chunks = std::min<int64_t>(num_threads(), n / std::max<int64_t>(grain, 1));
+  if (chunks <= 1) {
+    f(0, n);
+    return;
+  }
+  struct Sync {
+    std::atomic<int64_t> left;
+    std::mutex mu;
+    std::condition_variable cv;
+  };
+  auto sync = std::make_shared<Sync>();
+  sync->left = chunks - 1;
+  int64_t step = (n + chunks - 1) / chunks;
+  for (int64_t c = 1; c < chunks; ++c) {
+    int64_t b = c * step, e = std::min(n, b + step);
+    pool().submit([&f, b, e, sync] {
+      f(b, e);
+      if (sync->left.fetch_sub(1) == 1) {
+        std::lock_guard<std::mutex> lk(sync->mu);
+        sync->cv.notify_all();
+      }
+    });
+  }
+  f(0, std::min(n, step));
+  // Help with queued jobs (maybe our own) rather than sleep.
+  while (sync->left.load() > 0 && pool().run_one()) {
+  }
+  std::unique_lock<std::mutex> lk(sync->mu);
+  sync->cv.wait(lk, [&] { return sync->left.load() == 0; });
+}
+
+}  // namespace fluxion::cpu

@@ -1,0 +1,221 @@
+// CPU kernels of the unary primitives: one line per op, choosing the dtypes
+// it is instantiated for and the functor (backend/common/unary_ops.h).
+#include "fluxion/backend/common/unary_ops.h"
+#include "fluxion/backend/cpu/elementwise.h"
+#include "fluxion/backend/cpu/simd.h"
+#include "fluxion/ops/unary.h"
+
+namespace fluxion {
+
+namespace {
+
+// Transcendentals are compute-bound: split them over threads sooner.
+constexpr int64_t kMathGrain = 1 << 13;
+
+// Output dtype equals input dtype.
+template <typename List, typename Op>
+void same_type(const array& in, array& out, Op op, const char* name,
+               int64_t grain = cpu::kElementwiseGrain) {
+  dispatch<List>(in.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cpu::unary_kernel<T, T>(in, out, op, grain);
+  });
+}
+
+// Transcendental float ops: the float32/float64 contiguous path runs the
+// vectorized kernel when the CPU has one.
+template <typename Op>
+void math(const array& in, array& out, const char* name) {
+  if (in.flags().contiguous) {
+    if (in.dtype() == float32) {
+      if (auto k = cpu::simd::f32<Op>()) {
+        cpu::alloc_like<float>(in, out, true);
+        const float* x = in.data<float>();
+        float* y = out.data<float>();
+        cpu::parallel_for(in.data_size(), kMathGrain,
+                          [&](int64_t b, int64_t e) { k(x + b, y + b, e - b); });
+        return;
+      }
+    } else if (in.dtype() == float64) {
+      if (auto k = cpu::simd::f64<Op>()) {
+        cpu::alloc_like<double>(in, out, true);
+        const double* x = in.data<double>();
+        double* y = out.data<double>();
+        cpu::parallel_for(in.data_size(), kMathGrain,
+                          [&](int64_t b, int64_t e) { k(x + b, y + b, e - b); });
+        return;
+      }
+    }
+  }
+  same_type<InexactTypes>(in, out, Op{}, name, kMathGrain);
+}
+
+template <typename Op>
+void real_math(const array& in, array& out, const char* name) {
+  if (in.dtype() == complex64) {
+    throw std::invalid_argument(std::string("[") + name +
+                                "] complex64 is not supported.");
+  }
+  if constexpr (std::is_same_v<Op, detail::Erf> ||
+                std::is_same_v<Op, detail::ErfInv> ||
+                std::is_same_v<Op, detail::Expm1> ||
+                std::is_same_v<Op, detail::Log1p> ||
+                std::is_same_v<Op, detail::Log2>) {
+    if (in.flags().contiguous && in.dtype() == float32) {
+      if (auto k = cpu::simd::f32<Op>()) {
+        cpu::alloc_like<float>(in, out, true);
+        const float* x = in.data<float>();
+        float* y = out.data<float>();
+        cpu::parallel_for(in.data_size(), kMathGrain,
+                          [&](int64_t b, int64_t e) { k(x + b, y + b, e - b); });
+        return;
+      }
+    }
+  }
+  same_type<FloatTypes>(in, out, Op{}, name, kMathGrain);
+}
+
+// Output dtype differs (bool predicates, real/imag/abs of complex).
+template <typename Op, typename Out>
+void to_type(const array& in, array& out, Op op, const char* name) {
+  dispatch<AllTypes>(in.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<Out, float> && !is_complex_v<T>) {
+      // real/imag/abs keep the dtype of real inputs.
+      cpu::unary_kernel<T, T>(in, out, op);
+    } else {
+      cpu::unary_kernel<T, Out>(in, out, op);
+    }
+  });
+}
+
+}  // namespace
+
+
+void Abs::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  to_type<detail::Abs, float>(in[0], out[0], {}, "abs");
+}
+void Negative::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  same_type<AllTypes>(in[0], out[0], detail::Negative{}, "negative");
+}
+void Sign::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  same_type<AllTypes>(in[0], out[0], detail::Sign{}, "sign");
+}
+void Exp::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Exp>(in[0], out[0], "exp");
+}
+void Expm1::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  real_math<detail::Expm1>(in[0], out[0], "expm1");
+}
+void Log::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Log>(in[0], out[0], "log");
+}
+void Log1p::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  real_math<detail::Log1p>(in[0], out[0], "log1p");
+}
+void Log2::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  real_math<detail::Log2>(in[0], out[0], "log2");
+}
+void Log10::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Log10>(in[0], out[0], "log10");
+}
+void Sqrt::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Sqrt>(in[0], out[0], "sqrt");
+}
+void Rsqrt::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Rsqrt>(in[0], out[0], "rsqrt");
+}
+void Square::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  same_type<AllTypes>(in[0], out[0], detail::Square{}, "square");
+}
+void Reciprocal::eval_cpu(const std::vector<array>& in,
+                          std::vector<array>& out) {
+  same_type<InexactTypes>(in[0], out[0], detail::Reciprocal{}, "reciprocal");
+}
+void Sin::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Sin>(in[0], out[0], "sin");
+}
+void Cos::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Cos>(in[0], out[0], "cos");
+}
+void Tan::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Tan>(in[0], out[0], "tan");
+}
+void ArcSin::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::ArcSin>(in[0], out[0], "arcsin");
+}
+void ArcCos::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::ArcCos>(in[0], out[0], "arccos");
+}
+void ArcTan::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::ArcTan>(in[0], out[0], "arctan");
+}
+void Sinh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Sinh>(in[0], out[0], "sinh");
+}
+void Cosh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Cosh>(in[0], out[0], "cosh");
+}
+void Tanh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Tanh>(in[0], out[0], "tanh");
+}
+void ArcSinh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::ArcSinh>(in[0], out[0], "arcsinh");
+}
+void ArcCosh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::ArcCosh>(in[0], out[0], "arccosh");
+}
+void ArcTanh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::ArcTanh>(in[0], out[0], "arctanh");
+}
+void Sigmoid::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  math<detail::Sigmoid>(in[0], out[0], "sigmoid");
+}
+void Erf::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  real_math<detail::Erf>(in[0], out[0], "erf");
+}
+void ErfInv::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  real_math<detail::ErfInv>(in[0], out[0], "erfinv");
+}
+void Floor::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  same_type<RealTypes>(in[0], out[0], detail::Floor{}, "floor");
+}
+void Ceil::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  same_type<RealTypes>(in[0], out[0], detail::Ceil{}, "ceil");
+}
+void Round::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  same_type<AllTypes>(in[0], out[0], detail::Round{}, "round");
+}
+void LogicalNot::eval_cpu(const std::vector<array>& in,
+                          std::vector<array>& out) {
+  to_type<detail::LogicalNot, bool>(in[0], out[0], {}, "logical_not");
+}
+void IsNan::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  to_type<detail::IsNan, bool>(in[0], out[0], {}, "isnan");
+}
+void IsInf::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  to_type<detail::IsInf, bool>(in[0], out[0], {}, "isinf");
+}
+void IsFinite::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  to_type<detail::IsFinite, bool>(in[0], out[0], {}, "isfinite");
+}
+void Conjugate::eval_cpu(const std::vector<array>& in,
+                         std::vector<array>& out) {
+  same_type<AllTypes>(in[0], out[0], detail::Conjugate{}, "conjugate");
+}
+void Real::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  to_type<detail::Real, float>(in[0], out[0], {}, "real");
+}
+void Imag::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  to_type<detail::Imag, float>(in[0], out[0], {}, "imag");
+}
+// No copy: the output shares the input's buffer.
+void StopGradient::eval_cpu(const std::vector<array>& in,
+                            std::vector<array>& out) {
+  out[0].copy_shared_buffer(in[0]);
+}
+void Copy::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  same_type<AllTypes>(in[0], out[0], detail::Identity{}, "copy");
+}
+
+}  // namespace fluxion

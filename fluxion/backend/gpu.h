@@ -1,0 +1,16 @@
+// The interface the core uses to reach a GPU backend (backend/cuda, or
+// backend/no_gpu when CUDA is not built).
+#pragma once
+
+#include "fluxion/array.h"
+#include "fluxion/device.h"
+
+namespace fluxion::gpu {
+
+bool is_available();
+// Schedule `arr`'s primitive on its GPU stream.
+void eval(array& arr);
+// Submit work queued on `s` so far.
+void finalize(Stream s);
+
+}  // namespace fluxion::gpu

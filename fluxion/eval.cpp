@@ -1,0 +1,290 @@
+// eval / async_eval: schedule a graph on its streams (design.md §3). The
+// algorithm is the seed's eval_impl: count uses by DFS, build a breadth-first
+// tape with a width limit, then run it backwards with events and fences.
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <stack>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "fluxion/allocator.h"
+#include "fluxion/backend/cpu/eval.h"
+#include "fluxion/backend/gpu.h"
+#include "fluxion/primitive.h"
+#include "fluxion/scheduler.h"
+#include "fluxion/transforms.h"
+
+namespace fluxion {
+
+namespace {
+
+constexpr int kMaxActiveTasks = 10;
+
+// Joins the outputs of one eval into a single node to wait on.
+class Synchronizer : public Primitive {
+ public:
+  explicit Synchronizer(Stream stream) : Primitive(stream) {}
+  void eval_cpu(const std::vector<array>&, std::vector<array>&) override {}
+  void eval_gpu(const std::vector<array>&, std::vector<array>&) override {}
+  const char* name() const override { return "Synchronizer"; }
+};
+
+}  // namespace
+
+namespace env {
+int bfs_max_width() {
+  static int width = [] {
+    const char* v = std::getenv("FLUXION_BFS_MAX_WIDTH");
+    int w = v ? std::atoi(v) : 20;
+    return w > 0 ? w : 20;
+  }();
+  return width;
+}
+}  // namespace env
+
+using ArrayRef = std::reference_wrapper<array>;
+
+static array eval_impl(std::vector<array> outputs, bool async) {
+  std::deque<array> tape;
+
+  // Prefer the stream of an output that needs work.
+  Stream stream = default_stream(default_device());
+  for (auto& o : outputs) {
+    if (o.status() == array::Status::unscheduled && o.has_primitive()) {
+      stream = o.primitive().stream();
+      break;
+    }
+  }
+
+  // Arrays consumed on another stream than the one producing them, and the
+  // stream that produces them.
+  std::unordered_map<uintptr_t, int> needs_fence;
+  auto synchronizer = array(Shape{}, bool_,
+                            std::make_shared<Synchronizer>(stream),
+                            std::move(outputs));
+  std::unordered_map<int, Fence> fences;
+  std::unordered_map<int, Event> events;
+  events.emplace(stream.index, Event{stream});
+
+  {
+    // Count how many consumers each unscheduled node has.
+    std::unordered_map<uintptr_t, int> cache;
+    std::stack<std::pair<ArrayRef, int>> dfs;
+    dfs.emplace(synchronizer, 0);
+    while (!dfs.empty()) {
+      auto& [a_ref, idx] = dfs.top();
+      auto& a = a_ref.get();
+      if (idx < static_cast<int>(a.inputs().size())) {
+        auto& in = a.inputs()[idx++];
+        if (in.status() == array::Status::unscheduled) {
+          if (async && in.is_tracer()) {
+            throw std::invalid_argument(
+                "[async_eval] Not allowed inside a graph transformation.");
+          }
+          if (!in.has_primitive()) {
+            if (in.is_tracer()) {
+              throw std::invalid_argument(
+                  "[eval] Attempting to eval an array during function "
+                  "transformations like compile or vmap is not allowed.");
+            }
+            throw std::runtime_error(
+                "[eval] Attempting to eval an array without a primitive.\n"
+                "If you are compiling a function, make sure all the inputs "
+                "and outputs are captured (see the compile documentation on "
+                "pure functions).\nIf you are not using compile, this may be "
+                "a bug in Fluxion: please report it.");
+          }
+          if (a.primitive().stream() != in.primitive().stream()) {
+            needs_fence.emplace(in.id(), in.primitive().stream().index);
+          }
+        }
+        // Siblings share one count.
+        auto it = cache.find(in.id());
+        if (it == cache.end()) {
+          dfs.emplace(in, 0);
+          cache.emplace(in.id(), 1);
+          for (auto& s : in.siblings()) {
+            cache.emplace(s.id(), 1);
+          }
+        } else {
+          it->second++;
+          for (auto& s : in.siblings()) {
+            cache[s.id()]++;
+          }
+        }
+        continue;
+      }
+      if (a.status() != array::Status::unscheduled && !a.is_tracer() &&
+          a.has_primitive()) {
+        // Already scheduled by an earlier eval: its graph is not needed.
+        a.detach();
+      }
+      dfs.pop();
+    }
+
+    // Breadth-first tape with a width limit, so independent branches
+    // interleave without the whole graph in flight.
+    const size_t max_width = env::bfs_max_width();
+    dfs = {};
+    tape.push_back(synchronizer);
+    for (size_t i = 0; !cache.empty() && (i < tape.size() || !dfs.empty());) {
+      auto& a = (i >= tape.size()) ? dfs.top().first.get() : tape[i];
+      int j = 0;
+      if (i >= tape.size()) {
+        j = dfs.top().second;
+        dfs.pop();
+      } else {
+        i++;
+      }
+      for (; j < static_cast<int>(a.inputs().size()); ++j) {
+        auto& in = a.inputs()[j];
+        if (in.status() != array::Status::unscheduled) {
+          continue;
+        }
+        if (tape.size() - i >= max_width) {
+          dfs.emplace(a, j);
+          break;
+        }
+        auto it = cache.find(in.id());
+        it->second -= 1;
+        if (it->second != 0) {
+          for (auto& s : in.siblings()) {
+            cache[s.id()] -= 1;
+          }
+          continue;
+        }
+        cache.erase(it);
+        for (auto& s : in.siblings()) {
+          cache.erase(s.id());
+        }
+        tape.push_back(in);
+      }
+    }
+  }
+
+  // Run the tape from the leaves up. Tasks are batched per stream and handed
+  // to the workers when the batch closes or before any wait.
+  scheduler::Batch batch;
+  auto signal_all = [&events] {
+    for (auto& [_, e] : events) {
+      e.signal(e.stream());
+      if (e.stream().device == Device::gpu) {
+        gpu::finalize(e.stream());
+      }
+    }
+  };
+  try {
+    while (!tape.empty()) {
+      auto arr = std::move(tape.back());
+      tape.pop_back();
+      auto s = arr.primitive().stream();
+
+      auto e = events.find(s.index);
+      if (e == events.end()) {
+        e = events.emplace(s.index, Event{s}).first;
+      }
+      e->second.set_value(1);
+      arr.attach_event(e->second);
+      for (auto& sib : arr.siblings()) {
+        sib.attach_event(e->second);
+      }
+
+      for (auto& in : arr.inputs()) {
+        if (auto it = needs_fence.find(in.id()); it != needs_fence.end()) {
+          // Produced on another stream within this eval.
+          fences.at(it->second).wait(s);
+        } else if (in.event().valid()) {
+          if (in.event().is_signaled()) {
+            in.detach_event();
+          } else if (in.event().stream() != s) {
+            // Produced on another stream by an earlier async eval.
+            in.event().wait(s);
+          }
+        }
+      }
+
+      if (arr.primitive().device() == Device::gpu) {
+        gpu::eval(arr);
+      } else {
+        cpu::eval(arr);
+      }
+
+      if (scheduler::n_active_tasks() > kMaxActiveTasks ||
+          (get_active_memory() > get_memory_limit() &&
+           scheduler::n_active_tasks() > 0)) {
+        for (auto& [_, ev] : events) {
+          if (ev.stream().device == Device::gpu) {
+            gpu::finalize(ev.stream());
+          }
+        }
+        scheduler::wait_for_one();
+        while (get_active_memory() > get_memory_limit() &&
+               scheduler::n_active_tasks() > 0) {
+          scheduler::wait_for_one();
+        }
+      }
+
+      auto maybe_update_fence = [&](const array& a) {
+        if (needs_fence.count(a.id())) {
+          auto it = fences.find(s.index);
+          if (it == fences.end()) {
+            it = fences.emplace(s.index, Fence{s}).first;
+          }
+          it->second.update(s);
+        }
+      };
+      arr.set_status(array::Status::evaluated);
+      maybe_update_fence(arr);
+      for (auto& sib : arr.siblings()) {
+        sib.set_status(array::Status::evaluated);
+        maybe_update_fence(sib);
+      }
+      if (!arr.is_tracer()) {
+        arr.detach();
+      }
+    }
+  } catch (...) {
+    // Whatever was scheduled must still complete its events, or later waits
+    // would hang.
+    signal_all();
+    throw;
+  }
+  signal_all();
+  return synchronizer;
+}
+
+void async_eval(std::vector<array> outputs) {
+  if (outputs.empty()) {
+    return;
+  }
+  bool any = false;
+  for (auto& x : outputs) {
+    any |= x.status() == array::Status::unscheduled;
+  }
+  if (!any) {
+    return;
+  }
+  eval_impl(std::move(outputs), true);
+}
+
+void eval(std::vector<array> outputs) {
+  if (outputs.empty()) {
+    return;
+  }
+  bool any = false;
+  for (auto& x : outputs) {
+    any |= x.status() == array::Status::unscheduled;
+  }
+  if (!any) {
+    for (auto& x : outputs) {
+      x.wait();
+    }
+    return;
+  }
+  auto sync = eval_impl(std::move(outputs), false);
+  sync.event().wait();
+}
+
+}  // namespace fluxion

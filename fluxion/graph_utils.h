@@ -1,0 +1,21 @@
+// Printing arrays and graphs.
+#pragma once
+
+#include <ostream>
+#include <vector>
+
+#include "fluxion/array.h"
+
+namespace fluxion {
+
+// Prints the values (evaluating first), like MLX: array([1, 2], dtype=int32).
+std::ostream& operator<<(std::ostream& os, array a);
+std::ostream& operator<<(std::ostream& os, const Shape& s);
+
+// One line per node from inputs to outputs:
+//   a0 [3]: float32 = Exp(in0)
+void print_graph(std::ostream& os, const std::vector<array>& outputs);
+// Graphviz dot source of the graph that produces `outputs`.
+void export_to_dot(std::ostream& os, const std::vector<array>& outputs);
+
+}  // namespace fluxion

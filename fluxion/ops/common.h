@@ -1,0 +1,40 @@
+// Helpers shared by op functions: axis normalisation, broadcasting, and
+// error message formatting.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/device.h"
+
+namespace fluxion {
+
+std::string shape_str(const Shape& s);  // "(2,3)"
+template <typename T>
+std::string vec_str(const std::vector<T>& v) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < v.size(); ++i) {
+    os << (i ? "," : "") << v[i];
+  }
+  os << ")";
+  return os.str();
+}
+
+// Map `axis` in [-ndim, ndim) to [0, ndim) or throw std::out_of_range
+// "[op] Invalid axis <axis> for array with <ndim> dimensions."
+int normalize_axis(int axis, int ndim, const char* op);
+// Normalize, check for duplicates, and sort.
+std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim,
+                                const char* op);
+
+// NumPy broadcasting; throws "[op] Shapes (..) and (..) cannot be broadcast."
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+// Common dtype of several arrays.
+Dtype result_type(const std::vector<array>& arrays);
+
+}  // namespace fluxion

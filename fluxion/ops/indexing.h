@@ -1,0 +1,60 @@
+// Integer-array indexing along an axis.
+#pragma once
+
+#include "fluxion/array.h"
+#include "fluxion/device.h"
+#include "fluxion/primitive.h"
+
+namespace fluxion {
+
+// Elements of `a` at `indices` along `axis`. Negative indices count from
+// the end. Index values are only known when the kernel runs, so an index out
+// of range raises std::out_of_range from eval (the kernel's error reaches the
+// caller through the stream's event).
+array take(const array& a, const array& indices, int axis,
+           StreamOrDevice s = {});
+// Flattened `a`.
+array take(const array& a, const array& indices, StreamOrDevice s = {});
+array take(const array& a, int index, int axis, StreamOrDevice s = {});
+array take_along_axis(const array& a, const array& indices, int axis,
+                      StreamOrDevice s = {});
+// A copy of `a` with `values` written at `indices` along `axis`.
+array put_along_axis(const array& a, const array& indices,
+                     const array& values, int axis, StreamOrDevice s = {});
+
+// out[..., i, ...] = a[..., indices[..., i, ...], ...] with `indices`
+// broadcast against `a` except along `axis`.
+class GatherAxis : public Primitive {
+ public:
+  GatherAxis(Stream s, int axis) : Primitive(s), axis_(axis) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "GatherAxis"; }
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[1].shape()};
+  }
+  int axis() const { return axis_; }
+
+ private:
+  int axis_;
+};
+
+// Inputs (a, indices, values): a copy of `a` with values scattered.
+class ScatterAxis : public Primitive {
+ public:
+  ScatterAxis(Stream s, int axis) : Primitive(s), axis_(axis) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "ScatterAxis"; }
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+  int axis() const { return axis_; }
+
+ private:
+  int axis_;
+};
+
+}  // namespace fluxion

@@ -1,0 +1,63 @@
+// where, astype, clip and comparisons of whole arrays.
+#pragma once
+
+#include <optional>
+
+#include "fluxion/array.h"
+#include "fluxion/device.h"
+#include "fluxion/primitive.h"
+
+namespace fluxion {
+
+// `a` converted to `dtype` (the same array when it already has it).
+array astype(const array& a, Dtype dtype, StreamOrDevice s = {});
+// Elementwise choice, broadcasting all three.
+array where(const array& condition, const array& x, const array& y,
+            StreamOrDevice s = {});
+// Limit values to [a_min, a_max]; either bound may be absent.
+array clip(const array& a, const std::optional<array>& a_min,
+           const std::optional<array>& a_max, StreamOrDevice s = {});
+
+array isclose(const array& a, const array& b, double rtol = 1e-5,
+              double atol = 1e-8, bool equal_nan = false,
+              StreamOrDevice s = {});
+// A scalar bool array: all(isclose(a, b)).
+array allclose(const array& a, const array& b, double rtol = 1e-5,
+               double atol = 1e-8, bool equal_nan = false,
+               StreamOrDevice s = {});
+// Same shape and equal values (dtypes may differ).
+array array_equal(const array& a, const array& b, bool equal_nan = false,
+                  StreamOrDevice s = {});
+
+class AsType : public Primitive {
+ public:
+  AsType(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "AsType"; }
+  bool is_equivalent(const Primitive& o) const override {
+    return Primitive::is_equivalent(o) &&
+           static_cast<const AsType&>(o).dtype_ == dtype_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+  Dtype dtype() const { return dtype_; }
+
+ private:
+  Dtype dtype_;
+};
+
+// where(condition, x, y); inputs share the output's shape.
+class Select : public Primitive {
+ public:
+  using Primitive::Primitive;
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "Select"; }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+};
+
+}  // namespace fluxion

@@ -1,0 +1,39 @@
+#include "fluxion/primitive.h"
+
+#include <stdexcept>
+
+namespace fluxion {
+
+std::string rule_error(const char* rule, const Primitive& p) {
+  return std::string("[") + rule + "] Not yet implemented for primitive " +
+         p.name() + ".";
+}
+
+void Primitive::eval_gpu(const std::vector<array>&, std::vector<array>&) {
+  throw std::runtime_error(std::string("[eval_gpu] Primitive ") + name() +
+                           " has no GPU kernel in this build.");
+}
+
+std::vector<array> Primitive::jvp(const std::vector<array>&,
+                                  const std::vector<array>&,
+                                  const std::vector<int>&) {
+  throw std::invalid_argument(rule_error("jvp", *this));
+}
+
+std::vector<array> Primitive::vjp(const std::vector<array>&,
+                                  const std::vector<array>&,
+                                  const std::vector<int>&,
+                                  const std::vector<array>&) {
+  throw std::invalid_argument(rule_error("vjp", *this));
+}
+
+std::pair<std::vector<array>, std::vector<int>> Primitive::vmap(
+    const std::vector<array>&, const std::vector<int>&) {
+  throw std::invalid_argument(rule_error("vmap", *this));
+}
+
+std::vector<Shape> Primitive::output_shapes(const std::vector<array>&) {
+  throw std::invalid_argument(rule_error("output_shapes", *this));
+}
+
+}  // namespace fluxion

@@ -1,0 +1,60 @@
+// The operation of a graph node, with its kernels and transformation rules.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/device.h"
+
+namespace fluxion {
+
+class Primitive {
+ public:
+  explicit Primitive(Stream stream) : stream_(stream) {}
+  virtual ~Primitive() = default;
+  Primitive(const Primitive&) = delete;
+  Primitive& operator=(const Primitive&) = delete;
+
+  // Kernels: fill `outputs` (shapes and dtypes already set) from `inputs`.
+  virtual void eval_cpu(const std::vector<array>& inputs,
+                        std::vector<array>& outputs) = 0;
+  // Implemented by the CUDA backend; without one it raises a clear error.
+  virtual void eval_gpu(const std::vector<array>& inputs,
+                        std::vector<array>& outputs);
+
+  // Transformation rules (the transformations issue fills these in for every
+  // primitive; the defaults raise an error naming the primitive).
+  virtual std::vector<array> jvp(const std::vector<array>& primals,
+                                 const std::vector<array>& tangents,
+                                 const std::vector<int>& argnums);
+  virtual std::vector<array> vjp(const std::vector<array>& primals,
+                                 const std::vector<array>& cotangents,
+                                 const std::vector<int>& argnums,
+                                 const std::vector<array>& outputs);
+  virtual std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes);
+  virtual std::vector<Shape> output_shapes(const std::vector<array>& inputs);
+
+  // Same operation with the same parameters (used for CSE in compile).
+  virtual bool is_equivalent(const Primitive& other) const {
+    return typeid(*this) == typeid(other);
+  }
+
+  virtual const char* name() const = 0;
+  // Name plus parameters, for graph printing.
+  virtual void print(std::ostream& os) const { os << name(); }
+
+  const Stream& stream() const { return stream_; }
+  Device device() const { return stream_.device; }
+
+ private:
+  Stream stream_;
+};
+
+// The tag used in error messages thrown from a transformation rule.
+std::string rule_error(const char* rule, const Primitive& p);
+
+}  // namespace fluxion

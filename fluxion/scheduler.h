@@ -1,0 +1,44 @@
+// Stream workers. Each CPU stream owns one thread that runs its tasks in
+// order. To keep scheduling cheap, tasks enqueued while a Batch is open on the
+// calling thread are collected and handed to each stream's worker as one item
+// when the batch is flushed (design.md §9, "cheap scheduling").
+#pragma once
+
+#include <functional>
+
+#include "fluxion/device.h"
+
+namespace fluxion::scheduler {
+
+using Task = std::function<void()>;
+
+// Queue `task` on `stream` (into the open batch when there is one).
+void enqueue(const Stream& stream, Task task);
+
+// Hand every batched task of this thread to its stream's worker.
+void flush();
+
+// While alive, enqueue() on this thread batches. Nested batches are fine;
+// the outermost one flushes when it closes.
+class Batch {
+ public:
+  Batch();
+  ~Batch();
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+};
+
+// Queue items handed to workers and not finished yet.
+int n_active_tasks();
+// Block until at least one active item finishes (flushes first).
+void wait_for_one();
+
+// Register a worker thread for a new stream (called by new_stream).
+void new_thread(const Stream& stream);
+
+// Records an error raised by a task on `stream`, to be rethrown by the next
+// event this stream signals.
+void set_stream_error(int stream_index, std::exception_ptr e);
+std::exception_ptr take_stream_error(int stream_index);
+
+}  // namespace fluxion::scheduler
