@@ -1,0 +1,189 @@
+// Fluxion's benchmark harness: for each workload, Fluxion's median time and
+// the ratio to references measured in the same run (a direct C++/BLAS
+// implementation, and NumPy through benchmarks/numpy_ref.py when
+// /usr/bin/python3 has NumPy). Run: `make bench` or build/fluxion_bench.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fluxion/fluxion.h"
+
+using namespace fluxion;
+
+namespace {
+
+double median_seconds(const std::function<void()>& f, int repeat = 15,
+                      int warmup = 3) {
+  for (int i = 0; i < warmup; ++i) {
+    f();
+  }
+  std::vector<double> t;
+  for (int i = 0; i < repeat; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    auto t1 = std::chrono::steady_clock::now();
+    t.push_back(std::chrono::duration<double>(t1 - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+std::map<std::string, double> numpy_reference() {
+  std::map<std::string, double> out;
+  std::string cmd =
+      "/usr/bin/python3 " FLUXION_SOURCE_DIR "/benchmarks/numpy_ref.py "
+      "2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    return out;
+  }
+  char name[128];
+  double v;
+  while (fscanf(p, "%127s %lf", name, &v) == 2) {
+    out[name] = v;
+  }
+  pclose(p);
+  return out;
+}
+
+void row(const char* name, const char* unit, double value, double fluxion_s,
+         const char* ref_name, double ref_s) {
+  std::printf("%-26s %10.3f %-7s %-22s", name, value, unit, ref_name);
+  if (ref_s > 0) {
+    std::printf(" ratio(time fluxion/ref) = %.2f\n", fluxion_s / ref_s);
+  } else {
+    std::printf(" (reference unavailable)\n");
+  }
+}
+
+}  // namespace
+
+int main() {
+  std::printf("Fluxion benchmarks (median of repeated runs)\n");
+  auto np = numpy_reference();
+  auto np_get = [&](const char* k) { return np.count(k) ? np[k] : -1.0; };
+
+  // 1. Graph build + eval of a chain of 1000 adds on 16 elements.
+  {
+    array small = ones({16});
+    small.eval();
+    const int n_ops = 1000;
+    double t = median_seconds(
+        [&] {
+          array x = small;
+          for (int i = 0; i < n_ops; ++i) {
+            x = x + small;
+          }
+          x.eval();
+        },
+        50, 5);
+    // Reference: an eager C++ loop allocating a result per op.
+    double t_ref = median_seconds(
+        [&] {
+          auto x = std::make_unique<float[]>(16);
+          std::fill(x.get(), x.get() + 16, 1.0f);
+          for (int i = 0; i < n_ops; ++i) {
+            auto y = std::make_unique<float[]>(16);
+            for (int j = 0; j < 16; ++j) {
+              y[j] = x[j] + 1.0f;
+            }
+            x = std::move(y);
+          }
+          volatile float sink = x[0];
+          (void)sink;
+        },
+        50, 5);
+    row("chain_1000_adds", "us/op", t / n_ops * 1e6, t / n_ops,
+        "numpy (us/op)", np_get("chain_1000_adds"));
+    std::printf("%-26s %10.3f %-7s %-22s ratio = %.2f\n", "", t_ref / n_ops * 1e6,
+                "us/op", "eager C++ loop", t / t_ref);
+  }
+
+  const int n = 1 << 24;
+  // 2. Add of two 16M float32 arrays.
+  {
+    array a = random::uniform({n});
+    array b = random::uniform({n});
+    eval(a, b);
+    double t = median_seconds([&] { (a + b).eval(); });
+    std::vector<float> x(n, 1.0f), y(n, 2.0f), z(n);
+    double t_ref = median_seconds([&] {
+      for (int i = 0; i < n; ++i) {
+        z[i] = x[i] + y[i];
+      }
+    });
+    double gb = 3.0 * n * 4 / 1e9;
+    row("add_16M_f32", "GB/s", gb / t, t, "numpy", np_get("add_16M_f32"));
+    std::printf("%-26s %10.3f %-7s %-22s ratio = %.2f\n", "", gb / t_ref,
+                "GB/s", "C++ loop (1 thread)", t / t_ref);
+  }
+
+  // 3. Sum of 16M float32.
+  {
+    array a = random::uniform({n});
+    a.eval();
+    double t = median_seconds([&] { sum(a).eval(); });
+    std::vector<float> x(n, 1.0f);
+    double t_ref = median_seconds([&] {
+      double s = 0;
+      for (int i = 0; i < n; ++i) {
+        s += x[i];
+      }
+      volatile double sink = s;
+      (void)sink;
+    });
+    double gb = 1.0 * n * 4 / 1e9;
+    row("sum_16M_f32", "GB/s", gb / t, t, "numpy", np_get("sum_16M_f32"));
+    std::printf("%-26s %10.3f %-7s %-22s ratio = %.2f\n", "", gb / t_ref,
+                "GB/s", "C++ loop (1 thread)", t / t_ref);
+  }
+
+  // 4. 1024^3 float32 matmul.
+  {
+    const int m = 1024;
+    array a = random::uniform({m, m});
+    array b = random::uniform({m, m});
+    eval(a, b);
+    double t = median_seconds([&] { matmul(a, b).eval(); }, 7, 2);
+    std::vector<float> x(m * m, 1.0f), y(m * m, 1.0f), z(m * m);
+    double t_ref = median_seconds(
+        [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f,
+                      x.data(), m, y.data(), m, 0.0f, z.data(), m);
+        },
+        7, 2);
+    double gflop = 2.0 * m * m * m / 1e9;
+    row("matmul_1024_f32", "GFLOP/s", gflop / t, t, "OpenBLAS sgemm", t_ref);
+    std::printf("%-26s %10.3f %-7s %-22s ratio = %.2f\n", "",
+                np_get("matmul_1024_f32") > 0
+                    ? gflop / np_get("matmul_1024_f32")
+                    : 0.0,
+                "GFLOP/s", "numpy", t / np_get("matmul_1024_f32"));
+  }
+
+  // 5. Peak memory of a 100-op elementwise chain over a 16M array.
+  {
+    array a = random::uniform({n});
+    a.eval();
+    clear_cache();
+    reset_peak_memory();
+    size_t before = get_active_memory();
+    array x = a;
+    for (int i = 0; i < 100; ++i) {
+      x = exp(x * 0.5f) - 1.0f;
+    }
+    x.eval();
+    double peak_buffers =
+        static_cast<double>(get_peak_memory() - before) / (n * 4.0);
+    std::printf("%-26s %10.2f %-7s (target: at most 3 incl. the input)\n",
+                "chain_100_ops_16M_peak", peak_buffers + 1.0, "buffers");
+  }
+  return 0;
+}
