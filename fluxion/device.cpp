@@ -34,7 +34,7 @@ StreamRegistry& registry() {
 
 }  // namespace
 
-const Device& default_device() {
+Device default_device() {
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
   return r.default_device;
@@ -123,8 +123,13 @@ Stream to_stream(StreamOrDevice s) {
       return s.stream;
     case StreamOrDevice::Kind::device:
       return default_stream(s.device);
-    default:
-      return default_stream(default_device());
+    default: {
+      // One lock for both lookups: this runs for every op built.
+      auto& r = registry();
+      std::lock_guard<std::mutex> lk(r.mu);
+      return r.default_device.type == Device::cpu ? r.default_cpu
+                                                  : r.default_gpu;
+    }
   }
 }
 

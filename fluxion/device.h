@@ -26,7 +26,7 @@ inline bool operator!=(const Device& d, Device::DeviceType t) {
   return d.type != t;
 }
 
-const Device& default_device();
+Device default_device();
 void set_default_device(const Device& d);
 bool is_available(const Device& d);
 std::ostream& operator<<(std::ostream& os, const Device& d);

@@ -12,6 +12,7 @@
 #include "fluxion/allocator.h"
 #include "fluxion/backend/cpu/eval.h"
 #include "fluxion/backend/gpu.h"
+#include "fluxion/flat_map.h"
 #include "fluxion/primitive.h"
 #include "fluxion/scheduler.h"
 #include "fluxion/transforms.h"
@@ -70,7 +71,7 @@ static array eval_impl(std::vector<array> outputs, bool async) {
 
   {
     // Count how many consumers each unscheduled node has.
-    std::unordered_map<uintptr_t, int> cache;
+    detail::IdCountMap cache;
     std::stack<std::pair<ArrayRef, int>> dfs;
     dfs.emplace(synchronizer, 0);
     while (!dfs.empty()) {
@@ -101,15 +102,14 @@ static array eval_impl(std::vector<array> outputs, bool async) {
           }
         }
         // Siblings share one count.
-        auto it = cache.find(in.id());
-        if (it == cache.end()) {
+        if (int* count = cache.find(in.id()); count == nullptr) {
           dfs.emplace(in, 0);
-          cache.emplace(in.id(), 1);
+          cache.insert(in.id(), 1);
           for (auto& s : in.siblings()) {
-            cache.emplace(s.id(), 1);
+            cache.insert(s.id(), 1);
           }
         } else {
-          it->second++;
+          ++*count;
           for (auto& s : in.siblings()) {
             cache[s.id()]++;
           }
@@ -147,15 +147,14 @@ static array eval_impl(std::vector<array> outputs, bool async) {
           dfs.emplace(a, j);
           break;
         }
-        auto it = cache.find(in.id());
-        it->second -= 1;
-        if (it->second != 0) {
+        int* count = cache.find(in.id());
+        if (--*count != 0) {
           for (auto& s : in.siblings()) {
             cache[s.id()] -= 1;
           }
           continue;
         }
-        cache.erase(it);
+        cache.erase(in.id());
         for (auto& s : in.siblings()) {
           cache.erase(s.id());
         }
