@@ -228,6 +228,10 @@ void array::detach() {
 
 void array::eval() { fluxion::eval({*this}); }
 
+bool array::is_tracer() const {
+  return (desc_->is_tracer && in_tracing()) || retain_graph();
+}
+
 bool array::is_available() const {
   if (status() == Status::available) {
     return true;

@@ -162,7 +162,9 @@ class array {
   // Move the inputs out (the worker takes them when the node is detached).
   std::vector<array> take_inputs() { return std::move(desc_->inputs); }
 
-  bool is_tracer() const { return desc_->is_tracer; }
+  // A tracer only while a transformation traces (or its rules run): outside
+  // of them every array behaves as a plain value.
+  bool is_tracer() const;
   void set_tracer(bool t) { desc_->is_tracer = t; }
 
   // Buffer management, for kernels.

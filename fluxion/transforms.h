@@ -1,6 +1,10 @@
-// Evaluation, and (in the transformations issue) vjp/jvp/vmap and friends.
+// Evaluation and the function transformations: vjp, jvp, value_and_grad,
+// grad, vmap, custom_function, custom_vjp, checkpoint, and the Jacobians.
 #pragma once
 
+#include <functional>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "fluxion/array.h"
@@ -25,5 +29,130 @@ namespace env {
 // Width limit of the breadth-first tape (FLUXION_BFS_MAX_WIDTH, default 20).
 int bfs_max_width();
 }  // namespace env
+
+using Fn = std::function<std::vector<array>(const std::vector<array>&)>;
+using UnaryFn = std::function<array(const array&)>;
+
+// Outputs of `fun(primals)` and the vector-Jacobian products of `cotangents`
+// with respect to the primals listed in `argnums` (sorted). Outputs that are
+// stop_gradient'ed take no cotangent.
+std::pair<std::vector<array>, std::vector<array>> vjp(
+    const Fn& fun, const std::vector<array>& primals,
+    const std::vector<array>& cotangents, const std::vector<int>& argnums);
+std::pair<std::vector<array>, std::vector<array>> vjp(
+    const Fn& fun, const std::vector<array>& primals,
+    const std::vector<array>& cotangents);
+std::pair<array, array> vjp(const UnaryFn& fun, const array& primal,
+                            const array& cotangent);
+
+// Outputs of `fun(primals)` and the Jacobian-vector products with `tangents`.
+std::pair<std::vector<array>, std::vector<array>> jvp(
+    const Fn& fun, const std::vector<array>& primals,
+    const std::vector<array>& tangents);
+std::pair<array, array> jvp(const UnaryFn& fun, const array& primal,
+                            const array& tangent);
+
+using ValueAndGradFn =
+    std::function<std::pair<std::vector<array>, std::vector<array>>(
+        const std::vector<array>&)>;
+using SimpleValueAndGradFn = std::function<std::pair<array, std::vector<array>>(
+    const std::vector<array>&)>;
+
+// `fun`'s first output must be a scalar; further outputs are auxiliary (their
+// gradients are stopped). Negative argnums count from the end.
+ValueAndGradFn value_and_grad(const Fn& fun, const std::vector<int>& argnums);
+ValueAndGradFn value_and_grad(const Fn& fun, int argnum = 0);
+std::function<std::pair<array, array>(const array&)> value_and_grad(
+    const UnaryFn& fun);
+SimpleValueAndGradFn value_and_grad(
+    const std::function<array(const std::vector<array>&)>& fun,
+    const std::vector<int>& argnums);
+
+std::function<std::vector<array>(const std::vector<array>&)> grad(
+    const std::function<array(const std::vector<array>&)>& fun,
+    const std::vector<int>& argnums);
+std::function<array(const std::vector<array>&)> grad(
+    const std::function<array(const std::vector<array>&)>& fun,
+    int argnum = 0);
+UnaryFn grad(const UnaryFn& fun);
+
+// Vectorize `fun` over axis `in_axes[i]` of input i (-1: not mapped); the
+// mapped axis of output j goes to `out_axes[j]`. Empty means all zeros.
+Fn vmap(const Fn& fun, const std::vector<int>& in_axes = {},
+        const std::vector<int>& out_axes = {});
+std::function<array(const array&, const array&)> vmap(
+    const std::function<array(const array&, const array&)>& fun,
+    int in_axis_a = 0, int in_axis_b = 0, int out_axis = 0);
+UnaryFn vmap(const UnaryFn& fun, int in_axis = 0, int out_axis = 0);
+
+using VjpFn = std::function<std::vector<array>(
+    const std::vector<array>& primals, const std::vector<array>& cotangents,
+    const std::vector<array>& outputs)>;
+using JvpFn = std::function<std::vector<array>(
+    const std::vector<array>& primals, const std::vector<array>& tangents,
+    const std::vector<int>& argnums)>;
+using VmapFn = std::function<std::pair<std::vector<array>, std::vector<int>>(
+    const std::vector<array>& inputs, const std::vector<int>& axes)>;
+
+// `fun` with any of its vjp, jvp and vmap replaced; the ones not given are
+// derived from `fun`.
+Fn custom_function(Fn fun, std::optional<VjpFn> fun_vjp = std::nullopt,
+                   std::optional<JvpFn> fun_jvp = std::nullopt,
+                   std::optional<VmapFn> fun_vmap = std::nullopt);
+Fn custom_vjp(Fn fun, VjpFn fun_vjp);
+// Recompute `fun` in the backward pass instead of keeping its intermediates.
+Fn checkpoint(Fn fun);
+
+// Beyond MLX: Jacobians and Hessians built from vjp/jvp/vmap. For a function
+// of one array returning one array: jac[out..., in...].
+UnaryFn jacrev(const UnaryFn& fun);
+UnaryFn jacfwd(const UnaryFn& fun);
+// Jacobians of output 0 with respect to each of `argnums`.
+Fn jacrev(const Fn& fun, const std::vector<int>& argnums);
+Fn jacfwd(const Fn& fun, const std::vector<int>& argnums);
+// Hessian of a scalar function (forward-over-reverse).
+UnaryFn hessian(const UnaryFn& fun);
+Fn hessian(const Fn& fun, const std::vector<int>& argnums);
+// Hessian-vector product of a scalar function: (H v) for each primal.
+std::pair<std::vector<array>, std::vector<array>> hvp(
+    const Fn& fun, const std::vector<array>& primals,
+    const std::vector<array>& tangents);
+
+// True while a transformation traces a function on this thread.
+bool in_tracing();
+bool in_dynamic_tracing();
+bool in_grad_tracing();
+// True while transformation rules run: graphs must be kept, not detached.
+bool retain_graph();
+
+namespace detail {
+
+// Scoped tracing marks (thread-local: threads transform independently).
+class InTracing {
+ public:
+  explicit InTracing(bool dynamic = false, bool grad = false);
+  ~InTracing();
+  InTracing(const InTracing&) = delete;
+  InTracing& operator=(const InTracing&) = delete;
+};
+
+class RetainGraph {
+ public:
+  RetainGraph();
+  ~RetainGraph();
+  RetainGraph(const RetainGraph&) = delete;
+  RetainGraph& operator=(const RetainGraph&) = delete;
+};
+
+std::pair<std::vector<array>, std::vector<array>> vmap_trace(
+    const Fn& fun, const std::vector<array>& inputs,
+    const std::vector<int>& in_axes);
+std::vector<array> vmap_replace(const std::vector<array>& inputs,
+                                const std::vector<array>& s_inputs,
+                                const std::vector<array>& s_outputs,
+                                const std::vector<int>& in_axes,
+                                const std::vector<int>& out_axes);
+
+}  // namespace detail
 
 }  // namespace fluxion

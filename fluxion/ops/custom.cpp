@@ -1,0 +1,81 @@
+#include "fluxion/ops/custom.h"
+
+#include "fluxion/ops/creation.h"
+
+namespace fluxion {
+
+std::vector<array> depends(const std::vector<array>& inputs,
+                           const std::vector<array>& dependencies) {
+  std::vector<array> all = inputs;
+  all.insert(all.end(), dependencies.begin(), dependencies.end());
+  Stream s = inputs.empty() || !inputs[0].has_primitive()
+                 ? to_stream({})
+                 : inputs[0].primitive().stream();
+  std::vector<Shape> shapes;
+  std::vector<Dtype> dtypes;
+  for (auto& in : inputs) {
+    shapes.push_back(in.shape());
+    dtypes.push_back(in.dtype());
+  }
+  return array::make_arrays(std::move(shapes), dtypes,
+                            std::make_shared<Depends>(s), all);
+}
+
+// Gradients flow to the passed-through inputs only.
+std::vector<array> Depends::vjp(const std::vector<array>& primals,
+                                const std::vector<array>& cotangents,
+                                const std::vector<int>& argnums,
+                                const std::vector<array>& outputs) {
+  std::vector<array> vjps;
+  for (int a : argnums) {
+    if (a < static_cast<int>(cotangents.size())) {
+      vjps.push_back(cotangents[a]);
+    } else {
+      vjps.push_back(zeros_like(primals[a]));
+    }
+  }
+  return vjps;
+}
+
+std::vector<array> CustomTransforms::vjp(const std::vector<array>& primals,
+                                         const std::vector<array>& cotangents,
+                                         const std::vector<int>& argnums,
+                                         const std::vector<array>& outputs) {
+  // The primals of the user function exclude the forwarded outputs.
+  std::vector<array> inputs(primals.begin(), primals.end() - num_outputs_);
+  auto all_vjps = vjp_fun_(inputs, cotangents, outputs);
+  std::vector<array> vjps;
+  for (int a : argnums) {
+    if (a < static_cast<int>(all_vjps.size())) {
+      vjps.push_back(all_vjps[a]);
+    } else {
+      // Cotangents of the forwarded outputs: they are stop-gradient'ed.
+      vjps.push_back(zeros_like(primals[a]));
+    }
+  }
+  return vjps;
+}
+
+std::vector<array> CustomTransforms::jvp(const std::vector<array>& primals,
+                                         const std::vector<array>& tangents,
+                                         const std::vector<int>& argnums) {
+  std::vector<array> inputs(primals.begin(), primals.end() - num_outputs_);
+  std::vector<array> t;
+  std::vector<int> a;
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    if (argnums[i] < static_cast<int>(inputs.size())) {
+      t.push_back(tangents[i]);
+      a.push_back(argnums[i]);
+    }
+  }
+  return jvp_fun_(inputs, t, a);
+}
+
+std::pair<std::vector<array>, std::vector<int>> CustomTransforms::vmap(
+    const std::vector<array>& inputs_, const std::vector<int>& axes_) {
+  std::vector<array> inputs(inputs_.begin(), inputs_.end() - num_outputs_);
+  std::vector<int> axes(axes_.begin(), axes_.end() - num_outputs_);
+  return vmap_fun_(inputs, axes);
+}
+
+}  // namespace fluxion

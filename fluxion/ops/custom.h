@@ -1,0 +1,64 @@
+// Primitives behind the transformations: depends and custom functions.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/primitive.h"
+#include "fluxion/transforms.h"
+
+namespace fluxion {
+
+// `inputs` unchanged, but only computed after `dependencies` are: orders a
+// recomputation after the arrays it must follow (used by checkpoint).
+std::vector<array> depends(const std::vector<array>& inputs,
+                           const std::vector<array>& dependencies);
+
+// Inputs: the arrays to pass through, then the dependencies. Outputs share
+// the first inputs' buffers.
+class Depends : public Primitive {
+ public:
+  using Primitive::Primitive;
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  const char* name() const override { return "Depends"; }
+};
+
+// A function with custom transformation rules. Inputs: the function's
+// arguments followed by its (stop-gradient'ed) outputs, which the forward
+// pass simply forwards.
+class CustomTransforms : public Primitive {
+ public:
+  CustomTransforms(Stream s, int num_outputs, VjpFn vjp, JvpFn jvp,
+                   VmapFn vmap)
+      : Primitive(s),
+        num_outputs_(num_outputs),
+        vjp_fun_(std::move(vjp)),
+        jvp_fun_(std::move(jvp)),
+        vmap_fun_(std::move(vmap)) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
+  const char* name() const override { return "CustomTransforms"; }
+
+ private:
+  int num_outputs_;
+  VjpFn vjp_fun_;
+  JvpFn jvp_fun_;
+  VmapFn vmap_fun_;
+};
+
+}  // namespace fluxion
