@@ -19,6 +19,16 @@ struct StreamRegistry {
   Device default_device{Device::cpu};
   Stream default_cpu{0, Device::cpu};
   Stream default_gpu{1, Device::gpu};
+  // The default stream of the default device, packed as index * 2 + is_gpu,
+  // for lock-free reads; updated under `mu`.
+  std::atomic<int> default_packed{0};
+
+  void update_packed() {
+    const Stream& s =
+        default_device.type == Device::cpu ? default_cpu : default_gpu;
+    default_packed.store(s.index * 2 + (s.device.type == Device::gpu),
+                         std::memory_order_release);
+  }
 
   StreamRegistry() {
     streams.push_back(default_cpu);
@@ -53,6 +63,7 @@ void set_default_device(const Device& d) {
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
   r.default_device = d;
+  r.update_packed();
 }
 
 std::ostream& operator<<(std::ostream& os, const Device& d) {
@@ -80,6 +91,7 @@ void set_default_stream(Stream s) {
     r.default_gpu = s;
   }
   r.default_device = s.device;
+  r.update_packed();
 }
 
 Stream new_stream(Device d) {
@@ -124,11 +136,10 @@ Stream to_stream(StreamOrDevice s) {
     case StreamOrDevice::Kind::device:
       return default_stream(s.device);
     default: {
-      // One lock for both lookups: this runs for every op built.
+      // Lock-free: this runs for every op built.
       auto& r = registry();
-      std::lock_guard<std::mutex> lk(r.mu);
-      return r.default_device.type == Device::cpu ? r.default_cpu
-                                                  : r.default_gpu;
+      int packed = r.default_packed.load(std::memory_order_acquire);
+      return Stream(packed >> 1, (packed & 1) ? Device::gpu : Device::cpu);
     }
   }
 }

@@ -113,7 +113,7 @@ void enqueue(const Stream& stream, Task task) {
       tasks.push_back(std::move(task));
       if (tasks.size() >= kMaxBatch) {
         worker(idx).push(std::move(tasks));
-        tasks = {};
+        tasks = std::vector<Task>();
       }
       return;
     }
@@ -126,7 +126,7 @@ void flush() {
   for (auto& [idx, tasks] : t_batch.per_stream) {
     if (!tasks.empty()) {
       worker(idx).push(std::move(tasks));
-      tasks = {};
+      tasks = std::vector<Task>();
     }
   }
 }

@@ -7,10 +7,11 @@
 #include <functional>
 
 #include "fluxion/device.h"
+#include "fluxion/small_function.h"
 
 namespace fluxion::scheduler {
 
-using Task = std::function<void()>;
+using Task = SmallFunction;
 
 // Queue `task` on `stream` (into the open batch when there is one).
 void enqueue(const Stream& stream, Task task);

@@ -19,8 +19,12 @@ array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
   auto shape = broadcast_shapes(a.shape(), b.shape(), name);
   auto x = broadcast_to(astype(a, compute, st), shape, st);
   auto y = broadcast_to(astype(b, compute, st), shape, st);
+  std::vector<array> inputs;  // not an initializer_list: that would copy
+  inputs.reserve(2);
+  inputs.push_back(std::move(x));
+  inputs.push_back(std::move(y));
   return array(std::move(shape), out, std::make_shared<P>(st, args...),
-               {std::move(x), std::move(y)});
+               std::move(inputs));
 }
 
 template <typename P>
