@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "fluxion/graph_utils.h"
 #include "fluxion/ops/binary.h"
+#include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/custom.h"
 #include "fluxion/ops/misc.h"
@@ -156,8 +156,9 @@ std::pair<std::vector<array>, std::vector<array>> vjp(
     }
     if (out.shape() != cotangents[ci].shape()) {
       std::ostringstream msg;
-      msg << "[vjp] Output shape " << out.shape()
-          << " does not match cotangent shape " << cotangents[ci].shape()
+      msg << "[vjp] Output shape " << shape_str(out.shape())
+          << " does not match cotangent shape "
+          << shape_str(cotangents[ci].shape())
           << ".";
       if (outputs.size() == 1 && out.size() == 1) {
         msg << " If you are using grad your function must return a scalar.";
