@@ -9,7 +9,7 @@ using namespace fluxion;
 
 int main() {
   const int n = 4096, d = 16;
-  const float lr = 0.1f;
+  const float lr = 0.02f;
   random::seed(42);
 
   // y = X w* + b* + noise
