@@ -3,7 +3,9 @@
 // split.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
@@ -44,12 +46,41 @@ array bernoulli(const array& p, const std::optional<array>& key = std::nullopt,
 array bernoulli(const std::optional<array>& key = std::nullopt,
                 StreamOrDevice s = {});  // p = 0.5, scalar
 
+// The threefry-2x32 block function with 20 rounds (Salmon et al., "Parallel
+// random numbers: as easy as 1, 2, 3"): a keyed pseudo-random permutation
+// of 64-bit counters, which every generator here is built on.
+inline std::pair<uint32_t, uint32_t> threefry2x32(
+    std::pair<uint32_t, uint32_t> key, std::pair<uint32_t, uint32_t> count) {
+  constexpr uint32_t rotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  const uint32_t ks[3] = {key.first, key.second,
+                          key.first ^ key.second ^ 0x1BD11BDAu};
+  uint32_t x0 = count.first + ks[0];
+  uint32_t x1 = count.second + ks[1];
+  for (uint32_t i = 0; i < 5; ++i) {
+    for (uint32_t r : rotations[i % 2]) {
+      x0 += x1;
+      x1 = (x1 << r) | (x1 >> (32 - r));
+      x1 ^= x0;
+    }
+    x0 += ks[(i + 1) % 3];
+    x1 += ks[(i + 2) % 3] + i + 1;
+  }
+  return {x0, x1};
+}
+
 // Inputs: keys of shape (..., 2); output: `width`-byte words, with the
-// key's batch shape leading.
+// key's batch shape leading. For each key the output's bytes are the stream
+// threefry2x32(key, (b, 0)) for blocks b = offset, offset + 1, ... (8 bytes
+// a block, first word first, little-endian), cut to the output's size. So
+// split(key, n) has threefry2x32(key, (i, 0)) as its row i, and a node with
+// offset i yields that row alone.
 class RandomBits : public Primitive {
  public:
-  RandomBits(Stream s, Shape shape, int width)
-      : Primitive(s), shape_(std::move(shape)), width_(width) {}
+  RandomBits(Stream s, Shape shape, int width, uint64_t offset = 0)
+      : Primitive(s),
+        shape_(std::move(shape)),
+        width_(width),
+        offset_(offset) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "RandomBits"; }
@@ -57,10 +88,12 @@ class RandomBits : public Primitive {
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   const Shape& shape() const { return shape_; }
   int width() const { return width_; }
+  uint64_t offset() const { return offset_; }
 
  private:
   Shape shape_;
   int width_;
+  uint64_t offset_;  // first counter block
 };
 
 }  // namespace fluxion::random

@@ -78,7 +78,10 @@ void copy_region(const array& src, const Strides& src_strides,
 
 void copy_to_row_contiguous(const array& src, array& dst) {
   dst.set_data(dst.nbytes());
-  copy_region(src, src.strides(), 0, dst, dst.strides(), 0, src.shape());
+  // Row-major strides of src's shape: dst may have another shape with the
+  // same size (Reshape), and the memory order is the same.
+  copy_region(src, src.strides(), 0, dst, row_major_strides(src.shape()), 0,
+              src.shape());
 }
 
 array ensure_row_contiguous(const array& a) {

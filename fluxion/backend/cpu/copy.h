@@ -12,7 +12,8 @@ void copy_region(const array& src, const Strides& src_strides,
                  int64_t src_offset, array& dst, const Strides& dst_strides,
                  int64_t dst_offset, const Shape& shape);
 
-// Give `dst` fresh row-contiguous memory and fill it from `src` (same shape).
+// Give `dst` fresh row-contiguous memory and fill it from `src` in row-major
+// order (`dst` may have another shape of the same size, as in Reshape).
 void copy_to_row_contiguous(const array& src, array& dst);
 
 // A row-contiguous version of `a`: `a` itself when it already is, else a

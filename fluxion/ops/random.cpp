@@ -1,0 +1,323 @@
+#include "fluxion/ops/random.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <string>
+
+#include "fluxion/ops/binary.h"
+#include "fluxion/ops/common.h"
+#include "fluxion/ops/misc.h"
+#include "fluxion/ops/shape.h"
+#include "fluxion/ops/unary.h"
+
+namespace fluxion::random {
+
+namespace {
+
+using Key = std::pair<uint32_t, uint32_t>;
+
+Key key_of(uint64_t seed) {
+  return {static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(seed)};
+}
+
+array key_array(Key k) { return array({k.first, k.second}); }
+
+// The global key. It lives on the host: splitting it is two threefry calls
+// under a lock, so calls without a key add no graph nodes and threads never
+// share an unevaluated key. The values equal those of split(key).
+class KeySequence {
+ public:
+  static KeySequence& global() {
+    static auto* seq = new KeySequence(static_cast<uint64_t>(
+        std::chrono::system_clock::now().time_since_epoch().count()));
+    return *seq;
+  }
+  void seed(uint64_t s) {
+    std::lock_guard<std::mutex> lk(mu_);
+    key_ = key_of(s);
+  }
+  // Split the key: keep the first half, hand out the second.
+  array next() {
+    std::lock_guard<std::mutex> lk(mu_);
+    Key used = threefry2x32(key_, {1, 0});
+    key_ = threefry2x32(key_, {0, 0});
+    return key_array(used);
+  }
+
+ private:
+  explicit KeySequence(uint64_t s) : key_(key_of(s)) {}
+  std::mutex mu_;
+  Key key_;
+};
+
+std::string op_tag(const char* op) { return std::string("[") + op + "] "; }
+
+void check_key(const array& key, const char* op) {
+  if (key.dtype() != uint32 || key.shape() != Shape{2}) {
+    throw std::invalid_argument(
+        op_tag(op) + "Expected a key of shape (2) and dtype uint32; got shape " +
+        shape_str(key.shape()) + " and dtype " + dtype_name(key.dtype()) + ".");
+  }
+}
+
+void check_shape(const Shape& shape, const char* op) {
+  if (std::any_of(shape.begin(), shape.end(), [](int d) { return d < 0; })) {
+    throw std::invalid_argument(op_tag(op) +
+                                "Negative dimensions are not allowed; got "
+                                "shape " +
+                                shape_str(shape) + ".");
+  }
+}
+
+void check_floating(Dtype dtype, const char* op) {
+  if (!is_floating_point(dtype)) {
+    throw std::invalid_argument(
+        op_tag(op) + "Only real floating point dtypes are supported; got " +
+        dtype_name(dtype) + ".");
+  }
+}
+
+// Call only once every argument is validated: taking the global key changes
+// the global state.
+array resolve_key(const std::optional<array>& key, const char* op) {
+  if (!key) {
+    return KeySequence::global().next();
+  }
+  check_key(*key, op);
+  return *key;
+}
+
+array make_bits(const Shape& shape, int width, const array& key, Stream st,
+                uint64_t offset = 0) {
+  Dtype t = width == 1 ? uint8 : width == 2 ? uint16 : uint32;
+  return array(shape, t,
+               std::make_shared<RandomBits>(st, shape, width, offset), {key});
+}
+
+// The dtype's precision p (significand bits), smallest normal and smallest
+// subnormal.
+struct FloatInfo {
+  int p;
+  double min_normal, denorm_min;
+};
+FloatInfo float_info(Dtype t) {
+  switch (t.val) {
+    case Dtype::Val::float16:
+      return {11, std::ldexp(1.0, -14), std::ldexp(1.0, -24)};
+    case Dtype::Val::bfloat16:
+      return {8, std::ldexp(1.0, -126), std::ldexp(1.0, -133)};
+    case Dtype::Val::float32:
+      return {24, std::ldexp(1.0, -126), std::ldexp(1.0, -149)};
+    default:
+      return {53, std::numeric_limits<double>::min(),
+              std::numeric_limits<double>::denorm_min()};
+  }
+}
+
+// Uniform values in [0, 1) on the grid k * 2^-p: the top p bits of random
+// words, scaled. Every step is exact, so 1 is never reached.
+array unit(const Shape& shape, Dtype t, const array& key, Stream st) {
+  int p = float_info(t).p;
+  auto top_bits = [&](const array& k, int width, int keep) {
+    auto b = make_bits(shape, width, k, st);
+    int drop = 8 * width - keep;
+    return drop == 0 ? b : right_shift(b, array(drop, b.dtype()), st);
+  };
+  auto grid = [&]() {
+    if (t != float64) {
+      return astype(top_bits(key, t == float32 ? 4 : 2, p), t, st);
+    }
+    // 32 + 21 bits from two independent words.
+    auto [k1, k2] = split(key, st);
+    return add(multiply(astype(top_bits(k1, 4, 32), float64, st),
+                        array(std::ldexp(1.0, 21)), st),
+               astype(top_bits(k2, 4, 21), float64, st), st);
+  };
+  return multiply(grid(), array(std::ldexp(1.0, -p), t), st);
+}
+
+// The largest value of dtype `t` below each element of `x` (x finite).
+// x * (1 - 2^-p) rounds to it for positive normal x and x / (1 - 2^-p) for
+// negative normal x; at and below the smallest normal the spacing is the
+// smallest subnormal, so subtracting it is exact.
+array below(const array& x, Dtype t, Stream st) {
+  auto info = float_info(t);
+  auto c = array(1.0 - std::ldexp(1.0, -info.p), t);
+  auto normal = where(greater(x, array(0, t), st), multiply(x, c, st),
+                      divide(x, c, st), st);
+  auto tiny = subtract(x, array(info.denorm_min, t), st);
+  return where(less_equal(abs(x, st), array(info.min_normal, t), st), tiny,
+               normal, st);
+}
+
+array uniform_impl(const array& low, const array& high, const Shape& shape,
+                   Dtype dtype, const std::optional<array>& key,
+                   const char* op, Stream st) {
+  check_floating(dtype, op);
+  check_shape(shape, op);
+  bool ok = true;
+  try {
+    ok = broadcast_shapes(shape,
+                          broadcast_shapes(low.shape(), high.shape(), op),
+                          op) == shape;
+  } catch (const std::invalid_argument&) {
+    ok = false;
+  }
+  if (!ok) {
+    throw std::invalid_argument(
+        op_tag(op) + "Cannot generate values of shape " + shape_str(shape) +
+        " from low and high with shapes " + shape_str(low.shape()) + " and " +
+        shape_str(high.shape()) + ".");
+  }
+  auto k = resolve_key(key, op);
+  auto lo = astype(low, dtype, st);
+  auto hi = astype(high, dtype, st);
+  auto out = add(lo, multiply(subtract(hi, lo, st), unit(shape, dtype, k, st),
+                              st),
+                 st);
+  // lo + (hi - lo) * u can round up to hi (e.g. lo = 2^24 - 1, hi = 2^24 in
+  // float32): move such values just below hi. Reversed bounds (hi < lo) are
+  // left alone.
+  auto bad = logical_and(greater_equal(out, hi, st), less(lo, hi, st), st);
+  return where(bad, below(hi, dtype, st), out, st);
+}
+
+}  // namespace
+
+array key(uint64_t seed) { return key_array(key_of(seed)); }
+
+void seed(uint64_t seed) { KeySequence::global().seed(seed); }
+
+array split(const array& key, int num, StreamOrDevice s) {
+  check_key(key, "random.split");
+  if (num < 0) {
+    throw std::invalid_argument(
+        "[random.split] The number of keys must be non-negative; got " +
+        std::to_string(num) + ".");
+  }
+  return make_bits({num, 2}, 4, key, to_stream(s));
+}
+
+std::pair<array, array> split(const array& key, StreamOrDevice s) {
+  check_key(key, "random.split");
+  auto st = to_stream(s);
+  // Rows 0 and 1 of split(key, 2), each from its own counter block.
+  return {make_bits({2}, 4, key, st, 0), make_bits({2}, 4, key, st, 1)};
+}
+
+array bits(const Shape& shape, int width, const std::optional<array>& key,
+           StreamOrDevice s) {
+  if (width != 1 && width != 2 && width != 4) {
+    throw std::invalid_argument(
+        "[random.bits] The width must be 1, 2 or 4 bytes; got " +
+        std::to_string(width) + ".");
+  }
+  check_shape(shape, "random.bits");
+  auto k = resolve_key(key, "random.bits");
+  return make_bits(shape, width, k, to_stream(s));
+}
+
+array uniform(const array& low, const array& high, const Shape& shape,
+              Dtype dtype, const std::optional<array>& key,
+              StreamOrDevice s) {
+  return uniform_impl(low, high, shape, dtype, key, "random.uniform",
+                      to_stream(s));
+}
+
+array uniform(const Shape& shape, Dtype dtype, const std::optional<array>& key,
+              StreamOrDevice s) {
+  check_floating(dtype, "random.uniform");
+  check_shape(shape, "random.uniform");
+  auto k = resolve_key(key, "random.uniform");
+  return unit(shape, dtype, k, to_stream(s));
+}
+
+array normal(const Shape& shape, Dtype dtype, float loc, float scale,
+             const std::optional<array>& key, StreamOrDevice s) {
+  check_floating(dtype, "random.normal");
+  // Half types sample in float32 for finer tails, then round.
+  Dtype t = dtype == float64 ? float64 : float32;
+  auto st = to_stream(s);
+  // u is strictly inside (-1, 1), where erfinv is finite.
+  double lo = t == float64 ? std::nextafter(-1.0, 0.0)
+                           : std::nextafter(-1.0f, 0.0f);
+  auto u = uniform_impl(array(lo, t), array(1.0, t), shape, t, key,
+                        "random.normal", st);
+  auto z = multiply(erfinv(u, st), array(std::sqrt(2.0), t), st);
+  if (scale != 1.0f) {
+    z = multiply(z, array(scale, t), st);
+  }
+  if (loc != 0.0f) {
+    z = add(z, array(loc, t), st);
+  }
+  return astype(z, dtype, st);
+}
+
+array randint(const array& low, const array& high, const Shape& shape,
+              Dtype dtype, const std::optional<array>& key,
+              StreamOrDevice s) {
+  if (!is_integral(dtype)) {
+    throw std::invalid_argument(
+        "[random.randint] Only integer dtypes are supported; got " +
+        std::string(dtype_name(dtype)) + ".");
+  }
+  auto st = to_stream(s);
+  // float64 carries 53 random bits: exact and unbiased (to 2^-53) for any
+  // range below 2^53. The uniform is below high, so its floor is too.
+  auto u = uniform_impl(low, high, shape, float64, key, "random.randint", st);
+  return astype(floor(u, st), dtype, st);
+}
+
+array bernoulli(const array& p, const Shape& shape,
+                const std::optional<array>& key, StreamOrDevice s) {
+  if (!is_floating_point(p.dtype())) {
+    throw std::invalid_argument(
+        "[random.bernoulli] p must have a real floating point dtype; got " +
+        std::string(dtype_name(p.dtype())) + ".");
+  }
+  check_shape(shape, "random.bernoulli");
+  bool ok = true;
+  try {
+    ok = broadcast_shapes(shape, p.shape(), "random.bernoulli") == shape;
+  } catch (const std::invalid_argument&) {
+    ok = false;
+  }
+  if (!ok) {
+    throw std::invalid_argument("[random.bernoulli] p with shape " +
+                                shape_str(p.shape()) +
+                                " cannot be broadcast to shape " +
+                                shape_str(shape) + ".");
+  }
+  auto k = resolve_key(key, "random.bernoulli");
+  auto st = to_stream(s);
+  Dtype t = p.dtype() == float64 ? float64 : float32;
+  return less(unit(shape, t, k, st), astype(p, t, st), st);
+}
+
+array bernoulli(const array& p, const std::optional<array>& key,
+                StreamOrDevice s) {
+  return bernoulli(p, p.shape(), key, s);
+}
+
+array bernoulli(const std::optional<array>& key, StreamOrDevice s) {
+  return bernoulli(array(0.5f), Shape{}, key, s);
+}
+
+bool RandomBits::is_equivalent(const Primitive& o) const {
+  if (typeid(o) != typeid(*this)) {
+    return false;
+  }
+  auto& r = static_cast<const RandomBits&>(o);
+  return r.shape_ == shape_ && r.width_ == width_ && r.offset_ == offset_;
+}
+
+std::vector<Shape> RandomBits::output_shapes(const std::vector<array>& in) {
+  Shape out(in[0].shape().begin(), in[0].shape().end() - 1);
+  out.insert(out.end(), shape_.begin(), shape_.end());
+  return {out};
+}
+
+}  // namespace fluxion::random
