@@ -1,11 +1,12 @@
 // CPU kernel of RandomBits: every 8-byte block of the output is one
 // threefry call on its own counter, so blocks are computed independently and
 // the result does not depend on how the work is split over threads.
+#include "fluxion/ops/random.h"
+
 #include <algorithm>
 #include <cstring>
 
 #include "fluxion/backend/cpu/thread_pool.h"
-#include "fluxion/ops/random.h"
 
 namespace fluxion::random {
 
@@ -51,24 +52,25 @@ void RandomBits::eval_cpu(const std::vector<array>& in,
   const int64_t blocks = (bytes_per_key + 7) / 8;
   char* dst = o.data<char>();
   const uint64_t first = offset_;
-  cpu::parallel_for(num_keys * blocks, kBlockGrain, [&](int64_t lo, int64_t hi) {
-    int64_t k = lo / blocks, b = lo % blocks;
-    for (int64_t t = lo; t < hi; ++t) {
-      uint64_t ctr = first + b;
-      auto r = threefry2x32(ks[k], {static_cast<uint32_t>(ctr),
-                                    static_cast<uint32_t>(ctr >> 32)});
-      uint32_t words[2] = {r.first, r.second};
-      int64_t start = b * 8;
-      // memcpy: segments of 1- and 2-byte outputs need not be aligned, and
-      // the last block of a key may be cut short.
-      std::memcpy(dst + k * bytes_per_key + start, words,
-                  std::min<int64_t>(8, bytes_per_key - start));
-      if (++b == blocks) {
-        b = 0;
-        ++k;
-      }
-    }
-  });
+  cpu::parallel_for(
+      num_keys * blocks, kBlockGrain, [&](int64_t lo, int64_t hi) {
+        int64_t k = lo / blocks, b = lo % blocks;
+        for (int64_t t = lo; t < hi; ++t) {
+          uint64_t ctr = first + b;
+          auto r = threefry2x32(ks[k], {static_cast<uint32_t>(ctr),
+                                        static_cast<uint32_t>(ctr >> 32)});
+          uint32_t words[2] = {r.first, r.second};
+          int64_t start = b * 8;
+          // memcpy: segments of 1- and 2-byte outputs need not be aligned, and
+          // the last block of a key may be cut short.
+          std::memcpy(dst + k * bytes_per_key + start, words,
+                      std::min<int64_t>(8, bytes_per_key - start));
+          if (++b == blocks) {
+            b = 0;
+            ++k;
+          }
+        }
+      });
 }
 
 }  // namespace fluxion::random
