@@ -37,9 +37,10 @@ void check_matrix_dims(int n, int m, const char* op) {
 
 array full(Shape shape, const array& vals, Dtype dtype, StreamOrDevice s) {
   if (std::any_of(shape.begin(), shape.end(), [](int d) { return d < 0; })) {
-    throw std::invalid_argument("[full] Negative dimensions are not allowed; "
-                                "got shape " +
-                                shape_str(shape) + ".");
+    throw std::invalid_argument(
+        "[full] Negative dimensions are not allowed; "
+        "got shape " +
+        shape_str(shape) + ".");
   }
   bool ok = vals.ndim() <= static_cast<int>(shape.size());
   for (int i = 1; ok && i <= vals.ndim(); ++i) {
@@ -99,8 +100,7 @@ array arange(double start, double stop, double step, Dtype dtype,
   if (!std::isinf(step) && std::ceil((stop - start) / step) > INT_MAX) {
     std::ostringstream msg;
     msg << "[arange] The range with start=" << start << ", stop=" << stop
-        << " and step=" << step << " has more than " << INT_MAX
-        << " elements.";
+        << " and step=" << step << " has more than " << INT_MAX << " elements.";
     throw std::invalid_argument(msg.str());
   }
   int n = arange_size(start, stop, step);
@@ -229,8 +229,8 @@ array triu(const array& x, int k, StreamOrDevice s) {
   check_at_least_2d(x, "triu");
   auto st = to_stream(s);
   // Below diagonal k is at or below diagonal k - 1; avoid overflow in k - 1.
-  auto mask = tri(x.shape(-2), x.shape(-1), k == INT_MIN ? k : k - 1, bool_,
-                  st);
+  auto mask =
+      tri(x.shape(-2), x.shape(-1), k == INT_MIN ? k : k - 1, bool_, st);
   return where(mask, array(0, x.dtype()), x, st);
 }
 

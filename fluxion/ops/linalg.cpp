@@ -27,8 +27,8 @@ void check_inexact(Dtype t, const char* op) {
 // (..., M, K) and (..., K, N) with equal batch shapes.
 struct Operands {
   array a, b;
-  Shape out_shape;            // (..., M, N)
-  std::vector<int> squeeze;   // axes of out_shape that 1-D inputs added
+  Shape out_shape;           // (..., M, N)
+  std::vector<int> squeeze;  // axes of out_shape that 1-D inputs added
   Dtype dtype;
 };
 
@@ -67,11 +67,10 @@ Operands prepare(const array& a_in, const array& b_in, Dtype dtype,
   try {
     batch = broadcast_shapes(batch_a, batch_b, op);
   } catch (const std::invalid_argument&) {
-    throw std::invalid_argument(std::string("[") + op +
-                                "] Batch dimensions of inputs with shapes " +
-                                shape_str(a_in.shape()) + " and " +
-                                shape_str(b_in.shape()) +
-                                " cannot be broadcast.");
+    throw std::invalid_argument(
+        std::string("[") + op + "] Batch dimensions of inputs with shapes " +
+        shape_str(a_in.shape()) + " and " + shape_str(b_in.shape()) +
+        " cannot be broadcast.");
   }
   int m = a.shape(-2), k = a.shape(-1), n = b.shape(-1);
   Shape sa = batch, sb = batch, out = batch;
@@ -100,8 +99,7 @@ array finish(const array& out, const Operands& ops, Stream st) {
 
 array matmul(const array& a, const array& b, StreamOrDevice s) {
   auto st = to_stream(s);
-  auto ops =
-      prepare(a, b, promote_types(a.dtype(), b.dtype()), "matmul", st);
+  auto ops = prepare(a, b, promote_types(a.dtype(), b.dtype()), "matmul", st);
   auto out = array(ops.out_shape, ops.dtype, std::make_shared<Matmul>(st),
                    {ops.a, ops.b});
   return finish(out, ops, st);
@@ -134,9 +132,9 @@ array addmm(const array& c, const array& a, const array& b, float alpha,
   }
   auto cc = expand_dims(broadcast_to(astype(c, ops.dtype, st), shape, st),
                         ops.squeeze, st);
-  auto out = array(ops.out_shape, ops.dtype,
-                   std::make_shared<AddMM>(st, alpha, beta),
-                   {ops.a, ops.b, std::move(cc)});
+  auto out =
+      array(ops.out_shape, ops.dtype, std::make_shared<AddMM>(st, alpha, beta),
+            {ops.a, ops.b, std::move(cc)});
   return finish(out, ops, st);
 }
 
@@ -238,10 +236,10 @@ array tensordot_impl(const array& a, const array& b,
                      const std::vector<int>& axes_b, const char* op,
                      StreamOrDevice s) {
   if (axes_a.size() != axes_b.size()) {
-    throw std::invalid_argument(
-        std::string("[") + op + "] The axes of a " + vec_str(axes_a) +
-        " and the axes of b " + vec_str(axes_b) +
-        " must have the same length.");
+    throw std::invalid_argument(std::string("[") + op + "] The axes of a " +
+                                vec_str(axes_a) + " and the axes of b " +
+                                vec_str(axes_b) +
+                                " must have the same length.");
   }
   auto ca = checked_axes(axes_a, a, "axes_a", op);
   auto cb = checked_axes(axes_b, b, "axes_b", op);
@@ -283,9 +281,8 @@ array tensordot_impl(const array& a, const array& b,
 
 }  // namespace
 
-array tensordot(const array& a, const array& b,
-                const std::vector<int>& axes_a, const std::vector<int>& axes_b,
-                StreamOrDevice s) {
+array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
+                const std::vector<int>& axes_b, StreamOrDevice s) {
   return tensordot_impl(a, b, axes_a, axes_b, "tensordot", s);
 }
 

@@ -58,7 +58,8 @@ std::string op_tag(const char* op) { return std::string("[") + op + "] "; }
 void check_key(const array& key, const char* op) {
   if (key.dtype() != uint32 || key.shape() != Shape{2}) {
     throw std::invalid_argument(
-        op_tag(op) + "Expected a key of shape (2) and dtype uint32; got shape " +
+        op_tag(op) +
+        "Expected a key of shape (2) and dtype uint32; got shape " +
         shape_str(key.shape()) + " and dtype " + dtype_name(key.dtype()) + ".");
   }
 }
@@ -93,8 +94,8 @@ array resolve_key(const std::optional<array>& key, const char* op) {
 array make_bits(const Shape& shape, int width, const array& key, Stream st,
                 uint64_t offset = 0) {
   Dtype t = width == 1 ? uint8 : width == 2 ? uint16 : uint32;
-  return array(shape, t,
-               std::make_shared<RandomBits>(st, shape, width, offset), {key});
+  return array(shape, t, std::make_shared<RandomBits>(st, shape, width, offset),
+               {key});
 }
 
 // The dtype's precision p (significand bits), smallest normal and smallest
@@ -154,15 +155,15 @@ array below(const array& x, Dtype t, Stream st) {
 }
 
 array uniform_impl(const array& low, const array& high, const Shape& shape,
-                   Dtype dtype, const std::optional<array>& key,
-                   const char* op, Stream st) {
+                   Dtype dtype, const std::optional<array>& key, const char* op,
+                   Stream st) {
   check_floating(dtype, op);
   check_shape(shape, op);
   bool ok = true;
   try {
-    ok = broadcast_shapes(shape,
-                          broadcast_shapes(low.shape(), high.shape(), op),
-                          op) == shape;
+    ok =
+        broadcast_shapes(shape, broadcast_shapes(low.shape(), high.shape(), op),
+                         op) == shape;
   } catch (const std::invalid_argument&) {
     ok = false;
   }
@@ -175,9 +176,8 @@ array uniform_impl(const array& low, const array& high, const Shape& shape,
   auto k = resolve_key(key, op);
   auto lo = astype(low, dtype, st);
   auto hi = astype(high, dtype, st);
-  auto out = add(lo, multiply(subtract(hi, lo, st), unit(shape, dtype, k, st),
-                              st),
-                 st);
+  auto out = add(
+      lo, multiply(subtract(hi, lo, st), unit(shape, dtype, k, st), st), st);
   // lo + (hi - lo) * u can round up to hi (e.g. lo = 2^24 - 1, hi = 2^24 in
   // float32): move such values just below hi. Reversed bounds (hi < lo) are
   // left alone.
@@ -221,8 +221,7 @@ array bits(const Shape& shape, int width, const std::optional<array>& key,
 }
 
 array uniform(const array& low, const array& high, const Shape& shape,
-              Dtype dtype, const std::optional<array>& key,
-              StreamOrDevice s) {
+              Dtype dtype, const std::optional<array>& key, StreamOrDevice s) {
   return uniform_impl(low, high, shape, dtype, key, "random.uniform",
                       to_stream(s));
 }
@@ -242,8 +241,8 @@ array normal(const Shape& shape, Dtype dtype, float loc, float scale,
   Dtype t = dtype == float64 ? float64 : float32;
   auto st = to_stream(s);
   // u is strictly inside (-1, 1), where erfinv is finite.
-  double lo = t == float64 ? std::nextafter(-1.0, 0.0)
-                           : std::nextafter(-1.0f, 0.0f);
+  double lo =
+      t == float64 ? std::nextafter(-1.0, 0.0) : std::nextafter(-1.0f, 0.0f);
   auto u = uniform_impl(array(lo, t), array(1.0, t), shape, t, key,
                         "random.normal", st);
   auto z = multiply(erfinv(u, st), array(std::sqrt(2.0), t), st);
@@ -257,8 +256,7 @@ array normal(const Shape& shape, Dtype dtype, float loc, float scale,
 }
 
 array randint(const array& low, const array& high, const Shape& shape,
-              Dtype dtype, const std::optional<array>& key,
-              StreamOrDevice s) {
+              Dtype dtype, const std::optional<array>& key, StreamOrDevice s) {
   if (!is_integral(dtype)) {
     throw std::invalid_argument(
         "[random.randint] Only integer dtypes are supported; got " +
@@ -286,10 +284,9 @@ array bernoulli(const array& p, const Shape& shape,
     ok = false;
   }
   if (!ok) {
-    throw std::invalid_argument("[random.bernoulli] p with shape " +
-                                shape_str(p.shape()) +
-                                " cannot be broadcast to shape " +
-                                shape_str(shape) + ".");
+    throw std::invalid_argument(
+        "[random.bernoulli] p with shape " + shape_str(p.shape()) +
+        " cannot be broadcast to shape " + shape_str(shape) + ".");
   }
   auto k = resolve_key(key, "random.bernoulli");
   auto st = to_stream(s);

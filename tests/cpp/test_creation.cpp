@@ -83,13 +83,19 @@ TEST(Creation, FullLikeZerosOnes) {
 
 TEST(Creation, FullErrors) {
   expect_error<std::invalid_argument>(
-      [] { full({2, -1}, 1.0f); },
+      [] {
+        full({2, -1}, 1.0f);
+      },
       "[full] Negative dimensions are not allowed; got shape (2,-1).");
   expect_error<std::invalid_argument>(
-      [] { full({2, 2}, array({1, 2, 3})); },
+      [] {
+        full({2, 2}, array({1, 2, 3}));
+      },
       "[full] Cannot broadcast values of shape (3) to shape (2,2).");
   expect_error<std::invalid_argument>(
-      [] { full({3}, array({1, 2, 3}, {3, 1})); },
+      [] {
+        full({3}, array({1, 2, 3}, {3, 1}));
+      },
       "[full] Cannot broadcast values of shape (3,1) to shape (3).");
   expect_error<std::invalid_argument>([] { zeros({-3}); },
                                       "[full] Negative dimensions");
@@ -266,8 +272,8 @@ TEST(Creation, EyeAndIdentity) {
       }
     }
     expect_close(e, expect, 0, 0,
-                 "eye(" + std::to_string(n) + ", " + std::to_string(m) +
-                     ", " + std::to_string(k) + ")");
+                 "eye(" + std::to_string(n) + ", " + std::to_string(m) + ", " +
+                     std::to_string(k) + ")");
   };
   for (int k : {-4, -3, -1, 0, 1, 2, 4, 5}) {
     check(3, 4, k);
@@ -290,7 +296,8 @@ TEST(Creation, EyeAndIdentity) {
       "[eye] The number of rows and columns must be non-negative; got n=-1 "
       "and m=2.");
   expect_error<std::invalid_argument>(
-      [] { identity(-2); }, "[identity] The size must be non-negative; got -2.");
+      [] { identity(-2); },
+      "[identity] The size must be non-negative; got -2.");
 }
 
 TEST(Creation, Tri) {
@@ -357,7 +364,9 @@ TEST(Creation, TrilTriu) {
   expect_close(ti, {1, 2, 0, 4});
 
   expect_error<std::invalid_argument>(
-      [] { tril(array({1, 2, 3})); },
+      [] {
+        tril(array({1, 2, 3}));
+      },
       "[tril] The input must have at least 2 dimensions; got shape (3).");
   expect_error<std::invalid_argument>(
       [] { triu(array(1.0f)); },

@@ -202,15 +202,15 @@ TEST(Linalg, MatmulStridedLayouts) {
 TEST(Linalg, MatmulBroadcastBatch) {
   check_matmul(make({2, 1, 3, 4}), make({5, 4, 2}, float32, 1), "4-D x 3-D");
   check_matmul(make({3, 4}), make({6, 4, 5}, float32, 1), "2-D x 3-D");
-  check_matmul(make({6, 3, 4}, float64), make({4, 5}, float64, 1),
-               "3-D x 2-D");
+  check_matmul(make({6, 3, 4}, float64), make({4, 5}, float64, 1), "3-D x 2-D");
   check_matmul(make({2, 1, 3, 4}, bfloat16), make({1, 3, 4, 2}, bfloat16, 1),
                "bfloat16 both broadcast");
   // An explicit broadcast of the batch is a stride-0 view, read in place.
   check_matmul(broadcast_to(make({3, 4}), {5, 3, 4}), make({5, 4, 2}),
                "broadcast view");
   // A transposed operand whose batch is broadcast.
-  check_matmul(make({4, 2, 3}), broadcast_to(transpose(make({5, 3})), {4, 3, 5}),
+  check_matmul(make({4, 2, 3}),
+               broadcast_to(transpose(make({5, 3})), {4, 3, 5}),
                "broadcast transposed");
 }
 
@@ -257,8 +257,9 @@ TEST(Linalg, MatmulLargeAndManySmall) {
 TEST(Linalg, MatmulPromotion) {
   auto out = matmul(array({1, 2, 3, 4}, {2, 2}), make({2, 2}));
   EXPECT_EQ(out.dtype(), float32);
-  expect_close(out, ref_matmul<double>({1, 2, 3, 4}, {2, 2},
-                                       to_vector<double>(make({2, 2})), {2, 2}));
+  expect_close(out,
+               ref_matmul<double>({1, 2, 3, 4}, {2, 2},
+                                  to_vector<double>(make({2, 2})), {2, 2}));
   EXPECT_EQ(matmul(make({2, 2}, float16), make({2, 2})).dtype(), float32);
   EXPECT_EQ(matmul(make({2, 2}, bfloat16), make({2, 2}, float16)).dtype(),
             float32);
@@ -271,18 +272,26 @@ TEST(Linalg, MatmulErrors) {
       "[matmul] Inputs must have at least one dimension; got shapes () and "
       "(2).");
   expect_error<std::invalid_argument>(
-      [] { matmul(array({1, 2, 3, 4}, {2, 2}), array({1, 2, 3, 4}, {2, 2})); },
+      [] {
+        matmul(array({1, 2, 3, 4}, {2, 2}), array({1, 2, 3, 4}, {2, 2}));
+      },
       "[matmul] Only inexact (floating point and complex) types are "
       "supported; got int32.");
   expect_error<std::invalid_argument>(
-      [] { matmul(array({true, false}), array({true, false})); },
+      [] {
+        matmul(array({true, false}), array({true, false}));
+      },
       "[matmul] Only inexact (floating point and complex) types are "
       "supported; got bool.");
   expect_error<std::invalid_argument>(
-      [] { matmul(array({1, 2}, int8), array({1, 2}, int16)); },
+      [] {
+        matmul(array({1, 2}, int8), array({1, 2}, int16));
+      },
       "got int16.");
   expect_error<std::invalid_argument>(
-      [] { matmul(make({2, 3}), make({4, 5})); },
+      [] {
+        matmul(make({2, 3}), make({4, 5}));
+      },
       "[matmul] Last dimension of first input with shape (2,3) must match "
       "second to last dimension of second input with shape (4,5).");
   expect_error<std::invalid_argument>(
@@ -290,7 +299,9 @@ TEST(Linalg, MatmulErrors) {
       "[matmul] Last dimension of first input with shape (3) must match "
       "second to last dimension of second input with shape (4).");
   expect_error<std::invalid_argument>(
-      [] { matmul(make({2, 3, 4}), make({3, 4, 5})); },
+      [] {
+        matmul(make({2, 3, 4}), make({3, 4, 5}));
+      },
       "[matmul] Batch dimensions of inputs with shapes (2,3,4) and (3,4,5) "
       "cannot be broadcast.");
 }
@@ -343,10 +354,9 @@ TEST(Linalg, AddMM) {
   // Promotion includes c.
   auto out = addmm(make({2, 2}, float64), make({2, 2}), make({2, 2}));
   EXPECT_EQ(out.dtype(), float64);
-  EXPECT_STREQ(addmm(make({2, 2}), make({2, 2}), make({2, 2}))
-                   .primitive()
-                   .name(),
-               "AddMM");
+  EXPECT_STREQ(
+      addmm(make({2, 2}), make({2, 2}), make({2, 2})).primitive().name(),
+      "AddMM");
 }
 
 TEST(Linalg, AddMMComplex) {
@@ -373,8 +383,8 @@ TEST(Linalg, AddMMComplex) {
 TEST(Linalg, AddMMBufferReuse) {
   auto a = make({3, 4});
   auto b = make({4, 5}, float32, 1);
-  auto expect = ref_matmul(to_vector<double>(a), {3, 4}, to_vector<double>(b),
-                           {4, 5});
+  auto expect =
+      ref_matmul(to_vector<double>(a), {3, 4}, to_vector<double>(b), {4, 5});
   // c kept by the caller: its buffer must not be overwritten.
   auto c = make({3, 5}, float32, 2);
   auto before = to_vector<double>(c);
@@ -398,11 +408,11 @@ TEST(Linalg, AddMMBetaZeroAndEmpty) {
   auto c = full({2, 2}, NAN);
   auto a = make({2, 3});
   auto b = make({3, 2}, float32, 1);
-  auto expect = ref_matmul(to_vector<double>(a), {2, 3}, to_vector<double>(b),
-                           {3, 2});
+  auto expect =
+      ref_matmul(to_vector<double>(a), {2, 3}, to_vector<double>(b), {3, 2});
   expect_close(addmm(c, a, b, 1.0f, 0.0f), expect);
-  expect_close(addmm(astype(c, float16), astype(a, float16),
-                     astype(b, float16), 1.0f, 0.0f),
+  expect_close(addmm(astype(c, float16), astype(a, float16), astype(b, float16),
+                     1.0f, 0.0f),
                expect, 1e-3, 1e-3);
   // K == 0: beta * c.
   auto c2 = make({3, 4}, float32, 1);
@@ -424,11 +434,15 @@ TEST(Linalg, AddMMErrors) {
       "[addmm] Only inexact (floating point and complex) types are "
       "supported; got int32.");
   expect_error<std::invalid_argument>(
-      [] { addmm(make({2}), make({2, 3}), make({4, 2})); },
+      [] {
+        addmm(make({2}), make({2, 3}), make({4, 2}));
+      },
       "[addmm] Last dimension of first input with shape (2,3) must match "
       "second to last dimension of second input with shape (4,2).");
   expect_error<std::invalid_argument>(
-      [] { addmm(make({4}), make({3, 2}), make({2, 5})); },
+      [] {
+        addmm(make({4}), make({3, 2}), make({2, 5}));
+      },
       "[addmm] Input c with shape (4) cannot be broadcast to the shape (3,5) "
       "of the product of inputs with shapes (3,2) and (2,5).");
   expect_error<std::invalid_argument>(
@@ -517,11 +531,15 @@ TEST(Linalg, Inner) {
   expect_close(s, {3, 6});
 
   expect_error<std::invalid_argument>(
-      [] { inner(make({2, 3}), make({4})); },
+      [] {
+        inner(make({2, 3}), make({4}));
+      },
       "[inner] Last dimension of first input with shape (2,3) must match "
       "last dimension of second input with shape (4).");
   expect_error<std::invalid_argument>(
-      [] { inner(array({1, 2}), array({3, 4})); },
+      [] {
+        inner(array({1, 2}), array({3, 4}));
+      },
       "[inner] Only inexact (floating point and complex) types are "
       "supported; got int32.");
 }
@@ -626,9 +644,8 @@ TEST(Linalg, TensordotAxesCount) {
   // Full contraction gives a scalar.
   auto full_c = tensordot(make({3, 4}), make({3, 4}, float32, 1), 2);
   EXPECT_EQ(full_c.shape(), Shape{});
-  expect_close(full_c,
-               ref_tensordot(make({3, 4}), make({3, 4}, float32, 1), {0, 1},
-                             {0, 1}));
+  expect_close(full_c, ref_tensordot(make({3, 4}), make({3, 4}, float32, 1),
+                                     {0, 1}, {0, 1}));
 }
 
 TEST(Linalg, TensordotExplicitAxes) {
@@ -682,20 +699,28 @@ TEST(Linalg, TensordotErrors) {
       "shape (2,3,4) has size 4 but axis 0 of b with shape (3,4,5) has size "
       "3.");
   expect_error<std::invalid_argument>(
-      [&] { tensordot(a, b, {1, 2}, {0}); },
+      [&] {
+        tensordot(a, b, {1, 2}, {0});
+      },
       "[tensordot] The axes of a (1,2) and the axes of b (0) must have the "
       "same length.");
   expect_error<std::invalid_argument>(
-      [&] { tensordot(a, b, {1, 1}, {0, 1}); },
+      [&] {
+        tensordot(a, b, {1, 1}, {0, 1});
+      },
       "[tensordot] Repeated axis 1 in axes_a (1,1).");
   expect_error<std::invalid_argument>(
-      [&] { tensordot(a, b, {1, 2}, {0, -3}); },
+      [&] {
+        tensordot(a, b, {1, 2}, {0, -3});
+      },
       "[tensordot] Repeated axis -3 in axes_b (0,-3).");
   expect_error<std::out_of_range>(
       [&] { tensordot(a, b, {3}, {0}); },
       "[tensordot] Invalid axis 3 for array with 3 dimensions.");
   expect_error<std::invalid_argument>(
-      [] { tensordot(array({1, 2}), array({1, 2}), 1); },
+      [] {
+        tensordot(array({1, 2}), array({1, 2}), 1);
+      },
       "[tensordot] Only inexact (floating point and complex) types are "
       "supported; got int32.");
 }

@@ -41,12 +41,12 @@ TEST(Random, ThreefryKnownAnswers) {
   // The Random123 known-answer vectors for threefry2x32 with 20 rounds.
   using random::threefry2x32;
   EXPECT_EQ(threefry2x32({0, 0}, {0, 0}), Key(0x6b200159u, 0x99ba4efeu));
-  EXPECT_EQ(threefry2x32({0xffffffffu, 0xffffffffu},
-                         {0xffffffffu, 0xffffffffu}),
-            Key(0x1cb996fcu, 0xbb002be7u));
-  EXPECT_EQ(threefry2x32({0x13198a2eu, 0x03707344u},
-                         {0x243f6a88u, 0x85a308d3u}),
-            Key(0xc4923a9cu, 0x483df7a0u));
+  EXPECT_EQ(
+      threefry2x32({0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu}),
+      Key(0x1cb996fcu, 0xbb002be7u));
+  EXPECT_EQ(
+      threefry2x32({0x13198a2eu, 0x03707344u}, {0x243f6a88u, 0x85a308d3u}),
+      Key(0xc4923a9cu, 0x483df7a0u));
 }
 
 TEST(Random, Key) {
@@ -71,8 +71,8 @@ TEST(Random, BitsLayout) {
   auto h = random::bits({3}, 2, key);
   EXPECT_EQ(h.dtype(), uint16);
   EXPECT_EQ(to_vector<uint32_t>(h),
-            std::vector<uint32_t>({b0.first & 0xffff, b0.first >> 16,
-                                   b0.second & 0xffff}));
+            std::vector<uint32_t>(
+                {b0.first & 0xffff, b0.first >> 16, b0.second & 0xffff}));
   auto c = random::bits({5}, 1, key);
   EXPECT_EQ(c.dtype(), uint8);
   EXPECT_EQ(to_vector<uint32_t>(c),
@@ -158,11 +158,15 @@ TEST(Random, Split) {
       [&] { random::split(key, -1); },
       "[random.split] The number of keys must be non-negative; got -1.");
   expect_error<std::invalid_argument>(
-      [] { random::split(array({1, 2})); },
+      [] {
+        random::split(array({1, 2}));
+      },
       "[random.split] Expected a key of shape (2) and dtype uint32; got shape "
       "(2) and dtype int32.");
   expect_error<std::invalid_argument>(
-      [] { random::split(array({1u, 2u, 3u}), 2); },
+      [] {
+        random::split(array({1u, 2u, 3u}), 2);
+      },
       "[random.split] Expected a key of shape (2) and dtype uint32; got shape "
       "(3) and dtype uint32.");
 }
@@ -172,10 +176,14 @@ TEST(Random, BitsErrors) {
       [] { random::bits({2}, 3, random::key(0)); },
       "[random.bits] The width must be 1, 2 or 4 bytes; got 3.");
   expect_error<std::invalid_argument>(
-      [] { random::bits({2, -1}, 4, random::key(0)); },
+      [] {
+        random::bits({2, -1}, 4, random::key(0));
+      },
       "[random.bits] Negative dimensions are not allowed; got shape (2,-1).");
   expect_error<std::invalid_argument>(
-      [] { random::bits({2}, 4, array({1.0f, 2.0f})); },
+      [] {
+        random::bits({2}, 4, array({1.0f, 2.0f}));
+      },
       "[random.bits] Expected a key of shape (2) and dtype uint32; got shape "
       "(2) and dtype float32.");
 }
@@ -312,18 +320,24 @@ TEST(Random, UniformErrors) {
       "[random.uniform] Only real floating point dtypes are supported; got "
       "complex64.");
   expect_error<std::invalid_argument>(
-      [] { random::uniform(array({0.0f, 1.0f, 2.0f}), array(3.0f), {2}); },
+      [] {
+        random::uniform(array({0.0f, 1.0f, 2.0f}), array(3.0f), {2});
+      },
       "[random.uniform] Cannot generate values of shape (2) from low and high "
       "with shapes (3) and ().");
   expect_error<std::invalid_argument>(
-      [] { random::uniform(array(0.0f), array({1.0f, 2.0f}, {2, 1}), {2}); },
+      [] {
+        random::uniform(array(0.0f), array({1.0f, 2.0f}, {2, 1}), {2});
+      },
       "[random.uniform] Cannot generate values of shape (2) from low and high "
       "with shapes () and (2,1).");
   expect_error<std::invalid_argument>(
       [] { random::uniform({-2}); },
       "[random.uniform] Negative dimensions are not allowed; got shape (-2).");
   expect_error<std::invalid_argument>(
-      [] { random::uniform({2}, float32, array({1u, 2u}, {1, 2})); },
+      [] {
+        random::uniform({2}, float32, array({1u, 2u}, {1, 2}));
+      },
       "[random.uniform] Expected a key of shape (2) and dtype uint32; got "
       "shape (1,2) and dtype uint32.");
 }
@@ -370,7 +384,9 @@ TEST(Random, Normal) {
       "[random.normal] Only real floating point dtypes are supported; got "
       "int32.");
   expect_error<std::invalid_argument>(
-      [] { random::normal({2}, float32, 0.0f, 1.0f, array({1, 2})); },
+      [] {
+        random::normal({2}, float32, 0.0f, 1.0f, array({1, 2}));
+      },
       "[random.normal] Expected a key of shape (2) and dtype uint32");
 }
 
@@ -390,8 +406,8 @@ TEST(Random, Randint) {
   }
   // Negative bounds: every value, the lowest included, equally often.
   std::vector<int> neg(6, 0);
-  for (auto x : to_vector<int64_t>(random::randint(array(-3), array(3), {n},
-                                                   int64, random::key(14)))) {
+  for (auto x : to_vector<int64_t>(
+           random::randint(array(-3), array(3), {n}, int64, random::key(14)))) {
     ASSERT_GE(x, -3);
     ASSERT_LT(x, 3);
     neg[x + 3]++;
@@ -412,9 +428,9 @@ TEST(Random, Randint) {
   EXPECT_EQ(seen0, std::set<int>({0, 1}));
   EXPECT_EQ(seen1, std::set<int>({100, 101, 102}));
   // A range wider than float32 can resolve.
-  auto wide = to_vector<int64_t>(random::randint(
-      array(int64_t{0}), array(int64_t{1} << 40), {1000}, int64,
-      random::key(16)));
+  auto wide = to_vector<int64_t>(
+      random::randint(array(int64_t{0}), array(int64_t{1} << 40), {1000}, int64,
+                      random::key(16)));
   int odd = 0;
   for (auto x : wide) {
     ASSERT_GE(x, 0);
@@ -430,7 +446,9 @@ TEST(Random, Randint) {
       [] { random::randint(array(0), array(5), {2}, bool_); },
       "[random.randint] Only integer dtypes are supported; got bool.");
   expect_error<std::invalid_argument>(
-      [] { random::randint(array({0, 1}), array(5), {3}); },
+      [] {
+        random::randint(array({0, 1}), array(5), {3});
+      },
       "[random.randint] Cannot generate values of shape (3) from low and high "
       "with shapes (2) and ().");
 }
@@ -447,8 +465,8 @@ TEST(Random, Bernoulli) {
   EXPECT_NEAR(ones / n, 0.3, 5 * std::sqrt(0.21 / n));
 
   // p broadcast over rows: 0 never, 1 always.
-  auto c = random::bernoulli(array({0.0, 1.0, 0.5}), {1000, 3},
-                             random::key(18));
+  auto c =
+      random::bernoulli(array({0.0, 1.0, 0.5}), {1000, 3}, random::key(18));
   auto cv = to_vector<int>(c);
   double half = 0;
   for (int i = 0; i < 1000; ++i) {
@@ -477,7 +495,9 @@ TEST(Random, Bernoulli) {
       "[random.bernoulli] p must have a real floating point dtype; got "
       "int32.");
   expect_error<std::invalid_argument>(
-      [] { random::bernoulli(array({0.5f, 0.5f, 0.5f}), {2}); },
+      [] {
+        random::bernoulli(array({0.5f, 0.5f, 0.5f}), {2});
+      },
       "[random.bernoulli] p with shape (3) cannot be broadcast to shape (2).");
 }
 
@@ -550,7 +570,8 @@ TEST(Random, RandomBitsPrimitive) {
   EXPECT_EQ(p.shape(), Shape({3}));
   EXPECT_EQ(p.width(), 2);
   EXPECT_EQ(p.offset(), 0u);
-  EXPECT_TRUE(p.is_equivalent(random::bits({3}, 2, random::key(2)).primitive()));
+  EXPECT_TRUE(
+      p.is_equivalent(random::bits({3}, 2, random::key(2)).primitive()));
   EXPECT_FALSE(
       p.is_equivalent(random::bits({3}, 4, random::key(1)).primitive()));
   auto [k1, k2] = random::split(random::key(1));

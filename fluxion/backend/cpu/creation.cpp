@@ -1,9 +1,10 @@
 // CPU kernel of Arange (the other creation ops are composites).
+#include "fluxion/ops/creation.h"
+
 #include <cmath>
 
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/thread_pool.h"
-#include "fluxion/ops/creation.h"
 
 namespace fluxion {
 

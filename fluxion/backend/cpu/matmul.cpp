@@ -34,7 +34,8 @@ struct Operand {
 // dimension. The stride of a size-1 dim does not matter.
 bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
                  bool& trans, int& ld) {
-  if ((cols == 1 || cs == 1) && (rows == 1 || rs >= std::max<int64_t>(cols, 1))) {
+  if ((cols == 1 || cs == 1) &&
+      (rows == 1 || rs >= std::max<int64_t>(cols, 1))) {
     int64_t l = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
     if (l <= INT_MAX) {
       trans = false;
@@ -42,7 +43,8 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
       return true;
     }
   }
-  if ((rows == 1 || rs == 1) && (cols == 1 || cs >= std::max<int64_t>(rows, 1))) {
+  if ((rows == 1 || rs == 1) &&
+      (cols == 1 || cs >= std::max<int64_t>(rows, 1))) {
     int64_t l = cols == 1 ? std::max<int64_t>(rows, 1) : cs;
     if (l <= INT_MAX) {
       trans = true;
@@ -67,9 +69,9 @@ Operand operand(const array& x, Dtype t) {
   int nd = x.ndim();
   bool trans;
   int ld;
-  if (x.dtype() == t && blas_layout(x.shape(nd - 2), x.shape(nd - 1),
-                                    x.strides()[nd - 2], x.strides()[nd - 1],
-                                    trans, ld)) {
+  if (x.dtype() == t &&
+      blas_layout(x.shape(nd - 2), x.shape(nd - 1), x.strides()[nd - 2],
+                  x.strides()[nd - 1], trans, ld)) {
     return {x, x.strides(), trans, ld};
   }
   Shape sub = x.shape();
@@ -106,8 +108,8 @@ void gemm(bool ta, bool tb, int m, int n, int k, float alpha,
           float beta, complex64_t* c) {
   complex64_t al(alpha, 0.0f), be(beta, 0.0f);
   cblas_cgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, m, n, k, &al, a, lda, b, ldb,
-              &be, c, n);
+              tb ? CblasTrans : CblasNoTrans, m, n, k, &al, a, lda, b, ldb, &be,
+              c, n);
 }
 
 // c[i] = alpha * a[i] @ b[i] + beta * c[i] over the batch of `c`, which is
@@ -132,8 +134,8 @@ void batched_gemm(const Operand& a, const Operand& b, T* c, const Shape& shape,
         oa += j * a.strides[d];
         ob += j * b.strides[d];
       }
-      gemm(a.trans, b.trans, m, n, k, alpha, pa + oa, a.ld, pb + ob, b.ld,
-           beta, c + i * m * n);
+      gemm(a.trans, b.trans, m, n, k, alpha, pa + oa, a.ld, pb + ob, b.ld, beta,
+           c + i * m * n);
     }
   };
   int64_t work = std::max<int64_t>(int64_t{m} * n * k, 1);
@@ -192,8 +194,7 @@ void product(const array& a, const array& b, const array* c, array& out,
 
   if (half) {
     out.set_data(out.nbytes());
-    cpu::copy_region(acc, acc.strides(), 0, out, out.strides(), 0,
-                     out.shape());
+    cpu::copy_region(acc, acc.strides(), 0, out, out.strides(), 0, out.shape());
   }
 }
 
