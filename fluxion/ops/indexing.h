@@ -19,14 +19,16 @@ array take(const array& a, int index, int axis, StreamOrDevice s = {});
 array take_along_axis(const array& a, const array& indices, int axis,
                       StreamOrDevice s = {});
 // A copy of `a` with `values` written at `indices` along `axis`.
-array put_along_axis(const array& a, const array& indices,
-                     const array& values, int axis, StreamOrDevice s = {});
+array put_along_axis(const array& a, const array& indices, const array& values,
+                     int axis, StreamOrDevice s = {});
 
 // out[..., i, ...] = a[..., indices[..., i, ...], ...] with `indices`
-// broadcast against `a` except along `axis`.
+// broadcast against `a` except along `axis`. `op` names the public op in
+// the kernel's out-of-range error.
 class GatherAxis : public Primitive {
  public:
-  GatherAxis(Stream s, int axis) : Primitive(s), axis_(axis) {}
+  GatherAxis(Stream s, int axis, const char* op = "take_along_axis")
+      : Primitive(s), axis_(axis), op_(op) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "GatherAxis"; }
@@ -38,12 +40,16 @@ class GatherAxis : public Primitive {
 
  private:
   int axis_;
+  const char* op_;
 };
 
 // Inputs (a, indices, values): a copy of `a` with values scattered.
+// `indices` and `values` have a's shape except along `axis`; for duplicate
+// indices the last write (in index order along the axis) wins.
 class ScatterAxis : public Primitive {
  public:
-  ScatterAxis(Stream s, int axis) : Primitive(s), axis_(axis) {}
+  ScatterAxis(Stream s, int axis, const char* op = "put_along_axis")
+      : Primitive(s), axis_(axis), op_(op) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ScatterAxis"; }
@@ -55,6 +61,7 @@ class ScatterAxis : public Primitive {
 
  private:
   int axis_;
+  const char* op_;
 };
 
 }  // namespace fluxion

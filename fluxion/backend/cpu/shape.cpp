@@ -1,27 +1,145 @@
 // Views: these kernels only compute strides; the output shares the input's
-// buffer. Reshape copies when the input layout cannot be viewed.
-#include "fluxion/backend/cpu/copy.h"
+// buffer. Reshape copies only when the input layout cannot be viewed.
+// Slice updates, concatenation and padding write fresh buffers.
 #include "fluxion/ops/shape.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/cpu/copy.h"
+#include "fluxion/backend/cpu/thread_pool.h"
 
 namespace fluxion {
 
 namespace {
 
-void view(const array& in, array& out, Strides strides) {
-  auto flags = layout_flags(out.shape(), strides, in.data_size());
-  out.copy_shared_buffer(in, strides, flags, in.data_size());
+// `data_size` of a view with this shape and strides. Kernels take the flat
+// path (walk data[0, data_size) from the data pointer) when
+// flags.contiguous, which layout_flags sets when data_size == size; so
+//  - dense elements at non-negative strides (any order): size;
+//  - every element at one address (a broadcast scalar): 1, which the
+//    binary kernels read as a scalar;
+//  - otherwise the number of slots the view spans, never equal to size:
+//    an overlapping view (stride 0 next to a gap) can span exactly `size`
+//    slots without filling them, and must not pass as contiguous.
+size_t view_data_size(const Shape& shape, const Strides& strides) {
+  int64_t size = 1;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, extent)
+  bool positive = true;
+  bool all_zero = true;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    size *= shape[i];
+    if (shape[i] != 1) {
+      dims.emplace_back(std::abs(strides[i]), shape[i]);
+      positive &= strides[i] > 0;
+      all_zero &= strides[i] == 0;
+    }
+  }
+  if (size <= 1) {
+    return static_cast<size_t>(size);
+  }
+  if (all_zero) {
+    return 1;
+  }
+  std::sort(dims.begin(), dims.end());
+  bool dense = positive;
+  int64_t expect = 1;
+  int64_t span = 1;
+  for (auto& [st, n] : dims) {
+    dense &= st == expect;
+    expect *= n;
+    span += (n - 1) * st;
+  }
+  if (dense) {
+    return static_cast<size_t>(size);
+  }
+  return static_cast<size_t>(span == size ? span + 1 : span);
+}
+
+void view(const array& in, array& out, const Strides& strides,
+          int64_t offset = 0) {
+  if (out.size() == 0) {
+    // No element is ever read, so any strides do; row-major ones send every
+    // kernel down its flat path, which handles size 0 (the strided paths
+    // divide by the innermost extent).
+    Strides rm = row_major_strides(out.shape());
+    out.copy_shared_buffer(in, rm, layout_flags(out.shape(), rm, 0), 0);
+    return;
+  }
+  size_t ds = view_data_size(out.shape(), strides);
+  out.copy_shared_buffer(in, strides, layout_flags(out.shape(), strides, ds),
+                         ds, offset);
+}
+
+// Strides under which `out_shape` walks the elements of (shape, strides) in
+// the same row-major order, if there are any (NumPy's no-copy reshape).
+// Dimensions are matched in groups of equal product; the input dimensions of
+// a group must be nested (stride[k] == stride[k+1] * shape[k+1]), which also
+// holds for runs of broadcast (stride 0) dimensions.
+std::optional<Strides> reshape_strides(const Shape& shape,
+                                       const Strides& strides,
+                                       const Shape& out_shape) {
+  Shape os;
+  Strides ost;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1) {
+      os.push_back(shape[i]);
+      ost.push_back(strides[i]);
+    }
+  }
+  size_t on = os.size(), nn = out_shape.size();
+  Strides ns(nn, 1);
+  size_t oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nn && oi < on) {
+    int64_t np = out_shape[ni], op = os[oi];
+    while (np != op) {
+      if (np < op) {
+        np *= out_shape[nj++];
+      } else {
+        op *= os[oj++];
+      }
+    }
+    for (size_t k = oi; k + 1 < oj; ++k) {
+      if (ost[k] != ost[k + 1] * os[k + 1]) {
+        return std::nullopt;
+      }
+    }
+    ns[nj - 1] = ost[oj - 1];
+    for (size_t k = nj - 1; k > ni; --k) {
+      ns[k - 1] = ns[k] * out_shape[k];
+    }
+    ni = nj++;
+    oi = oj++;
+  }
+  // Trailing size-1 dimensions: any stride works.
+  int64_t last = ni >= 1 ? ns[ni - 1] : 1;
+  for (size_t k = ni; k < nn; ++k) {
+    ns[k] = last;
+  }
+  return ns;
 }
 
 }  // namespace
 
 void Reshape::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   const array& a = in[0];
-  if (a.flags().row_contiguous) {
-    view(a, out[0], row_major_strides(out[0].shape()));
+  array& o = out[0];
+  if (a.flags().row_contiguous || a.size() == 0) {
+    view(a, o, row_major_strides(o.shape()));
     return;
   }
-  // Copy into row-major order, then the reshape is free.
-  cpu::copy_to_row_contiguous(a, out[0]);
+  if (auto st = reshape_strides(a.shape(), a.strides(), o.shape())) {
+    view(a, o, *st);
+    return;
+  }
+  // Copy into row-major order, then the reshape is free. (The output has
+  // another shape, so the copy walks the input's shape with the row-major
+  // strides of that shape.)
+  o.set_data(o.nbytes());
+  cpu::copy_region(a, a.strides(), 0, o, row_major_strides(a.shape()), 0,
+                   a.shape());
 }
 
 void Transpose::eval_cpu(const std::vector<array>& in,
@@ -30,7 +148,7 @@ void Transpose::eval_cpu(const std::vector<array>& in,
   for (int ax : axes_) {
     strides.push_back(in[0].strides()[ax]);
   }
-  view(in[0], out[0], std::move(strides));
+  view(in[0], out[0], strides);
 }
 
 void Broadcast::eval_cpu(const std::vector<array>& in,
@@ -43,7 +161,7 @@ void Broadcast::eval_cpu(const std::vector<array>& in,
       strides[diff + i] = a.strides()[i];
     }
   }
-  view(a, out[0], std::move(strides));
+  view(a, out[0], strides);
 }
 
 void ExpandDims::eval_cpu(const std::vector<array>& in,
@@ -57,7 +175,7 @@ void ExpandDims::eval_cpu(const std::vector<array>& in,
                      : 1;
     strides.insert(strides.begin() + ax, st);
   }
-  view(in[0], out[0], std::move(strides));
+  view(in[0], out[0], strides);
 }
 
 void Squeeze::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
@@ -67,7 +185,75 @@ void Squeeze::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
       strides.push_back(in[0].strides()[i]);
     }
   }
-  view(in[0], out[0], std::move(strides));
+  view(in[0], out[0], strides);
+}
+
+void Slice::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  const array& a = in[0];
+  array& o = out[0];
+  Strides strides(a.ndim());
+  int64_t offset = 0;
+  for (int i = 0; i < a.ndim(); ++i) {
+    strides[i] = a.strides()[i] * strides_[i];
+    offset += start_[i] * a.strides()[i];
+  }
+  view(a, o, strides, offset);
+}
+
+void SliceUpdate::eval_cpu(const std::vector<array>& in,
+                           std::vector<array>& out) {
+  const array& src = in[0];
+  const array& upd = in[1];
+  array& o = out[0];
+  if (src.is_donatable()) {
+    o.move_shared_buffer(src);
+  } else {
+    cpu::copy_to_row_contiguous(src, o);
+  }
+  if (upd.size() == 0) {
+    return;
+  }
+  Strides region(o.ndim());
+  int64_t offset = 0;
+  for (int i = 0; i < o.ndim(); ++i) {
+    region[i] = o.strides()[i] * strides_[i];
+    offset += start_[i] * o.strides()[i];
+  }
+  cpu::copy_region(upd, upd.strides(), 0, o, region, offset, upd.shape());
+}
+
+void Concatenate::eval_cpu(const std::vector<array>& in,
+                           std::vector<array>& out) {
+  array& o = out[0];
+  o.set_data(o.nbytes());
+  int64_t offset = 0;
+  for (auto& x : in) {
+    cpu::copy_region(x, x.strides(), 0, o, o.strides(), offset, x.shape());
+    offset += x.shape(axis_) * o.strides()[axis_];
+  }
+}
+
+void Pad::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  const array& a = in[0];
+  const array& value = in[1];
+  array& o = out[0];
+  o.set_data(o.nbytes());
+  // Fill everything, then copy the interior over it: simpler than filling
+  // only the border, and the border is usually most of the extra work anyway.
+  dispatch_bytes(o.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T v;
+    std::memcpy(&v, value.raw_data(), sizeof(T));
+    T* p = o.data<T>();
+    cpu::parallel_for(
+        o.size(), cpu::kElementwiseGrain * 4,
+        [&](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
+  });
+  int64_t offset = 0;
+  for (size_t i = 0; i < axes_.size(); ++i) {
+    offset += low_[i] * o.strides()[axes_[i]];
+  }
+  cpu::copy_region(a, a.strides(), 0, o, o.strides(), offset, a.shape());
 }
 
 }  // namespace fluxion
