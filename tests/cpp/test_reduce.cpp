@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "fluxion/ops/common.h"
-#include "layouts.h"
+#include "test_inputs.h"
 #include "test_utils.h"
 
 using namespace fluxion;

@@ -129,6 +129,34 @@ array make_array(const std::vector<T>& vals, const Shape& shape, Dtype dtype,
   throw std::logic_error("unknown layout");
 }
 
+// `v` as dtype `dt` stores it, back in double: integers wrap (C++20
+// conversions are modular), bools are `v != 0`, floats round.
+inline double round_to(double v, Dtype dt) {
+  double out = 0;
+  dispatch_all(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      out = v != 0;
+    } else if constexpr (std::is_integral_v<T>) {
+      if (std::isnan(v) || std::isinf(v)) {
+        out = v;  // let the comparison fail loudly
+      } else {
+        out = static_cast<double>(static_cast<T>(static_cast<int64_t>(v)));
+      }
+    } else {
+      out = cast_value<double>(cast_value<T>(v));
+    }
+  });
+  return out;
+}
+
+inline std::vector<double> round_all(std::vector<double> v, Dtype dt) {
+  for (auto& x : v) {
+    x = round_to(x, dt);
+  }
+  return v;
+}
+
 inline std::string shape_text(const Shape& s) {
   std::string out = "(";
   for (size_t i = 0; i < s.size(); ++i) {
