@@ -105,7 +105,8 @@ array make_array(const std::vector<T>& vals, const Shape& shape, Dtype dtype,
       int64_t pn = shape_size(ps);
       std::vector<T> pv(pn);
       for (int64_t i = 0; i < pn; ++i) {
-        pv[i] = static_cast<T>(i % 2 ? 77 : -77);
+        // Positive, so that converting them to unsigned types is defined.
+        pv[i] = static_cast<T>(i % 2 ? 77 : 99);
       }
       Strides st(nd);
       int64_t offset = 0;
