@@ -46,10 +46,9 @@ void print_subarray(std::ostream& os, const array& a, const T* data,
   const bool last = dim == a.ndim() - 1;
   // Between rows: a newline per remaining dimension (blank lines between
   // blocks of 3-D and higher arrays), then alignment under the bracket.
-  std::string sep =
-      last ? ", "
-           : "," + std::string(a.ndim() - 1 - dim, '\n') +
-                 std::string(kIndent + dim + 1, ' ');
+  std::string sep = last ? ", "
+                         : "," + std::string(a.ndim() - 1 - dim, '\n') +
+                               std::string(kIndent + dim + 1, ' ');
   os << "[";
   for (int i = 0; i < n; ++i) {
     if (i > 0) {

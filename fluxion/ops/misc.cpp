@@ -19,9 +19,9 @@ array astype(const array& a, Dtype dtype, StreamOrDevice s) {
 array where(const array& condition, const array& x, const array& y,
             StreamOrDevice s) {
   auto st = to_stream(s);
-  auto shape = broadcast_shapes(
-      broadcast_shapes(condition.shape(), x.shape(), "where"), y.shape(),
-      "where");
+  auto shape =
+      broadcast_shapes(broadcast_shapes(condition.shape(), x.shape(), "where"),
+                       y.shape(), "where");
   Dtype t = promote_types(x.dtype(), y.dtype());
   return array(shape, t, std::make_shared<Select>(st),
                {broadcast_to(astype(condition, bool_, st), shape, st),
@@ -63,8 +63,8 @@ array isclose_impl(const array& a, const array& b, double rtol, double atol,
   auto x = astype(a, t, s);
   auto y = astype(b, t, s);
   auto ay = abs(y, s);
-  auto rhs = add(array(atol, ay.dtype()),
-                 multiply(array(rtol, ay.dtype()), ay, s), s);
+  auto rhs =
+      add(array(atol, ay.dtype()), multiply(array(rtol, ay.dtype()), ay, s), s);
   auto out = less_equal(abs(subtract(x, y, s), s), rhs, s);
   // An infinite b makes the tolerance infinite: only equal values are close
   // then (as in NumPy), and inf == inf is close although inf - inf is nan.

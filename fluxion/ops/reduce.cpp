@@ -66,12 +66,12 @@ array reduce(const array& a, const std::vector<int>& axes, bool keepdims,
 
 }  // namespace
 
-#define FLUXION_REDUCTION_FORMS(NAME)                                      \
-  array NAME(const array& a, bool keepdims, StreamOrDevice s) {            \
-    return NAME(a, all_axes(a), keepdims, s);                              \
-  }                                                                        \
-  array NAME(const array& a, int axis, bool keepdims, StreamOrDevice s) {  \
-    return NAME(a, std::vector<int>{axis}, keepdims, s);                   \
+#define FLUXION_REDUCTION_FORMS(NAME)                                     \
+  array NAME(const array& a, bool keepdims, StreamOrDevice s) {           \
+    return NAME(a, all_axes(a), keepdims, s);                             \
+  }                                                                       \
+  array NAME(const array& a, int axis, bool keepdims, StreamOrDevice s) { \
+    return NAME(a, std::vector<int>{axis}, keepdims, s);                  \
   }
 
 FLUXION_REDUCTION_FORMS(sum)
@@ -86,8 +86,7 @@ FLUXION_REDUCTION_FORMS(logsumexp)
 
 array sum(const array& a, const std::vector<int>& axes, bool keepdims,
           StreamOrDevice s) {
-  return reduce(a, axes, keepdims, Reduce::Sum, sum_dtype(a.dtype()), "sum",
-                s);
+  return reduce(a, axes, keepdims, Reduce::Sum, sum_dtype(a.dtype()), "sum", s);
 }
 
 array prod(const array& a, const std::vector<int>& axes, bool keepdims,
@@ -144,8 +143,8 @@ array mean(const array& a, const std::vector<int>& axes, bool keepdims,
   return astype(out, at_least_float(a.dtype()), s);
 }
 
-array var(const array& a, const std::vector<int>& axes, bool keepdims,
-          int ddof, StreamOrDevice s) {
+array var(const array& a, const std::vector<int>& axes, bool keepdims, int ddof,
+          StreamOrDevice s) {
   auto ax = normalize_axes(axes, a.ndim(), "var");
   double n = static_cast<double>(reduced_size(a, ax));
   Dtype ct = stats_dtype(a.dtype());
@@ -163,23 +162,21 @@ array var(const array& a, const std::vector<int>& axes, bool keepdims,
   return astype(out, is_complex(t) ? float32 : t, s);
 }
 
-array std(const array& a, const std::vector<int>& axes, bool keepdims,
-          int ddof, StreamOrDevice s) {
+array std(const array& a, const std::vector<int>& axes, bool keepdims, int ddof,
+          StreamOrDevice s) {
   return sqrt(var(a, axes, keepdims, ddof, s), s);
 }
 
 array var(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
   return var(a, all_axes(a), keepdims, ddof, s);
 }
-array var(const array& a, int axis, bool keepdims, int ddof,
-          StreamOrDevice s) {
+array var(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
   return var(a, std::vector<int>{axis}, keepdims, ddof, s);
 }
 array std(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
   return std(a, all_axes(a), keepdims, ddof, s);
 }
-array std(const array& a, int axis, bool keepdims, int ddof,
-          StreamOrDevice s) {
+array std(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
   return std(a, std::vector<int>{axis}, keepdims, ddof, s);
 }
 
@@ -246,10 +243,9 @@ array arg_reduce(const array& a, int axis, bool keepdims,
                  StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), name);
   if (a.shape(ax) == 0) {
-    throw std::invalid_argument(std::string("[") + name +
-                                "] Cannot reduce an empty axis " +
-                                std::to_string(axis) + " of shape " +
-                                shape_str(a.shape()) + ".");
+    throw std::invalid_argument(
+        std::string("[") + name + "] Cannot reduce an empty axis " +
+        std::to_string(axis) + " of shape " + shape_str(a.shape()) + ".");
   }
   auto st = to_stream(s);
   Shape shape = a.shape();

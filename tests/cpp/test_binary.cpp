@@ -28,9 +28,9 @@ enum class Kind {
 
 enum Domain {
   kAny,
-  kNonZeroB,     // b != 0
-  kSmallPower,   // base in [-3, 3], exponent in [0, 5]
-  kShift,        // b in [0, 5]
+  kNonZeroB,    // b != 0
+  kSmallPower,  // base in [-3, 3], exponent in [0, 5]
+  kShift,       // b in [0, 5]
 };
 
 struct BinaryCase {
@@ -49,14 +49,11 @@ double py_mod(double a, double b) { return a - b * std::floor(a / b); }
 std::vector<BinaryCase> cases() {
   return {
       {"add", [](auto& a, auto& b) { return add(a, b); },
-       [](double a, double b) { return a + b; }, Kind::Arith, kAny, true,
-       true},
+       [](double a, double b) { return a + b; }, Kind::Arith, kAny, true, true},
       {"subtract", [](auto& a, auto& b) { return subtract(a, b); },
-       [](double a, double b) { return a - b; }, Kind::Arith, kAny, true,
-       true},
+       [](double a, double b) { return a - b; }, Kind::Arith, kAny, true, true},
       {"multiply", [](auto& a, auto& b) { return multiply(a, b); },
-       [](double a, double b) { return a * b; }, Kind::Arith, kAny, true,
-       true},
+       [](double a, double b) { return a * b; }, Kind::Arith, kAny, true, true},
       {"divide", [](auto& a, auto& b) { return divide(a, b); },
        [](double a, double b) { return a / b; }, Kind::Float, kNonZeroB, true,
        true},
@@ -317,8 +314,8 @@ TEST(BinaryOps, SameDtypeAllLayouts) {
         ls[i] = reference(c, dt, la[i], b[7]);
       }
       auto big_a = array(la.begin(), {n}, dt);
-      expect_close(c.fn(big_a, array(lb.begin(), {n}, dt)), le, tol,
-                   tol * 0.1, base + " large");
+      expect_close(c.fn(big_a, array(lb.begin(), {n}, dt)), le, tol, tol * 0.1,
+                   base + " large");
       expect_close(c.fn(big_a, sb), ls, tol, tol * 0.1, base + " large s");
     }
   }
@@ -330,7 +327,7 @@ TEST(BinaryOps, Complex) {
     a.emplace_back(0.5f * ((i * 7) % 9) - 2.0f, 0.25f * ((i * 5) % 7) - 1.0f);
     b.emplace_back(0.5f * ((i * 3) % 5) - 1.0f, 0.5f * ((i * 2) % 5) - 0.5f);
   }
-  b[4] = a[4];  // an equal pair
+  b[4] = a[4];                                       // an equal pair
   b[5] = complex64_t(a[5].real(), a[5].imag() + 1);  // equal real parts
   auto lex_less = [](cd x, cd y) {
     return x.real() < y.real() || (x.real() == y.real() && x.imag() < y.imag());
@@ -401,8 +398,8 @@ TEST(BinaryOps, Complex) {
 // The result dtype is MLX's promotion of the two inputs, and values are
 // computed in it (checked on exact small values).
 TEST(BinaryOps, Promotion) {
-  const std::vector<Dtype> all = {bool_,  uint8,   uint16,  uint32, uint64,
-                                  int8,   int16,   int32,   int64,  float16,
+  const std::vector<Dtype> all = {bool_,   uint8,   uint16,   uint32,   uint64,
+                                  int8,    int16,   int32,    int64,    float16,
                                   float32, float64, bfloat16, complex64};
   for (Dtype x : all) {
     for (Dtype y : all) {
@@ -534,7 +531,8 @@ TEST(BinaryOps, FloatDivisionEdgeCases) {
                          array({2.0f, 2.0f, -2.0f, -2.0f})),
                {1.5, 0.5, -0.5, -1.5});
   // Zeros take the divisor's sign; division by zero gives inf or nan.
-  EXPECT_FALSE(std::signbit(remainder(array(-0.0f), array(3.0f)).item<float>()));
+  EXPECT_FALSE(
+      std::signbit(remainder(array(-0.0f), array(3.0f)).item<float>()));
   EXPECT_TRUE(std::signbit(remainder(array(0.0f), array(-3.0f)).item<float>()));
   EXPECT_TRUE(std::signbit(remainder(array(6.0f), array(-3.0f)).item<float>()));
   expect_close(floor_divide(array({1.0f, -1.0f, 0.0f}), array(0.0f)),
@@ -546,8 +544,7 @@ TEST(BinaryOps, FloatDivisionEdgeCases) {
   expect_close(divide(array({1.0f, -1.0f, 0.0f}), array(0.0f)),
                {kInf, -kInf, kNaN});
   // float16 computes in float and rounds once.
-  expect_close(remainder(array({-7.5}, float16), array({2.0}, float16)),
-               {0.5});
+  expect_close(remainder(array({-7.5}, float16), array({2.0}, float16)), {0.5});
 }
 
 TEST(BinaryOps, ShiftsAndBitwise) {
@@ -583,9 +580,9 @@ TEST(BinaryOps, PowerEdgeCases) {
   expect_close(power(array({3}, int8), array({5}, int8)), {-13});
   expect_close(power(array({2, 1, -1, -1, 0}), array({-1, -5, -3, -2, 0})),
                {0, 1, -1, 1, 1});
-  expect_close(power(array({0.0f, -8.0f, 2.0f}),
-                     array({0.0f, 1.0f / 3.0f, -1.0f})),
-               {1, kNaN, 0.5});
+  expect_close(
+      power(array({0.0f, -8.0f, 2.0f}), array({0.0f, 1.0f / 3.0f, -1.0f})),
+      {1, kNaN, 0.5});
   expect_close(power(array({4.0}, float16), array({0.5}, float16)), {2});
   expect_close(power(array({true, false, false}), array({true, true, false})),
                {1, 0, 1});
@@ -597,8 +594,7 @@ TEST(BinaryOps, NaNAndInfinities) {
   expect_close(maximum(a, b), {kNaN, kNaN, kNaN, 3});
   expect_close(minimum(a, b), {kNaN, kNaN, kNaN, 2});
   expect_close(maximum(array({1.0}, float16), array({NAN}, float16)), {kNaN});
-  expect_close(minimum(array({NAN}, bfloat16), array({1.0}, bfloat16)),
-               {kNaN});
+  expect_close(minimum(array({NAN}, bfloat16), array({1.0}, bfloat16)), {kNaN});
   expect_close(equal(a, b), {0, 0, 0, 0});
   expect_close(not_equal(a, b), {1, 1, 1, 1});
   expect_close(less(a, b), {0, 0, 0, 1});
@@ -606,13 +602,12 @@ TEST(BinaryOps, NaNAndInfinities) {
   // logaddexp at the edges.
   expect_close(logaddexp(array({kInf, -kInf, kInf, -kInf, kNaN, 1000.0}),
                          array({kInf, -kInf, -kInf, 3.0, 1.0, 1000.0})),
-               {kInf, -kInf, kInf, 3.0, kNaN, 1000.0 + std::log(2.0)},
-               1e-12);
+               {kInf, -kInf, kInf, 3.0, kNaN, 1000.0 + std::log(2.0)}, 1e-12);
   expect_close(logaddexp(array({-1000.0f}), array({-1000.0f})),
                {-1000.0 + std::log(2.0)}, 1e-6);
-  expect_close(arctan2(array({0.0, -0.0, 1.0, -1.0}),
-                       array({-0.0, -1.0, 0.0, kInf})),
-               {M_PI, -M_PI, M_PI / 2, -0.0}, 1e-15);
+  expect_close(
+      arctan2(array({0.0, -0.0, 1.0, -1.0}), array({-0.0, -1.0, 0.0, kInf})),
+      {M_PI, -M_PI, M_PI / 2, -0.0}, 1e-15);
 }
 
 TEST(BinaryOps, Errors) {
@@ -647,16 +642,19 @@ TEST(BinaryOps, Errors) {
       "[bitwise_invert] Only integer and boolean types are supported; got "
       "float32.");
   auto z = array({complex64_t(1, 1)});
-  for (auto& [name, fn] : std::vector<std::pair<
-           std::string, std::function<array(const array&, const array&)>>>{
-           {"floor_divide", [](auto& x, auto& y) { return floor_divide(x, y); }},
-           {"remainder", [](auto& x, auto& y) { return remainder(x, y); }},
-           {"arctan2", [](auto& x, auto& y) { return arctan2(x, y); }},
-           {"logaddexp", [](auto& x, auto& y) { return logaddexp(x, y); }}}) {
+  for (auto& [name, fn] :
+       std::vector<std::pair<std::string,
+                             std::function<array(const array&, const array&)>>>{
+           {"floor_divide", [](auto&x, auto&y) { return floor_divide(x, y); }},
+           {"remainder", [](auto&x, auto&y) { return remainder(x, y); }},
+           {"arctan2", [](auto&x, auto&y) { return arctan2(x, y); }},
+           {"logaddexp", [](auto&x, auto&y) { return logaddexp(x, y); }}}) {
     expect_error<std::invalid_argument>(
-        [&] { fn(z, f); }, "[" + name + "] Not supported for complex64 inputs.");
+        [&] { fn(z, f); },
+        "[" + name + "] Not supported for complex64 inputs.");
     expect_error<std::invalid_argument>(
-        [&] { fn(f, z); }, "[" + name + "] Not supported for complex64 inputs.");
+        [&] { fn(f, z); },
+        "[" + name + "] Not supported for complex64 inputs.");
   }
   // Shapes that cannot broadcast, named as received.
   auto m = array({1, 2, 3, 4, 5, 6}, {2, 3});
@@ -664,14 +662,16 @@ TEST(BinaryOps, Errors) {
   expect_error<std::invalid_argument>(
       [&] { add(m, v); }, "[add] Shapes (2,3) and (4) cannot be broadcast.");
   expect_error<std::invalid_argument>(
-      [&] { m * v; }, "[multiply] Shapes (2,3) and (4) cannot be broadcast.");
+      [&] { m* v; }, "[multiply] Shapes (2,3) and (4) cannot be broadcast.");
   expect_error<std::invalid_argument>(
       [&] { less(v, m); }, "[less] Shapes (4) and (2,3) cannot be broadcast.");
   expect_error<std::invalid_argument>(
       [&] { logical_and(m, v); },
       "[logical_and] Shapes (2,3) and (4) cannot be broadcast.");
   expect_error<std::invalid_argument>(
-      [&] { power(broadcast_to(v, {3, 4}), m); },
+      [&] {
+        power(broadcast_to(v, {3, 4}), m);
+      },
       "[power] Shapes (3,4) and (2,3) cannot be broadcast.");
 }
 

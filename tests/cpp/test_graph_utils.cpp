@@ -85,8 +85,7 @@ TEST(PrintArray, Basics) {
             "array([1e-07, nan, inf, -inf, 1.23457e+08], dtype=float32)");
   EXPECT_EQ(str(array({0.1, 2.5})), "array([0.1, 2.5], dtype=float64)");
   std::vector<float> none;
-  EXPECT_EQ(str(array(none.begin(), {0}, float32)),
-            "array([], dtype=float32)");
+  EXPECT_EQ(str(array(none.begin(), {0}, float32)), "array([], dtype=float32)");
   EXPECT_EQ(str(array(none.begin(), {2, 0}, float32)),
             "array([[],\n       []], dtype=float32)");
 }
@@ -251,8 +250,7 @@ TEST(PrintGraph, LongChainsDoNotOverflowTheStack) {
   }
   auto text = graph_text({y});
   EXPECT_EQ(count(text, "\n"), 100001);
-  EXPECT_EQ(text.substr(0, 40),
-            "in0 [1]: float32\na0 [1]: float32 = Negat");
+  EXPECT_EQ(text.substr(0, 40), "in0 [1]: float32\na0 [1]: float32 = Negat");
   EXPECT_NE(text.find("a99999 [1]: float32 = Negative(a99998)\n"),
             std::string::npos);
   auto dot = dot_text({y});

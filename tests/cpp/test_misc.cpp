@@ -14,8 +14,8 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-const std::vector<Dtype> kAll = {bool_,   uint8,   uint16,  uint32, uint64,
-                                 int8,    int16,   int32,   int64,  float16,
+const std::vector<Dtype> kAll = {bool_,   uint8,   uint16,   uint32,   uint64,
+                                 int8,    int16,   int32,    int64,    float16,
                                  float32, float64, bfloat16, complex64};
 
 }  // namespace
@@ -38,12 +38,13 @@ TEST(MiscWhere, LayoutsAndDtypes) {
       expected[i] = c[i] ? xv[i] : yv[i];
     }
     for (Layout lc : all_layouts()) {
-      for (Layout lx : {Layout::RowMajor, Layout::Transposed, Layout::Strided}) {
+      for (Layout lx :
+           {Layout::RowMajor, Layout::Transposed, Layout::Strided}) {
         auto out = where(make_array(c, shape, bool_, lc),
                          make_array(xv, shape, dt, lx),
                          make_array(yv, shape, dt, Layout::Reversed));
-        std::string what = std::string(dtype_name(dt)) + " " +
-                           layout_name(lc) + " " + layout_name(lx);
+        std::string what = std::string(dtype_name(dt)) + " " + layout_name(lc) +
+                           " " + layout_name(lx);
         ASSERT_EQ(out.dtype(), dt) << what;
         expect_close(out, expected, 0, 0, what);
       }
@@ -58,8 +59,8 @@ TEST(MiscWhere, LayoutsAndDtypes) {
   EXPECT_EQ(ci.dtype(), int16);
   expect_close(ci, {1, -1});
   // Three-way broadcasting.
-  auto b = where(array({true, false}, {2, 1}), array({1, 2, 3}, {1, 3}),
-                 array(0));
+  auto b =
+      where(array({true, false}, {2, 1}), array({1, 2, 3}, {1, 3}), array(0));
   EXPECT_EQ(b.shape(), (Shape{2, 3}));
   expect_close(b, {1, 2, 3, 0, 0, 0});
   // Complex values are moved whole.
@@ -81,10 +82,14 @@ TEST(MiscWhere, LayoutsAndDtypes) {
     EXPECT_EQ(bv[i], lc[i] ? lx[i] : -1.0) << i;
   }
   expect_error<std::invalid_argument>(
-      [] { where(array({true, false}), array({1, 2, 3}), array(0)); },
+      [] {
+        where(array({true, false}), array({1, 2, 3}), array(0));
+      },
       "[where] Shapes (2) and (3) cannot be broadcast.");
   expect_error<std::invalid_argument>(
-      [] { where(array({true}), array({1, 2}), array({1, 2, 3})); },
+      [] {
+        where(array({true}), array({1, 2}), array({1, 2, 3}));
+      },
       "[where] Shapes (2) and (3) cannot be broadcast.");
 }
 
@@ -100,8 +105,7 @@ TEST(MiscAsType, EveryDtypePair) {
         auto out = astype(a, to);
         ASSERT_EQ(out.dtype(), to) << what;
         ASSERT_EQ(out.shape(), (Shape{2, 2})) << what;
-        expect_close(out, round_all(v, to), 0, 0,
-                     what + " " + layout_name(l));
+        expect_close(out, round_all(v, to), 0, 0, what + " " + layout_name(l));
       }
     }
     auto a = array({1, 2}, from);
@@ -195,10 +199,14 @@ TEST(MiscClip, BoundsAndPromotion) {
       [&] { clip(a, std::nullopt, std::nullopt); },
       "[clip] At least one of a_min and a_max must be given.");
   expect_error<std::invalid_argument>(
-      [&] { clip(m, array({1, 2}), std::nullopt); },
+      [&] {
+        clip(m, array({1, 2}), std::nullopt);
+      },
       "[clip] Shapes (2,3) and (2) cannot be broadcast.");
   expect_error<std::invalid_argument>(
-      [&] { clip(m, std::nullopt, array({1, 2, 3, 4})); },
+      [&] {
+        clip(m, std::nullopt, array({1, 2, 3, 4}));
+      },
       "[clip] Shapes (2,3) and (4) cannot be broadcast.");
 }
 
@@ -224,20 +232,24 @@ TEST(MiscIsClose, Tolerances) {
   expect_close(isclose(array({999980, 1000001}, int64), array(1000005)),
                {0, 1});
   // Half-precision inputs keep the default tolerances meaningful.
-  expect_close(isclose(array({1.0, 1.0}, float16), array({1.0, 1.0009765625},
-                                                         float16)),
-               {1, 0});
+  expect_close(
+      isclose(array({1.0, 1.0}, float16), array({1.0, 1.0009765625}, float16)),
+      {1, 0});
   // Complex: the distance is |a - b|.
-  expect_close(isclose(array({complex64_t(1, 1)}),
-                       array({complex64_t(1, 1.000001f)})),
-               {1});
+  expect_close(
+      isclose(array({complex64_t(1, 1)}), array({complex64_t(1, 1.000001f)})),
+      {1});
   expect_close(isclose(array({complex64_t(1, 1)}), array({complex64_t(1, 2)})),
                {0});
   expect_error<std::invalid_argument>(
-      [] { isclose(array({1.0f, 2.0f}), array({1.0f, 2.0f, 3.0f})); },
+      [] {
+        isclose(array({1.0f, 2.0f}), array({1.0f, 2.0f, 3.0f}));
+      },
       "[isclose] Shapes (2) and (3) cannot be broadcast.");
   expect_error<std::invalid_argument>(
-      [] { allclose(array({1.0f, 2.0f}), array({1.0f, 2.0f, 3.0f})); },
+      [] {
+        allclose(array({1.0f, 2.0f}), array({1.0f, 2.0f, 3.0f}));
+      },
       "[allclose] Shapes (2) and (3) cannot be broadcast.");
 }
 

@@ -46,8 +46,7 @@ Shape reduced_shape(const Shape& shape, const std::vector<int>& axes,
 }
 
 // Folds `x` (row-major, `shape`) over `axes` (normalized) with `op`.
-std::vector<double> ref_reduce(const std::vector<double>& x,
-                               const Shape& shape,
+std::vector<double> ref_reduce(const std::vector<double>& x, const Shape& shape,
                                const std::vector<int>& axes, double init,
                                const RefOp& op) {
   Shape kept = shape;
@@ -97,8 +96,8 @@ const RefOp kOr = [](double a, double b) {
   return static_cast<double>(a != 0 || b != 0);
 };
 
-using ReduceFn = std::function<array(const array&, const std::vector<int>&,
-                                     bool)>;
+using ReduceFn =
+    std::function<array(const array&, const std::vector<int>&, bool)>;
 
 struct Case {
   const char* name;
@@ -143,8 +142,8 @@ std::vector<Case> fold_cases() {
 }
 
 const std::vector<std::vector<int>> kAxisSets3 = {
-    {0},    {1},     {2},       {-1},     {-3},  {0, 1},
-    {0, 2}, {1, 2},  {-1, 0},   {0, 1, 2}, {2, 0, 1}};
+    {0},    {1},    {2},     {-1},      {-3},     {0, 1},
+    {0, 2}, {1, 2}, {-1, 0}, {0, 1, 2}, {2, 0, 1}};
 
 }  // namespace
 
@@ -161,7 +160,7 @@ TEST(ReduceFold, AxesLayoutsKeepdims) {
   }
   for (auto& c : fold_cases()) {
     std::string n = c.name;
-    const auto& vals = n == "prod" ? factors
+    const auto& vals = n == "prod"                  ? factors
                        : (n == "all" || n == "any") ? sparse
                                                     : base;
     for (Dtype dt : {float32, int32, float64, int64, bool_}) {
@@ -180,8 +179,8 @@ TEST(ReduceFold, AxesLayoutsKeepdims) {
           for (bool keep : {false, true}) {
             auto na = norm_axes(axes, 3);
             auto out = c.fn(a, axes, keep);
-            std::string what = n + " " + dtype_name(dt) + " " +
-                               layout_name(l) + " axes " + vec_str(axes) +
+            std::string what = n + " " + dtype_name(dt) + " " + layout_name(l) +
+                               " axes " + vec_str(axes) +
                                (keep ? " keepdims" : "");
             ASSERT_EQ(out.shape(), reduced_shape(shape, na, keep)) << what;
             expect_close(out, ref_reduce(v, shape, na, c.init, c.op), 1e-6,
@@ -229,11 +228,11 @@ TEST(ReduceFold, OutputDtypes) {
     Dtype in, sum;
   };
   std::vector<Row> rows = {
-      {bool_, int32},       {uint8, uint32},     {uint16, uint32},
-      {uint32, uint32},     {uint64, uint64},    {int8, int32},
-      {int16, int32},       {int32, int32},      {int64, int64},
-      {float16, float16},   {bfloat16, bfloat16}, {float32, float32},
-      {float64, float64},   {complex64, complex64}};
+      {bool_, int32},     {uint8, uint32},       {uint16, uint32},
+      {uint32, uint32},   {uint64, uint64},      {int8, int32},
+      {int16, int32},     {int32, int32},        {int64, int64},
+      {float16, float16}, {bfloat16, bfloat16},  {float32, float32},
+      {float64, float64}, {complex64, complex64}};
   for (auto& r : rows) {
     auto a = array({1, 0, 1, 1}, {2, 2}, r.in);
     EXPECT_EQ(sum(a).dtype(), r.sum) << dtype_name(r.in);
@@ -272,14 +271,14 @@ TEST(ReduceFold, EveryDtypeEveryLayout) {
       auto a = make_array(vals, shape, dt, l);
       for (const auto& axes :
            std::vector<std::vector<int>>{{0}, {2}, {0, 2}, {1, 2}, {0, 1, 2}}) {
-        std::string what = std::string(dtype_name(dt)) + " " +
-                           layout_name(l) + " axes " + vec_str(axes);
-        expect_close(sum(a, axes), ref_reduce(vals, shape, axes, 0, kAdd), 0,
-                     0, what);
+        std::string what = std::string(dtype_name(dt)) + " " + layout_name(l) +
+                           " axes " + vec_str(axes);
+        expect_close(sum(a, axes), ref_reduce(vals, shape, axes, 0, kAdd), 0, 0,
+                     what);
         expect_close(max(a, axes), ref_reduce(vals, shape, axes, -kInf, kMax),
                      0, 0, what);
-        expect_close(min(a, axes), ref_reduce(vals, shape, axes, kInf, kMin),
-                     0, 0, what);
+        expect_close(min(a, axes), ref_reduce(vals, shape, axes, kInf, kMin), 0,
+                     0, what);
         expect_close(any(a, axes), ref_reduce(vals, shape, axes, 0, kOr), 0, 0,
                      what);
       }
@@ -305,8 +304,7 @@ TEST(ReduceFold, SmallIntegersAccumulateWide) {
   EXPECT_EQ(sum(big).item<int32_t>(), std::numeric_limits<int32_t>::min());
   // int64 keeps large values exact.
   std::vector<int64_t> l(100, 1000000000000LL);
-  EXPECT_EQ(sum(array(l.begin(), {100})).item<int64_t>(),
-            100000000000000LL);
+  EXPECT_EQ(sum(array(l.begin(), {100})).item<int64_t>(), 100000000000000LL);
 }
 
 TEST(ReduceFold, HalfTypesAccumulateInFloat) {
@@ -343,7 +341,8 @@ TEST(ReduceFold, Complex) {
       EXPECT_EQ(s0[j], complex64_t(ref)) << layout_name(l);
     }
     auto lex_less = [](complex64_t a, complex64_t b) {
-      return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+      return a.real() < b.real() ||
+             (a.real() == b.real() && a.imag() < b.imag());
     };
     for (int i = 0; i < 4; ++i) {
       std::complex<double> ref = 1;
@@ -382,11 +381,10 @@ TEST(ReduceFold, LargeInputsAllPaths) {
     Shape shape;
     std::vector<int> axes;
   };
-  std::vector<Big> cases = {{{8192, 32}, {0}},      {{32, 8192}, {1}},
-                            {{8192, 32}, {1}},      {{32, 8192}, {0}},
-                            {{64, 32, 128}, {0, 2}}, {{64, 32, 128}, {1}},
-                            {{2, 131072}, {0}},     {{131072, 2}, {1}},
-                            {{16, 16, 16, 64}, {0, 2}}};
+  std::vector<Big> cases = {
+      {{8192, 32}, {0}},  {{32, 8192}, {1}},       {{8192, 32}, {1}},
+      {{32, 8192}, {0}},  {{64, 32, 128}, {0, 2}}, {{64, 32, 128}, {1}},
+      {{2, 131072}, {0}}, {{131072, 2}, {1}},      {{16, 16, 16, 64}, {0, 2}}};
   for (auto& c : cases) {
     auto v = ints(shape_size(c.shape), 5);
     for (Layout l : {Layout::RowMajor, Layout::Transposed, Layout::Strided}) {
@@ -394,8 +392,8 @@ TEST(ReduceFold, LargeInputsAllPaths) {
         auto a = make_array(v, c.shape, dt, l);
         std::string what = shape_text(c.shape) + " axes " + vec_str(c.axes) +
                            " " + layout_name(l) + " " + dtype_name(dt);
-        expect_close(sum(a, c.axes), ref_reduce(v, c.shape, c.axes, 0, kAdd),
-                     0, 0, what);
+        expect_close(sum(a, c.axes), ref_reduce(v, c.shape, c.axes, 0, kAdd), 0,
+                     0, what);
         expect_close(max(a, c.axes),
                      ref_reduce(v, c.shape, c.axes, -kInf, kMax), 0, 0, what);
       }
@@ -450,10 +448,11 @@ TEST(ReduceFold, EmptyArrays) {
   expect_error<std::invalid_argument>(
       [&] { argmax(m, 0); },
       "[argmax] Cannot reduce an empty axis 0 of shape (0,3).");
-  expect_error<std::invalid_argument>(
-      [&] { argmin(e); }, "[argmin] Cannot reduce an empty axis 0");
+  expect_error<std::invalid_argument>([&] { argmin(e); },
+                                      "[argmin] Cannot reduce an empty axis 0");
   // logsumexp of nothing is log(0); softmax of nothing is nothing.
-  EXPECT_EQ(logsumexp(e).item<float>(), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(logsumexp(e).item<float>(),
+            -std::numeric_limits<float>::infinity());
   EXPECT_EQ(softmax(e).size(), 0u);
   EXPECT_EQ(log_softmax(m, 1).shape(), (Shape{0, 3}));
 }
@@ -461,25 +460,40 @@ TEST(ReduceFold, EmptyArrays) {
 TEST(ReduceFold, AxisErrors) {
   auto a = array({1, 2, 3, 4, 5, 6}, {2, 3});
   expect_error<std::invalid_argument>(
-      [&] { sum(a, {0, 0}); }, "[sum] Received duplicate axes (0,0).");
+      [&] {
+        sum(a, {0, 0});
+      },
+      "[sum] Received duplicate axes (0,0).");
   expect_error<std::invalid_argument>(
-      [&] { max(a, {1, -1}); }, "[max] Received duplicate axes (1,-1).");
+      [&] {
+        max(a, {1, -1});
+      },
+      "[max] Received duplicate axes (1,-1).");
   expect_error<std::invalid_argument>(
-      [&] { mean(a, {0, -2}); }, "[mean] Received duplicate axes (0,-2).");
-  expect_error<std::invalid_argument>([&] { var(a, {1, 1}); },
-                                      "[var] Received duplicate axes (1,1).");
+      [&] {
+        mean(a, {0, -2});
+      },
+      "[mean] Received duplicate axes (0,-2).");
+  expect_error<std::invalid_argument>(
+      [&] {
+        var(a, {1, 1});
+      },
+      "[var] Received duplicate axes (1,1).");
   expect_error<std::out_of_range>(
       [&] { sum(a, 2); }, "[sum] Invalid axis 2 for array with 2 dimensions.");
   expect_error<std::out_of_range>(
       [&] { prod(a, -3); },
       "[prod] Invalid axis -3 for array with 2 dimensions.");
   expect_error<std::out_of_range>(
-      [&] { all(a, {0, 5}); },
+      [&] {
+        all(a, {0, 5});
+      },
       "[all] Invalid axis 5 for array with 2 dimensions.");
   expect_error<std::out_of_range>(
       [&] { any(a, 7); }, "[any] Invalid axis 7 for array with 2 dimensions.");
   expect_error<std::out_of_range>(
-      [&] { min(a, -4); }, "[min] Invalid axis -4 for array with 2 dimensions.");
+      [&] { min(a, -4); },
+      "[min] Invalid axis -4 for array with 2 dimensions.");
   expect_error<std::out_of_range>(
       [&] { argmax(a, 2); },
       "[argmax] Invalid axis 2 for array with 2 dimensions.");
@@ -487,7 +501,8 @@ TEST(ReduceFold, AxisErrors) {
       [&] { argmin(a, -3); },
       "[argmin] Invalid axis -3 for array with 2 dimensions.");
   expect_error<std::out_of_range>(
-      [&] { fluxion::std(a, 3); }, "[var] Invalid axis 3 for array with 2 dimensions.");
+      [&] { fluxion::std(a, 3); },
+      "[var] Invalid axis 3 for array with 2 dimensions.");
   expect_error<std::out_of_range>(
       [&] { logsumexp(a, 2); },
       "[logsumexp] Invalid axis 2 for array with 2 dimensions.");
@@ -498,7 +513,10 @@ TEST(ReduceFold, AxisErrors) {
       [&] { log_softmax(a, -3); },
       "[log_softmax] Invalid axis -3 for array with 2 dimensions.");
   expect_error<std::invalid_argument>(
-      [&] { softmax(a, {0, 0}); }, "[softmax] Received duplicate axes (0,0).");
+      [&] {
+        softmax(a, {0, 0});
+      },
+      "[softmax] Received duplicate axes (0,0).");
   expect_error<std::out_of_range>(
       [&] { sum(array(1.0f), 0); },
       "[sum] Invalid axis 0 for array with 0 dimensions.");
@@ -513,8 +531,9 @@ TEST(ReduceMinMax, NaNPropagates) {
         auto v = ints(n);
         v[pos] = kNaN;
         auto a = array(v.begin(), {n}, dt);
-        std::string what = std::string(dtype_name(dt)) + " n=" +
-                           std::to_string(n) + " pos=" + std::to_string(pos);
+        std::string what = std::string(dtype_name(dt)) +
+                           " n=" + std::to_string(n) +
+                           " pos=" + std::to_string(pos);
         EXPECT_TRUE(std::isnan(max(a).item<double>())) << what;
         EXPECT_TRUE(std::isnan(min(a).item<double>())) << what;
         EXPECT_EQ(argmax(a).item<uint32_t>(), static_cast<uint32_t>(pos))
@@ -523,8 +542,8 @@ TEST(ReduceMinMax, NaNPropagates) {
             << what;
         // As one column of a matrix: the leading-axis paths.
         auto col = broadcast_to(reshape(a, {n, 1}), {n, 3});
-        auto m = make_array(to_vector<double>(col), {n, 3}, dt,
-                            Layout::RowMajor);
+        auto m =
+            make_array(to_vector<double>(col), {n, 3}, dt, Layout::RowMajor);
         expect_close(max(m, 0), {kNaN, kNaN, kNaN}, 0, 0, what);
         expect_close(min(m, 0), {kNaN, kNaN, kNaN}, 0, 0, what);
         expect_close(argmax(m, 0), {double(pos), double(pos), double(pos)}, 0,
@@ -557,8 +576,8 @@ TEST(ReduceMinMax, IntegerExtremes) {
                     std::numeric_limits<int32_t>::max()});
   EXPECT_EQ(max(i32).item<int32_t>(), std::numeric_limits<int32_t>::max());
   EXPECT_EQ(min(i32).item<int32_t>(), std::numeric_limits<int32_t>::min());
-  auto u64 = array({std::numeric_limits<uint64_t>::max(), uint64_t{0},
-                    uint64_t{5}});
+  auto u64 =
+      array({std::numeric_limits<uint64_t>::max(), uint64_t{0}, uint64_t{5}});
   EXPECT_EQ(max(u64).item<uint64_t>(), std::numeric_limits<uint64_t>::max());
   EXPECT_EQ(min(u64).item<uint64_t>(), 0u);
   EXPECT_EQ(argmax(u64).item<uint32_t>(), 0u);
@@ -580,7 +599,7 @@ TEST(ReduceArg, AxesLayoutsKeepdims) {
   for (int i = 0; i < 120; ++i) {
     v[i] = static_cast<double>((i * 37) % 120) * ((i % 2) ? 1 : -1);
   }
-  v[7] = v[8] = 500;  // a tie along the last axis: first wins
+  v[7] = v[8] = 500;    // a tie along the last axis: first wins
   v[1] = v[31] = -500;  // a tie along axis 1
   for (Dtype dt : {float32, int32, int64, float64, int16}) {
     for (Layout l : all_layouts()) {
@@ -702,8 +721,8 @@ TEST(ReduceStats, MeanVarStd) {
           }
           ss[o] += (v[i] - means[o]) * (v[i] - means[o]);
         }
-        std::string what = std::string(layout_name(l)) + " " +
-                           dtype_name(dt) + " axes " + vec_str(axes);
+        std::string what = std::string(layout_name(l)) + " " + dtype_name(dt) +
+                           " axes " + vec_str(axes);
         expect_close(mean(a, axes), means, 1e-6, 1e-6, what);
         for (int ddof : {0, 1}) {
           std::vector<double> var_ref(ss.size()), std_ref(ss.size());
@@ -834,8 +853,7 @@ TEST(ReduceSoftmax, SoftmaxAndLogSoftmax) {
         sm[i] = e[i] / s[o];
         lsm[i] = v[i] - std::log(s[o]);
       }
-      std::string what = std::string(layout_name(l)) + " axes " +
-                         vec_str(axes);
+      std::string what = std::string(layout_name(l)) + " axes " + vec_str(axes);
       auto out = softmax(a, axes);
       EXPECT_EQ(out.shape(), shape);
       expect_close(out, sm, 1e-5, 1e-7, what);
@@ -871,11 +889,11 @@ TEST(ReduceSoftmax, SoftmaxAndLogSoftmax) {
   EXPECT_EQ(softmax(h).dtype(), float16);
   EXPECT_EQ(softmax(h, true).dtype(), float16);
   double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
-  expect_close(softmax(h, true), {std::exp(1.0) / z, std::exp(2.0) / z,
-                                  std::exp(3.0) / z},
-               2e-3, 1e-4);
-  expect_close(softmax(h), {std::exp(1.0) / z, std::exp(2.0) / z,
-                            std::exp(3.0) / z},
-               5e-3, 1e-3);
+  expect_close(softmax(h, true),
+               {std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z}, 2e-3,
+               1e-4);
+  expect_close(softmax(h),
+               {std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z}, 5e-3,
+               1e-3);
   EXPECT_EQ(log_softmax(array({1, 2})).dtype(), float32);
 }

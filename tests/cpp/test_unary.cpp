@@ -54,16 +54,30 @@ std::vector<UnaryCase> cases() {
       {"exp", [](const array& a) { return exp(a); },
        [](double x) { return std::exp(x); }, -10, 10, Kind::Inexact,
        [](cd z) { return std::exp(z); }},
-      {"expm1", [](const array& a) { return expm1(a); },
-       [](double x) { return std::expm1(x); }, -5, 5, Kind::RealInexact, {}},
+      {"expm1",
+       [](const array& a) { return expm1(a); },
+       [](double x) { return std::expm1(x); },
+       -5,
+       5,
+       Kind::RealInexact,
+       {}},
       {"log", [](const array& a) { return log(a); },
        [](double x) { return std::log(x); }, 0.01, 50, Kind::Inexact,
        [](cd z) { return std::log(z); }},
-      {"log1p", [](const array& a) { return log1p(a); },
-       [](double x) { return std::log1p(x); }, -0.9, 50, Kind::RealInexact,
+      {"log1p",
+       [](const array& a) { return log1p(a); },
+       [](double x) { return std::log1p(x); },
+       -0.9,
+       50,
+       Kind::RealInexact,
        {}},
-      {"log2", [](const array& a) { return log2(a); },
-       [](double x) { return std::log2(x); }, 0.01, 50, Kind::RealInexact, {}},
+      {"log2",
+       [](const array& a) { return log2(a); },
+       [](double x) { return std::log2(x); },
+       0.01,
+       50,
+       Kind::RealInexact,
+       {}},
       {"log10", [](const array& a) { return log10(a); },
        [](double x) { return std::log10(x); }, 0.01, 50, Kind::Inexact,
        [](cd z) { return std::log10(z); }},
@@ -114,47 +128,75 @@ std::vector<UnaryCase> cases() {
        [](cd z) { return std::atanh(z); }},
       {"sigmoid", [](const array& a) { return sigmoid(a); }, sig, -20, 20,
        Kind::Inexact, [](cd z) { return 1.0 / (1.0 + std::exp(-z)); }},
-      {"erf", [](const array& a) { return erf(a); },
-       [](double x) { return std::erf(x); }, -3, 3, Kind::RealInexact, {}},
-      {"erfinv", [](const array& a) { return erfinv(a); }, erfinv_ref, -0.99,
-       0.99, Kind::RealInexact, {}},
-      {"abs", [](const array& a) { return abs(a); },
-       [](double x) { return std::abs(x); }, -20, 20, Kind::Same, {}},
+      {"erf",
+       [](const array& a) { return erf(a); },
+       [](double x) { return std::erf(x); },
+       -3,
+       3,
+       Kind::RealInexact,
+       {}},
+      {"erfinv",
+       [](const array& a) { return erfinv(a); },
+       erfinv_ref,
+       -0.99,
+       0.99,
+       Kind::RealInexact,
+       {}},
+      {"abs",
+       [](const array& a) { return abs(a); },
+       [](double x) { return std::abs(x); },
+       -20,
+       20,
+       Kind::Same,
+       {}},
       {"negative", [](const array& a) { return negative(a); },
        [](double x) { return -x; }, -20, 20, Kind::Same,
        [](cd z) { return -z; }},
-      {"sign", [](const array& a) { return sign(a); },
+      {"sign",
+       [](const array& a) { return sign(a); },
        [](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); },
-       -20, 20,
-       Kind::Same, {}},
+       -20,
+       20,
+       Kind::Same,
+       {}},
       {"square", [](const array& a) { return square(a); },
        [](double x) { return x * x; }, -10, 10, Kind::Same,
        [](cd z) { return z * z; }},
-      {"floor", [](const array& a) { return floor(a); },
-       [](double x) { return std::floor(x); }, -20, 20, Kind::Same, {}},
-      {"ceil", [](const array& a) { return ceil(a); },
-       [](double x) { return std::ceil(x); }, -20, 20, Kind::Same, {}},
+      {"floor",
+       [](const array& a) { return floor(a); },
+       [](double x) { return std::floor(x); },
+       -20,
+       20,
+       Kind::Same,
+       {}},
+      {"ceil",
+       [](const array& a) { return ceil(a); },
+       [](double x) { return std::ceil(x); },
+       -20,
+       20,
+       Kind::Same,
+       {}},
       {"round", [](const array& a) { return round(a); },
        [](double x) { return std::nearbyint(x); }, -20, 20, Kind::Same,
-       [](cd z) { return cd(std::nearbyint(z.real()), std::nearbyint(z.imag())); }},
+       [](cd z) {
+         return cd(std::nearbyint(z.real()), std::nearbyint(z.imag()));
+       }},
       {"conjugate", [](const array& a) { return conjugate(a); },
        [](double x) { return x; }, -20, 20, Kind::Same,
        [](cd z) { return std::conj(z); }},
       {"copy", [](const array& a) { return copy(a); },
-       [](double x) { return x; }, -20, 20, Kind::Same,
-       [](cd z) { return z; }},
+       [](double x) { return x; }, -20, 20, Kind::Same, [](cd z) { return z; }},
       {"stop_gradient", [](const array& a) { return stop_gradient(a); },
-       [](double x) { return x; }, -20, 20, Kind::Same,
-       [](cd z) { return z; }},
+       [](double x) { return x; }, -20, 20, Kind::Same, [](cd z) { return z; }},
       {"logical_not", [](const array& a) { return logical_not(a); },
        [](double x) { return double(x == 0); }, -3, 3, Kind::Predicate,
        [](cd z) { return cd(z == cd(0)); }},
       {"isnan", [](const array& a) { return isnan(a); },
-       [](double x) { return double(std::isnan(x)); }, -3, 3,
-       Kind::Predicate, [](cd) { return cd(0); }},
+       [](double x) { return double(std::isnan(x)); }, -3, 3, Kind::Predicate,
+       [](cd) { return cd(0); }},
       {"isinf", [](const array& a) { return isinf(a); },
-       [](double x) { return double(std::isinf(x)); }, -3, 3,
-       Kind::Predicate, [](cd) { return cd(0); }},
+       [](double x) { return double(std::isinf(x)); }, -3, 3, Kind::Predicate,
+       [](cd) { return cd(0); }},
       {"isfinite", [](const array& a) { return isfinite(a); },
        [](double x) { return double(std::isfinite(x)); }, -3, 3,
        Kind::Predicate, [](cd) { return cd(1); }},
@@ -265,8 +307,8 @@ TEST(UnaryOps, RealDtypesAndLayouts) {
         big[i] = v[i % v.size()];
         big_expected[i] = expected[i % v.size()];
       }
-      expect_close(c.fn(array(big.begin(), {100003}, dt)), big_expected,
-                   t.rtol, t.atol, base + " large");
+      expect_close(c.fn(array(big.begin(), {100003}, dt)), big_expected, t.rtol,
+                   t.atol, base + " large");
     }
   }
 }
@@ -298,8 +340,7 @@ TEST(UnaryOps, Complex) {
       for (size_t i = 0; i < v.size(); ++i) {
         cd ref = c.cref(cd(v[i]));
         EXPECT_LE(std::abs(cd(got[i]) - ref), 1e-5 * std::abs(ref) + 1e-6)
-            << what << " at " << i << ": got " << got[i] << " expected "
-            << ref;
+            << what << " at " << i << ": got " << got[i] << " expected " << ref;
       }
     }
   }
@@ -316,8 +357,8 @@ TEST(UnaryOps, Complex) {
   EXPECT_EQ(sg[1], complex64_t(0, 0));
   EXPECT_EQ(sg[2], complex64_t(-1, 0));
   // isnan/isinf look at both parts.
-  auto w = array({complex64_t(NAN, 0), complex64_t(0, INFINITY),
-                  complex64_t(1, 1)});
+  auto w =
+      array({complex64_t(NAN, 0), complex64_t(0, INFINITY), complex64_t(1, 1)});
   expect_close(isnan(w), {1, 0, 0});
   expect_close(isinf(w), {0, 1, 0});
   expect_close(isfinite(w), {0, 0, 1});
@@ -330,8 +371,8 @@ TEST(UnaryOps, Complex) {
 }
 
 TEST(UnaryOps, SpecialValues) {
-  std::vector<double> sv = {kInf, -kInf, kNaN, 0.0, -0.0, 100.0, -100.0,
-                            1e-30, 1.0, -1.0, 2.0};
+  std::vector<double> sv = {kInf,   -kInf, kNaN, 0.0,  -0.0, 100.0,
+                            -100.0, 1e-30, 1.0,  -1.0, 2.0};
   for (auto& c : cases()) {
     if (c.kind == Kind::Predicate && std::string(c.name) == "logical_not") {
       continue;  // NaN is truthy; checked below

@@ -12,6 +12,8 @@
 // Outer dims are walked with an odometer. Threads split one dim: a kept one
 // when that gives each thread disjoint outputs and memory, else a reduced
 // one with a private accumulator per thread, combined at the end.
+#include "fluxion/ops/reduce.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -22,7 +24,6 @@
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/strided.h"
 #include "fluxion/backend/cpu/thread_pool.h"
-#include "fluxion/ops/reduce.h"
 
 namespace fluxion {
 
@@ -43,7 +44,7 @@ struct Dim {
 
 template <typename T>
 inline constexpr bool is_signed_int_v =
-    std::is_integral_v<T> && std::is_signed_v<T> && !std::is_same_v<T, bool>;
+    std::conjunction_v<std::is_integral<T>, std::is_signed<T>>;
 
 template <typename Acc>
 struct SumOp {
@@ -285,8 +286,7 @@ void reduce_block(const In* x, Acc* acc, Dim r, Dim c, Op op) {
 
 // Folds every element of the region `dims` describes into `acc`.
 template <typename Acc, typename In, typename Op>
-void reduce_walk(const std::vector<Dim>& dims, const In* x, Acc* acc,
-                 Op op) {
+void reduce_walk(const std::vector<Dim>& dims, const In* x, Acc* acc, Op op) {
   const int k = static_cast<int>(dims.size());
   const Dim c = dims[k - 1];
   const Dim r = k >= 2 ? dims[k - 2] : Dim{1, 0, 0};
@@ -381,8 +381,8 @@ void reduce_typed(const array& in, array& out, const std::vector<int>& axes,
   // Split the outermost dim that is large enough; a reduced one only if the
   // private accumulators stay small next to the input.
   const int64_t work = in.size();
-  const int64_t chunks = std::min<int64_t>(cpu::num_threads(),
-                                           work / kReduceGrain);
+  const int64_t chunks =
+      std::min<int64_t>(cpu::num_threads(), work / kReduceGrain);
   int split = -1;
   bool priv = false;
   if (chunks > 1) {
@@ -475,7 +475,8 @@ bool better(M v, M best) {
   if constexpr (is_complex_v<M>) {
     return IsMax ? lex_greater(v, best) : lex_greater(best, v);
   } else if constexpr (std::is_floating_point_v<M>) {
-    return !std::isnan(best) && (std::isnan(v) || (IsMax ? v > best : v < best));
+    return !std::isnan(best) &&
+           (std::isnan(v) || (IsMax ? v > best : v < best));
   } else {
     return IsMax ? v > best : v < best;
   }
@@ -534,62 +535,61 @@ void arg_reduce(const array& in, array& out, int axis) {
   if (std::abs(c.is) >= std::abs(ast) || n == 1) {
     // The axis is innermost in memory: scan it for each output.
     int64_t total = others * c.n;
-    cpu::parallel_for(
-        total, std::max<int64_t>(1, kReduceGrain / n),
-        [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) {
-            int64_t xo, oo;
-            offsets(i / c.n, xo, oo);
-            int64_t j = i % c.n;
-            const T* x = src + xo + j * c.is;
-            M best = static_cast<M>(x[0]);
-            uint32_t arg = 0;
-            for (int64_t r = 1; r < n; ++r) {
-              M v = static_cast<M>(x[r * ast]);
-              if (better<M, IsMax>(v, best)) {
-                best = v;
-                arg = static_cast<uint32_t>(r);
-              }
-            }
-            dst[oo + j * c.os] = arg;
-          }
-        });
+    cpu::parallel_for(total, std::max<int64_t>(1, kReduceGrain / n),
+                      [&](int64_t b, int64_t e) {
+                        for (int64_t i = b; i < e; ++i) {
+                          int64_t xo, oo;
+                          offsets(i / c.n, xo, oo);
+                          int64_t j = i % c.n;
+                          const T* x = src + xo + j * c.is;
+                          M best = static_cast<M>(x[0]);
+                          uint32_t arg = 0;
+                          for (int64_t r = 1; r < n; ++r) {
+                            M v = static_cast<M>(x[r * ast]);
+                            if (better<M, IsMax>(v, best)) {
+                              best = v;
+                              arg = static_cast<uint32_t>(r);
+                            }
+                          }
+                          dst[oo + j * c.os] = arg;
+                        }
+                      });
     return;
   }
   // The axis strides over memory that the innermost kept dim walks: sweep
   // the axis outside, updating a block of candidates at each step.
   constexpr int64_t kBlock = 256;
   const int64_t blocks = (c.n + kBlock - 1) / kBlock;
-  cpu::parallel_for(
-      others * blocks, std::max<int64_t>(1, kReduceGrain / (n * kBlock)),
-      [&](int64_t b, int64_t e) {
-        M best[kBlock];
-        uint32_t arg[kBlock];
-        for (int64_t i = b; i < e; ++i) {
-          int64_t xo, oo;
-          offsets(i / blocks, xo, oo);
-          int64_t j0 = (i % blocks) * kBlock;
-          int64_t m = std::min(kBlock, c.n - j0);
-          const T* x = src + xo + j0 * c.is;
-          for (int64_t j = 0; j < m; ++j) {
-            best[j] = static_cast<M>(x[j * c.is]);
-            arg[j] = 0;
-          }
-          for (int64_t r = 1; r < n; ++r) {
-            const T* xr = x + r * ast;
-            for (int64_t j = 0; j < m; ++j) {
-              M v = static_cast<M>(xr[j * c.is]);
-              if (better<M, IsMax>(v, best[j])) {
-                best[j] = v;
-                arg[j] = static_cast<uint32_t>(r);
-              }
-            }
-          }
-          for (int64_t j = 0; j < m; ++j) {
-            dst[oo + (j0 + j) * c.os] = arg[j];
-          }
-        }
-      });
+  cpu::parallel_for(others * blocks,
+                    std::max<int64_t>(1, kReduceGrain / (n * kBlock)),
+                    [&](int64_t b, int64_t e) {
+                      M best[kBlock];
+                      uint32_t arg[kBlock];
+                      for (int64_t i = b; i < e; ++i) {
+                        int64_t xo, oo;
+                        offsets(i / blocks, xo, oo);
+                        int64_t j0 = (i % blocks) * kBlock;
+                        int64_t m = std::min(kBlock, c.n - j0);
+                        const T* x = src + xo + j0 * c.is;
+                        for (int64_t j = 0; j < m; ++j) {
+                          best[j] = static_cast<M>(x[j * c.is]);
+                          arg[j] = 0;
+                        }
+                        for (int64_t r = 1; r < n; ++r) {
+                          const T* xr = x + r * ast;
+                          for (int64_t j = 0; j < m; ++j) {
+                            M v = static_cast<M>(xr[j * c.is]);
+                            if (better<M, IsMax>(v, best[j])) {
+                              best[j] = v;
+                              arg[j] = static_cast<uint32_t>(r);
+                            }
+                          }
+                        }
+                        for (int64_t j = 0; j < m; ++j) {
+                          dst[oo + (j0 + j) * c.os] = arg[j];
+                        }
+                      }
+                    });
 }
 
 }  // namespace
