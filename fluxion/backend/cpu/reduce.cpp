@@ -482,6 +482,47 @@ bool better(M v, M best) {
   }
 }
 
+// Index of the first extreme of n elements spaced `st` apart.
+template <typename T, bool IsMax>
+uint32_t arg_scan(const T* x, int64_t n, int64_t st) {
+  using M = opmath_t<T>;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (st == 1 && n >= 64) {
+      // Two vectorized passes beat one branchy one: find the extreme (NaN
+      // if any), then the first element equal to it, a block at a time.
+      T m = fold_minmax<T, IsMax>(x, n);
+      const bool nan = m != m;
+      constexpr int64_t B = 16;
+      int64_t i = 0;
+      for (; i + B <= n; i += B) {
+        bool hit = false;
+        for (int64_t k = 0; k < B; ++k) {
+          hit |= nan ? x[i + k] != x[i + k] : x[i + k] == m;
+        }
+        if (hit) {
+          break;
+        }
+      }
+      for (; i < n; ++i) {
+        if (nan ? x[i] != x[i] : x[i] == m) {
+          return static_cast<uint32_t>(i);
+        }
+      }
+      return 0;  // not reached: m is one of the elements
+    }
+  }
+  M best = static_cast<M>(x[0]);
+  uint32_t arg = 0;
+  for (int64_t r = 1; r < n; ++r) {
+    M v = static_cast<M>(x[r * st]);
+    if (better<M, IsMax>(v, best)) {
+      best = v;
+      arg = static_cast<uint32_t>(r);
+    }
+  }
+  return arg;
+}
+
 template <typename T, bool IsMax>
 void arg_reduce(const array& in, array& out, int axis) {
   using M = opmath_t<T>;
@@ -542,16 +583,7 @@ void arg_reduce(const array& in, array& out, int axis) {
                           offsets(i / c.n, xo, oo);
                           int64_t j = i % c.n;
                           const T* x = src + xo + j * c.is;
-                          M best = static_cast<M>(x[0]);
-                          uint32_t arg = 0;
-                          for (int64_t r = 1; r < n; ++r) {
-                            M v = static_cast<M>(x[r * ast]);
-                            if (better<M, IsMax>(v, best)) {
-                              best = v;
-                              arg = static_cast<uint32_t>(r);
-                            }
-                          }
-                          dst[oo + j * c.os] = arg;
+                          dst[oo + j * c.os] = arg_scan<T, IsMax>(x, n, ast);
                         }
                       });
     return;
