@@ -138,7 +138,10 @@ array mean(const array& a, const std::vector<int>& axes, bool keepdims,
   auto ax = normalize_axes(axes, a.ndim(), "mean");
   double n = static_cast<double>(reduced_size(a, ax));
   Dtype ct = stats_dtype(a.dtype());
-  auto total = sum(astype(a, ct, s), ax, keepdims, s);
+  // The kernel sums integers and half types into float32 directly.
+  auto total = a.dtype() == ct
+                   ? sum(a, ax, keepdims, s)
+                   : reduce(a, ax, keepdims, Reduce::Sum, ct, "mean", s);
   auto out = multiply(total, array(1.0 / n, ct), s);
   return astype(out, at_least_float(a.dtype()), s);
 }

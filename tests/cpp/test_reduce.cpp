@@ -281,6 +281,18 @@ TEST(ReduceFold, EveryDtypeEveryLayout) {
                      0, what);
         expect_close(any(a, axes), ref_reduce(vals, shape, axes, 0, kOr), 0, 0,
                      what);
+        double n = 1;
+        for (int ax : axes) {
+          n *= shape[ax];
+        }
+        auto means = ref_reduce(vals, shape, axes, 0, kAdd);
+        for (auto& m : means) {
+          m /= n;
+        }
+        auto mn = mean(a, axes);
+        EXPECT_EQ(mn.dtype(), at_least_float(dt)) << what;
+        double tol = dt == bfloat16 ? 8e-3 : (dt == float16 ? 1e-3 : 1e-6);
+        expect_close(mn, means, tol, 1e-6, what);
       }
     }
   }

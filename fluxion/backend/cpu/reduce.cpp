@@ -641,6 +641,14 @@ void Reduce::eval_cpu(const std::vector<array>& inputs,
         reduce_typed<In, bool, bool>(in, out, axes_, OrOp{});
         break;
       case Sum:
+        if constexpr (!std::is_same_v<SumT, float> && !is_complex_v<In>) {
+          // mean of integers and half types: summed straight into float32,
+          // without a converted copy of the input.
+          if (out.dtype() == float32) {
+            reduce_typed<In, float, float>(in, out, axes_, SumOp<float>{});
+            break;
+          }
+        }
         reduce_typed<In, SumT, opmath_t<SumT>>(in, out, axes_,
                                                SumOp<opmath_t<SumT>>{});
         break;
