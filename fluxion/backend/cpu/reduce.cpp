@@ -22,7 +22,6 @@
 #include <memory>
 
 #include "fluxion/backend/common/dispatch.h"
-#include "fluxion/backend/cpu/strided.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 
 namespace fluxion {
@@ -316,13 +315,13 @@ void reduce_walk(const std::vector<Dim>& dims, const In* x, Acc* acc, Op op) {
   }
 }
 
-// Input dims of size > 1, ordered outer to inner by |input stride| and
-// merged where contiguous in both input and output.
+// Input dims of size > 1 (but `skip`), ordered outer to inner by |input
+// stride| and merged where contiguous in both input and output.
 std::vector<Dim> plan_dims(const array& in, const Strides& out_strides,
-                           const std::vector<bool>& reduced) {
+                           const std::vector<bool>& reduced, int skip = -1) {
   std::vector<Dim> dims;
   for (int d = 0; d < in.ndim(); ++d) {
-    if (in.shape(d) != 1) {
+    if (in.shape(d) != 1 && d != skip) {
       dims.push_back(
           {in.shape(d), in.strides()[d], reduced[d] ? 0 : out_strides[d]});
     }
@@ -534,30 +533,9 @@ void arg_reduce(const array& in, array& out, int axis) {
   if (out.size() == 0) {
     return;
   }
-  // Every dim but the axis, planned as in reduce_typed.
-  std::vector<Dim> kept;
-  {
-    std::vector<Dim> all;
-    for (int d = 0; d < in.ndim(); ++d) {
-      if (d != axis && in.shape(d) != 1) {
-        all.push_back({in.shape(d), in.strides()[d], out.strides()[d]});
-      }
-    }
-    std::stable_sort(all.begin(), all.end(), [](const Dim& a, const Dim& b) {
-      return std::abs(a.is) > std::abs(b.is);
-    });
-    for (const Dim& d : all) {
-      if (!kept.empty() && kept.back().is == d.is * d.n &&
-          kept.back().os == d.os * d.n) {
-        kept.back() = {kept.back().n * d.n, d.is, d.os};
-      } else {
-        kept.push_back(d);
-      }
-    }
-    if (kept.empty()) {
-      kept.push_back({1, 0, 0});
-    }
-  }
+  // The kept dims: the axis is walked separately, with stride `ast`.
+  std::vector<Dim> kept =
+      plan_dims(in, out.strides(), std::vector<bool>(in.ndim(), false), axis);
   const Dim c = kept.back();
   const int n_other = static_cast<int>(kept.size()) - 1;
   int64_t others = 1;
