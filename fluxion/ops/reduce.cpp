@@ -42,12 +42,8 @@ array reduce(const array& a, const std::vector<int>& axes, bool keepdims,
              StreamOrDevice s) {
   auto ax = normalize_axes(axes, a.ndim(), name);
   auto st = to_stream(s);
-  array out = a;
   if (ax.empty()) {
-    out = astype(a, out_dtype, st);
-    // A reduction over nothing still yields a new array of the right type.
-    return type == Reduce::And || type == Reduce::Or ? astype(out, bool_, st)
-                                                     : out;
+    return astype(a, out_dtype, st);  // each element reduces to itself
   }
   Shape kept = kept_shape(a.shape(), ax);
   // As in NumPy: only an output fed by no elements needs an identity, so
@@ -59,8 +55,8 @@ array reduce(const array& a, const std::vector<int>& axes, bool keepdims,
                                 shape_str(a.shape()) + " over axes " +
                                 vec_str(axes) + ": there is no identity.");
   }
-  out = array(std::move(kept), out_dtype,
-              std::make_shared<Reduce>(st, type, ax), {a});
+  array out(std::move(kept), out_dtype, std::make_shared<Reduce>(st, type, ax),
+            {a});
   return keepdims ? out : squeeze(out, ax, st);
 }
 
