@@ -11,6 +11,7 @@
 
 using namespace fluxion;
 using namespace fluxion::test;
+using namespace fluxion::test::inputs;
 
 namespace {
 

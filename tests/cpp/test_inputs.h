@@ -10,7 +10,9 @@
 
 #include "test_utils.h"
 
-namespace fluxion::test {
+// A namespace of its own: other test files may define helpers of the same
+// names in fluxion::test.
+namespace fluxion::test::inputs {
 
 // A view of its input's buffer with any strides and offset (what a slice
 // with steps produces).
@@ -166,4 +168,4 @@ inline std::string shape_text(const Shape& s) {
   return out + ")";
 }
 
-}  // namespace fluxion::test
+}  // namespace fluxion::test::inputs

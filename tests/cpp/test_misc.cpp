@@ -8,6 +8,7 @@
 
 using namespace fluxion;
 using namespace fluxion::test;
+using namespace fluxion::test::inputs;
 
 namespace {
 

@@ -10,6 +10,7 @@
 
 using namespace fluxion;
 using namespace fluxion::test;
+using namespace fluxion::test::inputs;
 
 namespace {
 
