@@ -3,6 +3,7 @@
 #include <string>
 
 #include "fluxion/ops/common.h"
+#include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
@@ -174,6 +175,233 @@ array operator~(const array& a) {
   }
   // ~x == x ^ all-ones, for signed and unsigned alike.
   return bitwise_xor(a, array(-1, a.dtype()));
+}
+
+// --- transformation rules ---
+
+namespace {
+
+array cst(double v, const array& like) { return array(v, like.dtype()); }
+
+bool differentiable(const array& x) { return is_inexact(x.dtype()); }
+
+}  // namespace
+
+namespace detail {
+
+std::pair<std::vector<array>, int> align_batch_axes(
+    const std::vector<array>& inputs, const std::vector<int>& axes, Stream s) {
+  size_t first = 0;
+  while (axes[first] < 0) {
+    ++first;  // vmap only calls a rule when some input is mapped
+  }
+  int ax = axes[first];
+  const Shape& shape = inputs[first].shape();
+  std::vector<array> out;
+  out.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (axes[i] < 0) {
+      // The same operand for every batch element: a stride-0 view, since
+      // the kernels want operands of the output's shape.
+      out.push_back(broadcast_to(expand_dims(inputs[i], ax, s), shape, s));
+    } else if (axes[i] != ax) {
+      out.push_back(moveaxis(inputs[i], axes[i], ax, s));
+    } else {
+      out.push_back(inputs[i]);
+    }
+  }
+  return {std::move(out), ax};
+}
+
+}  // namespace detail
+
+array BinaryPrimitive::apply(const array& a, const array& b) {
+  std::vector<array> inputs;
+  inputs.reserve(2);
+  inputs.push_back(a);
+  inputs.push_back(b);
+  return array(a.shape(), output_dtype(a.dtype()), shared_from_this(),
+               std::move(inputs));
+}
+
+std::vector<array> BinaryPrimitive::jvp(const std::vector<array>& primals,
+                                        const std::vector<array>& tangents,
+                                        const std::vector<int>& argnums) {
+  const auto& a = primals[0];
+  const auto& b = primals[1];
+  auto s = stream();
+  auto out = apply(a, b);
+  std::optional<array> total;
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    if (!differentiable(primals[argnums[i]])) {
+      continue;
+    }
+    auto d = partial(argnums[i], a, b, out);
+    if (!d) {
+      continue;
+    }
+    auto term = multiply(tangents[i], *d, s);
+    total = total ? add(*total, term, s) : term;
+  }
+  return {total ? *total : zeros(out.shape(), out.dtype(), s)};
+}
+
+std::vector<array> BinaryPrimitive::vjp(const std::vector<array>& primals,
+                                        const std::vector<array>& cotangents,
+                                        const std::vector<int>& argnums,
+                                        const std::vector<array>& outputs) {
+  std::vector<array> vjps;
+  for (int arg : argnums) {
+    const auto& x = primals[arg];
+    std::optional<array> d;
+    if (differentiable(x)) {
+      d = partial(arg, primals[0], primals[1], outputs[0]);
+    }
+    vjps.push_back(d ? multiply(cotangents[0], *d, stream())
+                     : zeros_like(x, stream()));
+  }
+  return vjps;
+}
+
+std::pair<std::vector<array>, std::vector<int>> BinaryPrimitive::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto [in, ax] = detail::align_batch_axes(inputs, axes, stream());
+  return {{apply(in[0], in[1])}, {ax}};
+}
+
+// Linear ops.
+
+std::vector<array> Add::jvp(const std::vector<array>& primals,
+                            const std::vector<array>& tangents,
+                            const std::vector<int>& argnums) {
+  if (!differentiable(primals[0])) {
+    return {zeros_like(primals[0], stream())};
+  }
+  return {argnums.size() == 1 ? tangents[0]
+                              : add(tangents[0], tangents[1], stream())};
+}
+std::vector<array> Add::vjp(const std::vector<array>& primals,
+                            const std::vector<array>& cotangents,
+                            const std::vector<int>& argnums,
+                            const std::vector<array>& outputs) {
+  std::vector<array> vjps;
+  for (int arg : argnums) {
+    vjps.push_back(differentiable(primals[arg])
+                       ? cotangents[0]
+                       : zeros_like(primals[arg], stream()));
+  }
+  return vjps;
+}
+
+std::vector<array> Subtract::jvp(const std::vector<array>& primals,
+                                 const std::vector<array>& tangents,
+                                 const std::vector<int>& argnums) {
+  auto s = stream();
+  if (!differentiable(primals[0])) {
+    return {zeros_like(primals[0], s)};
+  }
+  if (argnums.size() == 2) {
+    return {subtract(tangents[0], tangents[1], s)};
+  }
+  return {argnums[0] == 0 ? tangents[0] : negative(tangents[0], s)};
+}
+std::vector<array> Subtract::vjp(const std::vector<array>& primals,
+                                 const std::vector<array>& cotangents,
+                                 const std::vector<int>& argnums,
+                                 const std::vector<array>& outputs) {
+  std::vector<array> vjps;
+  for (int arg : argnums) {
+    if (!differentiable(primals[arg])) {
+      vjps.push_back(zeros_like(primals[arg], stream()));
+    } else {
+      vjps.push_back(arg == 0 ? cotangents[0]
+                              : negative(cotangents[0], stream()));
+    }
+  }
+  return vjps;
+}
+
+// Partial derivatives.
+
+std::optional<array> Multiply::partial(int arg, const array& a, const array& b,
+                                       const array& out) const {
+  return arg == 0 ? b : a;
+}
+
+std::optional<array> Divide::partial(int arg, const array& a, const array& b,
+                                     const array& out) const {
+  auto s = stream();
+  if (arg == 0) {
+    return reciprocal(b, s);
+  }
+  return negative(divide(out, b, s), s);  // -a / b^2
+}
+
+std::optional<array> Remainder::partial(int arg, const array& a, const array& b,
+                                        const array& out) const {
+  // a % b = a - b * floor(a / b), and floor's derivative is zero (MLX).
+  auto s = stream();
+  if (arg == 0) {
+    return ones_like(a, s);
+  }
+  return negative(floor(divide(a, b, s), s), s);
+}
+
+std::optional<array> Power::partial(int arg, const array& a, const array& b,
+                                    const array& out) const {
+  // As JAX. Each special case is masked twice: where() picks the limit,
+  // and the other branch is computed from a safe value so that it holds no
+  // inf or nan that second derivatives (0 * inf) would pick up.
+  auto s = stream();
+  if (arg == 0) {
+    // b a^(b-1), and 0 for b = 0 (a^0 is constant even at a = 0, where
+    // b a^(b-1) would be 0 * inf).
+    auto b_zero = equal(b, cst(0, b), s);
+    auto safe_b = where(b_zero, cst(1, b), b, s);
+    auto d = multiply(safe_b, power(a, subtract(safe_b, cst(1, b), s), s), s);
+    return where(b_zero, cst(0, a), d, s);
+  }
+  // log(a) a^b, and 0 for a = 0 (0^b is constant for b > 0). For a < 0
+  // and a real dtype log(a) is nan, as in JAX: a^b is not real-analytic
+  // in b there. Only computed when b's gradient is asked for.
+  auto a_zero = equal(a, cst(0, a), s);
+  auto safe_a = where(a_zero, cst(1, a), a, s);
+  return where(a_zero, cst(0, a), multiply(log(safe_a, s), out, s), s);
+}
+
+// Ties go to the second operand, as in MLX (JAX splits them evenly): the
+// masks are a > b / a <= b for maximum and a < b / a >= b for minimum.
+std::optional<array> Maximum::partial(int arg, const array& a, const array& b,
+                                      const array& out) const {
+  auto s = stream();
+  auto mask = arg == 0 ? greater(a, b, s) : less_equal(a, b, s);
+  return astype(mask, a.dtype(), s);
+}
+std::optional<array> Minimum::partial(int arg, const array& a, const array& b,
+                                      const array& out) const {
+  auto s = stream();
+  auto mask = arg == 0 ? less(a, b, s) : greater_equal(a, b, s);
+  return astype(mask, a.dtype(), s);
+}
+
+std::optional<array> ArcTan2::partial(int arg, const array& a, const array& b,
+                                      const array& out) const {
+  // atan2(a, b): (b, -a) / (a^2 + b^2)
+  auto s = stream();
+  auto r = add(square(a, s), square(b, s), s);
+  return arg == 0 ? divide(b, r, s) : negative(divide(a, r, s), s);
+}
+
+std::optional<array> LogAddExp::partial(int arg, const array& a, const array& b,
+                                        const array& out) const {
+  // exp(a - out) = sigmoid(a - b). Equal infinite operands would give
+  // inf - inf = nan; their limit along a = b is 1/2, which sigmoid(0)
+  // gives (and the difference is replaced before it is formed, so second
+  // derivatives see no nan either).
+  auto s = stream();
+  auto same = equal(a, b, s);
+  auto d = arg == 0 ? subtract(a, b, s) : subtract(b, a, s);
+  return sigmoid(where(same, cst(0, d), d, s), s);
 }
 
 }  // namespace fluxion

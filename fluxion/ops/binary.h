@@ -2,7 +2,10 @@
 // their primitives, and the C++ operators.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
@@ -41,28 +44,28 @@ array right_shift(const array& a, const array& b, StreamOrDevice s = {});
 // dtype, `int_array * 2.5` is float32 (Python-scalar semantics).
 template <typename T>
 array weak_scalar(T v, const array& like) {
-  Dtype kind = std::is_same_v<T, bool>             ? bool_
-               : std::is_same_v<T, complex64_t>    ? complex64
-               : std::is_floating_point_v<T>       ? float32
-                                                   : int32;
+  Dtype kind = std::is_same_v<T, bool>          ? bool_
+               : std::is_same_v<T, complex64_t> ? complex64
+               : std::is_floating_point_v<T>    ? float32
+                                                : int32;
   return array(v, promote_with_scalar(like.dtype(), kind));
 }
 
-#define FLUXION_BINARY_OPERATOR(OP, FN)                             \
-  inline array operator OP(const array& a, const array& b) {        \
-    return FN(a, b);                                                \
-  }                                                                 \
-  template <typename T, typename = std::enable_if_t<                \
-                            std::is_arithmetic_v<T> ||              \
-                            std::is_same_v<T, complex64_t>>>        \
-  array operator OP(const array& a, T b) {                          \
-    return FN(a, weak_scalar(b, a));                                \
-  }                                                                 \
-  template <typename T, typename = std::enable_if_t<                \
-                            std::is_arithmetic_v<T> ||              \
-                            std::is_same_v<T, complex64_t>>>        \
-  array operator OP(T a, const array& b) {                          \
-    return FN(weak_scalar(a, b), b);                                \
+#define FLUXION_BINARY_OPERATOR(OP, FN)                                  \
+  inline array operator OP(const array& a, const array& b) {             \
+    return FN(a, b);                                                     \
+  }                                                                      \
+  template <typename T,                                                  \
+            typename = std::enable_if_t<std::is_arithmetic_v<T> ||       \
+                                        std::is_same_v<T, complex64_t>>> \
+  array operator OP(const array& a, T b) {                               \
+    return FN(a, weak_scalar(b, a));                                     \
+  }                                                                      \
+  template <typename T,                                                  \
+            typename = std::enable_if_t<std::is_arithmetic_v<T> ||       \
+                                        std::is_same_v<T, complex64_t>>> \
+  array operator OP(T a, const array& b) {                               \
+    return FN(weak_scalar(a, b), b);                                     \
   }
 FLUXION_BINARY_OPERATOR(+, add)
 FLUXION_BINARY_OPERATOR(-, subtract)
@@ -89,49 +92,109 @@ array operator!(const array& a);
 array operator~(const array& a);
 
 // Base for two-input elementwise primitives: both inputs already have the
-// output's shape (the op broadcasts them first).
-class BinaryPrimitive : public Primitive {
+// output's shape (the op broadcasts them first; the Broadcast's rules sum
+// cotangents back).
+//
+// The rules of a smooth op come from its partial derivatives: jvp is
+// t_a * df/da + t_b * df/db, and the vjp for input i is ct * df/di (the
+// holomorphic convention for complex inputs, as in MLX). Integer and bool
+// inputs have no gradient (zeros). vmap aligns the operands' mapped axes.
+class BinaryPrimitive : public Primitive,
+                        public std::enable_shared_from_this<BinaryPrimitive> {
  public:
   using Primitive::Primitive;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
   }
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
+
+ protected:
+  // The output dtype for inputs of dtype `in`.
+  virtual Dtype output_dtype(Dtype in) const { return in; }
+  // df/d(input `arg`) at (a, b), built from public ops; `out` is f(a, b).
+  // std::nullopt means zero wherever it exists: comparisons, logical and
+  // bitwise ops, shifts and floor_divide are piecewise constant.
+  virtual std::optional<array> partial(int arg, const array& a, const array& b,
+                                       const array& out) const {
+    return std::nullopt;
+  }
+  // This primitive on (a, b): a new node sharing it (and its parameters).
+  array apply(const array& a, const array& b);
 };
 
-#define FLUXION_BINARY_PRIMITIVE(NAME)                    \
-  class NAME : public BinaryPrimitive {                   \
-   public:                                                \
-    using BinaryPrimitive::BinaryPrimitive;               \
-    void eval_cpu(const std::vector<array>& inputs,       \
-                  std::vector<array>& outputs) override;  \
-    const char* name() const override { return #NAME; }   \
+namespace detail {
+// For elementwise vmap rules: `inputs` (equal shapes when unbatched) with
+// their mapped axes moved to the first mapped input's axis, which is
+// returned; unmapped inputs get a unit axis there, broadcast to the batch.
+std::pair<std::vector<array>, int> align_batch_axes(
+    const std::vector<array>& inputs, const std::vector<int>& axes, Stream s);
+}  // namespace detail
+
+// NAME's output dtype is OUT, an expression of the input dtype `in`; the
+// rest declares the rules NAME defines (none: zero derivatives).
+#define FLUXION_BINARY_PRIMITIVE(NAME, OUT, ...)                \
+  class NAME : public BinaryPrimitive {                         \
+   public:                                                      \
+    using BinaryPrimitive::BinaryPrimitive;                     \
+    void eval_cpu(const std::vector<array>& inputs,             \
+                  std::vector<array>& outputs) override;        \
+    const char* name() const override { return #NAME; }         \
+    __VA_ARGS__                                                 \
+   protected:                                                   \
+    Dtype output_dtype(Dtype in) const override { return OUT; } \
   };
-FLUXION_BINARY_PRIMITIVE(Add)
-FLUXION_BINARY_PRIMITIVE(Subtract)
-FLUXION_BINARY_PRIMITIVE(Multiply)
-FLUXION_BINARY_PRIMITIVE(Divide)
-FLUXION_BINARY_PRIMITIVE(FloorDivide)
-FLUXION_BINARY_PRIMITIVE(Remainder)
-FLUXION_BINARY_PRIMITIVE(Power)
-FLUXION_BINARY_PRIMITIVE(Maximum)
-FLUXION_BINARY_PRIMITIVE(Minimum)
-FLUXION_BINARY_PRIMITIVE(ArcTan2)
-FLUXION_BINARY_PRIMITIVE(LogAddExp)
-FLUXION_BINARY_PRIMITIVE(NotEqual)
-FLUXION_BINARY_PRIMITIVE(Less)
-FLUXION_BINARY_PRIMITIVE(LessEqual)
-FLUXION_BINARY_PRIMITIVE(Greater)
-FLUXION_BINARY_PRIMITIVE(GreaterEqual)
-FLUXION_BINARY_PRIMITIVE(LogicalAnd)
-FLUXION_BINARY_PRIMITIVE(LogicalOr)
-FLUXION_BINARY_PRIMITIVE(BitwiseAnd)
-FLUXION_BINARY_PRIMITIVE(BitwiseOr)
-FLUXION_BINARY_PRIMITIVE(BitwiseXor)
-FLUXION_BINARY_PRIMITIVE(LeftShift)
-FLUXION_BINARY_PRIMITIVE(RightShift)
+// A smooth op: its partial derivatives.
+#define FLUXION_PARTIAL                                                 \
+ protected:                                                             \
+  std::optional<array> partial(int arg, const array& a, const array& b, \
+                               const array& out) const override;
+// A linear op: jvp and vjp of its own.
+#define FLUXION_OWN_RULES                                           \
+  std::vector<array> jvp(const std::vector<array>& primals,         \
+                         const std::vector<array>& tangents,        \
+                         const std::vector<int>& argnums) override; \
+  std::vector<array> vjp(const std::vector<array>& primals,         \
+                         const std::vector<array>& cotangents,      \
+                         const std::vector<int>& argnums,           \
+                         const std::vector<array>& outputs) override;
+
+FLUXION_BINARY_PRIMITIVE(Add, in, FLUXION_OWN_RULES)
+FLUXION_BINARY_PRIMITIVE(Subtract, in, FLUXION_OWN_RULES)
+FLUXION_BINARY_PRIMITIVE(Multiply, in, FLUXION_PARTIAL)
+FLUXION_BINARY_PRIMITIVE(Divide, in, FLUXION_PARTIAL)
+FLUXION_BINARY_PRIMITIVE(FloorDivide, in)
+FLUXION_BINARY_PRIMITIVE(Remainder, in, FLUXION_PARTIAL)
+FLUXION_BINARY_PRIMITIVE(Power, in, FLUXION_PARTIAL)
+FLUXION_BINARY_PRIMITIVE(Maximum, in, FLUXION_PARTIAL)
+FLUXION_BINARY_PRIMITIVE(Minimum, in, FLUXION_PARTIAL)
+FLUXION_BINARY_PRIMITIVE(ArcTan2, in, FLUXION_PARTIAL)
+FLUXION_BINARY_PRIMITIVE(LogAddExp, in, FLUXION_PARTIAL)
+FLUXION_BINARY_PRIMITIVE(NotEqual, bool_)
+FLUXION_BINARY_PRIMITIVE(Less, bool_)
+FLUXION_BINARY_PRIMITIVE(LessEqual, bool_)
+FLUXION_BINARY_PRIMITIVE(Greater, bool_)
+FLUXION_BINARY_PRIMITIVE(GreaterEqual, bool_)
+FLUXION_BINARY_PRIMITIVE(LogicalAnd, bool_)
+FLUXION_BINARY_PRIMITIVE(LogicalOr, bool_)
+FLUXION_BINARY_PRIMITIVE(BitwiseAnd, in)
+FLUXION_BINARY_PRIMITIVE(BitwiseOr, in)
+FLUXION_BINARY_PRIMITIVE(BitwiseXor, in)
+FLUXION_BINARY_PRIMITIVE(LeftShift, in)
+FLUXION_BINARY_PRIMITIVE(RightShift, in)
+#undef FLUXION_PARTIAL
+#undef FLUXION_OWN_RULES
 #undef FLUXION_BINARY_PRIMITIVE
 
 // Equality, optionally treating NaN == NaN (for array_equal(equal_nan)).
+// Piecewise constant: zero derivatives.
 class Equal : public BinaryPrimitive {
  public:
   Equal(Stream s, bool equal_nan = false)
@@ -146,6 +209,9 @@ class Equal : public BinaryPrimitive {
            static_cast<const Equal&>(o).equal_nan_ == equal_nan_;
   }
   bool equal_nan() const { return equal_nan_; }
+
+ protected:
+  Dtype output_dtype(Dtype) const override { return bool_; }
 
  private:
   bool equal_nan_;

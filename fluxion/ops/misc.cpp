@@ -2,6 +2,7 @@
 
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
+#include "fluxion/ops/creation.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
@@ -98,6 +99,94 @@ array array_equal(const array& a, const array& b, bool equal_nan,
   auto eq = array(a.shape(), bool_, std::make_shared<Equal>(st, equal_nan),
                   {astype(a, t, st), astype(b, t, st)});
   return all(eq, false, s);
+}
+
+// --- transformation rules ---
+
+namespace {
+bool passes_gradient(Dtype from, Dtype to) {
+  return is_inexact(from) && is_inexact(to);
+}
+}  // namespace
+
+std::vector<array> AsType::jvp(const std::vector<array>& primals,
+                               const std::vector<array>& tangents,
+                               const std::vector<int>& argnums) {
+  const auto& x = primals[0];
+  if (!passes_gradient(x.dtype(), dtype_)) {
+    return {zeros(x.shape(), dtype_, stream())};
+  }
+  return {astype(tangents[0], dtype_, stream())};
+}
+
+std::vector<array> AsType::vjp(const std::vector<array>& primals,
+                               const std::vector<array>& cotangents,
+                               const std::vector<int>& argnums,
+                               const std::vector<array>& outputs) {
+  const auto& x = primals[0];
+  if (!passes_gradient(x.dtype(), dtype_)) {
+    return {zeros_like(x, stream())};
+  }
+  // Complex to real keeps the real part, so its transpose is ct + 0i; real
+  // to complex is the embedding, whose transpose takes the real part: both
+  // are the cast back.
+  return {astype(cotangents[0], x.dtype(), stream())};
+}
+
+std::pair<std::vector<array>, std::vector<int>> AsType::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  return {{astype(inputs[0], dtype_, stream())}, axes};
+}
+
+std::vector<array> Select::jvp(const std::vector<array>& primals,
+                               const std::vector<array>& tangents,
+                               const std::vector<int>& argnums) {
+  auto s = stream();
+  const auto& x = primals[1];
+  // Tangents of x and y; one not given (or the condition's) is zero.
+  std::optional<array> tx, ty;
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    if (argnums[i] == 1) {
+      tx = tangents[i];
+    } else if (argnums[i] == 2) {
+      ty = tangents[i];
+    }
+  }
+  if (!is_inexact(x.dtype()) || (!tx && !ty)) {
+    return {zeros_like(x, s)};
+  }
+  auto zero = array(0, x.dtype());
+  return {where(primals[0], tx ? *tx : zero, ty ? *ty : zero, s)};
+}
+
+std::vector<array> Select::vjp(const std::vector<array>& primals,
+                               const std::vector<array>& cotangents,
+                               const std::vector<int>& argnums,
+                               const std::vector<array>& outputs) {
+  auto s = stream();
+  const auto& cond = primals[0];
+  const auto& ct = cotangents[0];
+  auto zero = array(0, ct.dtype());
+  std::vector<array> vjps;
+  for (int arg : argnums) {
+    if (arg == 0 || !is_inexact(primals[arg].dtype())) {
+      vjps.push_back(zeros_like(primals[arg], s));
+    } else {
+      vjps.push_back(arg == 1 ? where(cond, ct, zero, s)
+                              : where(cond, zero, ct, s));
+    }
+  }
+  return vjps;
+}
+
+std::pair<std::vector<array>, std::vector<int>> Select::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto [in, ax] = detail::align_batch_axes(inputs, axes, stream());
+  Shape shape = in[0].shape();
+  Dtype t = in[1].dtype();
+  return {{array(std::move(shape), t, std::make_shared<Select>(stream()),
+                 std::move(in))},
+          {ax}};
 }
 
 }  // namespace fluxion

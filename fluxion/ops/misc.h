@@ -2,6 +2,8 @@
 #pragma once
 
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
@@ -29,12 +31,24 @@ array allclose(const array& a, const array& b, double rtol = 1e-5,
 array array_equal(const array& a, const array& b, bool equal_nan = false,
                   StreamOrDevice s = {});
 
+// Casts between inexact dtypes pass (co)tangents through, cast; a cast from
+// or to an integer or bool dtype has a zero derivative (truncation is
+// piecewise constant, and integer inputs take no gradient).
 class AsType : public Primitive {
  public:
   AsType(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "AsType"; }
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
   bool is_equivalent(const Primitive& o) const override {
     return Primitive::is_equivalent(o) &&
            static_cast<const AsType&>(o).dtype_ == dtype_;
@@ -48,13 +62,23 @@ class AsType : public Primitive {
   Dtype dtype_;
 };
 
-// where(condition, x, y); inputs share the output's shape.
+// where(condition, x, y); inputs share the output's shape. The cotangent
+// goes to the chosen operand; the condition takes none.
 class Select : public Primitive {
  public:
   using Primitive::Primitive;
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Select"; }
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     return {in[0].shape()};
   }

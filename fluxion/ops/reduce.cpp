@@ -1,9 +1,11 @@
 #include "fluxion/ops/reduce.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
+#include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
@@ -55,8 +57,8 @@ array reduce(const array& a, const std::vector<int>& axes, bool keepdims,
                                 shape_str(a.shape()) + " over axes " +
                                 vec_str(axes) + ": there is no identity.");
   }
-  array out(std::move(kept), out_dtype, std::make_shared<Reduce>(st, type, ax),
-            {a});
+  array out(std::move(kept), out_dtype,
+            std::make_shared<Reduce>(st, type, ax, out_dtype), {a});
   return keepdims ? out : squeeze(out, ax, st);
 }
 
@@ -293,7 +295,7 @@ bool Reduce::is_equivalent(const Primitive& o) const {
     return false;
   }
   auto& r = static_cast<const Reduce&>(o);
-  return r.type_ == type_ && r.axes_ == axes_;
+  return r.type_ == type_ && r.axes_ == axes_ && r.dtype_ == dtype_;
 }
 
 std::vector<Shape> Reduce::output_shapes(const std::vector<array>& in) {
@@ -316,6 +318,170 @@ std::vector<Shape> ArgReduce::output_shapes(const std::vector<array>& in) {
   Shape shape = in[0].shape();
   shape[axis_] = 1;
   return {shape};
+}
+
+// --- transformation rules ---
+
+namespace {
+
+// The axes of the unbatched primitive, in the coordinates of an input with
+// a batch axis inserted at `batch_axis`.
+std::vector<int> past_batch_axis(std::vector<int> axes, int batch_axis) {
+  for (auto& a : axes) {
+    a += a >= batch_axis ? 1 : 0;
+  }
+  return axes;
+}
+
+// `a[..., start:stop]` along the last axis.
+array last_axis_slice(const array& a, int start, int stop, Stream s) {
+  Shape lo(a.ndim(), 0);
+  Shape hi = a.shape();
+  lo.back() = start;
+  hi.back() = stop;
+  return slice(a, lo, hi, s);
+}
+
+// For each element of `x`, the product of the other elements of its group
+// over `axes`. Not prod / x: that is nan at a zero, and wrong for the other
+// elements of a group with one zero. Instead the exclusive prefix and
+// suffix products along the flattened reduced axes are multiplied, each a
+// Hillis-Steele scan (log2(n) shifted products). Public ops only, so the
+// result differentiates again exactly, zeros included.
+array product_of_others(const array& x, const std::vector<int>& axes,
+                        Stream s) {
+  int n = 1;
+  for (int a : axes) {
+    n *= x.shape(a);
+  }
+  if (x.size() == 0 || n == 1) {
+    return ones_like(x, s);  // an empty product
+  }
+  // Kept axes first, then the reduced ones flattened into one of size n.
+  std::vector<int> perm;
+  for (int i = 0; i < x.ndim(); ++i) {
+    if (!std::binary_search(axes.begin(), axes.end(), i)) {
+      perm.push_back(i);
+    }
+  }
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  auto xt = transpose(x, perm, s);
+  Shape flat(xt.shape().begin(), xt.shape().end() - axes.size());
+  flat.push_back(n);
+  auto y = reshape(xt, flat, s);
+  int last = static_cast<int>(flat.size()) - 1;
+
+  auto prefix = y;  // prefix[i] = y[0] * ... * y[i]
+  auto suffix = y;  // suffix[i] = y[i] * ... * y[n-1]
+  for (int k = 1; k < n; k *= 2) {
+    prefix = concatenate({last_axis_slice(prefix, 0, k, s),
+                          multiply(last_axis_slice(prefix, k, n, s),
+                                   last_axis_slice(prefix, 0, n - k, s), s)},
+                         last, s);
+    suffix = concatenate({multiply(last_axis_slice(suffix, 0, n - k, s),
+                                   last_axis_slice(suffix, k, n, s), s),
+                          last_axis_slice(suffix, n - k, n, s)},
+                         last, s);
+  }
+  Shape unit = flat;
+  unit.back() = 1;
+  auto one = ones(unit, x.dtype(), s);
+  auto before =
+      concatenate({one, last_axis_slice(prefix, 0, n - 1, s)}, last, s);
+  auto after = concatenate({last_axis_slice(suffix, 1, n, s), one}, last, s);
+  auto others = reshape(multiply(before, after, s), xt.shape(), s);
+  std::vector<int> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    inverse[perm[i]] = static_cast<int>(i);
+  }
+  return transpose(others, inverse, s);
+}
+
+}  // namespace
+
+array Reduce::apply(const array& x, const std::vector<int>& axes) {
+  return array(kept_shape(x.shape(), axes), dtype_,
+               std::make_shared<Reduce>(stream(), type_, axes, dtype_), {x});
+}
+
+std::vector<array> Reduce::jvp(const std::vector<array>& primals,
+                               const std::vector<array>& tangents,
+                               const std::vector<int>& argnums) {
+  const auto& x = primals[0];
+  auto s = stream();
+  if (!is_inexact(x.dtype()) || type_ == And || type_ == Or) {
+    return {zeros(kept_shape(x.shape(), axes_), dtype_, s)};
+  }
+  // Sums in the output's dtype (mean() sums half types in float32).
+  auto total = [&](const array& v) {
+    return sum(astype(v, dtype_, s), axes_, true, s);
+  };
+  const auto& t = tangents[0];
+  switch (type_) {
+    case Sum:
+      return {total(t)};
+    case Prod:
+      return {total(multiply(t, product_of_others(x, axes_, s), s))};
+    default: {  // Min, Max: the mean tangent of the tied extremes
+      auto mask = equal(x, apply(x, axes_), s);
+      auto count = astype(sum(mask, axes_, true, s), dtype_, s);
+      return {divide(total(where(mask, t, array(0, t.dtype()), s)), count, s)};
+    }
+  }
+}
+
+std::vector<array> Reduce::vjp(const std::vector<array>& primals,
+                               const std::vector<array>& cotangents,
+                               const std::vector<int>& argnums,
+                               const std::vector<array>& outputs) {
+  const auto& x = primals[0];
+  auto s = stream();
+  if (!is_inexact(x.dtype()) || type_ == And || type_ == Or) {
+    return {zeros_like(x, s)};
+  }
+  // The cotangent has the output's kept shape and dtype.
+  auto ct = astype(cotangents[0], x.dtype(), s);
+  switch (type_) {
+    case Sum:
+      return {broadcast_to(ct, x.shape(), s)};
+    case Prod:
+      return {multiply(ct, product_of_others(x, axes_, s), s)};
+    default: {  // Min, Max: shared equally among the tied extremes
+      auto mask = equal(x, outputs[0], s);
+      auto count = astype(sum(mask, axes_, true, s), ct.dtype(), s);
+      return {where(mask, divide(ct, count, s), array(0, ct.dtype()), s)};
+    }
+  }
+}
+
+std::pair<std::vector<array>, std::vector<int>> Reduce::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // Reduced axes stay (size 1), so the batch axis keeps its position.
+  return {{apply(inputs[0], past_batch_axis(axes_, axes[0]))}, axes};
+}
+
+std::vector<array> ArgReduce::jvp(const std::vector<array>& primals,
+                                  const std::vector<array>& tangents,
+                                  const std::vector<int>& argnums) {
+  return {zeros(output_shapes(primals)[0], uint32, stream())};
+}
+
+std::vector<array> ArgReduce::vjp(const std::vector<array>& primals,
+                                  const std::vector<array>& cotangents,
+                                  const std::vector<int>& argnums,
+                                  const std::vector<array>& outputs) {
+  return {zeros_like(primals[0], stream())};
+}
+
+std::pair<std::vector<array>, std::vector<int>> ArgReduce::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  int axis = past_batch_axis({axis_}, axes[0])[0];
+  const auto& x = inputs[0];
+  Shape shape = x.shape();
+  shape[axis] = 1;
+  return {{array(std::move(shape), uint32,
+                 std::make_shared<ArgReduce>(stream(), type_, axis), {x})},
+          axes};
 }
 
 }  // namespace fluxion

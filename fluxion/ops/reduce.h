@@ -1,6 +1,7 @@
 // Reductions over any set of axes, with keepdims, and the softmax family.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "fluxion/array.h"
@@ -10,11 +11,11 @@
 namespace fluxion {
 
 // Each reduction has three forms: over all axes, over `axes`, over one axis.
-#define FLUXION_REDUCTION_DECL(NAME)                                      \
+#define FLUXION_REDUCTION_DECL(NAME)                                        \
   array NAME(const array& a, bool keepdims = false, StreamOrDevice s = {}); \
-  array NAME(const array& a, const std::vector<int>& axes,                \
-             bool keepdims = false, StreamOrDevice s = {});               \
-  array NAME(const array& a, int axis, bool keepdims = false,             \
+  array NAME(const array& a, const std::vector<int>& axes,                  \
+             bool keepdims = false, StreamOrDevice s = {});                 \
+  array NAME(const array& a, int axis, bool keepdims = false,               \
              StreamOrDevice s = {});
 FLUXION_REDUCTION_DECL(sum)
 FLUXION_REDUCTION_DECL(prod)
@@ -60,25 +61,47 @@ array log_softmax(const array& a, const std::vector<int>& axes,
                   StreamOrDevice s = {});
 array log_softmax(const array& a, int axis, StreamOrDevice s = {});
 
+// Gradients: Sum broadcasts the cotangent back; Prod multiplies it by the
+// product of the other elements (computed without dividing, so zeros are
+// exact); Max and Min share it equally among the elements equal to the
+// result (as MLX does with ties); And and Or are piecewise constant
+// (zeros). vmap shifts the reduced axes past the mapped one.
 class Reduce : public Primitive {
  public:
   enum ReduceType { And, Or, Sum, Prod, Min, Max };
-  Reduce(Stream s, ReduceType type, std::vector<int> axes)
-      : Primitive(s), type_(type), axes_(std::move(axes)) {}
+  // `dtype` is the output's: a Sum of int32 is int32 for sum() but float32
+  // for mean(), so the rules cannot infer it.
+  Reduce(Stream s, ReduceType type, std::vector<int> axes, Dtype dtype)
+      : Primitive(s), type_(type), axes_(std::move(axes)), dtype_(dtype) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override;
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
   bool is_equivalent(const Primitive& o) const override;
   // The output keeps reduced axes as size 1 (ops squeeze afterwards).
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   ReduceType type() const { return type_; }
   const std::vector<int>& axes() const { return axes_; }
+  Dtype dtype() const { return dtype_; }
 
  private:
+  // This reduction of `x` over `axes`, with reduced axes kept.
+  array apply(const array& x, const std::vector<int>& axes);
+
   ReduceType type_;
   std::vector<int> axes_;  // sorted, unique
+  Dtype dtype_;
 };
 
+// Integer-valued: zero gradients.
 class ArgReduce : public Primitive {
  public:
   enum ReduceType { ArgMin, ArgMax };
@@ -87,6 +110,15 @@ class ArgReduce : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override;
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   ReduceType type() const { return type_; }

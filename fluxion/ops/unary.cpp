@@ -1,9 +1,11 @@
 #include "fluxion/ops/unary.h"
 
 #include <cmath>
+#include <numbers>
 #include <string>
 
 #include "fluxion/ops/binary.h"
+#include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
 
 namespace fluxion {
@@ -171,6 +173,295 @@ array stop_gradient(const array& a, StreamOrDevice s) {
 }
 array copy(const array& a, StreamOrDevice s) {
   return make_unary<Copy>(a, a.dtype(), s);
+}
+
+// --- transformation rules ---
+
+namespace {
+
+// A scalar of `like`'s dtype, so that constants keep float64 (and complex)
+// derivatives in their dtype.
+array cst(double v, const array& like) { return array(v, like.dtype()); }
+
+bool differentiable(const array& x) { return is_inexact(x.dtype()); }
+
+}  // namespace
+
+array UnaryPrimitive::apply(const array& x) {
+  return array(x.shape(), output_dtype(x.dtype()), shared_from_this(), {x});
+}
+
+std::vector<array> UnaryPrimitive::jvp(const std::vector<array>& primals,
+                                       const std::vector<array>& tangents,
+                                       const std::vector<int>& argnums) {
+  const auto& x = primals[0];
+  std::optional<array> d;
+  if (differentiable(x)) {
+    d = derivative(x, apply(x));
+  }
+  if (!d) {
+    return {zeros(x.shape(), output_dtype(x.dtype()), stream())};
+  }
+  return {multiply(tangents[0], *d, stream())};
+}
+
+std::vector<array> UnaryPrimitive::vjp(const std::vector<array>& primals,
+                                       const std::vector<array>& cotangents,
+                                       const std::vector<int>& argnums,
+                                       const std::vector<array>& outputs) {
+  const auto& x = primals[0];
+  std::optional<array> d;
+  if (differentiable(x)) {
+    d = derivative(x, outputs[0]);
+  }
+  if (!d) {
+    return {zeros_like(x, stream())};
+  }
+  return {multiply(cotangents[0], *d, stream())};
+}
+
+std::pair<std::vector<array>, std::vector<int>> UnaryPrimitive::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  return {{apply(inputs[0])}, axes};
+}
+
+// Derivatives. Where f(x) is at hand, reusing it saves work: exp, sqrt,
+// tanh, sigmoid and erfinv are all cheap in terms of their output.
+
+std::optional<array> Exp::derivative(const array& x, const array& out) const {
+  return out;
+}
+std::optional<array> Expm1::derivative(const array& x, const array& out) const {
+  // exp(x), which expm1 avoids computing: out + 1 is accurate enough there.
+  return add(out, cst(1, out), stream());
+}
+std::optional<array> Log::derivative(const array& x, const array& out) const {
+  return reciprocal(x, stream());
+}
+std::optional<array> Log1p::derivative(const array& x, const array& out) const {
+  return reciprocal(add(x, cst(1, x), stream()), stream());
+}
+std::optional<array> Log2::derivative(const array& x, const array& out) const {
+  return reciprocal(multiply(x, cst(std::numbers::ln2, x), stream()), stream());
+}
+std::optional<array> Log10::derivative(const array& x, const array& out) const {
+  return reciprocal(multiply(x, cst(std::numbers::ln10, x), stream()),
+                    stream());
+}
+std::optional<array> Sqrt::derivative(const array& x, const array& out) const {
+  return divide(cst(0.5, out), out, stream());
+}
+std::optional<array> Rsqrt::derivative(const array& x, const array& out) const {
+  // d x^(-1/2) = -x^(-3/2) / 2 = -out / (2x)
+  return multiply(cst(-0.5, out), divide(out, x, stream()), stream());
+}
+std::optional<array> Square::derivative(const array& x,
+                                        const array& out) const {
+  return multiply(cst(2, x), x, stream());
+}
+std::optional<array> Reciprocal::derivative(const array& x,
+                                            const array& out) const {
+  return negative(square(out, stream()), stream());
+}
+std::optional<array> Sin::derivative(const array& x, const array& out) const {
+  return cos(x, stream());
+}
+std::optional<array> Cos::derivative(const array& x, const array& out) const {
+  return negative(sin(x, stream()), stream());
+}
+std::optional<array> Tan::derivative(const array& x, const array& out) const {
+  // sec^2 = 1 + tan^2
+  return add(cst(1, out), square(out, stream()), stream());
+}
+std::optional<array> ArcSin::derivative(const array& x,
+                                        const array& out) const {
+  return rsqrt(subtract(cst(1, x), square(x, stream()), stream()), stream());
+}
+std::optional<array> ArcCos::derivative(const array& x,
+                                        const array& out) const {
+  return negative(
+      rsqrt(subtract(cst(1, x), square(x, stream()), stream()), stream()),
+      stream());
+}
+std::optional<array> ArcTan::derivative(const array& x,
+                                        const array& out) const {
+  return reciprocal(add(cst(1, x), square(x, stream()), stream()), stream());
+}
+std::optional<array> Sinh::derivative(const array& x, const array& out) const {
+  return cosh(x, stream());
+}
+std::optional<array> Cosh::derivative(const array& x, const array& out) const {
+  return sinh(x, stream());
+}
+std::optional<array> Tanh::derivative(const array& x, const array& out) const {
+  return subtract(cst(1, out), square(out, stream()), stream());
+}
+std::optional<array> ArcSinh::derivative(const array& x,
+                                         const array& out) const {
+  return rsqrt(add(square(x, stream()), cst(1, x), stream()), stream());
+}
+std::optional<array> ArcCosh::derivative(const array& x,
+                                         const array& out) const {
+  // (x - 1)(x + 1) rather than x^2 - 1: no cancellation near x = 1.
+  auto s = stream();
+  return rsqrt(multiply(subtract(x, cst(1, x), s), add(x, cst(1, x), s), s), s);
+}
+std::optional<array> ArcTanh::derivative(const array& x,
+                                         const array& out) const {
+  auto s = stream();
+  return reciprocal(
+      multiply(subtract(cst(1, x), x, s), add(cst(1, x), x, s), s), s);
+}
+std::optional<array> Sigmoid::derivative(const array& x,
+                                         const array& out) const {
+  return multiply(out, subtract(cst(1, out), out, stream()), stream());
+}
+std::optional<array> Erf::derivative(const array& x, const array& out) const {
+  // 2/sqrt(pi) exp(-x^2)
+  auto s = stream();
+  return multiply(cst(std::numbers::inv_sqrtpi * 2, x),
+                  exp(negative(square(x, s), s), s), s);
+}
+std::optional<array> ErfInv::derivative(const array& x,
+                                        const array& out) const {
+  // The inverse function's derivative 1 / erf'(erfinv(x)).
+  auto s = stream();
+  return multiply(cst(std::sqrt(std::numbers::pi) / 2, out),
+                  exp(square(out, s), s), s);
+}
+
+// Linear and non-holomorphic ops. For an R-linear map L of a complex input,
+// JAX's vjp is ct -> conj(L*(conj(ct))) with L* the adjoint under
+// Re(a conj(b)); it reduces to ct * f'(z) for holomorphic maps.
+
+std::vector<array> Negative::jvp(const std::vector<array>& primals,
+                                 const std::vector<array>& tangents,
+                                 const std::vector<int>& argnums) {
+  return {differentiable(primals[0]) ? negative(tangents[0], stream())
+                                     : zeros_like(primals[0], stream())};
+}
+std::vector<array> Negative::vjp(const std::vector<array>& primals,
+                                 const std::vector<array>& cotangents,
+                                 const std::vector<int>& argnums,
+                                 const std::vector<array>& outputs) {
+  return jvp(primals, cotangents, argnums);  // self-adjoint
+}
+
+std::vector<array> Copy::jvp(const std::vector<array>& primals,
+                             const std::vector<array>& tangents,
+                             const std::vector<int>& argnums) {
+  return {differentiable(primals[0]) ? tangents[0]
+                                     : zeros_like(primals[0], stream())};
+}
+std::vector<array> Copy::vjp(const std::vector<array>& primals,
+                             const std::vector<array>& cotangents,
+                             const std::vector<int>& argnums,
+                             const std::vector<array>& outputs) {
+  return jvp(primals, cotangents, argnums);
+}
+
+std::vector<array> Conjugate::jvp(const std::vector<array>& primals,
+                                  const std::vector<array>& tangents,
+                                  const std::vector<int>& argnums) {
+  return {differentiable(primals[0]) ? conjugate(tangents[0], stream())
+                                     : zeros_like(primals[0], stream())};
+}
+std::vector<array> Conjugate::vjp(const std::vector<array>& primals,
+                                  const std::vector<array>& cotangents,
+                                  const std::vector<int>& argnums,
+                                  const std::vector<array>& outputs) {
+  // L = conj is its own adjoint, so conj(L*(conj(ct))) = conj(ct).
+  return jvp(primals, cotangents, argnums);
+}
+
+std::vector<array> Real::jvp(const std::vector<array>& primals,
+                             const std::vector<array>& tangents,
+                             const std::vector<int>& argnums) {
+  const auto& x = primals[0];
+  if (!differentiable(x)) {
+    return {zeros_like(x, stream())};
+  }
+  return {real(tangents[0], stream())};
+}
+std::vector<array> Real::vjp(const std::vector<array>& primals,
+                             const std::vector<array>& cotangents,
+                             const std::vector<int>& argnums,
+                             const std::vector<array>& outputs) {
+  // The real cotangent becomes the real part: ct + 0i.
+  const auto& x = primals[0];
+  if (!differentiable(x)) {
+    return {zeros_like(x, stream())};
+  }
+  return {astype(cotangents[0], x.dtype(), stream())};
+}
+
+std::vector<array> Imag::jvp(const std::vector<array>& primals,
+                             const std::vector<array>& tangents,
+                             const std::vector<int>& argnums) {
+  const auto& x = primals[0];
+  if (!is_complex(x.dtype())) {
+    // imag of a real array is constant zero.
+    return {zeros(x.shape(), output_dtype(x.dtype()), stream())};
+  }
+  return {imag(tangents[0], stream())};
+}
+std::vector<array> Imag::vjp(const std::vector<array>& primals,
+                             const std::vector<array>& cotangents,
+                             const std::vector<int>& argnums,
+                             const std::vector<array>& outputs) {
+  const auto& x = primals[0];
+  if (!is_complex(x.dtype())) {
+    return {zeros_like(x, stream())};
+  }
+  // L(t) = Im t has adjoint c -> i c, so the vjp is conj(i ct) = -i ct
+  // (JAX's convention: grad of imag(z) is -1j).
+  return {multiply(array(complex64_t{0.0f, -1.0f}), cotangents[0], stream())};
+}
+
+namespace {
+
+// For complex z: conj(z) / |z|, and 0 at z = 0 (where |z| has no
+// derivative; 0 is the subgradient JAX and sign() pick). The division uses
+// a safe denominator so that no nan reaches second derivatives.
+array conj_unit(const array& z, Stream s) {
+  auto zero = equal(z, array(complex64_t{0.0f, 0.0f}), s);
+  auto safe = where(zero, array(complex64_t{1.0f, 0.0f}), z, s);
+  auto unit = divide(conjugate(safe, s), astype(abs(safe, s), z.dtype(), s), s);
+  return where(zero, array(complex64_t{0.0f, 0.0f}), unit, s);
+}
+
+}  // namespace
+
+std::vector<array> Abs::jvp(const std::vector<array>& primals,
+                            const std::vector<array>& tangents,
+                            const std::vector<int>& argnums) {
+  const auto& x = primals[0];
+  auto s = stream();
+  if (!differentiable(x)) {
+    return {zeros_like(x, s)};
+  }
+  if (is_complex(x.dtype())) {
+    // d|z| = Re(conj(z) dz) / |z|
+    return {real(multiply(conj_unit(x, s), tangents[0], s), s)};
+  }
+  // sign(0) = 0: the subgradient at the kink (MLX, JAX).
+  return {multiply(tangents[0], sign(x, s), s)};
+}
+std::vector<array> Abs::vjp(const std::vector<array>& primals,
+                            const std::vector<array>& cotangents,
+                            const std::vector<int>& argnums,
+                            const std::vector<array>& outputs) {
+  const auto& x = primals[0];
+  auto s = stream();
+  if (!differentiable(x)) {
+    return {zeros_like(x, s)};
+  }
+  if (is_complex(x.dtype())) {
+    // L(t) = Re(u t) with u = conj(z)/|z|: L*(c) = conj(u) c, so the vjp
+    // is conj(conj(u) ct) = u ct (JAX: grad(abs)(z) = conj(z)/|z|).
+    return {multiply(conj_unit(x, s), cotangents[0], s)};
+  }
+  return {multiply(cotangents[0], sign(x, s), s)};
 }
 
 }  // namespace fluxion

@@ -1,6 +1,9 @@
 // Elementwise unary ops and their primitives.
 #pragma once
 
+#include <memory>
+#include <optional>
+
 #include "fluxion/array.h"
 #include "fluxion/device.h"
 #include "fluxion/primitive.h"
@@ -53,63 +56,116 @@ array copy(const array& a, StreamOrDevice s = {});
 
 // Base for one-input elementwise primitives: the output has the input's
 // shape, and vmap passes the mapped axis through.
-class UnaryPrimitive : public Primitive {
+//
+// The rules of a smooth op come from its derivative f'(x): jvp is t * f'(x)
+// and vjp is ct * f'(x). For complex inputs that is the holomorphic
+// convention of MLX and JAX (no conjugate); the non-holomorphic ops (Abs of
+// a complex input, Conjugate, Real, Imag) have rules of their own, written
+// as JAX transposes them. Integer and bool inputs have no gradient: their
+// cotangents and the tangents they produce are zeros.
+class UnaryPrimitive : public Primitive,
+                       public std::enable_shared_from_this<UnaryPrimitive> {
  public:
   using Primitive::Primitive;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
   }
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
+
+ protected:
+  // The output dtype for an input of dtype `in` (the ops cast the input
+  // first, so for most primitives it is `in`).
+  virtual Dtype output_dtype(Dtype in) const { return in; }
+  // f'(x) built from public ops (so that rules of rules work); `out` is
+  // f(x). std::nullopt means the derivative is zero wherever it exists:
+  // step functions (floor, ceil, round, sign), predicates and
+  // stop_gradient.
+  virtual std::optional<array> derivative(const array& x,
+                                          const array& out) const {
+    return std::nullopt;
+  }
+  // This primitive on `x`: a new node sharing it (and its parameters).
+  array apply(const array& x);
 };
 
-#define FLUXION_UNARY_PRIMITIVE(NAME)                           \
+// NAME's output dtype is OUT, an expression of the input dtype `in`; the
+// rest declares the rules NAME defines (none: a zero derivative).
+#define FLUXION_UNARY_PRIMITIVE(NAME, OUT, ...)                 \
   class NAME : public UnaryPrimitive {                          \
    public:                                                      \
     using UnaryPrimitive::UnaryPrimitive;                       \
     void eval_cpu(const std::vector<array>& inputs,             \
                   std::vector<array>& outputs) override;        \
-    const char* name() const override { return #NAME; }        \
+    const char* name() const override { return #NAME; }         \
+    __VA_ARGS__                                                 \
+   protected:                                                   \
+    Dtype output_dtype(Dtype in) const override { return OUT; } \
   };
+// A smooth op: its derivative.
+#define FLUXION_DERIVATIVE                                          \
+ protected:                                                         \
+  std::optional<array> derivative(const array& x, const array& out) \
+      const override;
+// A linear or non-holomorphic op: jvp and vjp of its own.
+#define FLUXION_OWN_RULES                                           \
+  std::vector<array> jvp(const std::vector<array>& primals,         \
+                         const std::vector<array>& tangents,        \
+                         const std::vector<int>& argnums) override; \
+  std::vector<array> vjp(const std::vector<array>& primals,         \
+                         const std::vector<array>& cotangents,      \
+                         const std::vector<int>& argnums,           \
+                         const std::vector<array>& outputs) override;
 
-FLUXION_UNARY_PRIMITIVE(Abs)
-FLUXION_UNARY_PRIMITIVE(Negative)
-FLUXION_UNARY_PRIMITIVE(Sign)
-FLUXION_UNARY_PRIMITIVE(Exp)
-FLUXION_UNARY_PRIMITIVE(Expm1)
-FLUXION_UNARY_PRIMITIVE(Log)
-FLUXION_UNARY_PRIMITIVE(Log1p)
-FLUXION_UNARY_PRIMITIVE(Log2)
-FLUXION_UNARY_PRIMITIVE(Log10)
-FLUXION_UNARY_PRIMITIVE(Sqrt)
-FLUXION_UNARY_PRIMITIVE(Rsqrt)
-FLUXION_UNARY_PRIMITIVE(Square)
-FLUXION_UNARY_PRIMITIVE(Reciprocal)
-FLUXION_UNARY_PRIMITIVE(Sin)
-FLUXION_UNARY_PRIMITIVE(Cos)
-FLUXION_UNARY_PRIMITIVE(Tan)
-FLUXION_UNARY_PRIMITIVE(ArcSin)
-FLUXION_UNARY_PRIMITIVE(ArcCos)
-FLUXION_UNARY_PRIMITIVE(ArcTan)
-FLUXION_UNARY_PRIMITIVE(Sinh)
-FLUXION_UNARY_PRIMITIVE(Cosh)
-FLUXION_UNARY_PRIMITIVE(Tanh)
-FLUXION_UNARY_PRIMITIVE(ArcSinh)
-FLUXION_UNARY_PRIMITIVE(ArcCosh)
-FLUXION_UNARY_PRIMITIVE(ArcTanh)
-FLUXION_UNARY_PRIMITIVE(Sigmoid)
-FLUXION_UNARY_PRIMITIVE(Erf)
-FLUXION_UNARY_PRIMITIVE(ErfInv)
-FLUXION_UNARY_PRIMITIVE(Floor)
-FLUXION_UNARY_PRIMITIVE(Ceil)
-FLUXION_UNARY_PRIMITIVE(Round)
-FLUXION_UNARY_PRIMITIVE(LogicalNot)
-FLUXION_UNARY_PRIMITIVE(IsNan)
-FLUXION_UNARY_PRIMITIVE(IsInf)
-FLUXION_UNARY_PRIMITIVE(IsFinite)
-FLUXION_UNARY_PRIMITIVE(Conjugate)
-FLUXION_UNARY_PRIMITIVE(Real)
-FLUXION_UNARY_PRIMITIVE(Imag)
-FLUXION_UNARY_PRIMITIVE(StopGradient)
-FLUXION_UNARY_PRIMITIVE(Copy)
+FLUXION_UNARY_PRIMITIVE(Abs, is_complex(in) ? float32 : in, FLUXION_OWN_RULES)
+FLUXION_UNARY_PRIMITIVE(Negative, in, FLUXION_OWN_RULES)
+FLUXION_UNARY_PRIMITIVE(Sign, in)
+FLUXION_UNARY_PRIMITIVE(Exp, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Expm1, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Log, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Log1p, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Log2, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Log10, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Sqrt, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Rsqrt, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Square, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Reciprocal, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Sin, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Cos, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Tan, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(ArcSin, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(ArcCos, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(ArcTan, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Sinh, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Cosh, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Tanh, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(ArcSinh, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(ArcCosh, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(ArcTanh, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Sigmoid, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Erf, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(ErfInv, in, FLUXION_DERIVATIVE)
+FLUXION_UNARY_PRIMITIVE(Floor, in)
+FLUXION_UNARY_PRIMITIVE(Ceil, in)
+FLUXION_UNARY_PRIMITIVE(Round, in)
+FLUXION_UNARY_PRIMITIVE(LogicalNot, bool_)
+FLUXION_UNARY_PRIMITIVE(IsNan, bool_)
+FLUXION_UNARY_PRIMITIVE(IsInf, bool_)
+FLUXION_UNARY_PRIMITIVE(IsFinite, bool_)
+FLUXION_UNARY_PRIMITIVE(Conjugate, in, FLUXION_OWN_RULES)
+FLUXION_UNARY_PRIMITIVE(Real, is_complex(in) ? float32 : in, FLUXION_OWN_RULES)
+FLUXION_UNARY_PRIMITIVE(Imag, is_complex(in) ? float32 : in, FLUXION_OWN_RULES)
+FLUXION_UNARY_PRIMITIVE(StopGradient, in)
+FLUXION_UNARY_PRIMITIVE(Copy, in, FLUXION_OWN_RULES)
+#undef FLUXION_DERIVATIVE
+#undef FLUXION_OWN_RULES
 #undef FLUXION_UNARY_PRIMITIVE
 
 }  // namespace fluxion
