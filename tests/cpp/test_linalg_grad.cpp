@@ -259,6 +259,20 @@ TEST(LinalgGradMatmul, ComplexHasNoConjugation) {
   // Through the transformation too (its graph is the Matmul node alone).
   auto [o, gv] = vjp(mm, {a, b}, {ct});
   expect_values(gv[0], values<cdouble>(g[0]), 1e-6, "vjp(matmul) of a");
+  // AddMM scales by real alpha and beta in the complex dtype.
+  auto c = randc({M, N}, 5);
+  auto x = addmm(c, a, b, 0.5f, -2.0f);
+  auto gx = x.primitive().vjp(x.inputs(), {ct}, {1, 2}, {x});
+  auto gb = ref_bmm(av, cv, 1, K, M, N, true, false);
+  for (auto& v : gb) {
+    v *= 0.5;
+  }
+  expect_values(gx[0], gb, 1e-5, "0.5 a^T @ ct");
+  auto gc = cv;
+  for (auto& v : gc) {
+    v *= -2.0;
+  }
+  expect_values(gx[1], gc, 1e-6, "-2 ct");
 }
 
 // A failure inside a rule names the rule and the primitive as well as the
