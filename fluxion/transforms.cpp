@@ -19,6 +19,7 @@
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
 #include "fluxion/primitive.h"
+#include "fluxion/rule_context.h"
 
 namespace fluxion {
 
@@ -215,7 +216,9 @@ std::pair<std::vector<array>, std::vector<array>> vjp(
     std::vector<array> vjps;
     {
       detail::RetainGraph retain;
-      vjps = a.primitive().vjp(a.inputs(), cts, args, outs);
+      vjps = detail::with_rule_context("vjp", a.primitive(), [&] {
+        return a.primitive().vjp(a.inputs(), cts, args, outs);
+      });
     }
     for (size_t i = 0; i < args.size(); ++i) {
       auto id = a.inputs()[args[i]].id();
@@ -303,7 +306,9 @@ std::pair<std::vector<array>, std::vector<array>> jvp(
     std::vector<array> jvps;
     {
       detail::RetainGraph retain;
-      jvps = a.primitive().jvp(a.inputs(), tans, args);
+      jvps = detail::with_rule_context("jvp", a.primitive(), [&] {
+        return a.primitive().jvp(a.inputs(), tans, args);
+      });
     }
     auto outs = a.outputs();
     for (size_t i = 0; i < jvps.size(); ++i) {
@@ -554,7 +559,10 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs,
         v_axes.push_back(-1);
       }
     }
-    auto [v_outputs, v_out_axes] = a.primitive().vmap(v_inputs, v_axes);
+    auto [v_outputs, v_out_axes] =
+        detail::with_rule_context("vmap", a.primitive(), [&] {
+          return a.primitive().vmap(v_inputs, v_axes);
+        });
     auto outs = a.outputs();
     for (size_t i = 0; i < v_outputs.size(); ++i) {
       tmap.insert({outs[i].id(), {v_outputs[i], v_out_axes[i]}});

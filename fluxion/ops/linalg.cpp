@@ -9,7 +9,6 @@
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
-#include "fluxion/ops/rule_context.h"
 #include "fluxion/ops/shape.h"
 
 namespace fluxion {
@@ -241,26 +240,22 @@ std::vector<array> Matmul::vjp(const std::vector<array>& primals,
                                const std::vector<array>& cotangents,
                                const std::vector<int>& argnums,
                                const std::vector<array>&) {
-  return detail::with_rule_context("vjp", *this, [&] {
-    std::vector<array> vjps;
-    for (int a : argnums) {
-      vjps.push_back(
-          product_cotangent(primals, cotangents[0], a, 1.0f, stream()));
-    }
-    return vjps;
-  });
+  std::vector<array> vjps;
+  for (int a : argnums) {
+    vjps.push_back(
+        product_cotangent(primals, cotangents[0], a, 1.0f, stream()));
+  }
+  return vjps;
 }
 
 std::vector<array> Matmul::jvp(const std::vector<array>& primals,
                                const std::vector<array>& tangents,
                                const std::vector<int>& argnums) {
-  return detail::with_rule_context("jvp", *this, [&] {
-    auto t = product_tangent(primals, tangents, argnums, 1.0f, std::nullopt,
-                             1.0f, stream());
-    return std::vector<array>{
-        t ? *t
-          : zeros(output_shapes(primals)[0], primals[0].dtype(), stream())};
-  });
+  auto t = product_tangent(primals, tangents, argnums, 1.0f, std::nullopt,
+                           1.0f, stream());
+  return std::vector<array>{
+      t ? *t
+        : zeros(output_shapes(primals)[0], primals[0].dtype(), stream())};
 }
 
 // The mapped axes go first and become a leading batch dim. An unmapped
@@ -269,64 +264,56 @@ std::vector<array> Matmul::jvp(const std::vector<array>& primals,
 // as a stride-0 view, without a copy.
 std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  return detail::with_rule_context("vmap", *this, [&] {
-    auto s = stream();
-    auto a = mapped_first(inputs[0], axes[0], s);
-    auto b = mapped_first(inputs[1], axes[1], s);
-    return std::make_pair(std::vector<array>{matmul(a, b, s)},
-                          std::vector<int>{0});
-  });
+  auto s = stream();
+  auto a = mapped_first(inputs[0], axes[0], s);
+  auto b = mapped_first(inputs[1], axes[1], s);
+  return std::make_pair(std::vector<array>{matmul(a, b, s)},
+                        std::vector<int>{0});
 }
 
 std::vector<array> AddMM::vjp(const std::vector<array>& primals,
                               const std::vector<array>& cotangents,
                               const std::vector<int>& argnums,
                               const std::vector<array>&) {
-  return detail::with_rule_context("vjp", *this, [&] {
-    std::vector<array> vjps;
-    for (int a : argnums) {
-      vjps.push_back(a == 2 ? scaled(cotangents[0], beta_, stream())
-                            : product_cotangent(primals, cotangents[0], a,
-                                                alpha_, stream()));
-    }
-    return vjps;
-  });
+  std::vector<array> vjps;
+  for (int a : argnums) {
+    vjps.push_back(a == 2 ? scaled(cotangents[0], beta_, stream())
+                          : product_cotangent(primals, cotangents[0], a,
+                                              alpha_, stream()));
+  }
+  return vjps;
 }
 
 std::vector<array> AddMM::jvp(const std::vector<array>& primals,
                               const std::vector<array>& tangents,
                               const std::vector<int>& argnums) {
-  return detail::with_rule_context("jvp", *this, [&] {
-    auto s = stream();
-    std::optional<array> tc;
-    for (size_t i = 0; i < argnums.size(); ++i) {
-      if (argnums[i] == 2) {
-        tc = astype(tangents[i], primals[2].dtype(), s);
-      }
+  auto s = stream();
+  std::optional<array> tc;
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    if (argnums[i] == 2) {
+      tc = astype(tangents[i], primals[2].dtype(), s);
     }
-    auto t = product_tangent(primals, tangents, argnums, alpha_, tc, beta_, s);
-    return std::vector<array>{
-        t ? *t : zeros(output_shapes(primals)[0], primals[0].dtype(), s)};
-  });
+  }
+  auto t = product_tangent(primals, tangents, argnums, alpha_, tc, beta_, s);
+  return std::vector<array>{
+      t ? *t : zeros(output_shapes(primals)[0], primals[0].dtype(), s)};
 }
 
 std::pair<std::vector<array>, std::vector<int>> AddMM::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  return detail::with_rule_context("vmap", *this, [&] {
-    auto s = stream();
-    auto a = mapped_first(inputs[0], axes[0], s);
-    auto b = mapped_first(inputs[1], axes[1], s);
-    auto c = mapped_first(inputs[2], axes[2], s);
-    if (axes[0] < 0 && axes[1] < 0) {
-      // Only c is mapped: one product, added to every c. (addmm needs c to
-      // broadcast to the product's shape, which here lacks the map axis.)
-      auto p = scaled(matmul(a, b, s), alpha_, s);
-      return std::make_pair(std::vector<array>{add(p, scaled(c, beta_, s), s)},
-                            std::vector<int>{0});
-    }
-    return std::make_pair(std::vector<array>{addmm(c, a, b, alpha_, beta_, s)},
+  auto s = stream();
+  auto a = mapped_first(inputs[0], axes[0], s);
+  auto b = mapped_first(inputs[1], axes[1], s);
+  auto c = mapped_first(inputs[2], axes[2], s);
+  if (axes[0] < 0 && axes[1] < 0) {
+    // Only c is mapped: one product, added to every c. (addmm needs c to
+    // broadcast to the product's shape, which here lacks the map axis.)
+    auto p = scaled(matmul(a, b, s), alpha_, s);
+    return std::make_pair(std::vector<array>{add(p, scaled(c, beta_, s), s)},
                           std::vector<int>{0});
-  });
+  }
+  return std::make_pair(std::vector<array>{addmm(c, a, b, alpha_, beta_, s)},
+                        std::vector<int>{0});
 }
 
 // --- composites ---

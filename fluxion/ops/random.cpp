@@ -11,7 +11,6 @@
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
-#include "fluxion/ops/rule_context.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
 
@@ -404,17 +403,15 @@ std::vector<array> RandomBits::jvp(const std::vector<array>& primals,
 // moving the map axis to the front of the key batch.
 std::pair<std::vector<array>, std::vector<int>> RandomBits::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  return detail::with_rule_context("vmap", *this, [&] {
-    auto keys =
-        axes[0] <= 0 ? inputs[0] : moveaxis(inputs[0], axes[0], 0, stream());
-    auto shape = output_shapes({keys})[0];
-    return std::make_pair(
-        std::vector<array>{array(
-            std::move(shape), bits_dtype(width_),
-            std::make_shared<RandomBits>(stream(), shape_, width_, offset_),
-            {keys})},
-        std::vector<int>{0});
-  });
+  auto keys =
+      axes[0] <= 0 ? inputs[0] : moveaxis(inputs[0], axes[0], 0, stream());
+  auto shape = output_shapes({keys})[0];
+  return std::make_pair(
+      std::vector<array>{array(
+          std::move(shape), bits_dtype(width_),
+          std::make_shared<RandomBits>(stream(), shape_, width_, offset_),
+          {keys})},
+      std::vector<int>{0});
 }
 
 }  // namespace fluxion::random

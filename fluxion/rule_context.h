@@ -19,11 +19,18 @@ auto with_rule_context(const char* rule, const Primitive& p, F&& f) {
     return std::string("[") + rule + "] In the rule of primitive " + p.name() +
            ": ";
   };
+  // Nested transformations see the same error more than once: prefix once.
+  auto tagged = [](const std::exception& e) {
+    return std::string(e.what()).find("In the rule of primitive") !=
+           std::string::npos;
+  };
   try {
     return f();
   } catch (const std::out_of_range& e) {
+    if (tagged(e)) throw;
     throw std::out_of_range(prefix() + e.what());
   } catch (const std::invalid_argument& e) {
+    if (tagged(e)) throw;
     throw std::invalid_argument(prefix() + e.what());
   }
 }
