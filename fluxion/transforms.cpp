@@ -572,7 +572,8 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs,
   std::vector<array> outputs;
   for (size_t i = 0; i < s_outputs.size(); ++i) {
     auto found = tmap.find(s_outputs[i].id());
-    if (found != tmap.end()) {
+    // A rule may report an output as unmapped (-1): broadcast it below.
+    if (found != tmap.end() && found->second.second >= 0) {
       auto [out, vdim] = found->second;
       if (vdim != out_axes[i]) {
         if (out_axes[i] >= out.ndim()) {
@@ -586,7 +587,8 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs,
       outputs.push_back(out);
     } else {
       // Independent of every mapped input: broadcast along the new axis.
-      auto& o = s_outputs[i];
+      const array& o =
+          found != tmap.end() ? found->second.first : s_outputs[i];
       if (out_axes[i] < 0 || out_axes[i] > o.ndim()) {
         std::ostringstream msg;
         msg << "[vmap] Axis " << out_axes[i] << " invalid for output with "
