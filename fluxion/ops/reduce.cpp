@@ -42,32 +42,32 @@ array reduce(const array& a, const std::vector<int>& axes, bool keepdims,
              StreamOrDevice s) {
   auto ax = normalize_axes(axes, a.ndim(), name);
   auto st = to_stream(s);
-  array out = a;
   if (ax.empty()) {
-    out = astype(a, out_dtype, st);
-    // A reduction over nothing still yields a new array of the right type.
-    return type == Reduce::And || type == Reduce::Or ? astype(out, bool_, st)
-                                                     : out;
+    return astype(a, out_dtype, st);  // each element reduces to itself
   }
-  if (a.size() == 0 && (type == Reduce::Min || type == Reduce::Max)) {
+  Shape kept = kept_shape(a.shape(), ax);
+  // As in NumPy: only an output fed by no elements needs an identity, so
+  // max over the non-empty axis of a (0, 3) array is a fine (0,) array.
+  if (a.size() == 0 && shape_size(kept) > 0 &&
+      (type == Reduce::Min || type == Reduce::Max)) {
     throw std::invalid_argument(std::string("[") + name +
                                 "] Cannot reduce an empty array of shape " +
-                                shape_str(a.shape()) +
-                                " with no identity.");
+                                shape_str(a.shape()) + " over axes " +
+                                vec_str(axes) + ": there is no identity.");
   }
-  out = array(kept_shape(a.shape(), ax), out_dtype,
-              std::make_shared<Reduce>(st, type, ax), {a});
+  array out(std::move(kept), out_dtype, std::make_shared<Reduce>(st, type, ax),
+            {a});
   return keepdims ? out : squeeze(out, ax, st);
 }
 
 }  // namespace
 
-#define FLUXION_REDUCTION_FORMS(NAME)                                      \
-  array NAME(const array& a, bool keepdims, StreamOrDevice s) {            \
-    return NAME(a, all_axes(a), keepdims, s);                              \
-  }                                                                        \
-  array NAME(const array& a, int axis, bool keepdims, StreamOrDevice s) {  \
-    return NAME(a, std::vector<int>{axis}, keepdims, s);                   \
+#define FLUXION_REDUCTION_FORMS(NAME)                                     \
+  array NAME(const array& a, bool keepdims, StreamOrDevice s) {           \
+    return NAME(a, all_axes(a), keepdims, s);                             \
+  }                                                                       \
+  array NAME(const array& a, int axis, bool keepdims, StreamOrDevice s) { \
+    return NAME(a, std::vector<int>{axis}, keepdims, s);                  \
   }
 
 FLUXION_REDUCTION_FORMS(sum)
@@ -82,8 +82,7 @@ FLUXION_REDUCTION_FORMS(logsumexp)
 
 array sum(const array& a, const std::vector<int>& axes, bool keepdims,
           StreamOrDevice s) {
-  return reduce(a, axes, keepdims, Reduce::Sum, sum_dtype(a.dtype()), "sum",
-                s);
+  return reduce(a, axes, keepdims, Reduce::Sum, sum_dtype(a.dtype()), "sum", s);
 }
 
 array prod(const array& a, const std::vector<int>& axes, bool keepdims,
@@ -112,68 +111,87 @@ array any(const array& a, const std::vector<int>& axes, bool keepdims,
   return reduce(a, axes, keepdims, Reduce::Or, bool_, "any", s);
 }
 
+namespace {
+
+int64_t reduced_size(const array& a, const std::vector<int>& ax) {
+  int64_t n = 1;
+  for (int i : ax) {
+    n *= a.shape(i);
+  }
+  return n;
+}
+
+// Statistics of half-precision inputs are computed in float32 and rounded
+// once at the end: a float16 sum overflows past 65504 and 1/n underflows.
+Dtype stats_dtype(Dtype t) {
+  return t == float16 || t == bfloat16 ? float32 : at_least_float(t);
+}
+
+}  // namespace
+
 array mean(const array& a, const std::vector<int>& axes, bool keepdims,
            StreamOrDevice s) {
   auto ax = normalize_axes(axes, a.ndim(), "mean");
-  int64_t n = 1;
-  for (int i : ax) {
-    n *= a.shape(i);
-  }
-  Dtype t = at_least_float(a.dtype());
-  auto total = sum(astype(a, t, s), ax, keepdims, s);
-  return multiply(total, array(1.0 / static_cast<double>(n), t), s);
+  double n = static_cast<double>(reduced_size(a, ax));
+  Dtype ct = stats_dtype(a.dtype());
+  // The kernel sums integers and half types into float32 directly.
+  auto total = a.dtype() == ct
+                   ? sum(a, ax, keepdims, s)
+                   : reduce(a, ax, keepdims, Reduce::Sum, ct, "mean", s);
+  auto out = multiply(total, array(1.0 / n, ct), s);
+  return astype(out, at_least_float(a.dtype()), s);
 }
 
-array var(const array& a, const std::vector<int>& axes, bool keepdims,
-          int ddof, StreamOrDevice s) {
+array var(const array& a, const std::vector<int>& axes, bool keepdims, int ddof,
+          StreamOrDevice s) {
   auto ax = normalize_axes(axes, a.ndim(), "var");
-  int64_t n = 1;
-  for (int i : ax) {
-    n *= a.shape(i);
-  }
-  Dtype t = at_least_float(a.dtype());
-  auto x = astype(a, t, s);
+  double n = static_cast<double>(reduced_size(a, ax));
+  Dtype ct = stats_dtype(a.dtype());
+  auto x = astype(a, ct, s);
   // Two passes (mean first) for accuracy; E[x^2] - E[x]^2 cancels badly.
   auto centered = subtract(x, mean(x, ax, true, s), s);
-  auto sq = is_complex(t) ? real(multiply(centered, conjugate(centered, s), s), s)
-                          : square(centered, s);
+  auto sq = is_complex(ct)
+                ? real(multiply(centered, conjugate(centered, s), s), s)
+                : square(centered, s);
   auto total = sum(sq, ax, keepdims, s);
-  double denom = std::max<double>(static_cast<double>(n - ddof), 0.0);
-  return multiply(total, array(1.0 / denom, total.dtype()), s);
+  // NumPy's convention: n - ddof <= 0 divides by zero (inf, or nan for 0).
+  double denom = std::max(n - ddof, 0.0);
+  auto out = multiply(total, array(1.0 / denom, total.dtype()), s);
+  Dtype t = at_least_float(a.dtype());
+  return astype(out, is_complex(t) ? float32 : t, s);
 }
 
-array std(const array& a, const std::vector<int>& axes, bool keepdims,
-          int ddof, StreamOrDevice s) {
+array std(const array& a, const std::vector<int>& axes, bool keepdims, int ddof,
+          StreamOrDevice s) {
   return sqrt(var(a, axes, keepdims, ddof, s), s);
 }
 
 array var(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
   return var(a, all_axes(a), keepdims, ddof, s);
 }
-array var(const array& a, int axis, bool keepdims, int ddof,
-          StreamOrDevice s) {
+array var(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
   return var(a, std::vector<int>{axis}, keepdims, ddof, s);
 }
 array std(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
   return std(a, all_axes(a), keepdims, ddof, s);
 }
-array std(const array& a, int axis, bool keepdims, int ddof,
-          StreamOrDevice s) {
+array std(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
   return std(a, std::vector<int>{axis}, keepdims, ddof, s);
 }
 
 array logsumexp(const array& a, const std::vector<int>& axes, bool keepdims,
                 StreamOrDevice s) {
   auto ax = normalize_axes(axes, a.ndim(), "logsumexp");
-  auto x = astype(a, at_least_float(a.dtype()), s);
+  Dtype t = at_least_float(a.dtype());
+  auto x = astype(a, stats_dtype(a.dtype()), s);
   if (x.size() == 0) {
-    return log(sum(exp(x, s), ax, keepdims, s), s);
+    return astype(log(sum(exp(x, s), ax, keepdims, s), s), t, s);
   }
   // Shift by the max; a max of +-inf would give nan, so use 0 there.
   auto m = stop_gradient(max(x, ax, true, s), s);
   m = where(isinf(m, s), array(0.0f, m.dtype()), m, s);
   auto out = add(log(sum(exp(subtract(x, m, s), s), ax, true, s), s), m, s);
-  return keepdims ? out : squeeze(out, ax, s);
+  return astype(keepdims ? out : squeeze(out, ax, s), t, s);
 }
 
 array softmax(const array& a, const std::vector<int>& axes, bool precise,
@@ -181,6 +199,9 @@ array softmax(const array& a, const std::vector<int>& axes, bool precise,
   auto ax = normalize_axes(axes, a.ndim(), "softmax");
   Dtype t = at_least_float(a.dtype());
   auto x = astype(a, precise ? promote_types(t, float32) : t, s);
+  if (x.size() == 0) {
+    return astype(x, t, s);  // no max to shift by
+  }
   auto m = stop_gradient(max(x, ax, true, s), s);
   auto e = exp(subtract(x, m, s), s);
   auto out = divide(e, sum(e, ax, true, s), s);
@@ -196,8 +217,17 @@ array softmax(const array& a, int axis, bool precise, StreamOrDevice s) {
 
 array log_softmax(const array& a, const std::vector<int>& axes,
                   StreamOrDevice s) {
+  auto ax = normalize_axes(axes, a.ndim(), "log_softmax");
   auto x = astype(a, at_least_float(a.dtype()), s);
-  return subtract(x, logsumexp(x, axes, true, s), s);
+  if (x.size() == 0) {
+    return x;
+  }
+  // (x - m) - log(sum(exp(x - m))) rather than x - logsumexp(x): for large
+  // x the latter subtracts two nearly equal large numbers.
+  auto m = stop_gradient(max(x, ax, true, s), s);
+  m = where(isinf(m, s), array(0.0f, m.dtype()), m, s);
+  auto y = subtract(x, m, s);
+  return subtract(y, log(sum(exp(y, s), ax, true, s), s), s);
 }
 array log_softmax(const array& a, StreamOrDevice s) {
   return log_softmax(a, all_axes(a), s);
@@ -212,10 +242,9 @@ array arg_reduce(const array& a, int axis, bool keepdims,
                  StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), name);
   if (a.shape(ax) == 0) {
-    throw std::invalid_argument(std::string("[") + name +
-                                "] Cannot reduce an empty axis " +
-                                std::to_string(axis) + " of shape " +
-                                shape_str(a.shape()) + ".");
+    throw std::invalid_argument(
+        std::string("[") + name + "] Cannot reduce an empty axis " +
+        std::to_string(axis) + " of shape " + shape_str(a.shape()) + ".");
   }
   auto st = to_stream(s);
   Shape shape = a.shape();

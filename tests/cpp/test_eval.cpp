@@ -1,6 +1,9 @@
 // Evaluation, streams, events, threads, memory accounting and errors raised
 // by kernels.
+#include <atomic>
 #include <thread>
+
+#include "fluxion/backend/cpu/thread_pool.h"
 
 #include "test_utils.h"
 
@@ -230,4 +233,37 @@ TEST(Memory, LowMemoryLimitStillEvaluates) {
   eval(outs);
   set_memory_limit(old);
   EXPECT_EQ(to_vector<float>(outs[19])[5], 24.0f);
+}
+
+TEST(Eval, EmptyStridedInputs) {
+  array x(std::initializer_list<float>{}, {0, 3});
+  auto y = transpose(x) + array(1.0f);
+  EXPECT_EQ(y.shape(), Shape({3, 0}));
+  EXPECT_EQ(to_vector<float>(y).size(), 0u);
+  EXPECT_EQ(to_vector<float>(exp(transpose(x))).size(), 0u);
+  EXPECT_EQ(to_vector<float>(where(transpose(x) > 0.0f, transpose(x),
+                                   array(2.0f)))
+                .size(),
+            0u);
+}
+
+TEST(ThreadPool, ExceptionsFromChunksReachTheCaller) {
+  for (int rep = 0; rep < 20; ++rep) {
+    try {
+      cpu::parallel_for(1 << 20, 1 << 10, [&](int64_t b, int64_t e) {
+        if (b <= (1 << 19) && (1 << 19) < e) {
+          throw std::out_of_range("[test] chunk failed");
+        }
+      });
+      ADD_FAILURE() << "no exception";
+    } catch (const std::out_of_range& e) {
+      EXPECT_STREQ(e.what(), "[test] chunk failed");
+    }
+  }
+  // The pool still works.
+  std::atomic<int64_t> total{0};
+  cpu::parallel_for(1 << 20, 1 << 10, [&](int64_t b, int64_t e) {
+    total += e - b;
+  });
+  EXPECT_EQ(total.load(), 1 << 20);
 }

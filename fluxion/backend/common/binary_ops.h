@@ -70,6 +70,29 @@ struct Divide {
   }
 };
 
+// Python's float //, as NumPy computes it: derived from fmod so that
+// a == b * (a // b) + a % b holds; floor(a / b) is not (1.0 // 0.1 is 9,
+// while 1.0 / 0.1 rounds up to exactly 10).
+template <typename T>
+T float_floor_div(T a, T b) {
+  if (b == T(0)) {
+    return a / b;
+  }
+  T mod = std::fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) {
+    div -= T(1);
+  }
+  if (div == T(0)) {
+    return std::copysign(T(0), a / b);
+  }
+  T q = std::floor(div);
+  if (div - q > T(0.5)) {
+    q += T(1);
+  }
+  return q;
+}
+
 struct FloorDivide {
   template <typename T>
   T operator()(T a, T b) const {
@@ -78,7 +101,7 @@ struct FloorDivide {
     } else if constexpr (std::is_integral_v<T>) {
       return int_floor_div(a, b);
     } else {
-      return std::floor(a / b);
+      return float_floor_div(a, b);
     }
   }
 };
@@ -107,7 +130,10 @@ struct Remainder {
       }
     } else {
       T r = std::fmod(a, b);
-      if (r != T(0) && ((r < T(0)) != (b < T(0)))) {
+      if (r == T(0)) {
+        return std::copysign(T(0), b);  // a zero takes b's sign too
+      }
+      if ((r < T(0)) != (b < T(0))) {
         r += b;
       }
       return r;

@@ -48,7 +48,7 @@ void unary_kernel(const array& in, array& out, Op op,
   const In* src = in.data<In>();
   Out* dst = out.data<Out>();
   int64_t rows = outer_rows(shape);
-  parallel_for(rows, std::max<int64_t>(1, grain / shape.back()),
+  parallel_for(rows, row_grain(grain, shape.back()),
                [&](int64_t b, int64_t e) {
                  for_each_run<2>(shape, st, b, e,
                                  [&](auto& off, int64_t n, auto& s) {
@@ -126,7 +126,7 @@ void binary_kernel(const array& a, const array& b, array& out, Op op,
   const In* x = a.data<In>();
   const In* y = b.data<In>();
   Out* z = out.data<Out>();
-  parallel_for(outer_rows(shape), std::max<int64_t>(1, grain / shape.back()),
+  parallel_for(outer_rows(shape), row_grain(grain, shape.back()),
                [&](int64_t lo, int64_t hi) {
                  for_each_run<3>(
                      shape, st, lo, hi, [&](auto& off, int64_t n, auto& s) {

@@ -37,7 +37,7 @@ void Select::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
     T* op = o.data<T>();
     cpu::parallel_for(
         cpu::outer_rows(shape),
-        std::max<int64_t>(1, cpu::kElementwiseGrain / shape.back()),
+        cpu::row_grain(cpu::kElementwiseGrain, shape.back()),
         [&](int64_t lo, int64_t hi) {
           cpu::for_each_run<4>(shape, st, lo, hi,
                                [&](auto& off, int64_t n, auto& s) {

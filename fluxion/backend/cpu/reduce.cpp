@@ -1,33 +1,82 @@
 // Reduction kernels. The output keeps reduced axes as size 1, row-major.
-// Paths: (1) contiguous input reduced over its trailing axes: each output is
-// a contiguous run, summed with independent lanes so the compiler
-// vectorizes; (2) reduced over leading axes: whole rows are combined into
-// the output; (3) anything else: a strided walk over the reduced axes for
-// each output element.
+//
+// Every layout goes through one plan: each input dimension becomes a Dim
+// (size, input stride, output stride; the output stride is 0 on reduced
+// axes). Dims are ordered by input stride so the walk follows memory, and
+// neighbours that are contiguous in both input and output merge. The two
+// innermost dims form a block handled by a tight loop:
+//  - innermost reduced: each run folds into one accumulator (lanes +
+//    pairwise, so float sums vectorize and stay accurate);
+//  - innermost kept: whole rows fold elementwise into a row of
+//    accumulators (the "reduce over leading axes" case, also vectorized).
+// Outer dims are walked with an odometer. Threads split one dim: a kept one
+// when that gives each thread disjoint outputs and memory, else a reduced
+// one with a private accumulator per thread, combined at the end.
+#include "fluxion/ops/reduce.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 
 #include "fluxion/backend/common/dispatch.h"
-#include "fluxion/backend/cpu/strided.h"
 #include "fluxion/backend/cpu/thread_pool.h"
-#include "fluxion/ops/reduce.h"
 
 namespace fluxion {
 
 namespace {
 
+// Work (input elements) below which a reduction stays on one thread.
+constexpr int64_t kReduceGrain = 1 << 16;
+constexpr int kLanes = 16;
+// Runs longer than this are split in halves (pairwise summation): float
+// error grows with log(n) blocks rather than n.
+constexpr int64_t kPairwiseBlock = 2048;
+
+struct Dim {
+  int64_t n;
+  int64_t is;  // input stride
+  int64_t os;  // output stride, 0 on reduced dims
+};
+
+template <typename T>
+inline constexpr bool is_signed_int_v =
+    std::conjunction_v<std::is_integral<T>, std::is_signed<T>>;
+
 template <typename Acc>
 struct SumOp {
   static Acc init() { return Acc(0); }
-  Acc operator()(Acc a, Acc b) const { return a + b; }
+  Acc operator()(Acc a, Acc b) const {
+    if constexpr (is_signed_int_v<Acc>) {
+      // Wraps on overflow as NumPy does, without signed-overflow UB.
+      using U = std::make_unsigned_t<Acc>;
+      return static_cast<Acc>(static_cast<U>(a) + static_cast<U>(b));
+    } else {
+      return a + b;
+    }
+  }
 };
 template <typename Acc>
 struct ProdOp {
   static Acc init() { return Acc(1); }
-  Acc operator()(Acc a, Acc b) const { return a * b; }
+  Acc operator()(Acc a, Acc b) const {
+    if constexpr (is_signed_int_v<Acc>) {
+      using U = std::make_unsigned_t<Acc>;
+      return static_cast<Acc>(static_cast<U>(a) * static_cast<U>(b));
+    } else {
+      return a * b;
+    }
+  }
 };
+
+// Complex numbers order lexicographically, as in NumPy.
+template <typename T>
+bool lex_greater(T a, T b) {
+  return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
+}
+
 template <typename Acc>
 struct MaxOp {
   static Acc init() {
@@ -41,13 +90,10 @@ struct MaxOp {
   }
   Acc operator()(Acc a, Acc b) const {
     if constexpr (is_complex_v<Acc>) {
-      return (b.real() > a.real() ||
-              (b.real() == a.real() && b.imag() > a.imag()))
-                 ? b
-                 : a;
+      return lex_greater(b, a) ? b : a;
     } else if constexpr (std::is_floating_point_v<Acc>) {
-      // NaN propagates.
-      return (a > b || std::isnan(a)) ? a : b;
+      // NaN propagates; written as one select so it vectorizes.
+      return (a > b || a != a) ? a : b;
     } else {
       return a > b ? a : b;
     }
@@ -66,12 +112,9 @@ struct MinOp {
   }
   Acc operator()(Acc a, Acc b) const {
     if constexpr (is_complex_v<Acc>) {
-      return (b.real() < a.real() ||
-              (b.real() == a.real() && b.imag() < a.imag()))
-                 ? b
-                 : a;
+      return lex_greater(a, b) ? b : a;
     } else if constexpr (std::is_floating_point_v<Acc>) {
-      return (a < b || std::isnan(a)) ? a : b;
+      return (a < b || a != a) ? a : b;
     } else {
       return a < b ? a : b;
     }
@@ -86,165 +129,477 @@ struct OrOp {
   bool operator()(bool a, bool b) const { return a || b; }
 };
 
-// Combine a contiguous run with 16 independent lanes (vectorizable without
-// reassociating the float additions of any one lane).
-template <typename In, typename Acc, typename Op>
-Acc reduce_run(const In* x, int64_t n, Op op) {
-  constexpr int L = 16;
+// Fold n elements spaced `st` apart with kLanes independent accumulators:
+// the compiler vectorizes the lanes without reassociating any one of them.
+template <typename Acc, typename In, typename Op>
+Acc fold_block(const In* x, int64_t n, int64_t st, Op op) {
   int64_t i = 0;
   Acc acc = Op::init();
-  if (n >= 2 * L) {
-    Acc lanes[L];
-    for (int k = 0; k < L; ++k) {
+  if (n >= 2 * kLanes) {
+    Acc lanes[kLanes];
+    for (int k = 0; k < kLanes; ++k) {
       lanes[k] = Op::init();
     }
-    for (; i + L <= n; i += L) {
-      for (int k = 0; k < L; ++k) {
-        lanes[k] = op(lanes[k], cast_value<Acc>(x[i + k]));
+    if (st == 1) {
+      for (; i + kLanes <= n; i += kLanes) {
+        for (int k = 0; k < kLanes; ++k) {
+          lanes[k] = op(lanes[k], cast_value<Acc>(x[i + k]));
+        }
+      }
+    } else {
+      for (; i + kLanes <= n; i += kLanes) {
+        for (int k = 0; k < kLanes; ++k) {
+          lanes[k] = op(lanes[k], cast_value<Acc>(x[(i + k) * st]));
+        }
       }
     }
-    for (int k = 0; k < L; ++k) {
-      acc = op(acc, lanes[k]);
+    for (int w = kLanes / 2; w >= 1; w /= 2) {
+      for (int k = 0; k < w; ++k) {
+        lanes[k] = op(lanes[k], lanes[k + w]);
+      }
+    }
+    acc = lanes[0];
+  }
+  for (; i < n; ++i) {
+    acc = op(acc, cast_value<Acc>(x[i * st]));
+  }
+  return acc;
+}
+
+template <typename T>
+using Vec16 [[gnu::vector_size(16)]] = T;
+template <typename T>
+using SameSizeInt = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+
+// max/min of a contiguous float run. The NaN-propagating select of MaxOp
+// defeats the vectorizer (2x slower), so take plain vector max/min and note
+// NaNs in a separate mask.
+template <typename T, bool IsMax>
+T fold_minmax(const T* x, int64_t n) {
+  using V = Vec16<T>;
+  using I = Vec16<SameSizeInt<T>>;
+  constexpr int W = 16 / sizeof(T);
+  constexpr int U = 4;
+  const T init = IsMax ? -std::numeric_limits<T>::infinity()
+                       : std::numeric_limits<T>::infinity();
+  auto pick = [](auto a, auto b) {
+    if constexpr (IsMax) {
+      return a > b ? a : b;
+    } else {
+      return a < b ? a : b;
+    }
+  };
+  V acc[U];
+  I nan[U];
+  for (int u = 0; u < U; ++u) {
+    acc[u] = V{} + init;
+    nan[u] = I{};
+  }
+  int64_t i = 0;
+  for (; i + U * W <= n; i += U * W) {
+    for (int u = 0; u < U; ++u) {
+      V v;
+      std::memcpy(&v, x + i + u * W, sizeof(V));
+      acc[u] = pick(acc[u], v);
+      nan[u] |= (v != v);
+    }
+  }
+  T r = init;
+  bool any_nan = false;
+  for (int u = 0; u < U; ++u) {
+    for (int w = 0; w < W; ++w) {
+      r = pick(r, acc[u][w]);
+      any_nan |= nan[u][w] != 0;
     }
   }
   for (; i < n; ++i) {
-    acc = op(acc, cast_value<Acc>(x[i]));
+    r = pick(r, x[i]);
+    any_nan |= x[i] != x[i];
   }
-  return acc;
+  return any_nan ? std::numeric_limits<T>::quiet_NaN() : r;
+}
+
+template <typename Acc, typename In, typename Op>
+Acc fold(const In* x, int64_t n, int64_t st, Op op) {
+  if constexpr (std::is_same_v<In, Acc> && std::is_floating_point_v<Acc>) {
+    if (st == 1) {
+      if constexpr (std::is_same_v<Op, MaxOp<Acc>>) {
+        return fold_minmax<Acc, true>(x, n);
+      } else if constexpr (std::is_same_v<Op, MinOp<Acc>>) {
+        return fold_minmax<Acc, false>(x, n);
+      }
+    }
+  }
+  if (n <= kPairwiseBlock) {
+    return fold_block<Acc>(x, n, st, op);
+  }
+  int64_t h = (n / 2 + kLanes - 1) / kLanes * kLanes;
+  // Left half first: argument evaluation order is unspecified, and walking
+  // the halves backwards defeats the hardware prefetcher (3x slower).
+  Acc left = fold<Acc>(x, h, st, op);
+  return op(left, fold<Acc>(x + h * st, n - h, st, op));
+}
+
+// The two innermost dims: rows `r` of columns `c`.
+template <typename Acc, typename In, typename Op>
+void reduce_block(const In* x, Acc* acc, Dim r, Dim c, Op op) {
+  if (c.os == 0) {
+    if (r.os == 0) {
+      Acc a = acc[0];
+      for (int64_t i = 0; i < r.n; ++i) {
+        a = op(a, fold<Acc>(x + i * r.is, c.n, c.is, op));
+      }
+      acc[0] = a;
+    } else if (c.n < 2 * kLanes) {
+      // Short rows: a plain loop beats fold's set-up.
+      for (int64_t i = 0; i < r.n; ++i) {
+        const In* xr = x + i * r.is;
+        Acc a = acc[i * r.os];
+        for (int64_t j = 0; j < c.n; ++j) {
+          a = op(a, cast_value<Acc>(xr[j * c.is]));
+        }
+        acc[i * r.os] = a;
+      }
+    } else {
+      for (int64_t i = 0; i < r.n; ++i) {
+        Acc& a = acc[i * r.os];
+        a = op(a, fold<Acc>(x + i * r.is, c.n, c.is, op));
+      }
+    }
+    return;
+  }
+  for (int64_t i = 0; i < r.n; ++i) {
+    Acc* a = acc + i * r.os;
+    const In* xr = x + i * r.is;
+    if (c.is == 1 && c.os == 1) {
+      for (int64_t j = 0; j < c.n; ++j) {
+        a[j] = op(a[j], cast_value<Acc>(xr[j]));
+      }
+    } else {
+      for (int64_t j = 0; j < c.n; ++j) {
+        a[j * c.os] = op(a[j * c.os], cast_value<Acc>(xr[j * c.is]));
+      }
+    }
+  }
+}
+
+// Folds every element of the region `dims` describes into `acc`.
+template <typename Acc, typename In, typename Op>
+void reduce_walk(const std::vector<Dim>& dims, const In* x, Acc* acc, Op op) {
+  const int k = static_cast<int>(dims.size());
+  const Dim c = dims[k - 1];
+  const Dim r = k >= 2 ? dims[k - 2] : Dim{1, 0, 0};
+  if (k <= 2) {
+    reduce_block(x, acc, r, c, op);
+    return;
+  }
+  const int outer = k - 2;
+  int64_t total = 1;
+  for (int d = 0; d < outer; ++d) {
+    total *= dims[d].n;
+  }
+  std::vector<int64_t> idx(outer, 0);
+  int64_t xo = 0, ao = 0;
+  for (int64_t it = 0; it < total; ++it) {
+    reduce_block(x + xo, acc + ao, r, c, op);
+    for (int d = outer - 1; d >= 0; --d) {
+      xo += dims[d].is;
+      ao += dims[d].os;
+      if (++idx[d] < dims[d].n) {
+        break;
+      }
+      xo -= dims[d].is * dims[d].n;
+      ao -= dims[d].os * dims[d].n;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Input dims of size > 1 (but `skip`), ordered outer to inner by |input
+// stride| and merged where contiguous in both input and output.
+std::vector<Dim> plan_dims(const array& in, const Strides& out_strides,
+                           const std::vector<bool>& reduced, int skip = -1) {
+  std::vector<Dim> dims;
+  for (int d = 0; d < in.ndim(); ++d) {
+    if (in.shape(d) != 1 && d != skip) {
+      dims.push_back(
+          {in.shape(d), in.strides()[d], reduced[d] ? 0 : out_strides[d]});
+    }
+  }
+  std::stable_sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) {
+    return std::abs(a.is) > std::abs(b.is);
+  });
+  std::vector<Dim> merged;
+  for (const Dim& d : dims) {
+    if (!merged.empty() && merged.back().is == d.is * d.n &&
+        merged.back().os == d.os * d.n) {
+      merged.back() = {merged.back().n * d.n, d.is, d.os};
+    } else {
+      merged.push_back(d);
+    }
+  }
+  if (merged.empty()) {
+    merged.push_back({1, 0, 0});
+  }
+  return merged;
 }
 
 template <typename In, typename Out, typename Acc, typename Op>
 void reduce_typed(const array& in, array& out, const std::vector<int>& axes,
                   Op op) {
+  if (out.dtype() != dtype_of<Out>) {
+    throw std::invalid_argument(std::string("[reduce] Unexpected output "
+                                            "dtype ") +
+                                dtype_name(out.dtype()) + ".");
+  }
   out.set_data(std::max<size_t>(out.nbytes(), 1));
   Out* dst = out.data<Out>();
-  const In* src = in.data<In>();
-  const int nd = in.ndim();
   const int64_t n_out = out.size();
   if (in.size() == 0) {
     std::fill(dst, dst + n_out, static_cast<Out>(Op::init()));
     return;
   }
-  int64_t n_red = 1;
+  std::vector<bool> reduced(in.ndim(), false);
   for (int ax : axes) {
-    n_red *= in.shape(ax);
+    reduced[ax] = true;
   }
-  bool trailing = true, leading = true;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    trailing &= axes[i] == nd - static_cast<int>(axes.size()) + static_cast<int>(i);
-    leading &= axes[i] == static_cast<int>(i);
+  std::vector<Dim> dims = plan_dims(in, out.strides(), reduced);
+  const In* src = in.data<In>();
+
+  // Accumulate in the output itself when it has the accumulator's type.
+  std::unique_ptr<Acc[]> acc_buf;
+  Acc* acc;
+  if constexpr (std::is_same_v<Acc, Out>) {
+    acc = dst;
+  } else {
+    acc_buf.reset(new Acc[n_out]);
+    acc = acc_buf.get();
   }
-  if (in.flags().row_contiguous && trailing) {
-    if (n_out == 1) {
-      // One long run: split it over threads, then combine the partials.
-      int nt = cpu::num_threads();
-      // Not std::vector: vector<bool> packs bits, and threads write these.
-      std::unique_ptr<Acc[]> partial(new Acc[nt]);
-      std::fill(partial.get(), partial.get() + nt, Op::init());
-      int64_t chunk = (n_red + nt - 1) / nt;
-      cpu::parallel_for(nt, 1, [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          int64_t lo = t * chunk, hi = std::min(n_red, lo + chunk);
-          if (lo < hi) {
-            partial[t] = reduce_run<In, Acc>(src + lo, hi - lo, op);
-          }
-        }
-      });
-      Acc acc = Op::init();
-      for (int t = 0; t < nt; ++t) {
-        acc = op(acc, partial[t]);
+  std::fill(acc, acc + n_out, Op::init());
+
+  // Split the outermost dim that is large enough; a reduced one only if the
+  // private accumulators stay small next to the input.
+  const int64_t work = in.size();
+  const int64_t chunks =
+      std::min<int64_t>(cpu::num_threads(), work / kReduceGrain);
+  int split = -1;
+  bool priv = false;
+  if (chunks > 1) {
+    for (int d = 0; d < static_cast<int>(dims.size()); ++d) {
+      if (dims[d].n < chunks) {
+        continue;
       }
-      dst[0] = static_cast<Out>(acc);
-      return;
+      if (dims[d].os != 0) {
+        split = d;
+        break;
+      }
+      if (n_out * chunks * 8 <= work) {
+        split = d;
+        priv = true;
+        break;
+      }
     }
-    cpu::parallel_for(n_out, std::max<int64_t>(1, (1 << 16) / n_red),
+  }
+  if (split < 0) {
+    reduce_walk(dims, src, acc, op);
+  } else {
+    const int64_t n = dims[split].n;
+    const int64_t step = (n + chunks - 1) / chunks;
+    // Not std::vector: vector<bool> packs bits, and threads write these.
+    std::unique_ptr<Acc[]> partial;
+    if (priv) {
+      partial.reset(new Acc[(chunks - 1) * n_out]);
+      std::fill(partial.get(), partial.get() + (chunks - 1) * n_out,
+                Op::init());
+    }
+    cpu::parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        int64_t lo = t * step, hi = std::min(n, lo + step);
+        if (lo >= hi) {
+          continue;
+        }
+        std::vector<Dim> part = dims;
+        part[split].n = hi - lo;
+        Acc* a = priv ? (t == 0 ? acc : partial.get() + (t - 1) * n_out)
+                      : acc + lo * dims[split].os;
+        reduce_walk(part, src + lo * dims[split].is, a, op);
+      }
+    });
+    if (priv) {
+      for (int64_t t = 1; t < chunks; ++t) {
+        const Acc* p = partial.get() + (t - 1) * n_out;
+        for (int64_t o = 0; o < n_out; ++o) {
+          acc[o] = op(acc[o], p[o]);
+        }
+      }
+    }
+  }
+  if constexpr (!std::is_same_v<Acc, Out>) {
+    for (int64_t o = 0; o < n_out; ++o) {
+      dst[o] = static_cast<Out>(acc[o]);
+    }
+  }
+}
+
+// The output type of sum and prod (see sum_dtype in ops/reduce.cpp).
+template <typename T>
+struct SumOut {
+  using type = T;
+};
+template <>
+struct SumOut<bool> {
+  using type = int32_t;
+};
+template <>
+struct SumOut<int8_t> {
+  using type = int32_t;
+};
+template <>
+struct SumOut<int16_t> {
+  using type = int32_t;
+};
+template <>
+struct SumOut<uint8_t> {
+  using type = uint32_t;
+};
+template <>
+struct SumOut<uint16_t> {
+  using type = uint32_t;
+};
+
+// argmax/argmin: NaN counts as the extreme (the first one wins, as in
+// NumPy); ties keep the first index.
+template <typename M, bool IsMax>
+bool better(M v, M best) {
+  if constexpr (is_complex_v<M>) {
+    return IsMax ? lex_greater(v, best) : lex_greater(best, v);
+  } else if constexpr (std::is_floating_point_v<M>) {
+    return !std::isnan(best) &&
+           (std::isnan(v) || (IsMax ? v > best : v < best));
+  } else {
+    return IsMax ? v > best : v < best;
+  }
+}
+
+// Index of the first extreme of n elements spaced `st` apart.
+template <typename T, bool IsMax>
+uint32_t arg_scan(const T* x, int64_t n, int64_t st) {
+  using M = opmath_t<T>;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (st == 1 && n >= 64) {
+      // Two vectorized passes beat one branchy one: find the extreme (NaN
+      // if any), then the first element equal to it, a block at a time.
+      T m = fold_minmax<T, IsMax>(x, n);
+      const bool nan = m != m;
+      constexpr int64_t B = 16;
+      int64_t i = 0;
+      for (; i + B <= n; i += B) {
+        bool hit = false;
+        for (int64_t k = 0; k < B; ++k) {
+          hit |= nan ? x[i + k] != x[i + k] : x[i + k] == m;
+        }
+        if (hit) {
+          break;
+        }
+      }
+      for (; i < n; ++i) {
+        if (nan ? x[i] != x[i] : x[i] == m) {
+          return static_cast<uint32_t>(i);
+        }
+      }
+      return 0;  // not reached: m is one of the elements
+    }
+  }
+  M best = static_cast<M>(x[0]);
+  uint32_t arg = 0;
+  for (int64_t r = 1; r < n; ++r) {
+    M v = static_cast<M>(x[r * st]);
+    if (better<M, IsMax>(v, best)) {
+      best = v;
+      arg = static_cast<uint32_t>(r);
+    }
+  }
+  return arg;
+}
+
+template <typename T, bool IsMax>
+void arg_reduce(const array& in, array& out, int axis) {
+  using M = opmath_t<T>;
+  out.set_data(std::max<size_t>(out.nbytes(), 1));
+  uint32_t* dst = out.data<uint32_t>();
+  const T* src = in.data<T>();
+  const int64_t n = in.shape(axis);
+  const int64_t ast = in.strides()[axis];
+  if (out.size() == 0) {
+    return;
+  }
+  // The kept dims: the axis is walked separately, with stride `ast`.
+  std::vector<Dim> kept =
+      plan_dims(in, out.strides(), std::vector<bool>(in.ndim(), false), axis);
+  const Dim c = kept.back();
+  const int n_other = static_cast<int>(kept.size()) - 1;
+  int64_t others = 1;
+  for (int d = 0; d < n_other; ++d) {
+    others *= kept[d].n;
+  }
+  auto offsets = [&](int64_t i, int64_t& xo, int64_t& oo) {
+    xo = oo = 0;
+    for (int d = n_other - 1; d >= 0; --d) {
+      int64_t q = i % kept[d].n;
+      i /= kept[d].n;
+      xo += q * kept[d].is;
+      oo += q * kept[d].os;
+    }
+  };
+  if (std::abs(c.is) >= std::abs(ast) || n == 1) {
+    // The axis is innermost in memory: scan it for each output.
+    int64_t total = others * c.n;
+    cpu::parallel_for(total, std::max<int64_t>(1, kReduceGrain / n),
                       [&](int64_t b, int64_t e) {
-                        for (int64_t o = b; o < e; ++o) {
-                          dst[o] = static_cast<Out>(reduce_run<In, Acc>(
-                              src + o * n_red, n_red, op));
+                        for (int64_t i = b; i < e; ++i) {
+                          int64_t xo, oo;
+                          offsets(i / c.n, xo, oo);
+                          int64_t j = i % c.n;
+                          const T* x = src + xo + j * c.is;
+                          dst[oo + j * c.os] = arg_scan<T, IsMax>(x, n, ast);
                         }
                       });
     return;
   }
-  if (in.flags().row_contiguous && leading) {
-    // Combine n_red rows of n_out elements, splitting columns over threads.
-    cpu::parallel_for(n_out, 1 << 12, [&](int64_t b, int64_t e) {
-      std::unique_ptr<Acc[]> acc(new Acc[e - b]);
-      std::fill(acc.get(), acc.get() + (e - b), Op::init());
-      for (int64_t r = 0; r < n_red; ++r) {
-        const In* row = src + r * n_out;
-        for (int64_t j = b; j < e; ++j) {
-          acc[j - b] = op(acc[j - b], cast_value<Acc>(row[j]));
-        }
-      }
-      for (int64_t j = b; j < e; ++j) {
-        dst[j] = static_cast<Out>(acc[j - b]);
-      }
-    });
-    return;
-  }
-  // General: outer = kept axes, inner = reduced axes, both with input
-  // strides; the output is row-major over the kept axes.
-  Shape outer_shape, inner_shape;
-  Strides outer_st, inner_st;
-  for (int d = 0; d < nd; ++d) {
-    if (std::binary_search(axes.begin(), axes.end(), d)) {
-      inner_shape.push_back(in.shape(d));
-      inner_st.push_back(in.strides()[d]);
-    } else {
-      outer_shape.push_back(in.shape(d));
-      outer_st.push_back(in.strides()[d]);
-    }
-  }
-  std::array<Strides, 1> ist{inner_st};
-  cpu::collapse_dims(inner_shape, ist);
-  if (outer_shape.empty()) {
-    outer_shape.push_back(1);
-    outer_st.push_back(0);
-  }
-  int64_t inner_rows = cpu::outer_rows(inner_shape);
-  cpu::parallel_for(n_out, std::max<int64_t>(1, (1 << 14) / n_red),
+  // The axis strides over memory that the innermost kept dim walks: sweep
+  // the axis outside, updating a block of candidates at each step.
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (c.n + kBlock - 1) / kBlock;
+  cpu::parallel_for(others * blocks,
+                    std::max<int64_t>(1, kReduceGrain / (n * kBlock)),
                     [&](int64_t b, int64_t e) {
-    // Decompose each output index into its input offset.
-    for (int64_t idx = b; idx < e; ++idx) {
-      int64_t rem = idx, base = 0;
-      for (int d = static_cast<int>(outer_shape.size()) - 1; d >= 0; --d) {
-        base += (rem % outer_shape[d]) * outer_st[d];
-        rem /= outer_shape[d];
-      }
-      Acc acc = Op::init();
-      cpu::for_each_run<1>(inner_shape, ist, 0, inner_rows,
-                           [&](auto& off, int64_t n, auto& s) {
-                             const In* x = src + base + off[0];
-                             for (int64_t i = 0; i < n; ++i) {
-                               acc = op(acc, cast_value<Acc>(x[i * s[0]]));
-                             }
-                           });
-      dst[idx] = static_cast<Out>(acc);
-    }
-  });
-}
-
-template <typename In, typename Out>
-void reduce_dispatch_op(const array& in, array& out, Reduce::ReduceType type,
-                        const std::vector<int>& axes) {
-  using Acc = opmath_t<Out>;
-  switch (type) {
-    case Reduce::Sum:
-      reduce_typed<In, Out, Acc>(in, out, axes, SumOp<Acc>{});
-      break;
-    case Reduce::Prod:
-      reduce_typed<In, Out, Acc>(in, out, axes, ProdOp<Acc>{});
-      break;
-    case Reduce::Max:
-      reduce_typed<In, Out, Acc>(in, out, axes, MaxOp<Acc>{});
-      break;
-    case Reduce::Min:
-      reduce_typed<In, Out, Acc>(in, out, axes, MinOp<Acc>{});
-      break;
-    default:
-      break;
-  }
+                      M best[kBlock];
+                      uint32_t arg[kBlock];
+                      for (int64_t i = b; i < e; ++i) {
+                        int64_t xo, oo;
+                        offsets(i / blocks, xo, oo);
+                        int64_t j0 = (i % blocks) * kBlock;
+                        int64_t m = std::min(kBlock, c.n - j0);
+                        const T* x = src + xo + j0 * c.is;
+                        for (int64_t j = 0; j < m; ++j) {
+                          best[j] = static_cast<M>(x[j * c.is]);
+                          arg[j] = 0;
+                        }
+                        for (int64_t r = 1; r < n; ++r) {
+                          const T* xr = x + r * ast;
+                          for (int64_t j = 0; j < m; ++j) {
+                            M v = static_cast<M>(xr[j * c.is]);
+                            if (better<M, IsMax>(v, best[j])) {
+                              best[j] = v;
+                              arg[j] = static_cast<uint32_t>(r);
+                            }
+                          }
+                        }
+                        for (int64_t j = 0; j < m; ++j) {
+                          dst[oo + (j0 + j) * c.os] = arg[j];
+                        }
+                      }
+                    });
 }
 
 }  // namespace
@@ -253,93 +608,53 @@ void Reduce::eval_cpu(const std::vector<array>& inputs,
                       std::vector<array>& outputs) {
   const array& in = inputs[0];
   array& out = outputs[0];
-  if (type_ == And || type_ == Or) {
-    dispatch<AllTypes>(in.dtype(), name(), [&](auto tag) {
-      using In = typename decltype(tag)::type;
-      if (type_ == And) {
-        reduce_typed<In, bool, bool>(in, out, axes_, AndOp{});
-      } else {
-        reduce_typed<In, bool, bool>(in, out, axes_, OrOp{});
-      }
-    });
-    return;
-  }
   dispatch<AllTypes>(in.dtype(), name(), [&](auto tag) {
     using In = typename decltype(tag)::type;
-    dispatch_all(out.dtype(), [&](auto otag) {
-      using Out = typename decltype(otag)::type;
-      if constexpr (std::is_same_v<In, Out> ||
-                    (std::is_integral_v<In> && std::is_integral_v<Out> &&
-                     sizeof(Out) >= 4)) {
-        reduce_dispatch_op<In, Out>(in, out, type_, axes_);
-      } else {
-        throw std::invalid_argument(std::string("[") + name() +
-                                    "] Unsupported dtype pair.");
-      }
-    });
+    using SumT = typename SumOut<In>::type;
+    switch (type_) {
+      case And:
+        reduce_typed<In, bool, bool>(in, out, axes_, AndOp{});
+        break;
+      case Or:
+        reduce_typed<In, bool, bool>(in, out, axes_, OrOp{});
+        break;
+      case Sum:
+        if constexpr (!std::is_same_v<SumT, float> && !is_complex_v<In>) {
+          // mean of integers and half types: summed straight into float32,
+          // without a converted copy of the input.
+          if (out.dtype() == float32) {
+            reduce_typed<In, float, float>(in, out, axes_, SumOp<float>{});
+            break;
+          }
+        }
+        reduce_typed<In, SumT, opmath_t<SumT>>(in, out, axes_,
+                                               SumOp<opmath_t<SumT>>{});
+        break;
+      case Prod:
+        reduce_typed<In, SumT, opmath_t<SumT>>(in, out, axes_,
+                                               ProdOp<opmath_t<SumT>>{});
+        break;
+      case Max:
+        reduce_typed<In, In, opmath_t<In>>(in, out, axes_,
+                                           MaxOp<opmath_t<In>>{});
+        break;
+      case Min:
+        reduce_typed<In, In, opmath_t<In>>(in, out, axes_,
+                                           MinOp<opmath_t<In>>{});
+        break;
+    }
   });
 }
 
 void ArgReduce::eval_cpu(const std::vector<array>& inputs,
                          std::vector<array>& outputs) {
-  const array& in = inputs[0];
-  array& out = outputs[0];
-  out.set_data(std::max<size_t>(out.nbytes(), 1));
-  uint32_t* dst = out.data<uint32_t>();
-  const int64_t n = in.shape(axis_);
-  const int64_t st = in.strides()[axis_];
-  // Outer index space: every axis but axis_, with input strides.
-  Shape oshape;
-  Strides ost;
-  for (int d = 0; d < in.ndim(); ++d) {
-    if (d != axis_) {
-      oshape.push_back(in.shape(d));
-      ost.push_back(in.strides()[d]);
-    }
-  }
-  const bool is_max = type_ == ArgMax;
-  dispatch<AllTypes>(in.dtype(), name(), [&](auto tag) {
+  dispatch<AllTypes>(inputs[0].dtype(), name(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using M = opmath_t<T>;
-    const T* src = in.data<T>();
-    cpu::parallel_for(out.size(), std::max<int64_t>(1, (1 << 14) / n),
-                      [&](int64_t b, int64_t e) {
-      for (int64_t idx = b; idx < e; ++idx) {
-        int64_t rem = idx, base = 0;
-        for (int d = static_cast<int>(oshape.size()) - 1; d >= 0; --d) {
-          base += (rem % oshape[d]) * ost[d];
-          rem /= oshape[d];
-        }
-        const T* x = src + base;
-        M best = static_cast<M>(x[0]);
-        uint32_t arg = 0;
-        for (int64_t i = 1; i < n; ++i) {
-          M v = static_cast<M>(x[i * st]);
-          bool better;
-          if constexpr (is_complex_v<M>) {
-            better = is_max ? (v.real() > best.real() ||
-                               (v.real() == best.real() &&
-                                v.imag() > best.imag()))
-                            : (v.real() < best.real() ||
-                               (v.real() == best.real() &&
-                                v.imag() < best.imag()));
-          } else if constexpr (std::is_floating_point_v<M>) {
-            // The first NaN wins, as in NumPy.
-            if (std::isnan(best)) {
-              break;
-            }
-            better = std::isnan(v) || (is_max ? v > best : v < best);
-          } else {
-            better = is_max ? v > best : v < best;
-          }
-          if (better) {
-            best = v;
-            arg = static_cast<uint32_t>(i);
-          }
-        }
-        dst[idx] = arg;
-      }
-    });
+    if (type_ == ArgMax) {
+      arg_reduce<T, true>(inputs[0], outputs[0], axis_);
+    } else {
+      arg_reduce<T, false>(inputs[0], outputs[0], axis_);
+    }
   });
 }
 

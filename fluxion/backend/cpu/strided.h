@@ -2,6 +2,7 @@
 // every operand, then loop over the outer index with a strided inner run.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -84,6 +85,12 @@ void for_each_run(const Shape& shape, const std::array<Strides, N>& strides,
       idx[d] = 0;
     }
   }
+}
+
+// Outer rows per parallel chunk for runs of `inner` elements (inner may be 0
+// for empty arrays).
+inline int64_t row_grain(int64_t grain, int64_t inner) {
+  return std::max<int64_t>(1, grain / std::max<int64_t>(inner, 1));
 }
 
 // Number of outer rows of a collapsed shape.

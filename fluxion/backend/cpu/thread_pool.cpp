@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -93,6 +94,7 @@ void parallel_for(int64_t n, int64_t grain,
     std::atomic<int64_t> left;
     std::mutex mu;
     std::condition_variable cv;
+    std::exception_ptr error;  // the first chunk's failure, rethrown below
   };
   auto sync = std::make_shared<Sync>();
   sync->left = chunks - 1;
@@ -100,19 +102,38 @@ void parallel_for(int64_t n, int64_t grain,
   for (int64_t c = 1; c < chunks; ++c) {
     int64_t b = c * step, e = std::min(n, b + step);
     pool().submit([&f, b, e, sync] {
-      f(b, e);
+      try {
+        f(b, e);
+      } catch (...) {
+        std::lock_guard<std::mutex> lk(sync->mu);
+        if (!sync->error) {
+          sync->error = std::current_exception();
+        }
+      }
       if (sync->left.fetch_sub(1) == 1) {
         std::lock_guard<std::mutex> lk(sync->mu);
         sync->cv.notify_all();
       }
     });
   }
-  f(0, std::min(n, step));
-  // Help with queued jobs (maybe our own) rather than sleep.
+  std::exception_ptr own_error;
+  try {
+    f(0, std::min(n, step));
+  } catch (...) {
+    own_error = std::current_exception();
+  }
+  // Help with queued jobs (maybe our own) rather than sleep. Every chunk must
+  // finish before returning: they reference `f` and the caller's data.
   while (sync->left.load() > 0 && pool().run_one()) {
   }
   std::unique_lock<std::mutex> lk(sync->mu);
   sync->cv.wait(lk, [&] { return sync->left.load() == 0; });
+  if (own_error) {
+    std::rethrow_exception(own_error);
+  }
+  if (sync->error) {
+    std::rethrow_exception(sync->error);
+  }
 }
 
 }  // namespace fluxion::cpu

@@ -1,0 +1,222 @@
+#include "fluxion/graph_utils.h"
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/primitive.h"
+#include "fluxion/transforms.h"
+
+namespace fluxion {
+
+namespace {
+
+// NumPy's defaults: arrays of more than kThreshold elements show only
+// kEdgeItems entries at each end of every long axis.
+constexpr size_t kThreshold = 1000;
+constexpr int kEdgeItems = 3;
+// Width of "array(", which nested rows are aligned under.
+constexpr int kIndent = 6;
+
+template <typename T>
+void print_element(std::ostream& os, T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    os << (v ? "True" : "False");
+  } else if constexpr (std::is_same_v<T, int8_t> ||
+                       std::is_same_v<T, uint8_t>) {
+    os << static_cast<int>(v);  // not as a character
+  } else if constexpr (is_half_v<T>) {
+    os << static_cast<float>(v);
+  } else if constexpr (is_complex_v<T>) {
+    float im = v.imag();
+    os << v.real() << (std::signbit(im) ? "-" : "+") << std::abs(im) << "j";
+  } else {
+    os << v;
+  }
+}
+
+template <typename T>
+void print_subarray(std::ostream& os, const array& a, const T* data,
+                    int64_t offset, int dim, bool summarize) {
+  const int n = a.shape(dim);
+  const int64_t st = a.strides()[dim];
+  const bool last = dim == a.ndim() - 1;
+  // Between rows: a newline per remaining dimension (blank lines between
+  // blocks of 3-D and higher arrays), then alignment under the bracket.
+  std::string sep = last ? ", "
+                         : "," + std::string(a.ndim() - 1 - dim, '\n') +
+                               std::string(kIndent + dim + 1, ' ');
+  os << "[";
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) {
+      os << sep;
+    }
+    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+      os << "..." << sep;
+      i = n - kEdgeItems;
+    }
+    if (last) {
+      print_element(os, data[offset + i * st]);
+    } else {
+      print_subarray(os, a, data, offset + i * st, dim + 1, summarize);
+    }
+  }
+  os << "]";
+}
+
+// Post-order (inputs first) over the graph, each node once; siblings count
+// as one node, visited through the first of them reached. Iterative, so
+// long chains cannot overflow the stack.
+std::vector<array> topological_order(const std::vector<array>& outputs) {
+  std::vector<array> order;
+  std::unordered_set<uintptr_t> seen;
+  std::vector<std::pair<array, size_t>> stack;
+  auto visit = [&](const array& a) {
+    if (seen.insert(a.id()).second) {
+      for (auto& s : a.siblings()) {
+        seen.insert(s.id());
+      }
+      stack.emplace_back(a, 0);
+    }
+  };
+  for (auto& o : outputs) {
+    visit(o);
+    while (!stack.empty()) {
+      auto& [a, next] = stack.back();
+      if (next < a.inputs().size()) {
+        visit(a.inputs()[next++]);
+        continue;
+      }
+      order.push_back(std::move(a));
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+// Names arrays in order of appearance: "in<k>" for leaves (no primitive),
+// "a<k>" for computed nodes.
+class Namer {
+ public:
+  const std::string& name(const array& a) {
+    auto it = names_.find(a.id());
+    if (it != names_.end()) {
+      return it->second;
+    }
+    std::string n = a.has_primitive() ? "a" + std::to_string(nodes_++)
+                                      : "in" + std::to_string(leaves_++);
+    return names_.emplace(a.id(), std::move(n)).first->second;
+  }
+
+ private:
+  std::unordered_map<uintptr_t, std::string> names_;
+  int nodes_ = 0;
+  int leaves_ = 0;
+};
+
+std::string describe(const array& a) {
+  std::ostringstream os;
+  os << "[";
+  for (int i = 0; i < a.ndim(); ++i) {
+    os << (i ? "," : "") << a.shape(i);
+  }
+  os << "]: " << a.dtype();
+  return os.str();
+}
+
+std::string primitive_text(const array& a) {
+  std::ostringstream os;
+  a.primitive().print(os);
+  return os.str();
+}
+
+std::string dot_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, array a) {
+  a.eval();
+  os << "array(";
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* data = a.data<T>();
+    if (a.ndim() == 0) {
+      print_element(os, data[0]);
+    } else {
+      print_subarray(os, a, data, 0, 0, a.size() > kThreshold);
+    }
+  });
+  return os << ", dtype=" << a.dtype() << ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  os << "(";
+  for (size_t i = 0; i < s.size(); ++i) {
+    os << (i ? "," : "") << s[i];
+  }
+  return os << ")";
+}
+
+void print_graph(std::ostream& os, const std::vector<array>& outputs) {
+  Namer namer;
+  for (auto& a : topological_order(outputs)) {
+    if (!a.has_primitive()) {
+      os << namer.name(a) << " " << describe(a) << "\n";
+      continue;
+    }
+    // Name the inputs first: they come earlier in the order anyway.
+    std::string args;
+    for (auto& in : a.inputs()) {
+      args += (args.empty() ? "" : ", ") + namer.name(in);
+    }
+    bool first = true;
+    for (auto& o : a.outputs()) {
+      os << (first ? "" : ", ") << namer.name(o) << " " << describe(o);
+      first = false;
+    }
+    os << " = " << primitive_text(a) << "(" << args << ")\n";
+  }
+}
+
+void export_to_dot(std::ostream& os, const std::vector<array>& outputs) {
+  Namer namer;
+  int prims = 0;
+  os << "digraph {\n";
+  for (auto& a : topological_order(outputs)) {
+    auto node = [&](const array& x) {
+      std::ostringstream shape;
+      shape << x.shape();
+      os << "  " << namer.name(x) << " [label=\"" << namer.name(x) << "\\n"
+         << shape.str() << " " << x.dtype() << "\"];\n";
+    };
+    if (!a.has_primitive()) {
+      node(a);
+      continue;
+    }
+    std::string p = "p" + std::to_string(prims++);
+    os << "  " << p << " [label=\"" << dot_escape(primitive_text(a))
+       << "\", shape=box];\n";
+    for (auto& in : a.inputs()) {
+      os << "  " << namer.name(in) << " -> " << p << ";\n";
+    }
+    for (auto& o : a.outputs()) {
+      node(o);
+      os << "  " << p << " -> " << namer.name(o) << ";\n";
+    }
+  }
+  os << "}\n";
+}
+
+}  // namespace fluxion
