@@ -4,10 +4,10 @@
 #include <limits>
 #include <string>
 
-#include "fluxion/ops/batching.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
+#include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
 
 namespace fluxion {
@@ -187,17 +187,6 @@ namespace {
 using Arrays = std::vector<array>;
 using Batched = std::pair<std::vector<array>, std::vector<int>>;
 
-// The tangent of input `i` among those given, or zeros shaped like it.
-array tangent_or_zeros(const Arrays& primals, const Arrays& tangents,
-                       const std::vector<int>& argnums, int i, Stream s) {
-  for (size_t k = 0; k < argnums.size(); ++k) {
-    if (argnums[k] == i) {
-      return tangents[k];
-    }
-  }
-  return zeros_like(primals[i], s);
-}
-
 // 0, 1, .., len-1 along `axis`, broadcast to `shape`.
 array positions(int len, int axis, const Shape& shape, Stream s) {
   Shape col(shape.size(), 1);
@@ -262,9 +251,9 @@ std::vector<array> GatherAxis::vjp(const Arrays& primals, const Arrays& cts,
 
 Batched GatherAxis::vmap(const Arrays& inputs, const std::vector<int>& axes) {
   auto s = stream();
-  int b = batching::batch_size(inputs, axes);
-  auto a = batching::to_front(inputs[0], axes[0], b, s);
-  auto idx = batching::to_front(inputs[1], axes[1], b, s);
+  int b = rules::batch_size(inputs, axes);
+  auto a = rules::to_front(inputs[0], axes[0], b, s);
+  auto idx = rules::to_front(inputs[1], axes[1], b, s);
   return {{take_along_axis(a, idx, axis_ + 1, s)}, {0}};
 }
 
@@ -274,8 +263,8 @@ std::vector<array> ScatterAxis::jvp(const Arrays& primals,
                                     const Arrays& tangents,
                                     const std::vector<int>& argnums) {
   auto s = stream();
-  auto a = tangent_or_zeros(primals, tangents, argnums, 0, s);
-  auto v = tangent_or_zeros(primals, tangents, argnums, 2, s);
+  auto a = rules::tangent_or_zeros(primals, tangents, argnums, 0, s);
+  auto v = rules::tangent_or_zeros(primals, tangents, argnums, 2, s);
   return {reduce_ == Sum ? scatter_add_axis(a, primals[1], v, axis_, s)
                          : put_along_axis(a, primals[1], v, axis_, s)};
 }
@@ -306,10 +295,10 @@ std::vector<array> ScatterAxis::vjp(const Arrays& primals, const Arrays& cts,
 
 Batched ScatterAxis::vmap(const Arrays& inputs, const std::vector<int>& axes) {
   auto s = stream();
-  int b = batching::batch_size(inputs, axes);
-  auto a = batching::to_front(inputs[0], axes[0], b, s);
-  auto idx = batching::to_front(inputs[1], axes[1], b, s);
-  auto v = batching::to_front(inputs[2], axes[2], b, s);
+  int b = rules::batch_size(inputs, axes);
+  auto a = rules::to_front(inputs[0], axes[0], b, s);
+  auto idx = rules::to_front(inputs[1], axes[1], b, s);
+  auto v = rules::to_front(inputs[2], axes[2], b, s);
   return {{reduce_ == Sum ? scatter_add_axis(a, idx, v, axis_ + 1, s)
                           : put_along_axis(a, idx, v, axis_ + 1, s)},
           {0}};

@@ -11,18 +11,19 @@
 #include <algorithm>
 #include <numeric>
 
-#include "fluxion/ops/batching.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/reduce.h"
+#include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
 
 namespace fluxion {
 
-using batching::batch_size;
-using batching::prepend;
-using batching::shifted;
-using batching::to_front;
+using rules::batch_size;
+using rules::prepend;
+using rules::shifted;
+using rules::tangent_or_zeros;
+using rules::to_front;
 
 namespace {
 
@@ -42,18 +43,6 @@ Shape public_stop(const Shape& stop, const Shape& strides, const Shape& shape) {
     }
   }
   return out;
-}
-
-// The tangent of input `i` among those given, or zeros shaped like it: the
-// multi-input linear primitives need a value for every input.
-array tangent_or_zeros(const Arrays& primals, const Arrays& tangents,
-                       const std::vector<int>& argnums, int i, Stream s) {
-  for (size_t k = 0; k < argnums.size(); ++k) {
-    if (argnums[k] == i) {
-      return tangents[k];
-    }
-  }
-  return zeros_like(primals[i], s);
 }
 
 }  // namespace

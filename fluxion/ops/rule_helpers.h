@@ -1,15 +1,31 @@
-// Helpers for vmap rules. Most rules bring every operand's mapped axis to
-// the front, so that the primitive's own axis parameters just shift by one,
-// and give unmapped operands a broadcast batch axis when the batched
-// operation needs one per batch element.
+// Helpers for transformation rules. Most vmap rules bring every operand's
+// mapped axis to the front, so that the primitive's own axis parameters just
+// shift by one, and give unmapped operands a broadcast batch axis when the
+// batched operation needs one per batch element.
 #pragma once
 
 #include <vector>
 
 #include "fluxion/array.h"
+#include "fluxion/ops/creation.h"
 #include "fluxion/ops/shape.h"
 
-namespace fluxion::batching {
+namespace fluxion::rules {
+
+// The tangent of input `i` among those a jvp rule is given, or zeros shaped
+// like the input: rules of primitives with several differentiable inputs
+// need a value for each.
+inline array tangent_or_zeros(const std::vector<array>& primals,
+                              const std::vector<array>& tangents,
+                              const std::vector<int>& argnums, int i,
+                              Stream s) {
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    if (argnums[k] == i) {
+      return tangents[k];
+    }
+  }
+  return zeros_like(primals[i], s);
+}
 
 // The size of the mapped axis (the first mapped input's).
 inline int batch_size(const std::vector<array>& inputs,
@@ -51,4 +67,4 @@ inline Shape prepend(int32_t first, const Shape& rest) {
   return out;
 }
 
-}  // namespace fluxion::batching
+}  // namespace fluxion::rules
