@@ -1,6 +1,7 @@
 // eval / async_eval: schedule a graph on its streams (design.md §3). The
 // algorithm is the seed's eval_impl: count uses by DFS, build a breadth-first
 // tape with a width limit, then run it backwards with events and fences.
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <functional>
@@ -254,29 +255,22 @@ static array eval_impl(std::vector<array> outputs, bool async) {
   return synchronizer;
 }
 
+namespace {
+bool any_unscheduled(const std::vector<array>& outputs) {
+  return std::any_of(outputs.begin(), outputs.end(), [](const array& x) {
+    return x.status() == array::Status::unscheduled;
+  });
+}
+}  // namespace
+
 void async_eval(std::vector<array> outputs) {
-  if (outputs.empty()) {
-    return;
+  if (any_unscheduled(outputs)) {
+    eval_impl(std::move(outputs), true);
   }
-  bool any = false;
-  for (auto& x : outputs) {
-    any |= x.status() == array::Status::unscheduled;
-  }
-  if (!any) {
-    return;
-  }
-  eval_impl(std::move(outputs), true);
 }
 
 void eval(std::vector<array> outputs) {
-  if (outputs.empty()) {
-    return;
-  }
-  bool any = false;
-  for (auto& x : outputs) {
-    any |= x.status() == array::Status::unscheduled;
-  }
-  if (!any) {
+  if (!any_unscheduled(outputs)) {
     for (auto& x : outputs) {
       x.wait();
     }

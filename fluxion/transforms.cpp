@@ -19,6 +19,7 @@
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
 #include "fluxion/primitive.h"
+#include "fluxion/rule_context.h"
 
 namespace fluxion {
 
@@ -215,7 +216,9 @@ std::pair<std::vector<array>, std::vector<array>> vjp(
     std::vector<array> vjps;
     {
       detail::RetainGraph retain;
-      vjps = a.primitive().vjp(a.inputs(), cts, args, outs);
+      vjps = detail::with_rule_context("vjp", a.primitive(), [&] {
+        return a.primitive().vjp(a.inputs(), cts, args, outs);
+      });
     }
     for (size_t i = 0; i < args.size(); ++i) {
       auto id = a.inputs()[args[i]].id();
@@ -303,7 +306,9 @@ std::pair<std::vector<array>, std::vector<array>> jvp(
     std::vector<array> jvps;
     {
       detail::RetainGraph retain;
-      jvps = a.primitive().jvp(a.inputs(), tans, args);
+      jvps = detail::with_rule_context("jvp", a.primitive(), [&] {
+        return a.primitive().jvp(a.inputs(), tans, args);
+      });
     }
     auto outs = a.outputs();
     for (size_t i = 0; i < jvps.size(); ++i) {
@@ -554,7 +559,10 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs,
         v_axes.push_back(-1);
       }
     }
-    auto [v_outputs, v_out_axes] = a.primitive().vmap(v_inputs, v_axes);
+    auto [v_outputs, v_out_axes] =
+        detail::with_rule_context("vmap", a.primitive(), [&] {
+          return a.primitive().vmap(v_inputs, v_axes);
+        });
     auto outs = a.outputs();
     for (size_t i = 0; i < v_outputs.size(); ++i) {
       tmap.insert({outs[i].id(), {v_outputs[i], v_out_axes[i]}});
@@ -564,7 +572,8 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs,
   std::vector<array> outputs;
   for (size_t i = 0; i < s_outputs.size(); ++i) {
     auto found = tmap.find(s_outputs[i].id());
-    if (found != tmap.end()) {
+    // A rule may report an output as unmapped (-1): broadcast it below.
+    if (found != tmap.end() && found->second.second >= 0) {
       auto [out, vdim] = found->second;
       if (vdim != out_axes[i]) {
         if (out_axes[i] >= out.ndim()) {
@@ -578,7 +587,8 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs,
       outputs.push_back(out);
     } else {
       // Independent of every mapped input: broadcast along the new axis.
-      auto& o = s_outputs[i];
+      const array& o =
+          found != tmap.end() ? found->second.first : s_outputs[i];
       if (out_axes[i] < 0 || out_axes[i] > o.ndim()) {
         std::ostringstream msg;
         msg << "[vmap] Axis " << out_axes[i] << " invalid for output with "

@@ -105,7 +105,8 @@ array arange(double start, double stop, double step, Dtype dtype,
   }
   int n = arange_size(start, stop, step);
   return array({n}, dtype,
-               std::make_shared<Arange>(to_stream(s), start, stop, step), {});
+               std::make_shared<Arange>(to_stream(s), start, stop, step, dtype),
+               {});
 }
 
 array arange(double start, double stop, double step, StreamOrDevice s) {
@@ -137,11 +138,43 @@ bool Arange::is_equivalent(const Primitive& o) const {
     return false;
   }
   auto& r = static_cast<const Arange&>(o);
-  return r.start_ == start_ && r.stop_ == stop_ && r.step_ == step_;
+  return r.start_ == start_ && r.stop_ == stop_ && r.step_ == step_ &&
+         r.dtype_ == dtype_;
 }
 
 std::vector<Shape> Arange::output_shapes(const std::vector<array>&) {
   return {{arange_size(start_, stop_, step_)}};
+}
+
+// Arange has no inputs, so the transformations never reach these rules
+// (a node is transformed only when one of its inputs is); they are still
+// complete. Its values do not depend on anything differentiable: derivatives
+// are zero, and vmap leaves the range unmapped (-1).
+std::vector<array> Arange::vjp(const std::vector<array>& primals,
+                               const std::vector<array>&,
+                               const std::vector<int>& argnums,
+                               const std::vector<array>&) {
+  std::vector<array> vjps;
+  for (int a : argnums) {
+    vjps.push_back(zeros_like(primals[a], stream()));
+  }
+  return vjps;
+}
+
+std::vector<array> Arange::jvp(const std::vector<array>& primals,
+                               const std::vector<array>&,
+                               const std::vector<int>&) {
+  return {zeros(output_shapes(primals)[0], dtype_, stream())};
+}
+
+std::pair<std::vector<array>, std::vector<int>> Arange::vmap(
+    const std::vector<array>&, const std::vector<int>&) {
+  auto n = output_shapes({})[0];
+  return {
+      {array(std::move(n), dtype_,
+             std::make_shared<Arange>(stream(), start_, stop_, step_, dtype_),
+             {})},
+      {-1}};
 }
 
 // --- linspace ---

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
@@ -39,8 +41,8 @@ array arange(int start, int stop, int step, StreamOrDevice s = {});
 array arange(int start, int stop, StreamOrDevice s = {});
 array arange(int stop, StreamOrDevice s = {});
 
-array linspace(double start, double stop, int num = 50,
-               Dtype dtype = float32, StreamOrDevice s = {});
+array linspace(double start, double stop, int num = 50, Dtype dtype = float32,
+               StreamOrDevice s = {});
 
 // n x m with ones on diagonal k.
 array eye(int n, int m, int k, Dtype dtype = float32, StreamOrDevice s = {});
@@ -54,19 +56,32 @@ array triu(const array& x, int k = 0, StreamOrDevice s = {});
 
 class Arange : public Primitive {
  public:
-  Arange(Stream s, double start, double stop, double step)
-      : Primitive(s), start_(start), stop_(stop), step_(step) {}
+  Arange(Stream s, double start, double stop, double step, Dtype dtype)
+      : Primitive(s), start_(start), stop_(stop), step_(step), dtype_(dtype) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Arange"; }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
   double start() const { return start_; }
   double stop() const { return stop_; }
   double step() const { return step_; }
+  // The output dtype: the jvp and vmap rules, which get no outputs, rebuild
+  // arrays of it.
+  Dtype dtype() const { return dtype_; }
 
  private:
   double start_, stop_, step_;
+  Dtype dtype_;
 };
 
 }  // namespace fluxion

@@ -1,10 +1,13 @@
 #include "fluxion/ops/indexing.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
 #include "fluxion/ops/common.h"
+#include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
+#include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
 
 namespace fluxion {
@@ -111,30 +114,51 @@ array take_along_axis(const array& a, const array& indices, int axis,
                {broadcast_to(a, sa, st), broadcast_to(indices, si, st)});
 }
 
-array put_along_axis(const array& a, const array& indices, const array& values,
-                     int axis, StreamOrDevice s) {
-  check_indices(indices, "put_along_axis");
-  int ax = normalize_axis(axis, a.ndim(), "put_along_axis");
-  check_same_ndim(a, indices, "put_along_axis");
+namespace {
+
+// put_along_axis and scatter_add_axis: same checks, different reductions.
+array scatter_axis(const array& a, const array& indices, const array& values,
+                   int axis, ScatterAxis::ReduceType reduce, const char* op,
+                   StreamOrDevice s) {
+  check_indices(indices, op);
+  int ax = normalize_axis(axis, a.ndim(), op);
+  check_same_ndim(a, indices, op);
   // The output keeps a's shape (NumPy writes in place), so the indices
   // broadcast to it except along the axis, and the values to the indices.
   Shape si = a.shape();
   si[ax] = indices.shape(ax);
   if (!broadcastable_to(indices.shape(), si)) {
-    throw std::invalid_argument(
-        "[put_along_axis] Indices of shape " + shape_str(indices.shape()) +
-        " cannot be broadcast to the array's shape " + shape_str(a.shape()) +
-        " except along axis " + std::to_string(ax) + ".");
+    throw std::invalid_argument(std::string("[") + op + "] Indices of shape " +
+                                shape_str(indices.shape()) +
+                                " cannot be broadcast to the array's shape " +
+                                shape_str(a.shape()) + " except along axis " +
+                                std::to_string(ax) + ".");
   }
   if (!broadcastable_to(values.shape(), si)) {
-    throw std::invalid_argument(
-        "[put_along_axis] Values of shape " + shape_str(values.shape()) +
-        " cannot be broadcast to the indices' shape " + shape_str(si) + ".");
+    throw std::invalid_argument(std::string("[") + op + "] Values of shape " +
+                                shape_str(values.shape()) +
+                                " cannot be broadcast to the indices' shape " +
+                                shape_str(si) + ".");
   }
   auto st = to_stream(s);
-  return array(a.shape(), a.dtype(), std::make_shared<ScatterAxis>(st, ax),
+  return array(a.shape(), a.dtype(),
+               std::make_shared<ScatterAxis>(st, ax, reduce, op),
                {a, broadcast_to(indices, si, st),
                 broadcast_to(astype(values, a.dtype(), st), si, st)});
+}
+
+}  // namespace
+
+array put_along_axis(const array& a, const array& indices, const array& values,
+                     int axis, StreamOrDevice s) {
+  return scatter_axis(a, indices, values, axis, ScatterAxis::None,
+                      "put_along_axis", s);
+}
+
+array scatter_add_axis(const array& a, const array& indices,
+                       const array& values, int axis, StreamOrDevice s) {
+  return scatter_axis(a, indices, values, axis, ScatterAxis::Sum,
+                      "scatter_add_axis", s);
 }
 
 bool GatherAxis::is_equivalent(const Primitive& o) const {
@@ -143,8 +167,141 @@ bool GatherAxis::is_equivalent(const Primitive& o) const {
 }
 
 bool ScatterAxis::is_equivalent(const Primitive& o) const {
-  return typeid(*this) == typeid(o) &&
-         static_cast<const ScatterAxis&>(o).axis_ == axis_;
+  if (typeid(*this) != typeid(o)) {
+    return false;
+  }
+  auto& p = static_cast<const ScatterAxis&>(o);
+  return p.axis_ == axis_ && p.reduce_ == reduce_;
+}
+
+// --- transformation rules ---
+//
+// Written with public ops so that they compose (grad of grad, vmap of
+// grad). Index inputs are integers: no derivative exists, so their
+// cotangents are integer zeros and their tangents are ignored. vmap rules
+// move the mapped axis of every operand to the front (broadcasting unmapped
+// ones, as the primitives need matching shapes) and shift the axis by one.
+
+namespace {
+
+using Arrays = std::vector<array>;
+using Batched = std::pair<std::vector<array>, std::vector<int>>;
+
+// 0, 1, .., len-1 along `axis`, broadcast to `shape`.
+array positions(int len, int axis, const Shape& shape, Stream s) {
+  Shape col(shape.size(), 1);
+  col[axis] = len;
+  return broadcast_to(reshape(arange(0, len, s), col, s), shape, s);
+}
+
+// The cotangent of the values of put_along_axis. Where indices repeat along
+// the axis only the last write reaches the output, so value j takes the
+// output's cotangent at indices[j] if j is the last writer of that position
+// and zero otherwise. Built from scatters and gathers of integer positions:
+//   writer[k] = the last j writing position k (-1: none);
+//   source[j] = k where writer[k] == j, else n, a zero slot appended to ct;
+// then the cotangent is ct padded with that slot, gathered at `source`.
+array last_writer_cotangent(const array& ct, const array& indices, int axis,
+                            Stream s) {
+  int n = ct.shape(axis);
+  int m = indices.shape(axis);
+  auto writer = put_along_axis(full(ct.shape(), -1, int32, s), indices,
+                               positions(m, axis, indices.shape(), s), axis, s);
+  // Writer -1 (unwritten k) wraps to an extra last slot, sliced off after.
+  Shape rows = indices.shape();
+  rows[axis] = m + 1;
+  auto source = put_along_axis(full(rows, n, int32, s), writer,
+                               positions(n, axis, ct.shape(), s), axis, s);
+  rows[axis] = m;
+  source = slice(source, Shape(ct.ndim(), 0), rows, s);
+  auto padded = pad(ct, {axis}, {0}, {1}, array(0), "constant", s);
+  return take_along_axis(padded, source, axis, s);
+}
+
+}  // namespace
+
+// --- GatherAxis: inputs (a, indices) ---
+
+std::vector<array> GatherAxis::jvp(const Arrays& primals,
+                                   const Arrays& tangents,
+                                   const std::vector<int>& argnums) {
+  if (argnums[0] != 0) {
+    return {zeros(primals[1].shape(), primals[0].dtype(), stream())};
+  }
+  return {take_along_axis(tangents[0], primals[1], axis_, stream())};
+}
+
+// Each output element came from a[.., indices, ..]: its cotangent goes back
+// there, and repeated indices accumulate.
+std::vector<array> GatherAxis::vjp(const Arrays& primals, const Arrays& cts,
+                                   const std::vector<int>& argnums,
+                                   const Arrays&) {
+  auto s = stream();
+  std::vector<array> out;
+  for (int arg : argnums) {
+    if (arg == 0) {
+      out.push_back(scatter_add_axis(zeros_like(primals[0], s), primals[1],
+                                     cts[0], axis_, s));
+    } else {
+      out.push_back(zeros_like(primals[1], s));
+    }
+  }
+  return out;
+}
+
+Batched GatherAxis::vmap(const Arrays& inputs, const std::vector<int>& axes) {
+  auto s = stream();
+  int b = rules::batch_size(inputs, axes);
+  auto a = rules::to_front(inputs[0], axes[0], b, s);
+  auto idx = rules::to_front(inputs[1], axes[1], b, s);
+  return {{take_along_axis(a, idx, axis_ + 1, s)}, {0}};
+}
+
+// --- ScatterAxis: inputs (a, indices, values) ---
+
+std::vector<array> ScatterAxis::jvp(const Arrays& primals,
+                                    const Arrays& tangents,
+                                    const std::vector<int>& argnums) {
+  auto s = stream();
+  auto a = rules::tangent_or_zeros(primals, tangents, argnums, 0, s);
+  auto v = rules::tangent_or_zeros(primals, tangents, argnums, 2, s);
+  return {reduce_ == Sum ? scatter_add_axis(a, primals[1], v, axis_, s)
+                         : put_along_axis(a, primals[1], v, axis_, s)};
+}
+
+// Overwriting: a's values survive where nothing was written, and values
+// reach the output only as last writers. Adding: both pass straight
+// through.
+std::vector<array> ScatterAxis::vjp(const Arrays& primals, const Arrays& cts,
+                                    const std::vector<int>& argnums,
+                                    const Arrays&) {
+  auto s = stream();
+  const array& ct = cts[0];
+  const array& idx = primals[1];
+  std::vector<array> out;
+  for (int arg : argnums) {
+    if (arg == 1) {
+      out.push_back(zeros_like(idx, s));
+    } else if (reduce_ == Sum) {
+      out.push_back(arg == 0 ? ct : take_along_axis(ct, idx, axis_, s));
+    } else if (arg == 0) {
+      out.push_back(put_along_axis(ct, idx, array(0), axis_, s));
+    } else {
+      out.push_back(last_writer_cotangent(ct, idx, axis_, s));
+    }
+  }
+  return out;
+}
+
+Batched ScatterAxis::vmap(const Arrays& inputs, const std::vector<int>& axes) {
+  auto s = stream();
+  int b = rules::batch_size(inputs, axes);
+  auto a = rules::to_front(inputs[0], axes[0], b, s);
+  auto idx = rules::to_front(inputs[1], axes[1], b, s);
+  auto v = rules::to_front(inputs[2], axes[2], b, s);
+  return {{reduce_ == Sum ? scatter_add_axis(a, idx, v, axis_ + 1, s)
+                          : put_along_axis(a, idx, v, axis_ + 1, s)},
+          {0}};
 }
 
 }  // namespace fluxion

@@ -21,6 +21,10 @@ array take_along_axis(const array& a, const array& indices, int axis,
 // A copy of `a` with `values` written at `indices` along `axis`.
 array put_along_axis(const array& a, const array& indices, const array& values,
                      int axis, StreamOrDevice s = {});
+// A copy of `a` with `values` added at `indices` along `axis`; duplicate
+// indices accumulate (the gradient of take_along_axis).
+array scatter_add_axis(const array& a, const array& indices,
+                       const array& values, int axis, StreamOrDevice s = {});
 
 // out[..., i, ...] = a[..., indices[..., i, ...], ...] with `indices`
 // broadcast against `a` except along `axis`. `op` names the public op in
@@ -32,6 +36,15 @@ class GatherAxis : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "GatherAxis"; }
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     return {in[1].shape()};
@@ -44,23 +57,37 @@ class GatherAxis : public Primitive {
 };
 
 // Inputs (a, indices, values): a copy of `a` with values scattered.
-// `indices` and `values` have a's shape except along `axis`; for duplicate
-// indices the last write (in index order along the axis) wins.
+// `indices` and `values` have a's shape except along `axis`. With `None`,
+// for duplicate indices the last write (in index order along the axis) wins;
+// with `Sum` the values are added to a (duplicates accumulate).
 class ScatterAxis : public Primitive {
  public:
-  ScatterAxis(Stream s, int axis, const char* op = "put_along_axis")
-      : Primitive(s), axis_(axis), op_(op) {}
+  enum ReduceType { None, Sum };
+  ScatterAxis(Stream s, int axis, ReduceType reduce = None,
+              const char* op = "put_along_axis")
+      : Primitive(s), axis_(axis), reduce_(reduce), op_(op) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ScatterAxis"; }
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     return {in[0].shape()};
   }
   int axis() const { return axis_; }
+  ReduceType reduce_type() const { return reduce_; }
 
  private:
   int axis_;
+  ReduceType reduce_;
   const char* op_;
 };
 

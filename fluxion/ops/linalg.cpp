@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
+#include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/shape.h"
 
@@ -162,6 +164,156 @@ std::vector<Shape> Matmul::output_shapes(const std::vector<array>& in) {
 
 std::vector<Shape> AddMM::output_shapes(const std::vector<array>& in) {
   return {matmul_shape(in)};
+}
+
+// --- transformation rules ---
+//
+// The primitives see operands of equal batch shapes: the matmul and addmm
+// ops broadcast batch dims (and add the unit dims of 1-D operands) with
+// view ops before building the node. So the cotangents computed here
+// already have the primals' shapes, and the sums over broadcast batch dims
+// (and the squeezes of unit dims) happen in the vjps of those view nodes.
+//
+// Complex operands: the rules are the plain (holomorphic) derivatives of
+// a @ b, without conjugation, as in MLX and JAX: the vjp with respect to a
+// is ct @ b^T and the jvp is ta @ b + a @ tb. A gradient of a real loss in
+// the conjugate (Wirtinger) sense is conj of what vjp returns.
+//
+// Every rule uses public ops only, so its results can be differentiated and
+// vmapped again (grad of grad, per-example gradients).
+
+namespace {
+
+array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
+
+array scaled(const array& x, float f, Stream s) {
+  return f == 1.0f ? x : multiply(x, array(f, x.dtype()), s);
+}
+
+// The mapped axis first, or the input unchanged when it is not mapped.
+array mapped_first(const array& x, int axis, Stream s) {
+  return axis <= 0 ? x : moveaxis(x, axis, 0, s);
+}
+
+// d(alpha * a @ b) for the tangents of a and/or b (argnums 0 and 1), added
+// to `acc` scaled by `acc_scale` when there is one: the sum of products
+// runs through addmm so each term costs one fused node.
+std::optional<array> product_tangent(const std::vector<array>& primals,
+                                     const std::vector<array>& tangents,
+                                     const std::vector<int>& argnums,
+                                     float alpha, std::optional<array> acc,
+                                     float acc_scale, Stream s) {
+  const array& a = primals[0];
+  const array& b = primals[1];
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    if (argnums[i] > 1) {
+      continue;
+    }
+    // Tangents may arrive in another dtype; the output's is the primals'.
+    auto t = astype(tangents[i], a.dtype(), s);
+    const array& x = argnums[i] == 0 ? t : a;
+    const array& y = argnums[i] == 0 ? b : t;
+    if (acc) {
+      acc = addmm(*acc, x, y, alpha, acc_scale, s);
+    } else {
+      acc = scaled(matmul(x, y, s), alpha, s);
+    }
+    acc_scale = 1.0f;
+  }
+  if (acc && acc_scale != 1.0f) {
+    acc = scaled(*acc, acc_scale, s);
+  }
+  return acc;
+}
+
+// vjp of alpha * a @ b with respect to a (arg 0) or b (arg 1).
+array product_cotangent(const std::vector<array>& primals, const array& ct,
+                        int arg, float alpha, Stream s) {
+  auto g = arg == 0 ? matmul(ct, mT(primals[1], s), s)
+                    : matmul(mT(primals[0], s), ct, s);
+  return scaled(g, alpha, s);
+}
+
+}  // namespace
+
+std::vector<array> Matmul::vjp(const std::vector<array>& primals,
+                               const std::vector<array>& cotangents,
+                               const std::vector<int>& argnums,
+                               const std::vector<array>&) {
+  std::vector<array> vjps;
+  for (int a : argnums) {
+    vjps.push_back(
+        product_cotangent(primals, cotangents[0], a, 1.0f, stream()));
+  }
+  return vjps;
+}
+
+std::vector<array> Matmul::jvp(const std::vector<array>& primals,
+                               const std::vector<array>& tangents,
+                               const std::vector<int>& argnums) {
+  auto t = product_tangent(primals, tangents, argnums, 1.0f, std::nullopt,
+                           1.0f, stream());
+  return std::vector<array>{
+      t ? *t
+        : zeros(output_shapes(primals)[0], primals[0].dtype(), stream())};
+}
+
+// The mapped axes go first and become a leading batch dim. An unmapped
+// operand has the same batch dims minus that one, so the matmul op's
+// right-aligned broadcasting pairs them up and repeats it along the map axis
+// as a stride-0 view, without a copy.
+std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto s = stream();
+  auto a = mapped_first(inputs[0], axes[0], s);
+  auto b = mapped_first(inputs[1], axes[1], s);
+  return std::make_pair(std::vector<array>{matmul(a, b, s)},
+                        std::vector<int>{0});
+}
+
+std::vector<array> AddMM::vjp(const std::vector<array>& primals,
+                              const std::vector<array>& cotangents,
+                              const std::vector<int>& argnums,
+                              const std::vector<array>&) {
+  std::vector<array> vjps;
+  for (int a : argnums) {
+    vjps.push_back(a == 2 ? scaled(cotangents[0], beta_, stream())
+                          : product_cotangent(primals, cotangents[0], a,
+                                              alpha_, stream()));
+  }
+  return vjps;
+}
+
+std::vector<array> AddMM::jvp(const std::vector<array>& primals,
+                              const std::vector<array>& tangents,
+                              const std::vector<int>& argnums) {
+  auto s = stream();
+  std::optional<array> tc;
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    if (argnums[i] == 2) {
+      tc = astype(tangents[i], primals[2].dtype(), s);
+    }
+  }
+  auto t = product_tangent(primals, tangents, argnums, alpha_, tc, beta_, s);
+  return std::vector<array>{
+      t ? *t : zeros(output_shapes(primals)[0], primals[0].dtype(), s)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> AddMM::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto s = stream();
+  auto a = mapped_first(inputs[0], axes[0], s);
+  auto b = mapped_first(inputs[1], axes[1], s);
+  auto c = mapped_first(inputs[2], axes[2], s);
+  if (axes[0] < 0 && axes[1] < 0) {
+    // Only c is mapped: one product, added to every c. (addmm needs c to
+    // broadcast to the product's shape, which here lacks the map axis.)
+    auto p = scaled(matmul(a, b, s), alpha_, s);
+    return std::make_pair(std::vector<array>{add(p, scaled(c, beta_, s), s)},
+                          std::vector<int>{0});
+  }
+  return std::make_pair(std::vector<array>{addmm(c, a, b, alpha_, beta_, s)},
+                        std::vector<int>{0});
 }
 
 // --- composites ---

@@ -9,6 +9,7 @@
 
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
+#include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
@@ -91,11 +92,14 @@ array resolve_key(const std::optional<array>& key, const char* op) {
   return *key;
 }
 
+Dtype bits_dtype(int width) {
+  return width == 1 ? uint8 : width == 2 ? uint16 : uint32;
+}
+
 array make_bits(const Shape& shape, int width, const array& key, Stream st,
                 uint64_t offset = 0) {
-  Dtype t = width == 1 ? uint8 : width == 2 ? uint16 : uint32;
-  return array(shape, t, std::make_shared<RandomBits>(st, shape, width, offset),
-               {key});
+  return array(shape, bits_dtype(width),
+               std::make_shared<RandomBits>(st, shape, width, offset), {key});
 }
 
 // The dtype's precision p (significand bits), smallest normal and smallest
@@ -234,23 +238,80 @@ array uniform(const Shape& shape, Dtype dtype, const std::optional<array>& key,
   return unit(shape, dtype, k, to_stream(s));
 }
 
-array normal(const Shape& shape, Dtype dtype, float loc, float scale,
-             const std::optional<array>& key, StreamOrDevice s) {
-  check_floating(dtype, "random.normal");
-  // Half types sample in float32 for finer tails, then round.
-  Dtype t = dtype == float64 ? float64 : float32;
-  auto st = to_stream(s);
+namespace {
+
+// Standard normal values in dtype t (float32 or float64).
+array standard_normal(const Shape& shape, Dtype t,
+                      const std::optional<array>& key, Stream st) {
   // u is strictly inside (-1, 1), where erfinv is finite.
   double lo =
       t == float64 ? std::nextafter(-1.0, 0.0) : std::nextafter(-1.0f, 0.0f);
   auto u = uniform_impl(array(lo, t), array(1.0, t), shape, t, key,
                         "random.normal", st);
-  auto z = multiply(erfinv(u, st), array(std::sqrt(2.0), t), st);
+  return multiply(erfinv(u, st), array(std::sqrt(2.0), t), st);
+}
+
+// Half types sample in float32 for finer tails, then round.
+Dtype normal_compute_type(Dtype dtype) {
+  return dtype == float64 ? float64 : float32;
+}
+
+}  // namespace
+
+array normal(const Shape& shape, Dtype dtype, float loc, float scale,
+             const std::optional<array>& key, StreamOrDevice s) {
+  check_floating(dtype, "random.normal");
+  Dtype t = normal_compute_type(dtype);
+  auto st = to_stream(s);
+  auto z = standard_normal(shape, t, key, st);
   if (scale != 1.0f) {
     z = multiply(z, array(scale, t), st);
   }
   if (loc != 0.0f) {
     z = add(z, array(loc, t), st);
+  }
+  return astype(z, dtype, st);
+}
+
+array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
+             const std::optional<array>& scale, const std::optional<array>& key,
+             StreamOrDevice s) {
+  check_floating(dtype, "random.normal");
+  check_shape(shape, "random.normal");
+  for (const auto* p : {&loc, &scale}) {
+    if (!*p) {
+      continue;
+    }
+    const char* which = p == &loc ? "loc" : "scale";
+    if (!is_floating_point((*p)->dtype())) {
+      throw std::invalid_argument(
+          std::string("[random.normal] ") + which +
+          " must have a real floating point dtype; got " +
+          dtype_name((*p)->dtype()) + ".");
+    }
+    bool ok = true;
+    try {
+      ok = broadcast_shapes(shape, (*p)->shape(), "random.normal") == shape;
+    } catch (const std::invalid_argument&) {
+      ok = false;
+    }
+    if (!ok) {
+      throw std::invalid_argument(std::string("[random.normal] ") + which +
+                                  " with shape " + shape_str((*p)->shape()) +
+                                  " cannot be broadcast to shape " +
+                                  shape_str(shape) + ".");
+    }
+  }
+  // Validation is done: standard_normal may now take the global key.
+  Dtype t = normal_compute_type(dtype);
+  auto st = to_stream(s);
+  auto z = standard_normal(shape, t, key, st);
+  // Array parameters stay in the graph, so gradients reach them.
+  if (scale) {
+    z = multiply(z, astype(*scale, t, st), st);
+  }
+  if (loc) {
+    z = add(z, astype(*loc, t, st), st);
   }
   return astype(z, dtype, st);
 }
@@ -315,6 +376,42 @@ std::vector<Shape> RandomBits::output_shapes(const std::vector<array>& in) {
   Shape out(in[0].shape().begin(), in[0].shape().end() - 1);
   out.insert(out.end(), shape_.begin(), shape_.end());
   return {out};
+}
+
+// Random bits are integers: no derivative exists, with respect to the key
+// or anything else, so both rules give zeros (the vjp like the key, the jvp
+// like the output), as MLX does for integer outputs.
+std::vector<array> RandomBits::vjp(const std::vector<array>& primals,
+                                   const std::vector<array>&,
+                                   const std::vector<int>& argnums,
+                                   const std::vector<array>&) {
+  std::vector<array> vjps;
+  for (int a : argnums) {
+    vjps.push_back(zeros_like(primals[a], stream()));
+  }
+  return vjps;
+}
+
+std::vector<array> RandomBits::jvp(const std::vector<array>& primals,
+                                   const std::vector<array>&,
+                                   const std::vector<int>&) {
+  return {zeros(output_shapes(primals)[0], bits_dtype(width_), stream())};
+}
+
+// The node already draws one independent stream per key of a (..., 2) key
+// batch, the batch shape leading the output: a batch of keys is mapped by
+// moving the map axis to the front of the key batch.
+std::pair<std::vector<array>, std::vector<int>> RandomBits::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto keys =
+      axes[0] <= 0 ? inputs[0] : moveaxis(inputs[0], axes[0], 0, stream());
+  auto shape = output_shapes({keys})[0];
+  return std::make_pair(
+      std::vector<array>{array(
+          std::move(shape), bits_dtype(width_),
+          std::make_shared<RandomBits>(stream(), shape_, width_, offset_),
+          {keys})},
+      std::vector<int>{0});
 }
 
 }  // namespace fluxion::random

@@ -33,6 +33,12 @@ array uniform(const Shape& shape, Dtype dtype = float32,
 array normal(const Shape& shape, Dtype dtype = float32, float loc = 0.0f,
              float scale = 1.0f, const std::optional<array>& key = std::nullopt,
              StreamOrDevice s = {});
+// loc + scale * z for standard normal z, with loc and scale arrays (absent:
+// 0 and 1) that broadcast to `shape` and receive gradients.
+array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
+             const std::optional<array>& scale,
+             const std::optional<array>& key = std::nullopt,
+             StreamOrDevice s = {});
 // Integers in [low, high).
 array randint(const array& low, const array& high, const Shape& shape,
               Dtype dtype = int32,
@@ -86,6 +92,15 @@ class RandomBits : public Primitive {
   const char* name() const override { return "RandomBits"; }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
+  std::vector<array> vjp(const std::vector<array>& primals,
+                         const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
   const Shape& shape() const { return shape_; }
   int width() const { return width_; }
   uint64_t offset() const { return offset_; }

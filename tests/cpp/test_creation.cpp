@@ -214,9 +214,12 @@ TEST(Creation, ArangePrimitive) {
   EXPECT_EQ(p.stop(), 10.0);
   EXPECT_EQ(p.step(), 2.0);
   EXPECT_EQ(p.output_shapes({}), std::vector<Shape>{Shape{5}});
-  auto b = arange(1.0, 10.0, 2.0, int32);
+  auto b = arange(1.0, 10.0, 2.0);
   auto c = arange(1.0, 10.0, 3.0);
   EXPECT_TRUE(p.is_equivalent(b.primitive()));
+  // The dtype is a parameter too (the transformation rules rebuild it).
+  EXPECT_EQ(p.dtype(), float32);
+  EXPECT_FALSE(p.is_equivalent(arange(1.0, 10.0, 2.0, int32).primitive()));
   EXPECT_FALSE(p.is_equivalent(c.primitive()));
   EXPECT_FALSE(p.is_equivalent(zeros({2}).primitive()));
 }

@@ -572,6 +572,130 @@ TEST(IndexingPutAlongAxis, Errors) {
                {0, 1, 2, 0, 0, 0});
 }
 
+// --- scatter_add_axis ---
+
+TEST(IndexingScatterAddAxis, DuplicatesAccumulate) {
+  auto a = iota({2, 3});
+  auto p =
+      scatter_add_axis(a, array({2, 2, 0, 1, 1, 1}, {2, 3}),
+                       array({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3}), 1);
+  expect_close(p, {3, 1, 2 + 3, 3, 4 + 15, 5});
+  expect_close(a, iota_vec(6));  // untouched
+  // Scalar values and indices broadcast over the columns; negative indices
+  // along axis 0.
+  auto q = scatter_add_axis(a, array({-1, -1}, {2, 1}), array(10.0f), 0);
+  expect_close(q, {0, 1, 2, 23, 24, 25});
+}
+
+TEST(IndexingScatterAddAxis, AgainstLoop) {
+  Shape as = {3, 4, 5};
+  for (int axis = 0; axis < 3; ++axis) {
+    Shape is = as;
+    is[axis] = 7;
+    auto iv = random_ints(shape_size(is), -as[axis], as[axis] - 1, axis + 41);
+    auto vv = iota_vec(shape_size(is), 100);
+    auto want = iota_vec(shape_size(as));
+    int64_t k = 0;
+    expected_by(is, [&](const Index& i) {
+      Index dst = i;
+      dst[axis] = wrap(iv[k], as[axis]);
+      want[flat(as, dst)] += vv[k];
+      ++k;
+      return 0.0;
+    });
+    auto a = iota(as, float64);
+    auto idx = array(iv.begin(), is, int64);
+    auto vals = array(vv.begin(), is, float64);
+    auto p = scatter_add_axis(a, idx, vals, axis);
+    expect_close(p, want, 1e-12, 1e-12, "axis " + std::to_string(axis));
+    auto ps =
+        scatter_add_axis(transpose(transpose(a)), transpose(transpose(idx)),
+                         transpose(transpose(vals)), axis);
+    expect_close(ps, want, 1e-12, 1e-12,
+                 "strided axis " + std::to_string(axis));
+  }
+}
+
+TEST(IndexingScatterAddAxis, LargeAgainstLoop) {
+  // Many duplicates per column, split over threads by chunks of columns.
+  const int n = 20, w = 10000, m = 60;
+  auto iv = random_ints(static_cast<size_t>(m) * w, 0, n - 1, 7);
+  auto vv = random_ints(static_cast<size_t>(m) * w, -50, 50, 8);
+  auto p = scatter_add_axis(zeros({n, w}, int32), array(iv.begin(), {m, w}),
+                            array(vv.begin(), {m, w}), 0);
+  std::vector<double> want(static_cast<size_t>(n) * w, 0);
+  for (int j = 0; j < m; ++j) {
+    for (int c = 0; c < w; ++c) {
+      want[static_cast<size_t>(iv[j * w + c]) * w + c] += vv[j * w + c];
+    }
+  }
+  EXPECT_EQ(p.dtype(), int32);
+  expect_close(p, want, 0, 0);
+}
+
+TEST(IndexingScatterAddAxis, Dtypes) {
+  for (Dtype t : kDtypes) {
+    auto a = iota({3}, t, 1);
+    auto p =
+        scatter_add_axis(a, array({2, 0, 2}), array({1.0f, 5.0f, 0.0f}), 0);
+    EXPECT_EQ(p.dtype(), t);
+    // bool adds as logical or.
+    std::vector<double> want = t == bool_ ? std::vector<double>{1, 1, 1}
+                                          : std::vector<double>{6, 2, 4};
+    expect_close(p, want, 1e-5, 1e-6, dtype_name(t));
+  }
+  // Half types accumulate in float, rounding after each addition.
+  auto h = scatter_add_axis(zeros({1}, float16), array({0, 0, 0}),
+                            array({2048.0f, 1.0f, 1.0f}), 0);
+  expect_close(h, {2048});  // 2049 is not a float16
+  std::vector<complex64_t> cv = {{1, 1}, {2, 2}};
+  std::vector<complex64_t> nv = {{0, -5}, {3, 1}};
+  auto c = scatter_add_axis(array(cv.begin(), {2}), array({1, 1}),
+                            array(nv.begin(), {2}), 0);
+  auto got = to_vector<complex64_t>(c);
+  EXPECT_EQ(got[0], complex64_t(1, 1));
+  EXPECT_EQ(got[1], complex64_t(5, -2));
+  for (Dtype t : kIndexDtypes) {
+    auto p = scatter_add_axis(iota({3}), array({2, 2}, t), array(-1.0f), 0);
+    expect_close(p, {0, 1, 0}, 1e-5, 1e-6, dtype_name(t));
+  }
+}
+
+TEST(IndexingScatterAddAxis, Errors) {
+  auto a = iota({2, 3});
+  expect_error<std::invalid_argument>(
+      [&] {
+        scatter_add_axis(a, array({0.5f}, {1, 1}), array(1.0f), 1);
+      },
+      "[scatter_add_axis] Indices must be of an integer type; got float32.");
+  expect_error<std::invalid_argument>(
+      [&] { scatter_add_axis(a, array({0}), array(1.0f), 1); },
+      "[scatter_add_axis] Indices of shape (1) must have as many dimensions "
+      "as the array of shape (2,3).");
+  expect_error<std::out_of_range>(
+      [&] {
+        scatter_add_axis(a, array({0}, {1, 1}), array(1.0f), 2);
+      },
+      "[scatter_add_axis] Invalid axis 2 for array with 2 dimensions.");
+  expect_error<std::invalid_argument>(
+      [&] {
+        scatter_add_axis(a, array({0, 1, 0}, {3, 1}), array(1.0f), 1);
+      },
+      "[scatter_add_axis] Indices of shape (3,1) cannot be broadcast to the "
+      "array's shape (2,3) except along axis 1.");
+  expect_error<std::invalid_argument>(
+      [&] {
+        scatter_add_axis(a, array({0, 1}, {2, 1}), array({1.0f, 2.0f, 3.0f}),
+                         1);
+      },
+      "[scatter_add_axis] Values of shape (3) cannot be broadcast to the "
+      "indices' shape (2,1).");
+  auto bad = scatter_add_axis(a, array({0, 3}, {2, 1}), array(1.0f), 1);
+  expect_error<std::out_of_range>(
+      [&] { bad.eval(); },
+      "[scatter_add_axis] Index 3 is out of bounds for axis 1 with size 3.");
+}
+
 // --- primitives ---
 
 TEST(IndexingPrimitives, OutputShapesAndEquivalence) {

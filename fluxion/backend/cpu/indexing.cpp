@@ -203,7 +203,8 @@ void GatherAxis::eval_cpu(const std::vector<array>& in,
 // gather their element (o, j, p) is at (o*m + j)*inner + p. Work is split
 // over outer rows and chunks of the inner block, which write disjoint
 // outputs; within a unit the indices are visited in order along the axis,
-// so the last duplicate wins.
+// so the last duplicate wins (or, adding, duplicates accumulate in a fixed
+// order, which keeps float sums reproducible).
 void ScatterAxis::eval_cpu(const std::vector<array>& in,
                            std::vector<array>& out) {
   const array& a = in[0];
@@ -229,38 +230,58 @@ void ScatterAxis::eval_cpu(const std::vector<array>& in,
   const int64_t nchunks = (inner + chunk - 1) / chunk;
   IndexError err;
 
-  dispatch<IntTypes>(ind.dtype(), op_, [&](auto itag) {
+  // `store(dst, v)` writes or accumulates one value.
+  auto run = [&](auto itag, auto ttag, auto store) {
     using I = typename decltype(itag)::type;
-    dispatch_bytes(o.dtype(), [&](auto ttag) {
-      using T = typename decltype(ttag)::type;
-      const I* ip = ind.data<I>();
-      const T* vp = vals.data<T>();
-      T* op = o.data<T>();
-      auto work = [&](int64_t b, int64_t e) {
-        for (int64_t u = b; u < e; ++u) {
-          int64_t oo = u / nchunks;
-          int64_t p0 = (u - oo * nchunks) * chunk;
-          int64_t p1 = std::min(inner, p0 + chunk);
-          T* orow = op + oo * n * inner;
-          for (int64_t j = 0; j < m; ++j) {
-            int64_t base = (oo * m + j) * inner;
-            for (int64_t p = p0; p < p1; ++p) {
-              I raw = ip[base + p];
-              int64_t idx;
-              if (!wrap_index(raw, n, idx)) {
-                err.record(base + p, raw);
-                continue;
-              }
-              orow[idx * inner + p] = vp[base + p];
+    using T = typename decltype(ttag)::type;
+    const I* ip = ind.data<I>();
+    const T* vp = vals.data<T>();
+    T* op = o.data<T>();
+    auto work = [&](int64_t b, int64_t e) {
+      for (int64_t u = b; u < e; ++u) {
+        int64_t oo = u / nchunks;
+        int64_t p0 = (u - oo * nchunks) * chunk;
+        int64_t p1 = std::min(inner, p0 + chunk);
+        T* orow = op + oo * n * inner;
+        for (int64_t j = 0; j < m; ++j) {
+          int64_t base = (oo * m + j) * inner;
+          for (int64_t p = p0; p < p1; ++p) {
+            I raw = ip[base + p];
+            int64_t idx;
+            if (!wrap_index(raw, n, idx)) {
+              err.record(base + p, raw);
+              continue;
             }
+            store(orow[idx * inner + p], vp[base + p]);
           }
         }
-      };
-      cpu::parallel_for(
-          outer * nchunks,
-          std::max<int64_t>(
-              1, cpu::kElementwiseGrain / std::max<int64_t>(m * chunk, 1)),
-          work);
+      }
+    };
+    cpu::parallel_for(outer * nchunks,
+                      std::max<int64_t>(1, cpu::kElementwiseGrain /
+                                               std::max<int64_t>(m * chunk, 1)),
+                      work);
+  };
+
+  dispatch<IntTypes>(ind.dtype(), op_, [&](auto itag) {
+    if (reduce_ == None) {
+      // Overwriting only moves bytes: one instantiation per width.
+      dispatch_bytes(o.dtype(), [&](auto ttag) {
+        run(itag, ttag, [](auto& dst, auto v) { dst = v; });
+      });
+      return;
+    }
+    dispatch_all(o.dtype(), [&](auto ttag) {
+      using T = typename decltype(ttag)::type;
+      run(itag, ttag, [](T& dst, T v) {
+        if constexpr (std::is_same_v<T, bool>) {
+          dst = dst || v;  // NumPy's bool addition
+        } else {
+          // Half types add in float and round once per element.
+          using M = opmath_t<T>;
+          dst = static_cast<T>(static_cast<M>(dst) + static_cast<M>(v));
+        }
+      });
     });
   });
   err.throw_if_any(op_, ax, n);

@@ -22,57 +22,42 @@ void same_type(const array& in, array& out, Op op, const char* name,
   });
 }
 
-// Transcendental float ops: the float32/float64 contiguous path runs the
-// vectorized kernel when the CPU has one.
-template <typename Op>
-void math(const array& in, array& out, const char* name) {
-  if (in.flags().contiguous) {
-    if (in.dtype() == float32) {
-      if (auto k = cpu::simd::f32<Op>()) {
-        cpu::alloc_like<float>(in, out, true);
-        const float* x = in.data<float>();
-        float* y = out.data<float>();
-        cpu::parallel_for(in.data_size(), kMathGrain,
-                          [&](int64_t b, int64_t e) { k(x + b, y + b, e - b); });
-        return;
-      }
-    } else if (in.dtype() == float64) {
-      if (auto k = cpu::simd::f64<Op>()) {
-        cpu::alloc_like<double>(in, out, true);
-        const double* x = in.data<double>();
-        double* y = out.data<double>();
-        cpu::parallel_for(in.data_size(), kMathGrain,
-                          [&](int64_t b, int64_t e) { k(x + b, y + b, e - b); });
-        return;
-      }
-    }
+// Runs a vectorized kernel `k` (null when the CPU has none) over contiguous
+// input; returns false when it did not apply.
+template <typename T, typename Kernel>
+bool run_simd(const array& in, array& out, Kernel k) {
+  if (k == nullptr || !in.flags().contiguous || in.dtype() != dtype_of<T>) {
+    return false;
   }
-  same_type<InexactTypes>(in, out, Op{}, name, kMathGrain);
+  cpu::alloc_like<T>(in, out, true);
+  const T* x = in.data<T>();
+  T* y = out.data<T>();
+  cpu::parallel_for(in.data_size(), kMathGrain,
+                    [&](int64_t b, int64_t e) { k(x + b, y + b, e - b); });
+  return true;
 }
 
+// Transcendental float ops: float32/float64 contiguous data takes the
+// vectorized kernel when there is one (simd.h), the rest the functor.
+template <typename List, typename Op>
+void math_in(const array& in, array& out, const char* name) {
+  if (run_simd<float>(in, out, cpu::simd::f32<Op>()) ||
+      run_simd<double>(in, out, cpu::simd::f64<Op>())) {
+    return;
+  }
+  same_type<List>(in, out, Op{}, name, kMathGrain);
+}
+
+// Defined for real and complex inputs.
+template <typename Op>
+void math(const array& in, array& out, const char* name) {
+  math_in<InexactTypes, Op>(in, out, name);
+}
+
+// Defined for real inputs only.
 template <typename Op>
 void real_math(const array& in, array& out, const char* name) {
-  if (in.dtype() == complex64) {
-    throw std::invalid_argument(std::string("[") + name +
-                                "] complex64 is not supported.");
-  }
-  if constexpr (std::is_same_v<Op, detail::Erf> ||
-                std::is_same_v<Op, detail::ErfInv> ||
-                std::is_same_v<Op, detail::Expm1> ||
-                std::is_same_v<Op, detail::Log1p> ||
-                std::is_same_v<Op, detail::Log2>) {
-    if (in.flags().contiguous && in.dtype() == float32) {
-      if (auto k = cpu::simd::f32<Op>()) {
-        cpu::alloc_like<float>(in, out, true);
-        const float* x = in.data<float>();
-        float* y = out.data<float>();
-        cpu::parallel_for(in.data_size(), kMathGrain,
-                          [&](int64_t b, int64_t e) { k(x + b, y + b, e - b); });
-        return;
-      }
-    }
-  }
-  same_type<FloatTypes>(in, out, Op{}, name, kMathGrain);
+  math_in<FloatTypes, Op>(in, out, name);
 }
 
 // Output dtype differs (bool predicates, real/imag/abs of complex).

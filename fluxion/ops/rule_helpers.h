@@ -1,0 +1,70 @@
+// Helpers for transformation rules. Most vmap rules bring every operand's
+// mapped axis to the front, so that the primitive's own axis parameters just
+// shift by one, and give unmapped operands a broadcast batch axis when the
+// batched operation needs one per batch element.
+#pragma once
+
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/ops/creation.h"
+#include "fluxion/ops/shape.h"
+
+namespace fluxion::rules {
+
+// The tangent of input `i` among those a jvp rule is given, or zeros shaped
+// like the input: rules of primitives with several differentiable inputs
+// need a value for each.
+inline array tangent_or_zeros(const std::vector<array>& primals,
+                              const std::vector<array>& tangents,
+                              const std::vector<int>& argnums, int i,
+                              Stream s) {
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    if (argnums[k] == i) {
+      return tangents[k];
+    }
+  }
+  return zeros_like(primals[i], s);
+}
+
+// The size of the mapped axis (the first mapped input's).
+inline int batch_size(const std::vector<array>& inputs,
+                      const std::vector<int>& axes) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (axes[i] >= 0) {
+      return inputs[i].shape(axes[i]);
+    }
+  }
+  return 1;
+}
+
+// `x` with its mapped axis `axis` moved to the front; an unmapped `x`
+// (axis -1) is broadcast along a new leading axis of `size` (a stride-0
+// view, no copy).
+inline array to_front(const array& x, int axis, int size, Stream s) {
+  if (axis < 0) {
+    auto e = expand_dims(x, 0, s);
+    Shape shape = e.shape();
+    shape[0] = size;
+    return broadcast_to(e, shape, s);
+  }
+  return axis == 0 ? x : moveaxis(x, axis, 0, s);
+}
+
+// Axis parameters of the unbatched primitive, shifted past a leading batch
+// axis.
+inline std::vector<int> shifted(std::vector<int> axes) {
+  for (auto& a : axes) {
+    ++a;
+  }
+  return axes;
+}
+
+// A shape or slice bound with `first` prepended (the batch axis' entry).
+inline Shape prepend(int32_t first, const Shape& rest) {
+  Shape out{first};
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+}  // namespace fluxion::rules
