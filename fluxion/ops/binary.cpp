@@ -5,6 +5,7 @@
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
+#include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
 
@@ -187,34 +188,6 @@ bool differentiable(const array& x) { return is_inexact(x.dtype()); }
 
 }  // namespace
 
-namespace detail {
-
-std::pair<std::vector<array>, int> align_batch_axes(
-    const std::vector<array>& inputs, const std::vector<int>& axes, Stream s) {
-  size_t first = 0;
-  while (axes[first] < 0) {
-    ++first;  // vmap only calls a rule when some input is mapped
-  }
-  int ax = axes[first];
-  const Shape& shape = inputs[first].shape();
-  std::vector<array> out;
-  out.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] < 0) {
-      // The same operand for every batch element: a stride-0 view, since
-      // the kernels want operands of the output's shape.
-      out.push_back(broadcast_to(expand_dims(inputs[i], ax, s), shape, s));
-    } else if (axes[i] != ax) {
-      out.push_back(moveaxis(inputs[i], axes[i], ax, s));
-    } else {
-      out.push_back(inputs[i]);
-    }
-  }
-  return {std::move(out), ax};
-}
-
-}  // namespace detail
-
 array BinaryPrimitive::apply(const array& a, const array& b) {
   std::vector<array> inputs;
   inputs.reserve(2);
@@ -265,7 +238,7 @@ std::vector<array> BinaryPrimitive::vjp(const std::vector<array>& primals,
 
 std::pair<std::vector<array>, std::vector<int>> BinaryPrimitive::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  auto [in, ax] = detail::align_batch_axes(inputs, axes, stream());
+  auto [in, ax] = rules::align_mapped_axes(inputs, axes, stream());
   return {{apply(in[0], in[1])}, {ax}};
 }
 

@@ -130,14 +130,6 @@ class BinaryPrimitive : public Primitive,
   array apply(const array& a, const array& b);
 };
 
-namespace detail {
-// For elementwise vmap rules: `inputs` (equal shapes when unbatched) with
-// their mapped axes moved to the first mapped input's axis, which is
-// returned; unmapped inputs get a unit axis there, broadcast to the batch.
-std::pair<std::vector<array>, int> align_batch_axes(
-    const std::vector<array>& inputs, const std::vector<int>& axes, Stream s);
-}  // namespace detail
-
 // NAME's output dtype is OUT, an expression of the input dtype `in`; the
 // rest declares the rules NAME defines (none: zero derivatives).
 #define FLUXION_BINARY_PRIMITIVE(NAME, OUT, ...)                \

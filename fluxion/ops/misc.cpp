@@ -4,6 +4,7 @@
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/reduce.h"
+#include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
 
@@ -181,7 +182,7 @@ std::vector<array> Select::vjp(const std::vector<array>& primals,
 
 std::pair<std::vector<array>, std::vector<int>> Select::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  auto [in, ax] = detail::align_batch_axes(inputs, axes, stream());
+  auto [in, ax] = rules::align_mapped_axes(inputs, axes, stream());
   Shape shape = in[0].shape();
   Dtype t = in[1].dtype();
   return {{array(std::move(shape), t, std::make_shared<Select>(stream()),

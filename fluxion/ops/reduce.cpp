@@ -325,8 +325,11 @@ std::vector<Shape> ArgReduce::output_shapes(const std::vector<array>& in) {
 namespace {
 
 // The axes of the unbatched primitive, in the coordinates of an input with
-// a batch axis inserted at `batch_axis`.
+// a batch axis inserted at `batch_axis` (-1: none, the input is unmapped).
 std::vector<int> past_batch_axis(std::vector<int> axes, int batch_axis) {
+  if (batch_axis < 0) {
+    return axes;
+  }
   for (auto& a : axes) {
     a += a >= batch_axis ? 1 : 0;
   }

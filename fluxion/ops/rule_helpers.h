@@ -4,6 +4,7 @@
 // batched operation needs one per batch element.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "fluxion/array.h"
@@ -65,6 +66,37 @@ inline Shape prepend(int32_t first, const Shape& rest) {
   Shape out{first};
   out.insert(out.end(), rest.begin(), rest.end());
   return out;
+}
+
+// For elementwise vmap rules, whose operands share the unbatched shape:
+// the operands with their mapped axes moved to the first mapped operand's
+// axis, which is returned; unmapped operands get a unit axis there,
+// broadcast to the batch (a stride-0 view: the kernels want operands of
+// the output's shape). When no operand is mapped (a rule upstream reported
+// its output unmapped) they are returned as they are, with axis -1.
+inline std::pair<std::vector<array>, int> align_mapped_axes(
+    const std::vector<array>& inputs, const std::vector<int>& axes, Stream s) {
+  size_t first = 0;
+  while (first < inputs.size() && axes[first] < 0) {
+    ++first;
+  }
+  if (first == inputs.size()) {
+    return {inputs, -1};
+  }
+  int ax = axes[first];
+  const Shape& shape = inputs[first].shape();
+  std::vector<array> out;
+  out.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (axes[i] < 0) {
+      out.push_back(broadcast_to(expand_dims(inputs[i], ax, s), shape, s));
+    } else if (axes[i] != ax) {
+      out.push_back(moveaxis(inputs[i], axes[i], ax, s));
+    } else {
+      out.push_back(inputs[i]);
+    }
+  }
+  return {std::move(out), ax};
 }
 
 }  // namespace fluxion::rules

@@ -3,7 +3,7 @@
 //  - grads: check_grads plus the shapes and dtypes of cotangents/tangents;
 //  - second_order: the vjp itself (a function of primals and cotangents)
 //    through check_grads, i.e. vjp of vjp and jvp of vjp against finite
-//    differences of the first derivative;
+//    differences of the first derivative, and likewise the jvp;
 //  - zero_grads: vjp and jvp are zeros of the primal's / output's dtype;
 //  - vmaps: check_vmap with each input mapped alone at each of its axes,
 //    with all inputs mapped at assorted axes, and vmap of vmap.
@@ -136,6 +136,25 @@ inline void second_order(const Fn& f, const Arrays& in, double tol = 1e-5,
     return vjps;
   };
   check_grads(g, all, tol, eps, {}, next_seed());
+
+  // The jvp of `f` as a function of (primals..., tangents...): jvp of jvp
+  // and vjp of jvp.
+  Arrays with_tangents = in;
+  for (auto& x : in) {
+    with_tangents.push_back(is_floating_point(x.dtype())
+                                ? uniform(x.shape(), -1, 1, x.dtype())
+                                : zeros_like(x));
+  }
+  Fn h = [f, n](const Arrays& x) {
+    Arrays primals(x.begin(), x.begin() + n);
+    Arrays tangents(x.begin() + n, x.end());
+    auto jvps = jvp(f, primals, tangents).second;
+    for (auto& v : jvps) {
+      v = copy(v);  // as above
+    }
+    return jvps;
+  };
+  check_grads(h, with_tangents, tol, eps, {}, next_seed());
 }
 
 // Zero derivatives: the vjp is zeros shaped and typed like each primal,

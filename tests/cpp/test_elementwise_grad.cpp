@@ -642,22 +642,21 @@ TEST(MiscGrad, CompositesValues) {
 
 namespace {
 
-// A dense layer from multiply and sum: x (in,), w (in, out), b (out,).
-array dense(const array& x, const array& w, const array& b) {
+// A dense layer, x (in,), w (in, out), b (out,): from multiply and sum, or
+// with matmul (whose rules are the linalg family's).
+array dense(const array& x, const array& w, const array& b, bool use_matmul) {
+  if (use_matmul) {
+    return matmul(x, w) + b;
+  }
   return sum(expand_dims(x, -1) * w, 0) + b;
 }
 
-// Squared error of a two-layer tanh MLP on one example.
-array mlp_loss(const std::vector<array>& in) {
-  const auto& w1 = in[0];
-  const auto& b1 = in[1];
-  const auto& w2 = in[2];
-  const auto& b2 = in[3];
-  const auto& x = in[4];
-  const auto& y = in[5];
-  auto h = tanh(dense(x, w1, b1));
-  auto out = dense(h, w2, b2);
-  return sum(square(out - y)) + 0.1 * logsumexp(out);
+// Squared error (plus a logsumexp term) of a two-layer tanh MLP on one
+// example: inputs w1, b1, w2, b2, x, y.
+array mlp_loss(const std::vector<array>& in, bool use_matmul) {
+  auto h = tanh(dense(in[4], in[0], in[1], use_matmul));
+  auto out = dense(h, in[2], in[3], use_matmul);
+  return sum(square(out - in[5])) + 0.1 * logsumexp(out);
 }
 
 }  // namespace
@@ -668,34 +667,71 @@ TEST(MiscGrad, PerExampleGradientsOfMlp) {
                                uniform({dh, dout}), uniform({dout})};
   auto xs = uniform({n, din});
   auto ys = uniform({n, dout});
-  auto per_example = [](const std::vector<array>& in) {
-    return grad(mlp_loss, {0, 1, 2, 3})(in);
-  };
   std::vector<array> in = params;
   in.push_back(xs);
   in.push_back(ys);
-  auto batched = vmap(per_example, {-1, -1, -1, -1, 0, 0})(in);
-  ASSERT_EQ(batched.size(), 4u);
-  for (int i = 0; i < n; ++i) {
-    std::vector<array> one = params;
-    one.push_back(take(xs, i, 0));
-    one.push_back(take(ys, i, 0));
-    auto g = per_example(one);
-    for (int p = 0; p < 4; ++p) {
-      auto row = take(batched[p], i, 0);
-      ASSERT_EQ(row.shape(), params[p].shape());
-      expect_close(
-          row, to_vector<double>(g[p]), 1e-10, 1e-12,
-          "example " + std::to_string(i) + " param " + std::to_string(p));
+  for (bool use_matmul : {false, true}) {
+    SCOPED_TRACE(use_matmul ? "matmul" : "multiply and sum");
+    auto loss = [use_matmul](const std::vector<array>& a) {
+      return mlp_loss(a, use_matmul);
+    };
+    auto per_example = [loss](const std::vector<array>& a) {
+      return grad(loss, {0, 1, 2, 3})(a);
+    };
+    auto batched = vmap(per_example, {-1, -1, -1, -1, 0, 0})(in);
+    ASSERT_EQ(batched.size(), 4u);
+    for (int i = 0; i < n; ++i) {
+      std::vector<array> one = params;
+      one.push_back(take(xs, i, 0));
+      one.push_back(take(ys, i, 0));
+      auto g = per_example(one);
+      for (int p = 0; p < 4; ++p) {
+        auto row = take(batched[p], i, 0);
+        ASSERT_EQ(row.shape(), params[p].shape());
+        expect_close(
+            row, to_vector<double>(g[p]), 1e-10, 1e-12,
+            "example " + std::to_string(i) + " param " + std::to_string(p));
+      }
     }
+    // And the per-example gradients are right: check_grads on the loss.
+    std::vector<array> one = params;
+    one.push_back(take(xs, 0, 0));
+    one.push_back(take(ys, 0, 0));
+    grads(
+        [loss](const std::vector<array>& a) {
+          return std::vector<array>{loss(a)};
+        },
+        one);
   }
-  // And the per-example gradients are right: check_grads on the loss.
-  std::vector<array> one = params;
-  one.push_back(take(xs, 0, 0));
-  one.push_back(take(ys, 0, 0));
-  grads(
-      [](const std::vector<array>& a) {
-        return std::vector<array>{mlp_loss(a)};
-      },
-      one);
+}
+
+TEST(MiscGrad, VmapOfUnmappedIntermediates) {
+  // A rule may report its output unmapped (-1); the rules downstream then
+  // see axis -1 for it, alone or next to mapped operands. Here a custom
+  // vmap rule says "every batch element sees the first slice".
+  auto first_slice = custom_function(
+      [](const std::vector<array>& in) { return std::vector<array>{in[0]}; },
+      std::nullopt, std::nullopt,
+      [](const std::vector<array>& in, const std::vector<int>& axes) {
+        return std::make_pair(std::vector<array>{take(in[0], 0, axes[0])},
+                              std::vector<int>{-1});
+      });
+  auto f = [&](const std::vector<array>& in) {
+    auto g = first_slice({in[0]})[0];
+    const auto& y = in[1];
+    auto r = exp(g) * y + sum(g, 0, true) + astype(argmax(g), float64);
+    return std::vector<array>{where(g > 0.0, g, y) + (g * g) + r};
+  };
+  auto x = uniform({3, 4});
+  auto y = uniform({3, 4});
+  auto got = vmap(f)({x, y})[0];
+  ASSERT_EQ(got.shape(), Shape({3, 4}));
+  auto x0 = take(x, 0, 0);
+  for (int i = 0; i < 3; ++i) {
+    auto yi = take(y, i, 0);
+    auto r = exp(x0) * yi + sum(x0, 0, true) + astype(argmax(x0), float64);
+    auto want = where(x0 > 0.0, x0, yi) + (x0 * x0) + r;
+    expect_close(take(got, i, 0), to_vector<double>(want), 1e-12, 1e-12,
+                 "row " + std::to_string(i));
+  }
 }
