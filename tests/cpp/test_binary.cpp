@@ -15,8 +15,6 @@ using namespace fluxion::test::inputs;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 using cd = std::complex<double>;
 
 enum class Kind {

@@ -12,8 +12,6 @@ using namespace fluxion::test::inputs;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const std::vector<Dtype> kAll = {bool_,   uint8,   uint16,   uint32,   uint64,
                                  int8,    int16,   int32,    int64,    float16,

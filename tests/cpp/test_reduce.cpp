@@ -16,8 +16,6 @@ using namespace fluxion::test::inputs;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 using RefOp = std::function<double(double, double)>;
 

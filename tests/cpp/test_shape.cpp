@@ -15,49 +15,6 @@ using namespace fluxion::test;
 
 namespace {
 
-using Index = std::vector<int>;
-
-std::vector<double> iota_vec(int64_t n, double start = 0) {
-  std::vector<double> v(n);
-  std::iota(v.begin(), v.end(), start);
-  return v;
-}
-
-// start, start+1, ... in row-major order.
-array iota(const Shape& shape, Dtype dtype = float32, double start = 0) {
-  auto v = iota_vec(shape_size(shape), start);
-  return array(v.begin(), shape, dtype);
-}
-
-// Values of `shape` in row-major order, each given by f(index).
-std::vector<double> expected_by(const Shape& shape,
-                                const std::function<double(const Index&)>& f) {
-  std::vector<double> out;
-  int64_t n = shape_size(shape);
-  Index idx(shape.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    out.push_back(f(idx));
-    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d]) {
-        break;
-      }
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
-
-// Row-major flat position of `idx` in `shape`.
-int64_t flat(const Shape& shape, const Index& idx) {
-  int64_t off = 0;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    off = off * shape[d] + idx[d];
-  }
-  return off;
-}
-
-// What a value becomes after a round trip through `dtype` (small integers).
-double as(Dtype dtype, double v) { return dtype == bool_ ? (v != 0) : v; }
 
 bool shares(const array& a, const array& b) {
   return a.data_shared_ptr() != nullptr &&

@@ -14,8 +14,6 @@ using namespace fluxion::test::inputs;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 using cd = std::complex<double>;
 
 // How an op treats dtypes.

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,56 @@
 #include "fluxion/fluxion.h"
 
 namespace fluxion::test {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+using Index = std::vector<int>;
+
+inline std::vector<double> iota_vec(int64_t n, double start = 0) {
+  std::vector<double> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+// start, start+1, ... in row-major order.
+inline array iota(const Shape& shape, Dtype dtype = float32,
+                  double start = 0) {
+  auto v = iota_vec(shape_size(shape), start);
+  return array(v.begin(), shape, dtype);
+}
+
+// Values of `shape` in row-major order, each given by f(index).
+inline std::vector<double> expected_by(
+    const Shape& shape, const std::function<double(const Index&)>& f) {
+  std::vector<double> out;
+  int64_t n = shape_size(shape);
+  Index idx(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    out.push_back(f(idx));
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) {
+        break;
+      }
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+// Row-major flat position of `idx` in `shape`.
+inline int64_t flat(const Shape& shape, const Index& idx) {
+  int64_t off = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    off = off * shape[d] + idx[d];
+  }
+  return off;
+}
+
+// What a small integer value becomes after a round trip through `dtype`.
+inline double as(Dtype dtype, double v) {
+  return dtype == bool_ ? (v != 0) : v;
+}
 
 // Values of `a` in row-major order, converted to T.
 template <typename T>
