@@ -8,7 +8,6 @@
 #include <cmath>
 #include <complex>
 #include <functional>
-#include <limits>
 #include <numbers>
 
 #include "rule_checks.h"
@@ -18,8 +17,6 @@ using namespace fluxion::test;
 using namespace fluxion::test::rules;
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct UnaryCase {
   const char* name;
