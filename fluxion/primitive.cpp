@@ -4,9 +4,11 @@
 
 namespace fluxion {
 
+// Every public primitive defines its rules (tests/cpp/test_rules_coverage
+// enforces it); only internal ones such as eval's Synchronizer reach these.
 std::string rule_error(const char* rule, const Primitive& p) {
-  return std::string("[") + rule + "] Not yet implemented for primitive " +
-         p.name() + ".";
+  return std::string("[") + rule + "] Primitive " + p.name() + " has no " +
+         rule + " rule.";
 }
 
 void Primitive::eval_gpu(const std::vector<array>&, std::vector<array>&) {

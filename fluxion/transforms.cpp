@@ -183,8 +183,14 @@ std::pair<std::vector<array>, std::vector<array>> vjp(
   std::unordered_map<uintptr_t, array> cotan_map;
   for (auto [oi, c] : out_cotan) {
     auto& o = outputs[oi];
-    cotan_map.insert_or_assign(o.id(),
-                               astype(cotangents[c], o.dtype(), stream_of(o)));
+    auto ct = astype(cotangents[c], o.dtype(), stream_of(o));
+    // The same array returned twice receives the sum of its cotangents.
+    auto found = cotan_map.find(o.id());
+    if (found != cotan_map.end()) {
+      found->second = add(found->second, ct, stream_of(o));
+    } else {
+      cotan_map.insert({o.id(), ct});
+    }
   }
   for (auto it = tape.rbegin(); it != tape.rend(); ++it) {
     auto& a = *it;
@@ -713,10 +719,10 @@ Fn checkpoint(Fn fun) {
   VjpFn vjp_fun = [fun](const std::vector<array>& primals,
                         const std::vector<array>& cotangents,
                         const std::vector<array>& outputs) {
-    // `depends` makes the recomputation wait for the outputs (and so for
-    // the cotangents' producers) instead of running early and holding
-    // memory.
-    return vjp(fun, depends(primals, outputs), cotangents).second;
+    // `depends` holds the recomputation back until the cotangents exist:
+    // otherwise the scheduler may recompute every block early and keep all
+    // their intermediates alive, which is what checkpoint must avoid.
+    return vjp(fun, depends(primals, cotangents), cotangents).second;
   };
   return custom_vjp(std::move(fun), std::move(vjp_fun));
 }

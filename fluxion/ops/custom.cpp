@@ -1,5 +1,7 @@
 #include "fluxion/ops/custom.h"
 
+#include <algorithm>
+
 #include "fluxion/ops/creation.h"
 
 namespace fluxion {
@@ -18,7 +20,8 @@ std::vector<array> depends(const std::vector<array>& inputs,
     dtypes.push_back(in.dtype());
   }
   return array::make_arrays(std::move(shapes), dtypes,
-                            std::make_shared<Depends>(s), all);
+                            std::make_shared<Depends>(s, static_cast<int>(inputs.size())),
+                            all);
 }
 
 // Gradients flow to the passed-through inputs only.
@@ -35,6 +38,47 @@ std::vector<array> Depends::vjp(const std::vector<array>& primals,
     }
   }
   return vjps;
+}
+
+// The pass-through inputs are the first `outputs` ones; the rest only order
+// evaluation and carry no derivative.
+std::vector<array> Depends::jvp(const std::vector<array>& primals,
+                                const std::vector<array>& tangents,
+                                const std::vector<int>& argnums) {
+  size_t n = num_passed_;
+  std::vector<array> out;
+  for (size_t i = 0; i < n; ++i) {
+    auto it = std::find(argnums.begin(), argnums.end(), static_cast<int>(i));
+    out.push_back(it != argnums.end() ? tangents[it - argnums.begin()]
+                                      : zeros_like(primals[i]));
+  }
+  return out;
+}
+
+std::pair<std::vector<array>, std::vector<int>> Depends::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  size_t n = num_passed_;
+  std::vector<array> pass(inputs.begin(), inputs.begin() + n);
+  std::vector<array> deps(inputs.begin() + n, inputs.end());
+  return {depends(pass, deps),
+          std::vector<int>(axes.begin(), axes.begin() + n)};
+}
+
+std::vector<Shape> Depends::output_shapes(const std::vector<array>& inputs) {
+  std::vector<Shape> shapes;
+  for (int i = 0; i < num_passed_; ++i) {
+    shapes.push_back(inputs[i].shape());
+  }
+  return shapes;
+}
+
+std::vector<Shape> CustomTransforms::output_shapes(
+    const std::vector<array>& inputs) {
+  std::vector<Shape> shapes;
+  for (size_t i = inputs.size() - num_outputs_; i < inputs.size(); ++i) {
+    shapes.push_back(inputs[i].shape());
+  }
+  return shapes;
 }
 
 std::vector<array> CustomTransforms::vjp(const std::vector<array>& primals,

@@ -19,14 +19,27 @@ std::vector<array> depends(const std::vector<array>& inputs,
 // the first inputs' buffers.
 class Depends : public Primitive {
  public:
-  using Primitive::Primitive;
+  Depends(Stream s, int num_passed) : Primitive(s), num_passed_(num_passed) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   std::vector<array> vjp(const std::vector<array>& primals,
                          const std::vector<array>& cotangents,
                          const std::vector<int>& argnums,
                          const std::vector<array>& outputs) override;
+  std::vector<array> jvp(const std::vector<array>& primals,
+                         const std::vector<array>& tangents,
+                         const std::vector<int>& argnums) override;
+  std::pair<std::vector<array>, std::vector<int>> vmap(
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const char* name() const override { return "Depends"; }
+  bool is_equivalent(const Primitive& o) const override {
+    return Primitive::is_equivalent(o) &&
+           static_cast<const Depends&>(o).num_passed_ == num_passed_;
+  }
+
+ private:
+  int num_passed_;  // inputs forwarded to outputs; the rest are dependencies
 };
 
 // A function with custom transformation rules. Inputs: the function's
@@ -52,6 +65,7 @@ class CustomTransforms : public Primitive {
                          const std::vector<int>& argnums) override;
   std::pair<std::vector<array>, std::vector<int>> vmap(
       const std::vector<array>& inputs, const std::vector<int>& axes) override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const char* name() const override { return "CustomTransforms"; }
 
  private:
