@@ -339,6 +339,35 @@ TEST(RulesCoverage, EveryPrimitiveIsCovered) {
                                << ::testing::PrintToString(missing);
 }
 
+// Every node's `output_shapes` (used by shapeless compile) must agree with
+// the shapes the op built.
+TEST(RulesCoverage, OutputShapesMatch) {
+  for (auto& c : cases()) {
+    SCOPED_TRACE(c.name);
+    std::vector<array> stack;
+    std::set<uintptr_t> visited;
+    for (auto& o : c.f(c.inputs)) {
+      stack.push_back(o);
+    }
+    while (!stack.empty()) {
+      array a = stack.back();
+      stack.pop_back();
+      if (!visited.insert(a.id()).second || !a.has_primitive()) {
+        continue;
+      }
+      auto shapes = a.primitive().output_shapes(a.inputs());
+      auto outs = a.outputs();
+      ASSERT_EQ(shapes.size(), outs.size()) << a.primitive().name();
+      for (size_t i = 0; i < outs.size(); ++i) {
+        EXPECT_EQ(shapes[i], outs[i].shape()) << a.primitive().name();
+      }
+      for (auto& in : a.inputs()) {
+        stack.push_back(in);
+      }
+    }
+  }
+}
+
 class RulesTable : public ::testing::TestWithParam<int> {};
 
 TEST_P(RulesTable, GradientsAndVmap) {

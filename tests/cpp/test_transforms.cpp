@@ -302,3 +302,68 @@ TEST(Transforms, RepeatedOutputsAccumulateCotangents) {
   auto g = vjp(f, {vec({1, 2})}, {vec({1, 0}), vec({0, 1})}).second[0];
   expect_close(g, {2, 2});
 }
+
+TEST(Transforms, CustomVmapIsUsed) {
+  // A vmap rule that maps the batch through `fun` but adds 100, so we can
+  // tell it ran.
+  auto f = custom_function(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{x[0] * 2.0};
+      },
+      std::nullopt, std::nullopt,
+      [](const std::vector<array>& in, const std::vector<int>& axes) {
+        return std::make_pair(std::vector<array>{in[0] * 2.0 + 100.0},
+                              std::vector<int>{axes[0]});
+      });
+  auto out = vmap(f)({reshape(vec({1, 2, 3, 4}), {2, 2})});
+  expect_close(out[0], {102, 104, 106, 108});
+}
+
+TEST(Transforms, GradOfVmap) {
+  // d/dw sum_i sum((w * x_i)^2) computed with vmap inside grad.
+  array xs(std::vector<double>{1, 2, 3, 4, 5, 6}.begin(), {2, 3});
+  auto loss = [&](const array& w) {
+    auto per_row = vmap([&](const array& x) { return sum(square(w * x)); });
+    return sum(per_row(xs));
+  };
+  auto g = grad(loss)(vec({1, -1, 0.5}));
+  // 2 w sum_i x_i^2 = 2 w (1+16, 4+25, 9+36)
+  expect_close(g, {2 * 17.0, -2 * 29.0, 1 * 45.0});
+}
+
+TEST(Transforms, JacobiansWithArgnums) {
+  auto f = [](const std::vector<array>& in) {
+    return std::vector<array>{in[0] * in[1] + sin(in[1])};
+  };
+  auto a = vec({1, 2}), b = vec({0.5, -0.5});
+  auto jr = jacrev(f, {0, 1})({a, b});
+  auto jf = jacfwd(f, {0, 1})({a, b});
+  expect_close(jr[0], {0.5, 0, 0, -0.5}, 1e-12);
+  expect_close(jf[0], {0.5, 0, 0, -0.5}, 1e-12);
+  expect_close(jr[1], {1 + std::cos(0.5), 0, 0, 2 + std::cos(-0.5)}, 1e-12);
+  expect_close(jf[1], {1 + std::cos(0.5), 0, 0, 2 + std::cos(-0.5)}, 1e-12);
+  auto h = hessian(
+      [](const std::vector<array>& in) {
+        return std::vector<array>{sum(in[0] * in[0] * in[1])};
+      },
+      {1})({a, b});
+  expect_close(h[0], {0, 0, 0, 0}, 1e-12);  // linear in the second argument
+}
+
+TEST(Transforms, VmapAxisCountErrors) {
+  array a(std::vector<double>{1, 2, 3, 4}.begin(), {2, 2});
+  auto two_out = vmap(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{x[0], x[0] * 2.0};
+      },
+      {0}, {0});
+  expect_error<std::invalid_argument>(
+      [&] { two_out({a}); },
+      "[vmap] The number of out axes (1) must match the number of outputs "
+      "(2).");
+  auto none = vmap(
+      [](const std::vector<array>& x) { return std::vector<array>{x[0]}; },
+      {-1}, {-1});
+  expect_error<std::invalid_argument>(
+      [&] { none({a}); }, "[vmap] At least one of in_axes must be non-None.");
+}
