@@ -54,6 +54,25 @@ class Primitive {
   Stream stream_;
 };
 
+// Declarations of a primitive's rule overrides, for the class bodies in
+// fluxion/ops/*.h (the signatures are the virtuals above).
+#define FLUXION_DECLARE_VJP                                        \
+  std::vector<array> vjp(const std::vector<array>& primals,        \
+                         const std::vector<array>& cotangents,     \
+                         const std::vector<int>& argnums,          \
+                         const std::vector<array>& outputs) override;
+#define FLUXION_DECLARE_JVP                                        \
+  std::vector<array> jvp(const std::vector<array>& primals,        \
+                         const std::vector<array>& tangents,       \
+                         const std::vector<int>& argnums) override;
+#define FLUXION_DECLARE_VMAP                                       \
+  std::pair<std::vector<array>, std::vector<int>> vmap(            \
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
+#define FLUXION_DECLARE_RULES \
+  FLUXION_DECLARE_VJP         \
+  FLUXION_DECLARE_JVP         \
+  FLUXION_DECLARE_VMAP
+
 // The tag used in error messages thrown from a transformation rule.
 std::string rule_error(const char* rule, const Primitive& p);
 

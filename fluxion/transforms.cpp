@@ -84,11 +84,14 @@ std::vector<array> make_tracers(const std::vector<array>& primals) {
 // Depth-first over the graph from `outputs`, collecting (in topological
 // order) the nodes that depend on an id in `needs` and are not behind a
 // stop_gradient. `seen` starts with the primals.
-std::vector<array> grad_tape(std::vector<array>& outputs,
-                             std::unordered_set<uintptr_t>& seen,
-                             std::unordered_set<uintptr_t>& needs) {
-  std::vector<array> tape;
-  // Iterative DFS: deep graphs must not overflow the stack.
+// Post-order walk from `outputs` over nodes not yet in `seen` (iterative:
+// deep graphs must not overflow the stack). `enter(node)` runs when a node
+// is first reached (its siblings count as reached with it), `leave(node)`
+// after all its inputs.
+template <typename Enter, typename Leave>
+void walk_graph(const std::vector<array>& outputs,
+                std::unordered_set<uintptr_t>& seen, Enter enter,
+                Leave leave) {
   std::vector<std::pair<array, size_t>> stack;
   for (auto& out : outputs) {
     if (!seen.insert(out.id()).second) {
@@ -98,9 +101,8 @@ std::vector<array> grad_tape(std::vector<array>& outputs,
     while (!stack.empty()) {
       auto& [a, idx] = stack.back();
       if (idx == 0) {
-        a.set_tracer(false);
+        enter(a);
         for (auto& s : a.siblings()) {
-          s.set_tracer(false);
           seen.insert(s.id());
         }
       }
@@ -113,21 +115,44 @@ std::vector<array> grad_tape(std::vector<array>& outputs,
       }
       array node = a;
       stack.pop_back();
-      if (is_stop_gradient(node)) {
-        continue;
-      }
-      for (auto& in : node.inputs()) {
-        if (needs.count(in.id())) {
-          tape.push_back(node);
-          needs.insert(node.id());
-          for (auto& s : node.siblings()) {
-            needs.insert(s.id());
-          }
-          break;
-        }
-      }
+      leave(node);
     }
   }
+}
+
+// Whether `node` consumes an id in `needs`; if so it joins `needs` too.
+bool propagate_need(array& node, std::unordered_set<uintptr_t>& needs) {
+  for (auto& in : node.inputs()) {
+    if (needs.count(in.id())) {
+      needs.insert(node.id());
+      for (auto& s : node.siblings()) {
+        needs.insert(s.id());
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+// The nodes (in topological order) that depend on an id in `needs` and are
+// not behind a stop_gradient. `seen` starts with the primals.
+std::vector<array> grad_tape(std::vector<array>& outputs,
+                             std::unordered_set<uintptr_t>& seen,
+                             std::unordered_set<uintptr_t>& needs) {
+  std::vector<array> tape;
+  walk_graph(
+      outputs, seen,
+      [](array& a) {
+        a.set_tracer(false);
+        for (auto& s : a.siblings()) {
+          s.set_tracer(false);
+        }
+      },
+      [&](array& node) {
+        if (!is_stop_gradient(node) && propagate_need(node, needs)) {
+          tape.push_back(node);
+        }
+      });
   return tape;
 }
 
@@ -515,42 +540,23 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs,
 
   // Topological order of the nodes that depend on a mapped input.
   std::vector<array> tape;
-  std::vector<std::pair<array, size_t>> stack;
+  std::vector<array> traced;
   for (auto& out : s_outputs) {
-    if (!out.has_primitive() || !seen.insert(out.id()).second) {
-      continue;
-    }
-    stack.emplace_back(out, 0);
-    while (!stack.empty()) {
-      auto& [a, idx] = stack.back();
-      if (idx == 0) {
-        for (auto& s : a.siblings()) {
-          seen.insert(s.id());
-        }
-      }
-      if (idx < a.inputs().size()) {
-        array in = a.inputs()[idx++];
-        if (seen.insert(in.id()).second) {
-          stack.emplace_back(in, 0);
-        }
-        continue;
-      }
-      array node = a;
-      stack.pop_back();
-      for (auto& in : node.inputs()) {
-        if (needs.count(in.id())) {
-          tape.push_back(node);
-          node.set_tracer(false);
-          needs.insert(node.id());
-          for (auto s : node.siblings()) {
-            needs.insert(s.id());
-            s.set_tracer(false);
-          }
-          break;
-        }
-      }
+    if (out.has_primitive()) {
+      traced.push_back(out);
     }
   }
+  walk_graph(
+      traced, seen, [](array&) {},
+      [&](array& node) {
+        if (propagate_need(node, needs)) {
+          tape.push_back(node);
+          node.set_tracer(false);
+          for (auto s : node.siblings()) {
+            s.set_tracer(false);
+          }
+        }
+      });
 
   for (auto& a : tape) {
     std::vector<array> v_inputs;

@@ -22,15 +22,7 @@ class Depends : public Primitive {
   Depends(Stream s, int num_passed) : Primitive(s), num_passed_(num_passed) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals,
-                         const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums,
-                         const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals,
-                         const std::vector<array>& tangents,
-                         const std::vector<int>& argnums) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(
-      const std::vector<array>& inputs, const std::vector<int>& axes) override;
+  FLUXION_DECLARE_RULES
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const char* name() const override { return "Depends"; }
   bool is_equivalent(const Primitive& o) const override {
@@ -56,15 +48,7 @@ class CustomTransforms : public Primitive {
         vmap_fun_(std::move(vmap)) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
-  std::vector<array> vjp(const std::vector<array>& primals,
-                         const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums,
-                         const std::vector<array>& outputs) override;
-  std::vector<array> jvp(const std::vector<array>& primals,
-                         const std::vector<array>& tangents,
-                         const std::vector<int>& argnums) override;
-  std::pair<std::vector<array>, std::vector<int>> vmap(
-      const std::vector<array>& inputs, const std::vector<int>& axes) override;
+  FLUXION_DECLARE_RULES
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const char* name() const override { return "CustomTransforms"; }
 
