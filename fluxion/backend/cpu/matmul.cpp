@@ -112,6 +112,30 @@ void gemm(bool ta, bool tb, int m, int n, int k, float alpha,
               c, n);
 }
 
+// A K = 1 product is an outer product: written in one pass, where BLAS
+// would first clear `c` and pack both operands (per-example gradients of a
+// dense layer are exactly this, and bandwidth-bound).
+template <typename T>
+void outer(const Operand& a, const Operand& b, const T* pa, const T* pb, int m,
+           int n, float alpha, T* c) {
+  // a is m x 1: element i at i * lda (row-major) or i (column-major).
+  int64_t sa = a.trans ? 1 : a.ld;
+  int64_t sb = b.trans ? b.ld : 1;
+  for (int i = 0; i < m; ++i) {
+    T ai = pa[i * sa] * T(alpha);
+    T* row = c + int64_t{i} * n;
+    if (sb == 1) {
+      for (int j = 0; j < n; ++j) {
+        row[j] = ai * pb[j];
+      }
+    } else {
+      for (int j = 0; j < n; ++j) {
+        row[j] = ai * pb[j * sb];
+      }
+    }
+  }
+}
+
 // c[i] = alpha * a[i] @ b[i] + beta * c[i] over the batch of `c`, which is
 // row-major with shape `shape` (batch..., m, n).
 template <typename T>
@@ -134,10 +158,30 @@ void batched_gemm(const Operand& a, const Operand& b, T* c, const Shape& shape,
         oa += j * a.strides[d];
         ob += j * b.strides[d];
       }
-      gemm(a.trans, b.trans, m, n, k, alpha, pa + oa, a.ld, pb + ob, b.ld, beta,
-           c + i * m * n);
+      if (k == 1 && beta == 0.0f) {
+        outer(a, b, pa + oa, pb + ob, m, n, alpha, c + i * m * n);
+      } else {
+        gemm(a.trans, b.trans, m, n, k, alpha, pa + oa, a.ld, pb + ob, b.ld,
+             beta, c + i * m * n);
+      }
     }
   };
+  // A batch of row-major a's against one shared b (batch strides 0) is a
+  // single gemm with the batch folded into the rows: one packing of b
+  // instead of one per matrix (vmap of x @ W produces exactly this).
+  if (nbatch > 1 && !a.trans && !(k == 1 && beta == 0.0f)) {
+    bool fold = nbatch * m <= INT_MAX;
+    int64_t expect = int64_t{m} * a.ld;
+    for (int d = nb - 1; d >= 0 && fold; --d) {
+      fold = b.strides[d] == 0 && (shape[d] == 1 || a.strides[d] == expect);
+      expect *= shape[d];
+    }
+    if (fold) {
+      gemm(false, b.trans, static_cast<int>(nbatch * m), n, k, alpha, pa,
+           a.ld, pb, b.ld, beta, c);
+      return;
+    }
+  }
   int64_t work = std::max<int64_t>(int64_t{m} * n * k, 1);
   if (nbatch > 1 && work < kSmallGemm) {
     cpu::parallel_for(nbatch, std::max<int64_t>(1, kSmallGemm / work), run);
