@@ -48,6 +48,7 @@ FLUXION_SIMD_DECL(ArcCosh)
 FLUXION_SIMD_DECL(ArcTanh)
 FLUXION_SIMD_DECL(Sigmoid)
 FLUXION_SIMD_DECL(Erf)
+FLUXION_SIMD_DECL(ErfInv)
 #undef FLUXION_SIMD_DECL
 
 }  // namespace fluxion::cpu::simd

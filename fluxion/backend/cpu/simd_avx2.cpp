@@ -3,6 +3,8 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#include <cmath>
+
 #include "fluxion/backend/cpu/simd.h"
 
 namespace fluxion::cpu::simd {
@@ -72,6 +74,52 @@ __m256d sigmoid4(__m256d x) {
   return _mm256_div_pd(one, _mm256_add_pd(one, e));
 }
 
+// erfinv: Giles' single-precision approximation, one Newton step on
+// erf(x) - y for full float accuracy, and the exact values at |y| >= 1.
+__m256 poly(__m256 w, const float* c, int n) {
+  __m256 p = _mm256_set1_ps(c[0]);
+  for (int i = 1; i < n; ++i) {
+    p = _mm256_fmadd_ps(p, w, _mm256_set1_ps(c[i]));
+  }
+  return p;
+}
+__m256 erfinv8(__m256 y) {
+  static const float lo[] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f,
+                             -4.39150654e-06f, 0.00021858087f, -0.00125372503f,
+                             -0.00417768164f, 0.246640727f,   1.50140941f};
+  static const float hi[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                             -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                             0.00943887047f,   1.00167406f,     2.83297682f};
+  __m256 one = _mm256_set1_ps(1.0f);
+  __m256 w = _mm256_sub_ps(
+      _mm256_setzero_ps(),
+      Sleef_logf8_u10avx2(
+          _mm256_mul_ps(_mm256_sub_ps(one, y), _mm256_add_ps(one, y))));
+  __m256 small = _mm256_cmp_ps(w, _mm256_set1_ps(5.0f), _CMP_LT_OQ);
+  __m256 p_lo = poly(_mm256_sub_ps(w, _mm256_set1_ps(2.5f)), lo, 9);
+  __m256 p_hi = poly(
+      _mm256_sub_ps(_mm256_sqrt_ps(w), _mm256_set1_ps(3.0f)), hi, 9);
+  __m256 x = _mm256_mul_ps(_mm256_blendv_ps(p_hi, p_lo, small), y);
+  // Newton: f = erf(x) - y, f' = 2/sqrt(pi) exp(-x^2).
+  __m256 err = _mm256_sub_ps(Sleef_erff8_u10avx2(x), y);
+  __m256 d = _mm256_mul_ps(
+      _mm256_set1_ps(1.1283791670955126f),
+      Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_setzero_ps(),
+                                        _mm256_mul_ps(x, x))));
+  x = _mm256_sub_ps(x, _mm256_div_ps(err, d));
+  // |y| >= 1: +-inf at +-1, nan beyond.
+  __m256 ay = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), y);
+  __m256 edge = _mm256_cmp_ps(ay, one, _CMP_GE_OQ);
+  __m256 inf = _mm256_or_ps(_mm256_and_ps(y, _mm256_set1_ps(-0.0f)),
+                            _mm256_set1_ps(INFINITY));
+  __m256 at_one = _mm256_cmp_ps(ay, one, _CMP_EQ_OQ);
+  __m256 edge_val =
+      _mm256_blendv_ps(_mm256_set1_ps(NAN), inf, at_one);
+  x = _mm256_blendv_ps(x, edge_val, edge);
+  // nan inputs stay nan (the compares above are false for them).
+  return _mm256_blendv_ps(x, y, _mm256_cmp_ps(y, y, _CMP_UNORD_Q));
+}
+
 }  // namespace
 
 #define FLUXION_SIMD_DEF(OP, F8, F4)                                \
@@ -115,5 +163,20 @@ FLUXION_SIMD_DEF(ArcTanh, Sleef_atanhf8_u10avx2, Sleef_atanhd4_u10avx2)
 FLUXION_SIMD_DEF(Sigmoid, sigmoid8, sigmoid4)
 FLUXION_SIMD_DEF(Erf, Sleef_erff8_u10avx2, Sleef_erfd4_u10avx2)
 #undef FLUXION_SIMD_DEF
+
+// float32 only: the double path keeps the scalar refinement in double.
+namespace {
+struct ErfInv8 {
+  static __m256 apply(__m256 x) { return erfinv8(x); }
+};
+}  // namespace
+template <>
+F32Kernel f32<detail::ErfInv>() {
+  return has_avx2() ? &run_f32<ErfInv8> : nullptr;
+}
+template <>
+F64Kernel f64<detail::ErfInv>() {
+  return nullptr;
+}
 
 }  // namespace fluxion::cpu::simd
