@@ -17,7 +17,9 @@
 namespace {
 
 struct Item {
-  enum Kind { integer, slice, newaxis, array } kind;
+  // `ellipsis` marks where '...' stood: it takes no axis (its axes are
+  // slices) but, as in NumPy, separates advanced indices.
+  enum Kind { integer, slice, newaxis, array, ellipsis } kind;
   explicit Item(Kind k) : kind(k) {}
   int64_t value = 0;  // integer: normalized; slice: start
   int64_t stop = 0, step = 1, length = 0;
@@ -96,6 +98,7 @@ std::vector<Item> parse(const fx::array& a, py::handle index) {
   for (size_t i = 0; i < raw.size(); ++i) {
     py::handle h = raw[i];
     if (static_cast<int>(i) == ellipsis) {
+      items.push_back(Item(Item::ellipsis));
       for (int k = 0; k < a.ndim() - consumed; ++k) {
         full();
       }
@@ -187,7 +190,7 @@ Plan make_plan(const fx::array& a, const std::vector<Item>& items) {
   int axis = 0, first_adv = -1, last_adv = -1;
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];
-    if (it.kind == Item::newaxis) {
+    if (it.kind == Item::newaxis || it.kind == Item::ellipsis) {
       continue;
     }
     int n = a.shape(axis);
@@ -248,6 +251,8 @@ Plan make_plan(const fx::array& a, const std::vector<Item>& items) {
       case Item::newaxis:
         p.none_pos.push_back(pos++);
         p.result_shape.push_back(1);
+        continue;
+      case Item::ellipsis:
         continue;
       case Item::slice:
         p.result_shape.push_back(static_cast<int32_t>(it.length));
