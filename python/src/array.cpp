@@ -186,15 +186,24 @@ int array_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
     PyErr_SetString(PyExc_BufferError, err);
     return -1;
   }
+  // Several elements of a broadcast view alias one slot: read-only.
+  bool broadcast = false;
   for (int i = 0; i < a.ndim(); ++i) {
     hold->shape.push_back(a.shape(i));
     hold->strides.push_back(a.strides()[i] * a.itemsize());
+    broadcast |= a.strides()[i] == 0 && a.shape(i) > 1;
+  }
+  if (broadcast && (flags & PyBUF_WRITABLE)) {
+    delete hold;
+    PyErr_SetString(PyExc_BufferError,
+                    "[array] A broadcast view cannot be written to.");
+    return -1;
   }
   view->buf = a.raw_data();
   view->obj = obj;
   Py_INCREF(obj);
   view->len = static_cast<Py_ssize_t>(a.nbytes());
-  view->readonly = 0;
+  view->readonly = broadcast ? 1 : 0;
   view->itemsize = static_cast<Py_ssize_t>(a.itemsize());
   view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(fmt) : nullptr;
   view->ndim = a.ndim();

@@ -149,7 +149,8 @@ struct ListInfo {
   fx::Shape shape;
   int leaf_depth = -1;
   ScalarKind kind = ScalarKind::boolean;
-  bool big_int = false;  // an int outside int32
+  bool big_int = false;   // an int outside int32
+  bool huge_int = false;  // an int above int64's range (uint64)
   bool has_arrays = false;
   bool empty = true;
 };
@@ -206,6 +207,7 @@ void inspect_list(py::handle h, int depth, ListInfo& info) {
     if (overflow || v < INT32_MIN || v > INT32_MAX) {
       info.big_int = true;
     }
+    info.huge_int |= overflow > 0;
   }
   info.kind = std::max(info.kind, k);
 }
@@ -223,6 +225,8 @@ void fill_list(py::handle h, std::vector<T>& out) {
     out.emplace_back(static_cast<float>(c.real), static_cast<float>(c.imag));
   } else if constexpr (std::is_same_v<T, double>) {
     out.push_back(PyFloat_AsDouble(h.ptr()));
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    out.push_back(PyLong_AsUnsignedLongLong(h.ptr()));
   } else {
     out.push_back(PyLong_AsLongLong(h.ptr()));
   }
@@ -256,6 +260,11 @@ fx::array from_list(py::handle h, std::optional<fx::Dtype> dtype) {
       return fx::array(v.begin(), info.shape, dtype.value_or(fx::float32));
     }
     default: {
+      if (info.huge_int) {
+        std::vector<uint64_t> v;
+        fill_list(h, v);
+        return fx::array(v.begin(), info.shape, dtype.value_or(fx::uint64));
+      }
       std::vector<int64_t> v;
       fill_list(h, v);
       fx::Dtype t = info.kind == ScalarKind::boolean ? fx::bool_

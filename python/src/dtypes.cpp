@@ -85,7 +85,18 @@ void init_dtypes(py::module_& m) {
           [](const fx::Dtype& a, const fx::Dtype& b) { return a != b; },
           py::is_operator())
       .def("__hash__",
-           [](const fx::Dtype& t) { return static_cast<int>(t.val); });
+           [](const fx::Dtype& t) { return static_cast<int>(t.val); })
+      .def(py::pickle(
+          [](const fx::Dtype& t) { return static_cast<int>(t.val); },
+          [](int v) {
+            for (fx::Dtype t : kAllDtypes) {
+              if (static_cast<int>(t.val) == v) {
+                return t;
+              }
+            }
+            throw std::invalid_argument("[Dtype] Invalid pickled dtype " +
+                                        std::to_string(v) + ".");
+          }));
 
   for (fx::Dtype t : kAllDtypes) {
     std::string name = fx::dtype_name(t);
