@@ -75,5 +75,6 @@ def test_randint_bits_bernoulli():
     p = mx.array([0.0, 1.0])
     assert mx.random.bernoulli(p, key=k).tolist() == [False, True]
     assert mx.random.bernoulli().shape == ()
-    with pytest.raises(ValueError, match=r"\[random.bits\] The width must be 1, 2 or 4"):
+    with pytest.raises(ValueError,
+                       match=r"\[random.bits\] The width must be 1, 2 or 4"):
         mx.random.bits((2,), width=3)
