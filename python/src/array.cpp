@@ -337,6 +337,15 @@ void init_array(py::module_& m) {
   heap->as_buffer.bf_getbuffer = array_getbuffer;
   heap->as_buffer.bf_releasebuffer = array_releasebuffer;
 
+  py::class_<ArrayIterator>(m, "_ArrayIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", [](ArrayIterator& it) {
+        if (it.index >= it.a.shape(0)) {
+          throw py::stop_iteration();
+        }
+        return row(it.a, it.index++);
+      });
+
   cls.def(py::init([](py::handle val, std::optional<fx::Dtype> dtype) {
             return fxpy::to_array(val, dtype);
           }),
@@ -436,15 +445,6 @@ void init_array(py::module_& m) {
           [](py::tuple state) {
             return fxpy::to_array(state[0], state[1].cast<fx::Dtype>());
           }));
-
-  py::class_<ArrayIterator>(m, "_ArrayIterator")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", [](ArrayIterator& it) {
-        if (it.index >= it.a.shape(0)) {
-          throw py::stop_iteration();
-        }
-        return row(it.a, it.index++);
-      });
 
   // Arithmetic, comparisons and bitwise operators.
 #define FLUXION_BINARY(NAME, FN)                                  \
