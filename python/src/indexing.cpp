@@ -26,24 +26,25 @@ struct Item {
   std::optional<fx::array> arr;
 };
 
-[[noreturn]] void index_error(const std::string& msg) {
-  throw std::out_of_range("[getitem] " + msg);
+[[noreturn]] void index_error(const char* op, const std::string& msg) {
+  throw std::out_of_range(std::string("[") + op + "] " + msg);
 }
 
-fx::array index_array(py::handle h) {
+fx::array index_array(py::handle h, const char* op) {
   fx::array a = fxpy::to_array(h);
   if (a.dtype() == fx::bool_) {
     throw std::invalid_argument(
-        "[getitem] Boolean array indices are not supported (there is no "
-        "boolean mask indexing); use where() instead.");
+        std::string("[") + op +
+        "] Boolean array indices are not supported (there is no boolean "
+        "mask indexing); use where() instead.");
   }
   if (!fx::is_integral(a.dtype())) {
     if (a.size() == 0) {
       return fx::astype(a, fx::int32);  // x[[]]: an empty integer index
     }
     throw std::invalid_argument(
-        std::string("[getitem] Arrays used as indices must have an integer "
-                    "type; got ") +
+        std::string("[") + op +
+        "] Arrays used as indices must have an integer type; got " +
         fx::dtype_name(a.dtype()) + ".");
   }
   return a;
@@ -60,7 +61,7 @@ bool is_int_index(py::handle h) {
 }
 
 // One item per axis of `a` (plus newaxis items).
-std::vector<Item> parse(const fx::array& a, py::handle index) {
+std::vector<Item> parse(const fx::array& a, py::handle index, const char* op) {
   std::vector<py::handle> raw;
   if (PyTuple_Check(index.ptr())) {
     for (auto h : py::reinterpret_borrow<py::tuple>(index)) {
@@ -73,7 +74,7 @@ std::vector<Item> parse(const fx::array& a, py::handle index) {
   for (size_t i = 0; i < raw.size(); ++i) {
     if (raw[i].ptr() == Py_Ellipsis) {
       if (ellipsis >= 0) {
-        index_error("An index can only have a single ellipsis ('...').");
+        index_error(op, "An index can only have a single ellipsis ('...').");
       }
       ellipsis = static_cast<int>(i);
     } else if (!raw[i].is_none()) {
@@ -81,9 +82,9 @@ std::vector<Item> parse(const fx::array& a, py::handle index) {
     }
   }
   if (consumed > a.ndim()) {
-    index_error("Too many indices for an array with " +
-                std::to_string(a.ndim()) + " dimensions: got " +
-                std::to_string(consumed) + ".");
+    index_error(op, "Too many indices for an array with " +
+                        std::to_string(a.ndim()) + " dimensions: got " +
+                        std::to_string(consumed) + ".");
   }
   std::vector<Item> items;
   int axis = 0;
@@ -129,8 +130,8 @@ std::vector<Item> parse(const fx::array& a, py::handle index) {
       }
       items.push_back(it);
     } else if (PyBool_Check(h.ptr())) {
-      throw std::invalid_argument(
-          "[getitem] Boolean indices are not supported.");
+      throw std::invalid_argument(std::string("[") + op +
+                                  "] Boolean indices are not supported.");
     } else if (is_int_index(h)) {
       int overflow = 0;
       py::object as_int =
@@ -140,21 +141,22 @@ std::vector<Item> parse(const fx::array& a, py::handle index) {
       }
       long long v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
       if (overflow || v < -n || v >= n) {
-        index_error("Index " + py::str(h).cast<std::string>() +
-                    " is out of bounds for axis " + std::to_string(axis) +
-                    " with size " + std::to_string(n) + ".");
+        index_error(op, "Index " + py::str(h).cast<std::string>() +
+                            " is out of bounds for axis " +
+                            std::to_string(axis) + " with size " +
+                            std::to_string(n) + ".");
       }
       Item it(Item::integer);
       it.value = v < 0 ? v + n : v;
       items.push_back(it);
     } else if (fxpy::array_ptr(h) || fxpy::is_array_like(h)) {
       Item it(Item::array);
-      it.arr = index_array(h);
+      it.arr = index_array(h, op);
       items.push_back(std::move(it));
     } else {
       throw std::invalid_argument(
-          std::string("[getitem] Cannot index an array with an object of "
-                      "type ") +
+          std::string("[") + op +
+          "] Cannot index an array with an object of type " +
           Py_TYPE(h.ptr())->tp_name + ".");
     }
     ++axis;
@@ -182,7 +184,8 @@ struct Plan {
   fx::Shape result_shape;
 };
 
-Plan make_plan(const fx::array& a, const std::vector<Item>& items) {
+Plan make_plan(const fx::array& a, const std::vector<Item>& items,
+               const char* op) {
   Plan p;
   for (auto& it : items) {
     p.advanced |= it.kind == Item::array;
@@ -235,7 +238,7 @@ Plan make_plan(const fx::array& a, const std::vector<Item>& items) {
           items[i].kind == Item::integer || items[i].kind == Item::array;
     }
     for (auto& idx : p.adv_idx) {
-      p.B = fx::broadcast_shapes(p.B, idx.shape(), "getitem");
+      p.B = fx::broadcast_shapes(p.B, idx.shape(), op);
     }
   }
   // Result layout: slices in order, B in place (or first), new axes.
@@ -336,8 +339,8 @@ fx::array sliced(const fx::array& a, const Plan& p) {
 }
 
 fx::array get_item(const fx::array& a, py::handle index) {
-  auto items = parse(a, index);
-  Plan p = make_plan(a, items);
+  auto items = parse(a, index, "getitem");
+  Plan p = make_plan(a, items, "getitem");
   fx::array region = sliced(a, p);
   if (!p.advanced) {
     if (!p.int_axes.empty()) {
@@ -390,8 +393,9 @@ fx::array apply(Update u, const fx::array& cur, const fx::array& v) {
 
 fx::array update_item(const fx::array& a, py::handle index, py::handle value,
                       Update u) {
-  auto items = parse(a, index);
-  Plan p = make_plan(a, items);
+  const char* op = u == Update::set ? "setitem" : "at";
+  auto items = parse(a, index, op);
+  Plan p = make_plan(a, items, op);
   fx::array v = fxpy::to_array_like(value, a);
   if (!p.advanced) {
     fx::array upd = v.ndim() == 0 ? v

@@ -248,3 +248,14 @@ def test_iteration_and_len():
         len(mx.array(1))
     with pytest.raises(TypeError):
         iter(mx.array(1))
+
+
+def test_update_errors_name_the_operation():
+    x = mx.zeros((2, 3))
+    with pytest.raises(IndexError, match=r"^\[setitem\] Index 2 is out of "
+                       r"bounds for axis 0 with size 2"):
+        x[2] = 1
+    with pytest.raises(IndexError, match=r"^\[at\] Too many indices"):
+        x.at[0, 0, 0].add(1)
+    with pytest.raises(ValueError, match=r"^\[setitem\] Boolean"):
+        x[mx.array([True, False])] = 1
