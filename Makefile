@@ -2,7 +2,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ ccache pkg-config libopenblas-dev \
-	liblapacke-dev libsleef-dev libgtest-dev googletest
+	liblapacke-dev libsleef-dev libgtest-dev googletest \
+	pybind11-dev python3-dev python3-numpy python3-pytest
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build test demo bench clean format
@@ -25,6 +26,7 @@ build: deps $(BUILD)/build.ninja
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	PYTHONPATH=$(BUILD)/python /usr/bin/python3 -m pytest -q tests/python
 
 demo: build
 	$(BUILD)/linear_regression

@@ -1,0 +1,492 @@
+// The `array` class: construction, properties, NumPy interop (buffer
+// protocol, __array__, DLPack), printing, iteration and the operators.
+#include <pybind11/numpy.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "python/src/convert.h"
+
+namespace {
+
+using BinaryFn = fx::array (*)(const fx::array&, const fx::array&,
+                               fx::StreamOrDevice);
+
+py::object not_implemented() {
+  return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+}
+
+// The operator paths are the hottest bindings (a chain of tiny adds is
+// bounded by them): array-array first, without building py::objects.
+template <BinaryFn Op>
+py::object binary_op(const fx::array& a, py::handle b) {
+  if (auto* pb = fxpy::array_ptr(b)) {
+    return py::cast(Op(a, *pb, {}));
+  }
+  if (!fxpy::is_array_like(b)) {
+    return not_implemented();
+  }
+  return py::cast(Op(a, fxpy::to_array_like(b, a), {}));
+}
+
+template <BinaryFn Op>
+py::object reflected_op(const fx::array& a, py::handle b) {
+  if (!fxpy::is_array_like(b)) {
+    return not_implemented();
+  }
+  return py::cast(Op(fxpy::to_array_like(b, a), a, {}));
+}
+
+// MLX arrays are immutable: `x += y` rebinds the Python object to a new
+// array (other Python references to the same object see the new value).
+template <BinaryFn Op>
+py::object inplace_op(py::object self, py::handle b) {
+  fx::array& a = *fxpy::array_ptr(self);
+  if (auto* pb = fxpy::array_ptr(b)) {
+    a = Op(a, *pb, {});
+    return self;
+  }
+  if (!fxpy::is_array_like(b)) {
+    return not_implemented();
+  }
+  a = Op(a, fxpy::to_array_like(b, a), {});
+  return self;
+}
+
+fx::array matmul_op(const fx::array& a, const fx::array& b,
+                    fx::StreamOrDevice s) {
+  return fx::matmul(a, b, s);
+}
+
+fx::array checked_bitwise(const fx::array& a, const fx::array& b,
+                          fx::array (*op)(const fx::array&, const fx::array&,
+                                          fx::StreamOrDevice),
+                          const char* name) {
+  if (fx::is_inexact(a.dtype()) || fx::is_inexact(b.dtype())) {
+    throw std::invalid_argument(std::string("[") + name +
+                                "] Floating point types are not allowed; got " +
+                                fx::dtype_name(a.dtype()) + " and " +
+                                fx::dtype_name(b.dtype()) + ".");
+  }
+  return op(a, b, {});
+}
+
+#define FLUXION_CHECKED_BITWISE(NAME)                         \
+  fx::array NAME##_op(const fx::array& a, const fx::array& b, \
+                      fx::StreamOrDevice) {                   \
+    return checked_bitwise(a, b, &fx::NAME, #NAME);           \
+  }
+FLUXION_CHECKED_BITWISE(bitwise_and)
+FLUXION_CHECKED_BITWISE(bitwise_or)
+FLUXION_CHECKED_BITWISE(bitwise_xor)
+FLUXION_CHECKED_BITWISE(left_shift)
+FLUXION_CHECKED_BITWISE(right_shift)
+#undef FLUXION_CHECKED_BITWISE
+
+// --- Buffer protocol ---
+
+const char* buffer_format(fx::Dtype t) {
+  switch (t.val) {
+    case fx::Dtype::Val::bool_:
+      return "?";
+    case fx::Dtype::Val::uint8:
+      return "B";
+    case fx::Dtype::Val::uint16:
+      return "H";
+    case fx::Dtype::Val::uint32:
+      return "I";
+    case fx::Dtype::Val::uint64:
+      return "Q";
+    case fx::Dtype::Val::int8:
+      return "b";
+    case fx::Dtype::Val::int16:
+      return "h";
+    case fx::Dtype::Val::int32:
+      return "i";
+    case fx::Dtype::Val::int64:
+      return "q";
+    case fx::Dtype::Val::float16:
+      return "e";
+    case fx::Dtype::Val::float32:
+      return "f";
+    case fx::Dtype::Val::float64:
+      return "d";
+    case fx::Dtype::Val::complex64:
+      return "Zf";
+    default:
+      return nullptr;  // bfloat16 has no buffer format
+  }
+}
+
+// What a Py_buffer points into: a handle keeping the data alive even if the
+// Python object is later rebound (x[...] = v), plus shape/strides storage.
+struct BufferHold {
+  fx::array a;
+  std::vector<Py_ssize_t> shape, strides;
+};
+
+bool is_c_contiguous(const fx::array& a) {
+  int64_t expected = 1;
+  for (int i = a.ndim() - 1; i >= 0; --i) {
+    if (a.shape(i) != 1 && a.strides()[i] != expected) {
+      return false;
+    }
+    expected *= a.shape(i);
+  }
+  return true;
+}
+
+bool is_f_contiguous(const fx::array& a) {
+  int64_t expected = 1;
+  for (int i = 0; i < a.ndim(); ++i) {
+    if (a.shape(i) != 1 && a.strides()[i] != expected) {
+      return false;
+    }
+    expected *= a.shape(i);
+  }
+  return true;
+}
+
+int array_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
+  fx::array* p = fxpy::array_ptr(obj);
+  if (!p) {
+    PyErr_SetString(PyExc_BufferError, "[array] Not an array.");
+    return -1;
+  }
+  const char* fmt = buffer_format(p->dtype());
+  if (!fmt) {
+    PyErr_SetString(PyExc_BufferError,
+                    "[array] bfloat16 has no buffer format; convert with "
+                    "astype(float32) first.");
+    return -1;
+  }
+  try {
+    fxpy::eval_nogil(*p);
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+    return -1;
+  }
+  auto* hold = new BufferHold{*p, {}, {}};
+  const fx::array& a = hold->a;
+  bool c = is_c_contiguous(a);
+  const char* err = nullptr;
+  if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c) {
+    err = "[array] The array is not C-contiguous.";
+  } else if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS &&
+             !is_f_contiguous(a)) {
+    err = "[array] The array is not Fortran-contiguous.";
+  } else if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c &&
+             !is_f_contiguous(a)) {
+    err = "[array] The array is not contiguous.";
+  } else if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !c) {
+    err = "[array] The array is a strided view; request strides.";
+  }
+  if (err) {
+    delete hold;
+    PyErr_SetString(PyExc_BufferError, err);
+    return -1;
+  }
+  // Several elements of a broadcast view alias one slot: read-only.
+  bool broadcast = false;
+  for (int i = 0; i < a.ndim(); ++i) {
+    hold->shape.push_back(a.shape(i));
+    hold->strides.push_back(a.strides()[i] * a.itemsize());
+    broadcast |= a.strides()[i] == 0 && a.shape(i) > 1;
+  }
+  if (broadcast && (flags & PyBUF_WRITABLE)) {
+    delete hold;
+    PyErr_SetString(PyExc_BufferError,
+                    "[array] A broadcast view cannot be written to.");
+    return -1;
+  }
+  view->buf = a.raw_data();
+  view->obj = obj;
+  Py_INCREF(obj);
+  view->len = static_cast<Py_ssize_t>(a.nbytes());
+  view->readonly = broadcast ? 1 : 0;
+  view->itemsize = static_cast<Py_ssize_t>(a.itemsize());
+  view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(fmt) : nullptr;
+  view->ndim = a.ndim();
+  view->shape = (flags & PyBUF_ND) ? hold->shape.data() : nullptr;
+  view->strides =
+      (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? hold->strides.data() : nullptr;
+  view->suboffsets = nullptr;
+  view->internal = hold;
+  return 0;
+}
+
+void array_releasebuffer(PyObject*, Py_buffer* view) {
+  delete static_cast<BufferHold*>(view->internal);
+}
+
+// --- DLPack (v0.8 ABI, declared here: no header ships with Debian) ---
+
+struct DLDevice {
+  int32_t device_type;  // kDLCPU = 1
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor* self);
+};
+
+struct DLHold {
+  fx::array a;
+  std::vector<int64_t> shape, strides;
+  DLManagedTensor tensor;
+};
+
+uint8_t dl_code(fx::Dtype t) {
+  switch (fx::kindof(t)) {
+    case fx::Dtype::Kind::b:
+      return 6;
+    case fx::Dtype::Kind::u:
+      return 1;
+    case fx::Dtype::Kind::i:
+      return 0;
+    case fx::Dtype::Kind::f:
+      return 2;
+    case fx::Dtype::Kind::V:
+      return 4;
+    default:
+      return 5;
+  }
+}
+
+py::capsule to_dlpack(const fx::array& in) {
+  fxpy::eval_nogil(in);
+  auto* hold = new DLHold{in, {}, {}, {}};
+  const fx::array& a = hold->a;
+  for (int i = 0; i < a.ndim(); ++i) {
+    hold->shape.push_back(a.shape(i));
+    hold->strides.push_back(a.strides()[i]);
+  }
+  DLTensor& t = hold->tensor.dl_tensor;
+  t.data = a.raw_data();
+  t.device = {1, 0};
+  t.ndim = a.ndim();
+  t.dtype = {dl_code(a.dtype()), static_cast<uint8_t>(a.itemsize() * 8), 1};
+  t.shape = hold->shape.data();
+  t.strides = hold->strides.data();
+  t.byte_offset = 0;
+  hold->tensor.manager_ctx = hold;
+  hold->tensor.deleter = [](DLManagedTensor* self) {
+    delete static_cast<DLHold*>(self->manager_ctx);
+  };
+  // A consumer renames the capsule to "used_dltensor" and takes over the
+  // deleter; an unconsumed capsule frees the tensor itself.
+  PyObject* cap = PyCapsule_New(&hold->tensor, "dltensor", [](PyObject* c) {
+    if (PyCapsule_IsValid(c, "dltensor")) {
+      auto* t =
+          static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"));
+      t->deleter(t);
+    }
+  });
+  if (!cap) {
+    delete hold;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::capsule>(cap);
+}
+
+// --- Iteration over axis 0 ---
+
+struct ArrayIterator {
+  fx::array a;
+  int index = 0;
+};
+
+fx::array row(const fx::array& a, int i) {
+  fx::Shape start(a.ndim(), 0), stop = a.shape();
+  start[0] = i;
+  stop[0] = i + 1;
+  return fx::squeeze(fx::slice(a, start, stop), 0);
+}
+
+std::string repr(const fx::array& a) {
+  fxpy::eval_nogil(a);
+  std::ostringstream os;
+  os << a;
+  return os.str();
+}
+
+}  // namespace
+
+void init_array(py::module_& m) {
+  py::class_<fx::array> cls(m, "array", py::buffer_protocol(),
+                            "A lazy n-dimensional array.");
+  fxpy::array_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  // pybind11's buffer slots hold no reference to the data itself; ours keep
+  // the array alive for as long as the buffer is exported.
+  auto* heap = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
+  heap->as_buffer.bf_getbuffer = array_getbuffer;
+  heap->as_buffer.bf_releasebuffer = array_releasebuffer;
+
+  py::class_<ArrayIterator>(m, "_ArrayIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", [](ArrayIterator& it) {
+        if (it.index >= it.a.shape(0)) {
+          throw py::stop_iteration();
+        }
+        return row(it.a, it.index++);
+      });
+
+  cls.def(py::init([](py::handle val, std::optional<fx::Dtype> dtype) {
+            return fxpy::to_array(val, dtype);
+          }),
+          "val"_a, "dtype"_a = py::none(),
+          "An array from a scalar, a (nested) list or tuple, a NumPy array "
+          "or another array.");
+  // Any array-like is accepted where an array is expected.
+  py::implicitly_convertible<py::object, fx::array>();
+
+  cls.def_property_readonly("shape",
+                            [](const fx::array& a) {
+                              py::tuple t(a.ndim());
+                              for (int i = 0; i < a.ndim(); ++i) {
+                                t[i] = a.shape(i);
+                              }
+                              return t;
+                            })
+      .def_property_readonly("ndim", &fx::array::ndim)
+      .def_property_readonly("size", &fx::array::size)
+      .def_property_readonly("itemsize", &fx::array::itemsize)
+      .def_property_readonly("nbytes", &fx::array::nbytes)
+      .def_property_readonly("dtype", &fx::array::dtype)
+      .def_property_readonly(
+          "T", [](const fx::array& a) { return fx::transpose(a); })
+      .def_property_readonly("real",
+                             [](const fx::array& a) { return fx::real(a); })
+      .def_property_readonly("imag",
+                             [](const fx::array& a) { return fx::imag(a); })
+      .def("item", &fxpy::item,
+           "The value of a one-element array as a Python scalar.")
+      .def("tolist", &fxpy::to_list,
+           "The values as nested Python lists (a scalar for 0-d arrays).")
+      .def(
+          "__array__",
+          [](const fx::array& a, py::object dtype, py::object copy) {
+            py::object out = fxpy::to_numpy(a);
+            if (!dtype.is_none()) {
+              out = out.attr("astype")(dtype);
+            }
+            return out;
+          },
+          "dtype"_a = py::none(), "copy"_a = py::none())
+      .def(
+          "__dlpack__",
+          [](const fx::array& a, py::object stream) { return to_dlpack(a); },
+          "stream"_a = py::none())
+      .def("__dlpack_device__",
+           [](const fx::array&) { return py::make_tuple(1, 0); })
+      .def("__repr__", &repr)
+      .def("__str__", &repr)
+      .def("__len__",
+           [](const fx::array& a) -> size_t {
+             if (a.ndim() == 0) {
+               throw py::type_error("len() of a 0-d array.");
+             }
+             return a.shape(0);
+           })
+      .def("__iter__",
+           [](const fx::array& a) {
+             if (a.ndim() == 0) {
+               throw py::type_error("Iteration over a 0-d array.");
+             }
+             return ArrayIterator{a, 0};
+           })
+      .def("__bool__",
+           [](const fx::array& a) {
+             if (a.size() != 1) {
+               throw std::invalid_argument(
+                   "[array] The truth value of an array with " +
+                   std::to_string(a.size()) +
+                   " elements is ambiguous; use any() or all().");
+             }
+             return py::bool_(fxpy::item(a)).cast<bool>();
+           })
+      .def("__int__",
+           [](const fx::array& a) { return py::int_(fxpy::item(a)); })
+      .def("__float__",
+           [](const fx::array& a) { return py::float_(fxpy::item(a)); })
+      .def("__complex__",
+           [](const fx::array& a) {
+             return py::module_::import("builtins")
+                 .attr("complex")(fxpy::item(a));
+           })
+      .def("__hash__",
+           [](const fx::array& a) { return static_cast<Py_ssize_t>(a.id()); })
+      .def("__copy__", [](const fx::array& a) { return a; })
+      .def(
+          "__deepcopy__",
+          [](const fx::array& a, py::handle) { return fx::copy(a); }, "memo"_a)
+      .def(py::pickle(
+          [](const fx::array& a) {
+            fx::Dtype t = a.dtype();
+            return py::make_tuple(
+                py::module_::import("numpy").attr("array")(fxpy::to_numpy(a)),
+                t);
+          },
+          [](py::tuple state) {
+            return fxpy::to_array(state[0], state[1].cast<fx::Dtype>());
+          }));
+
+  // Arithmetic, comparisons and bitwise operators.
+#define FLUXION_BINARY(NAME, FN)                                  \
+  cls.def("__" NAME "__", &binary_op<FN>, py::is_operator());     \
+  cls.def("__r" NAME "__", &reflected_op<FN>, py::is_operator()); \
+  cls.def("__i" NAME "__", &inplace_op<FN>, py::is_operator());
+  FLUXION_BINARY("add", fx::add)
+  FLUXION_BINARY("sub", fx::subtract)
+  FLUXION_BINARY("mul", fx::multiply)
+  FLUXION_BINARY("truediv", fx::divide)
+  FLUXION_BINARY("floordiv", fx::floor_divide)
+  FLUXION_BINARY("mod", fx::remainder)
+  FLUXION_BINARY("pow", fx::power)
+  FLUXION_BINARY("matmul", matmul_op)
+  FLUXION_BINARY("and", bitwise_and_op)
+  FLUXION_BINARY("or", bitwise_or_op)
+  FLUXION_BINARY("xor", bitwise_xor_op)
+  FLUXION_BINARY("lshift", left_shift_op)
+  FLUXION_BINARY("rshift", right_shift_op)
+#undef FLUXION_BINARY
+  cls.def("__eq__", &binary_op<fx::equal>, py::is_operator())
+      .def("__ne__", &binary_op<fx::not_equal>, py::is_operator())
+      .def("__lt__", &binary_op<fx::less>, py::is_operator())
+      .def("__le__", &binary_op<fx::less_equal>, py::is_operator())
+      .def("__gt__", &binary_op<fx::greater>, py::is_operator())
+      .def("__ge__", &binary_op<fx::greater_equal>, py::is_operator())
+      .def("__divmod__",
+           [](const fx::array& a, py::handle b) -> py::object {
+             if (!fxpy::is_array_like(b)) {
+               return not_implemented();
+             }
+             fx::array y = fxpy::to_array_like(b, a);
+             return py::make_tuple(fx::floor_divide(a, y), fx::remainder(a, y));
+           })
+      .def("__neg__", [](const fx::array& a) { return fx::negative(a); })
+      .def("__pos__", [](const fx::array& a) { return a; })
+      .def("__abs__", [](const fx::array& a) { return fx::abs(a); })
+      .def("__invert__", [](const fx::array& a) { return ~a; })
+      .def(
+          "__round__",
+          [](const fx::array& a, int decimals) {
+            return fx::round(a, decimals);
+          },
+          "ndigits"_a = 0);
+}

@@ -1,0 +1,488 @@
+#include "python/src/convert.h"
+
+#include <pybind11/numpy.h>
+
+#include <climits>
+#include <cstring>
+#include <string>
+
+#include "fluxion/backend/common/dispatch.h"
+
+bool pybind11::detail::type_caster<fx::StreamOrDevice>::load(handle src, bool) {
+  if (src.is_none()) {
+    value = fx::StreamOrDevice{};
+    return true;
+  }
+  if (isinstance<fx::Stream>(src)) {
+    value = fx::StreamOrDevice(src.cast<fx::Stream>());
+    return true;
+  }
+  if (isinstance<fx::Device>(src)) {
+    value = fx::StreamOrDevice(src.cast<fx::Device>());
+    return true;
+  }
+  if (isinstance<fx::Device::DeviceType>(src)) {
+    value = fx::StreamOrDevice(src.cast<fx::Device::DeviceType>());
+    return true;
+  }
+  return false;
+}
+
+namespace fxpy {
+
+PyTypeObject* array_type = nullptr;
+
+namespace {
+
+std::string type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
+
+// A Python int: with `exact`, of dtype `like`; else weak next to `like`
+// (or int32/int64/uint64 by value when there is no `like`).
+fx::array int_scalar(py::handle h, std::optional<fx::Dtype> like,
+                     bool exact = false) {
+  auto target = [&](fx::Dtype by_value) {
+    if (!like) {
+      return by_value;
+    }
+    return exact ? *like : fx::promote_with_scalar(*like, fx::int32);
+  };
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (overflow == 0 && v == -1 && PyErr_Occurred()) {
+    throw py::error_already_set();
+  }
+  if (overflow > 0) {
+    unsigned long long u = PyLong_AsUnsignedLongLong(h.ptr());
+    if (!PyErr_Occurred()) {
+      return fx::array(static_cast<uint64_t>(u), target(fx::uint64));
+    }
+    PyErr_Clear();
+  }
+  if (overflow != 0) {
+    throw std::invalid_argument("[array] Python integer " +
+                                py::str(h).cast<std::string>() +
+                                " is out of the range of 64-bit integers.");
+  }
+  bool small = v >= INT32_MIN && v <= INT32_MAX;
+  return fx::array(static_cast<int64_t>(v),
+                   target(small ? fx::int32 : fx::int64));
+}
+
+fx::Dtype dtype_from_numpy(const py::dtype& d) {
+  char kind = d.kind();
+  auto size = d.itemsize();
+  switch (kind) {
+    case 'b':
+      return fx::bool_;
+    case 'u':
+      switch (size) {
+        case 1:
+          return fx::uint8;
+        case 2:
+          return fx::uint16;
+        case 4:
+          return fx::uint32;
+        case 8:
+          return fx::uint64;
+      }
+      break;
+    case 'i':
+      switch (size) {
+        case 1:
+          return fx::int8;
+        case 2:
+          return fx::int16;
+        case 4:
+          return fx::int32;
+        case 8:
+          return fx::int64;
+      }
+      break;
+    case 'f':
+      switch (size) {
+        case 2:
+          return fx::float16;
+        case 4:
+          return fx::float32;
+        case 8:
+          return fx::float64;
+      }
+      break;
+    case 'c':
+      return fx::complex64;  // complex128 narrows, as in MLX
+  }
+  throw std::invalid_argument(
+      "[array] Cannot convert a NumPy array of dtype " +
+      py::str(static_cast<py::handle>(d)).cast<std::string>() +
+      " to an array.");
+}
+
+fx::array from_numpy(py::array a, std::optional<fx::Dtype> dtype) {
+  fx::Dtype t = dtype_from_numpy(a.dtype());
+  if (a.dtype().kind() == 'c' && a.dtype().itemsize() != 8) {
+    a = a.attr("astype")("complex64");
+  }
+  if (!a.dtype().attr("isnative").cast<bool>()) {
+    a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
+  }
+  a = py::array::ensure(a, py::array::c_style);
+  fx::Shape shape;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+    if (a.shape(i) > INT32_MAX) {
+      throw std::invalid_argument(
+          "[array] NumPy array dimensions must fit in int32; got " +
+          std::to_string(a.shape(i)) + ".");
+    }
+    shape.push_back(static_cast<int32_t>(a.shape(i)));
+  }
+  size_t nbytes = std::max<size_t>(a.nbytes(), 1);
+  void* p = fx::allocator::malloc(nbytes);
+  std::memcpy(p, a.data(), a.nbytes());
+  fx::array out(p, std::move(shape), t,
+                [nbytes](void* q) { fx::allocator::free(q, nbytes); });
+  return dtype && *dtype != t ? fx::astype(out, *dtype) : out;
+}
+
+// Nested lists: shape and the widest scalar kind, or the presence of array
+// leaves (which are stacked).
+struct ListInfo {
+  fx::Shape shape;
+  int leaf_depth = -1;
+  ScalarKind kind = ScalarKind::boolean;
+  bool big_int = false;   // an int outside int32
+  bool huge_int = false;  // an int above int64's range (uint64)
+  bool has_arrays = false;
+  bool empty = true;
+};
+
+[[noreturn]] void ragged() {
+  throw std::invalid_argument(
+      "[array] Initialization encountered non-uniform length (ragged nested "
+      "sequences are not supported).");
+}
+
+void inspect_list(py::handle h, int depth, ListInfo& info) {
+  if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) {
+    auto seq = py::reinterpret_borrow<py::sequence>(h);
+    auto n = static_cast<int32_t>(py::len(seq));
+    if (static_cast<int>(info.shape.size()) == depth) {
+      if (info.leaf_depth >= 0 && info.leaf_depth <= depth) {
+        ragged();
+      }
+      info.shape.push_back(n);
+    } else if (info.shape[depth] != n) {
+      ragged();
+    }
+    if (n == 0 && info.leaf_depth < 0 &&
+        static_cast<int>(info.shape.size()) != depth + 1) {
+      ragged();
+    }
+    for (auto item : seq) {
+      inspect_list(item, depth + 1, info);
+    }
+    return;
+  }
+  if (info.leaf_depth < 0) {
+    if (static_cast<int>(info.shape.size()) != depth) {
+      ragged();
+    }
+    info.leaf_depth = depth;
+  } else if (info.leaf_depth != depth) {
+    ragged();
+  }
+  info.empty = false;
+  ScalarKind k = scalar_kind(h);
+  if (k == ScalarKind::none) {
+    if (array_ptr(h) || py::isinstance<py::array>(h) ||
+        py::hasattr(h, "__array__")) {
+      info.has_arrays = true;
+      return;
+    }
+    throw std::invalid_argument("[array] Invalid type " + type_name(h) +
+                                " received in array initialization.");
+  }
+  if (k == ScalarKind::integer) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow || v < INT32_MIN || v > INT32_MAX) {
+      info.big_int = true;
+    }
+    info.huge_int |= overflow > 0;
+  }
+  info.kind = std::max(info.kind, k);
+}
+
+template <typename T>
+void fill_list(py::handle h, std::vector<T>& out) {
+  if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) {
+    for (auto item : py::reinterpret_borrow<py::sequence>(h)) {
+      fill_list(item, out);
+    }
+    return;
+  }
+  if constexpr (std::is_same_v<T, fx::complex64_t>) {
+    Py_complex c = PyComplex_AsCComplex(h.ptr());
+    out.emplace_back(static_cast<float>(c.real), static_cast<float>(c.imag));
+  } else if constexpr (std::is_same_v<T, double>) {
+    out.push_back(PyFloat_AsDouble(h.ptr()));
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    out.push_back(PyLong_AsUnsignedLongLong(h.ptr()));
+  } else {
+    out.push_back(PyLong_AsLongLong(h.ptr()));
+  }
+  if (PyErr_Occurred()) {
+    throw py::error_already_set();
+  }
+}
+
+fx::array from_list(py::handle h, std::optional<fx::Dtype> dtype) {
+  ListInfo info;
+  inspect_list(h, 0, info);
+  if (info.has_arrays) {
+    // Array leaves (of equal shapes) are stacked level by level.
+    std::vector<fx::array> parts;
+    for (auto item : py::reinterpret_borrow<py::sequence>(h)) {
+      parts.push_back(to_array(item));
+    }
+    fx::array out = fx::stack(parts, 0);
+    return dtype ? fx::astype(out, *dtype) : out;
+  }
+  using fx::complex64_t;
+  switch (info.empty ? ScalarKind::floating : info.kind) {
+    case ScalarKind::complex: {
+      std::vector<complex64_t> v;
+      fill_list(h, v);
+      return fx::array(v.begin(), info.shape, dtype.value_or(fx::complex64));
+    }
+    case ScalarKind::floating: {
+      std::vector<double> v;
+      fill_list(h, v);
+      return fx::array(v.begin(), info.shape, dtype.value_or(fx::float32));
+    }
+    default: {
+      if (info.huge_int) {
+        std::vector<uint64_t> v;
+        fill_list(h, v);
+        return fx::array(v.begin(), info.shape, dtype.value_or(fx::uint64));
+      }
+      std::vector<int64_t> v;
+      fill_list(h, v);
+      fx::Dtype t = info.kind == ScalarKind::boolean ? fx::bool_
+                    : info.big_int                   ? fx::int64
+                                                     : fx::int32;
+      return fx::array(v.begin(), info.shape, dtype.value_or(t));
+    }
+  }
+}
+
+}  // namespace
+
+fx::array scalar_to_array(py::handle h, ScalarKind kind,
+                          std::optional<fx::Dtype> like) {
+  switch (kind) {
+    case ScalarKind::boolean:
+      return fx::array(h.ptr() == Py_True, like.value_or(fx::bool_));
+    case ScalarKind::integer:
+      return int_scalar(h, like);
+    case ScalarKind::floating:
+      return fx::array(
+          PyFloat_AsDouble(h.ptr()),
+          like ? fx::promote_with_scalar(*like, fx::float32) : fx::float32);
+    case ScalarKind::complex: {
+      Py_complex c = PyComplex_AsCComplex(h.ptr());
+      return fx::array(fx::complex64_t(static_cast<float>(c.real),
+                                       static_cast<float>(c.imag)),
+                       fx::complex64);
+    }
+    default:
+      throw std::invalid_argument("[array] " + type_name(h) +
+                                  " is not a Python scalar.");
+  }
+}
+
+fx::array to_array(py::handle h, std::optional<fx::Dtype> dtype) {
+  if (auto* p = array_ptr(h)) {
+    return dtype ? fx::astype(*p, *dtype) : *p;
+  }
+  ScalarKind k = scalar_kind(h);
+  if (k != ScalarKind::none) {
+    if (!dtype) {
+      return scalar_to_array(h, k, std::nullopt);
+    }
+    // Built in the requested type directly (no conversion node).
+    switch (k) {
+      case ScalarKind::boolean:
+        return fx::array(h.ptr() == Py_True, *dtype);
+      case ScalarKind::integer:
+        return int_scalar(h, *dtype, true);
+      case ScalarKind::floating:
+        return fx::array(PyFloat_AsDouble(h.ptr()), *dtype);
+      default: {
+        Py_complex c = PyComplex_AsCComplex(h.ptr());
+        return fx::array(fx::complex64_t(static_cast<float>(c.real),
+                                         static_cast<float>(c.imag)),
+                         *dtype);
+      }
+    }
+  }
+  if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) {
+    return from_list(h, dtype);
+  }
+  if (py::isinstance<py::array>(h)) {
+    return from_numpy(py::reinterpret_borrow<py::array>(h), dtype);
+  }
+  if (!PyUnicode_Check(h.ptr()) && !PyBytes_Check(h.ptr()) &&
+      (py::hasattr(h, "__array__") || PyObject_CheckBuffer(h.ptr()))) {
+    auto np = py::module_::import("numpy");
+    return from_numpy(np.attr("asarray")(h), dtype);
+  }
+  throw std::invalid_argument("[array] Cannot convert an object of type " +
+                              type_name(h) + " to an array.");
+}
+
+bool is_array_like(py::handle h) {
+  return array_ptr(h) || scalar_kind(h) != ScalarKind::none ||
+         PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()) ||
+         py::isinstance<py::array>(h) ||
+         (!PyUnicode_Check(h.ptr()) && !PyBytes_Check(h.ptr()) &&
+          py::hasattr(h, "__array__"));
+}
+
+std::pair<fx::array, fx::array> to_arrays(py::handle a, py::handle b) {
+  fx::array* pa = array_ptr(a);
+  fx::array* pb = array_ptr(b);
+  if (pa && pb) {
+    return {*pa, *pb};
+  }
+  if (pa) {
+    return {*pa, to_array_like(b, *pa)};
+  }
+  if (pb) {
+    return {to_array_like(a, *pb), *pb};
+  }
+  // Two scalars (or array-likes): like MLX, each is converted on its own.
+  // A Python scalar is still weak next to a NumPy array or list.
+  ScalarKind ka = scalar_kind(a), kb = scalar_kind(b);
+  if (ka != ScalarKind::none && kb == ScalarKind::none) {
+    fx::array y = to_array(b);
+    return {scalar_to_array(a, ka, y.dtype()), y};
+  }
+  if (kb != ScalarKind::none && ka == ScalarKind::none) {
+    fx::array x = to_array(a);
+    return {x, scalar_to_array(b, kb, x.dtype())};
+  }
+  return {to_array(a), to_array(b)};
+}
+
+void flatten_arrays(py::handle tree, std::vector<fx::array>& out, bool strict) {
+  if (auto* p = array_ptr(tree)) {
+    out.push_back(*p);
+  } else if (PyList_Check(tree.ptr()) || PyTuple_Check(tree.ptr())) {
+    for (auto item : py::reinterpret_borrow<py::sequence>(tree)) {
+      flatten_arrays(item, out, strict);
+    }
+  } else if (PyDict_Check(tree.ptr())) {
+    for (auto kv : py::reinterpret_borrow<py::dict>(tree)) {
+      flatten_arrays(kv.second, out, strict);
+    }
+  } else if (strict) {
+    throw std::invalid_argument(
+        "[tree_flatten] The argument should contain only arrays; got a " +
+        type_name(tree) + ".");
+  }
+}
+
+void eval_nogil(const fx::array& a) {
+  if (a.status() == fx::array::Status::available) {
+    return;
+  }
+  fx::array copy = a;
+  py::gil_scoped_release nogil;
+  copy.eval();
+}
+
+const char* numpy_name(fx::Dtype t) {
+  return t == fx::bfloat16 ? nullptr : fx::dtype_name(t);
+}
+
+py::object to_numpy(const fx::array& in) {
+  fx::array a = in.dtype() == fx::bfloat16 ? fx::astype(in, fx::float32) : in;
+  eval_nogil(a);
+  std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
+  std::vector<py::ssize_t> strides;
+  bool broadcast = false;
+  for (int i = 0; i < a.ndim(); ++i) {
+    strides.push_back(a.strides()[i] * a.itemsize());
+    broadcast |= a.strides()[i] == 0 && a.shape(i) > 1;
+  }
+  // The capsule owns a handle to the array: the buffer lives as long as
+  // the NumPy view.
+  auto* keep = new fx::array(a);
+  py::capsule base(keep, [](void* p) { delete static_cast<fx::array*>(p); });
+  py::array out(py::dtype(numpy_name(a.dtype())), shape, strides, a.raw_data(),
+                base);
+  if (broadcast) {
+    // Several elements alias one slot: writing would surprise.
+    out.attr("flags").attr("writeable") = false;
+  }
+  return out;
+}
+
+namespace {
+
+template <typename T>
+py::object scalar_object(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return py::bool_(v);
+  } else if constexpr (fx::is_complex_v<T>) {
+    return py::reinterpret_steal<py::object>(
+        PyComplex_FromDoubles(v.real(), v.imag()));
+  } else if constexpr (fx::is_float_v<T>) {
+    return py::float_(static_cast<double>(v));
+  } else if constexpr (std::is_unsigned_v<T>) {
+    return py::reinterpret_steal<py::object>(
+        PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(v)));
+  } else {
+    return py::reinterpret_steal<py::object>(
+        PyLong_FromLongLong(static_cast<long long>(v)));
+  }
+}
+
+template <typename T>
+py::object list_level(const fx::array& a, const T* p, int dim) {
+  if (dim == a.ndim()) {
+    return scalar_object(*p);
+  }
+  int n = a.shape(dim);
+  py::list out(n);
+  for (int i = 0; i < n; ++i) {
+    out[i] = list_level(a, p + i * a.strides()[dim], dim + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+py::object to_list(const fx::array& a) {
+  eval_nogil(a);
+  return fx::dispatch_all(a.dtype(), [&](auto tag) -> py::object {
+    using T = typename decltype(tag)::type;
+    return list_level(a, a.data<T>(), 0);
+  });
+}
+
+py::object item(const fx::array& a) {
+  if (a.size() != 1) {
+    throw std::invalid_argument(
+        "[item] Only one-element arrays can be converted to Python scalars; "
+        "got an array of shape " +
+        fx::shape_str(a.shape()) + ".");
+  }
+  eval_nogil(a);
+  return fx::dispatch_all(a.dtype(), [&](auto tag) -> py::object {
+    using T = typename decltype(tag)::type;
+    return scalar_object(*a.data<T>());
+  });
+}
+
+}  // namespace fxpy

@@ -1,0 +1,144 @@
+// Conversions between Python objects and Fluxion values, shared by every
+// binding file: argument casters (streams, axes, shapes), Python scalars and
+// nested lists to arrays (with MLX's weak typing of Python scalars), NumPy
+// interop and pytree flattening.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "fluxion/fluxion.h"
+#include "fluxion/ops/common.h"
+
+namespace py = pybind11;
+namespace fx = fluxion;
+using namespace py::literals;
+
+// `stream=None | Stream | Device | DeviceType`, as every op takes it.
+namespace pybind11::detail {
+template <>
+struct type_caster<fx::StreamOrDevice> {
+  PYBIND11_TYPE_CASTER(fx::StreamOrDevice,
+                       const_name("Union[None, Stream, Device]"));
+  bool load(handle src, bool convert);
+  static handle cast(const fx::StreamOrDevice&, return_value_policy, handle) {
+    return none().release();
+  }
+};
+}  // namespace pybind11::detail
+
+namespace fxpy {
+
+// `axis=None | int | Sequence[int]`.
+using Axes = std::optional<std::variant<int, std::vector<int>>>;
+// `shape=int | Sequence[int]`.
+using ShapeArg = std::variant<int, fx::Shape>;
+
+inline fx::Shape to_shape(const ShapeArg& s) {
+  if (auto* i = std::get_if<int>(&s)) {
+    return {*i};
+  }
+  return std::get<fx::Shape>(s);
+}
+
+// Set once the `array` class is registered; used for fast type checks on
+// the operator paths.
+extern PyTypeObject* array_type;
+
+// The array a Python object wraps, or nullptr if it is not an array.
+inline fx::array* array_ptr(py::handle h) {
+  if (!h || !PyObject_TypeCheck(h.ptr(), array_type)) {
+    return nullptr;
+  }
+  auto* inst = reinterpret_cast<py::detail::instance*>(h.ptr());
+  return inst->get_value_and_holder().value_ptr<fx::array>();
+}
+
+enum class ScalarKind { none, boolean, integer, floating, complex };
+
+inline ScalarKind scalar_kind(py::handle h) {
+  PyObject* o = h.ptr();
+  if (PyBool_Check(o)) {
+    return ScalarKind::boolean;
+  }
+  if (PyLong_Check(o)) {
+    return ScalarKind::integer;
+  }
+  if (PyFloat_Check(o)) {
+    return ScalarKind::floating;
+  }
+  if (PyComplex_Check(o)) {
+    return ScalarKind::complex;
+  }
+  return ScalarKind::none;
+}
+
+// A Python scalar as an array. With `like`, the scalar is weak: it takes
+// `like`'s dtype when that is of the same kind or wider (x * 2 keeps x's
+// dtype), as MLX does; without, ints are int32 (int64 if they do not fit),
+// floats float32, complex complex64.
+fx::array scalar_to_array(py::handle h, ScalarKind kind,
+                          std::optional<fx::Dtype> like);
+
+// Any array-like (array, Python scalar, nested list/tuple, NumPy array or
+// scalar, buffer) as an array: MLX's `array(obj, dtype)`. Throws
+// std::invalid_argument for anything else.
+fx::array to_array(py::handle h, std::optional<fx::Dtype> dtype = {});
+
+// An operand next to an array `like`: Python scalars are weakly typed.
+inline fx::array to_array_like(py::handle h, const fx::array& like) {
+  if (auto* p = array_ptr(h)) {
+    return *p;
+  }
+  ScalarKind k = scalar_kind(h);
+  if (k != ScalarKind::none) {
+    return scalar_to_array(h, k, like.dtype());
+  }
+  return to_array(h);
+}
+
+// Both operands of a binary op: a scalar is weak next to an array.
+std::pair<fx::array, fx::array> to_arrays(py::handle a, py::handle b);
+
+// True for objects `to_array` accepts as an operand of arithmetic.
+bool is_array_like(py::handle h);
+
+// Arrays in a pytree (lists, tuples, dict values); other leaves ignored
+// unless `strict`, when they raise.
+void flatten_arrays(py::handle tree, std::vector<fx::array>& out,
+                    bool strict = false);
+
+// Evaluate with the GIL released, so other Python threads run meanwhile.
+void eval_nogil(const fx::array& a);
+
+// A NumPy array viewing (or, for bfloat16, converting) the evaluated data of
+// `a`; the view keeps `a`'s buffer alive.
+py::object to_numpy(const fx::array& a);
+
+// Nested Python lists (or a scalar for 0-d) of the values of `a`.
+py::object to_list(const fx::array& a);
+py::object item(const fx::array& a);
+
+// The NumPy dtype name of `t` ("float32"); bfloat16 has none.
+const char* numpy_name(fx::Dtype t);
+
+}  // namespace fxpy
+
+// Registration functions, one per source file.
+void init_dtypes(py::module_& m);
+void init_devices(py::module_& m);
+void init_memory(py::module_& m);
+void init_array(py::module_& m);
+void init_array_methods(py::module_& m);
+void init_indexing(py::module_& m);
+void init_ops_elementwise(py::module_& m);
+void init_ops_reduce(py::module_& m);
+void init_ops_shape(py::module_& m);
+void init_ops_misc(py::module_& m);
+void init_random(py::module_& m);
+void init_transforms(py::module_& m);

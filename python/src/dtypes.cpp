@@ -1,0 +1,173 @@
+// Dtype objects (mx.float32, ...), dtype categories, finfo and iinfo.
+#include <limits>
+#include <string>
+
+#include "fluxion/backend/common/dispatch.h"
+#include "python/src/convert.h"
+
+namespace {
+
+constexpr fx::Dtype kAllDtypes[] = {
+    fx::bool_,   fx::uint8,   fx::uint16,   fx::uint32,   fx::uint64,
+    fx::int8,    fx::int16,   fx::int32,    fx::int64,    fx::float16,
+    fx::float32, fx::float64, fx::bfloat16, fx::complex64};
+
+struct FInfo {
+  fx::Dtype dtype;
+  double min, max, eps;
+  int bits;
+};
+
+struct IInfo {
+  fx::Dtype dtype;
+  py::object min, max;
+  int bits;
+};
+
+FInfo make_finfo(fx::Dtype t) {
+  if (!fx::is_inexact(t)) {
+    throw std::invalid_argument(std::string("[finfo] ") + fx::dtype_name(t) +
+                                " is not an inexact type.");
+  }
+  // complex64's parts are float32.
+  fx::Dtype real = t == fx::complex64 ? fx::float32 : t;
+  FInfo out{t, 0, 0, 0, static_cast<int>(t.size) * 8};
+  fx::dispatch<fx::FloatTypes>(real, "finfo", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    out.max = static_cast<double>(std::numeric_limits<T>::max());
+    out.min = -out.max;  // IEEE formats are symmetric
+    out.eps = static_cast<double>(std::numeric_limits<T>::epsilon());
+  });
+  return out;
+}
+
+IInfo make_iinfo(fx::Dtype t) {
+  if (!fx::is_integral(t)) {
+    throw std::invalid_argument(std::string("[iinfo] ") + fx::dtype_name(t) +
+                                " is not an integer type.");
+  }
+  IInfo out{t, py::none(), py::none(), static_cast<int>(t.size) * 8};
+  fx::dispatch<fx::IntTypes>(t, "iinfo", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_unsigned_v<T>) {
+      out.min = py::int_(0);
+      out.max = py::reinterpret_steal<py::object>(PyLong_FromUnsignedLongLong(
+          static_cast<unsigned long long>(std::numeric_limits<T>::max())));
+    } else {
+      out.min = py::reinterpret_steal<py::object>(PyLong_FromLongLong(
+          static_cast<long long>(std::numeric_limits<T>::min())));
+      out.max = py::reinterpret_steal<py::object>(PyLong_FromLongLong(
+          static_cast<long long>(std::numeric_limits<T>::max())));
+    }
+  });
+  return out;
+}
+
+std::string dtype_repr(fx::Dtype t) {
+  return std::string("fluxion.core.") + fx::dtype_name(t);
+}
+
+}  // namespace
+
+void init_dtypes(py::module_& m) {
+  py::class_<fx::Dtype>(
+      m, "Dtype", "An array's element type, e.g. ``fluxion.core.float32``.")
+      .def_property_readonly(
+          "size", [](const fx::Dtype& t) { return static_cast<int>(t.size); },
+          "Size of one element in bytes.")
+      .def("__repr__", &dtype_repr)
+      .def(
+          "__eq__",
+          [](const fx::Dtype& a, const fx::Dtype& b) { return a == b; },
+          py::is_operator())
+      .def(
+          "__ne__",
+          [](const fx::Dtype& a, const fx::Dtype& b) { return a != b; },
+          py::is_operator())
+      .def("__hash__",
+           [](const fx::Dtype& t) { return static_cast<int>(t.val); })
+      .def(py::pickle(
+          [](const fx::Dtype& t) { return static_cast<int>(t.val); },
+          [](int v) {
+            for (fx::Dtype t : kAllDtypes) {
+              if (static_cast<int>(t.val) == v) {
+                return t;
+              }
+            }
+            throw std::invalid_argument("[Dtype] Invalid pickled dtype " +
+                                        std::to_string(v) + ".");
+          }));
+
+  for (fx::Dtype t : kAllDtypes) {
+    std::string name = fx::dtype_name(t);
+    if (name == "bool") {
+      name = "bool_";
+    }
+    m.attr(name.c_str()) = py::cast(t);
+  }
+
+  py::enum_<fx::DtypeCategory>(m, "DtypeCategory",
+                               "Abstract dtype categories for issubdtype.")
+      .value("complexfloating", fx::DtypeCategory::complexfloating)
+      .value("floating", fx::DtypeCategory::floating)
+      .value("inexact", fx::DtypeCategory::inexact)
+      .value("signedinteger", fx::DtypeCategory::signedinteger)
+      .value("unsignedinteger", fx::DtypeCategory::unsignedinteger)
+      .value("integer", fx::DtypeCategory::integer)
+      .value("number", fx::DtypeCategory::number)
+      .value("generic", fx::DtypeCategory::generic)
+      .export_values();
+
+  m.def(
+      "issubdtype",
+      [](const fx::Dtype& a, const fx::Dtype& b) {
+        return fx::issubdtype(a, b);
+      },
+      "arg1"_a, "arg2"_a);
+  m.def(
+      "issubdtype",
+      [](const fx::Dtype& a, fx::DtypeCategory b) {
+        return fx::issubdtype(a, b);
+      },
+      "arg1"_a, "arg2"_a);
+  m.def(
+      "issubdtype",
+      [](fx::DtypeCategory a, const fx::Dtype& b) {
+        // A category is never a sub-type of a concrete type.
+        return false;
+      },
+      "arg1"_a, "arg2"_a);
+  m.def(
+      "issubdtype",
+      [](fx::DtypeCategory a, fx::DtypeCategory b) {
+        return fx::issubdtype(a, b);
+      },
+      "arg1"_a, "arg2"_a,
+      "Whether ``arg1`` is ``arg2`` or below it in the type hierarchy.");
+
+  py::class_<FInfo>(m, "finfo", "Limits of an inexact dtype.")
+      .def(py::init(&make_finfo), "dtype"_a)
+      .def_readonly("dtype", &FInfo::dtype)
+      .def_readonly("min", &FInfo::min)
+      .def_readonly("max", &FInfo::max)
+      .def_readonly("eps", &FInfo::eps)
+      .def_readonly("bits", &FInfo::bits)
+      .def("__repr__", [](const FInfo& f) {
+        return "finfo(min=" + py::repr(py::float_(f.min)).cast<std::string>() +
+               ", max=" + py::repr(py::float_(f.max)).cast<std::string>() +
+               ", eps=" + py::repr(py::float_(f.eps)).cast<std::string>() +
+               ", dtype=" + fx::dtype_name(f.dtype) + ")";
+      });
+
+  py::class_<IInfo>(m, "iinfo", "Limits of an integer dtype.")
+      .def(py::init(&make_iinfo), "dtype"_a)
+      .def_readonly("dtype", &IInfo::dtype)
+      .def_readonly("min", &IInfo::min)
+      .def_readonly("max", &IInfo::max)
+      .def_readonly("bits", &IInfo::bits)
+      .def("__repr__", [](const IInfo& f) {
+        return "iinfo(min=" + py::str(f.min).cast<std::string>() +
+               ", max=" + py::str(f.max).cast<std::string>() +
+               ", dtype=" + fx::dtype_name(f.dtype) + ")";
+      });
+}

@@ -1,0 +1,536 @@
+// NumPy-style indexing: __getitem__, __setitem__ and the `.at[]` updates.
+//
+// An index expression is expanded (Ellipsis, trailing axes) into one item
+// per axis plus None items. Basic items (ints, slices) become one `slice`
+// view. Integer arrays follow NumPy's advanced indexing: all advanced
+// indices (ints count as 0-d arrays when an array is present) broadcast to
+// one shape B; the indexed axes are moved first, merged into one axis of
+// size P, and gathered (take) or scattered (put_along_axis,
+// scatter_add_axis) with linear indices. B's dimensions replace the indexed
+// axes in place when the advanced items are adjacent, else they go first.
+#include <pybind11/numpy.h>
+
+#include <numeric>
+
+#include "python/src/convert.h"
+
+namespace {
+
+struct Item {
+  // `ellipsis` marks where '...' stood: it takes no axis (its axes are
+  // slices) but, as in NumPy, separates advanced indices.
+  enum Kind { integer, slice, newaxis, array, ellipsis } kind;
+  explicit Item(Kind k) : kind(k) {}
+  int64_t value = 0;  // integer: normalized; slice: start
+  int64_t stop = 0, step = 1, length = 0;
+  std::optional<fx::array> arr;
+};
+
+[[noreturn]] void index_error(const char* op, const std::string& msg) {
+  throw std::out_of_range(std::string("[") + op + "] " + msg);
+}
+
+fx::array index_array(py::handle h, const char* op) {
+  fx::array a = fxpy::to_array(h);
+  if (a.dtype() == fx::bool_) {
+    throw std::invalid_argument(
+        std::string("[") + op +
+        "] Boolean array indices are not supported (there is no boolean "
+        "mask indexing); use where() instead.");
+  }
+  if (!fx::is_integral(a.dtype())) {
+    if (a.size() == 0) {
+      return fx::astype(a, fx::int32);  // x[[]]: an empty integer index
+    }
+    throw std::invalid_argument(
+        std::string("[") + op +
+        "] Arrays used as indices must have an integer type; got " +
+        fx::dtype_name(a.dtype()) + ".");
+  }
+  return a;
+}
+
+// Python ints and NumPy integer scalars (not 0-d arrays, not bools).
+bool is_int_index(py::handle h) {
+  if (PyBool_Check(h.ptr())) {
+    return false;
+  }
+  return PyLong_Check(h.ptr()) ||
+         (!fxpy::array_ptr(h) && !py::isinstance<py::array>(h) &&
+          PyIndex_Check(h.ptr()));
+}
+
+// One item per axis of `a` (plus newaxis items).
+std::vector<Item> parse(const fx::array& a, py::handle index, const char* op) {
+  std::vector<py::handle> raw;
+  if (PyTuple_Check(index.ptr())) {
+    for (auto h : py::reinterpret_borrow<py::tuple>(index)) {
+      raw.push_back(h);
+    }
+  } else {
+    raw.push_back(index);
+  }
+  int consumed = 0, ellipsis = -1;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i].ptr() == Py_Ellipsis) {
+      if (ellipsis >= 0) {
+        index_error(op, "An index can only have a single ellipsis ('...').");
+      }
+      ellipsis = static_cast<int>(i);
+    } else if (!raw[i].is_none()) {
+      ++consumed;
+    }
+  }
+  if (consumed > a.ndim()) {
+    index_error(op, "Too many indices for an array with " +
+                        std::to_string(a.ndim()) + " dimensions: got " +
+                        std::to_string(consumed) + ".");
+  }
+  std::vector<Item> items;
+  int axis = 0;
+  auto full = [&] {
+    Item it(Item::slice);
+    it.value = 0;
+    it.stop = a.shape(axis);
+    it.length = a.shape(axis);
+    items.push_back(it);
+    ++axis;
+  };
+  for (size_t i = 0; i < raw.size(); ++i) {
+    py::handle h = raw[i];
+    if (static_cast<int>(i) == ellipsis) {
+      items.push_back(Item(Item::ellipsis));
+      for (int k = 0; k < a.ndim() - consumed; ++k) {
+        full();
+      }
+      continue;
+    }
+    if (h.is_none()) {
+      items.push_back(Item(Item::newaxis));
+      continue;
+    }
+    int64_t n = a.shape(axis);
+    if (PySlice_Check(h.ptr())) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) {
+        throw py::error_already_set();
+      }
+      Item it(Item::slice);
+      it.length = PySlice_AdjustIndices(n, &start, &stop, step);
+      it.step = step;
+      if (it.length == 0) {
+        it.value = it.stop = 0;
+        it.step = 1;
+      } else {
+        it.value = start;
+        it.stop = start + it.length * step;
+        if (it.stop < 0) {
+          it.stop = -n - 1;  // "before the first element" for slice()
+        }
+      }
+      items.push_back(it);
+    } else if (PyBool_Check(h.ptr())) {
+      throw std::invalid_argument(std::string("[") + op +
+                                  "] Boolean indices are not supported.");
+    } else if (is_int_index(h)) {
+      int overflow = 0;
+      py::object as_int =
+          py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
+      if (!as_int) {
+        throw py::error_already_set();
+      }
+      long long v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
+      if (overflow || v < -n || v >= n) {
+        index_error(op, "Index " + py::str(h).cast<std::string>() +
+                            " is out of bounds for axis " +
+                            std::to_string(axis) + " with size " +
+                            std::to_string(n) + ".");
+      }
+      Item it(Item::integer);
+      it.value = v < 0 ? v + n : v;
+      items.push_back(it);
+    } else if (fxpy::array_ptr(h) || fxpy::is_array_like(h)) {
+      Item it(Item::array);
+      it.arr = index_array(h, op);
+      items.push_back(std::move(it));
+    } else {
+      throw std::invalid_argument(
+          std::string("[") + op +
+          "] Cannot index an array with an object of type " +
+          Py_TYPE(h.ptr())->tp_name + ".");
+    }
+    ++axis;
+  }
+  while (axis < a.ndim()) {
+    full();
+  }
+  return items;
+}
+
+// The decomposition of an index expression against an array.
+struct Plan {
+  // Basic slicing of every axis (ints as width-1 slices only without
+  // arrays; with arrays, advanced axes are kept whole).
+  fx::Shape start, stop, strides, region_shape;
+  bool identity = true;
+  std::vector<int> int_axes;  // squeezed after slicing (basic only)
+  bool advanced = false;
+  std::vector<int> adv_axes, rest_axes;
+  std::vector<fx::array> adv_idx;
+  fx::Shape B;  // broadcast shape of the advanced indices
+  bool adjacent = true;
+  int adv_pos = 0;            // rest axes before the first advanced one
+  std::vector<int> none_pos;  // positions of new axes in the result
+  fx::Shape result_shape;
+};
+
+Plan make_plan(const fx::array& a, const std::vector<Item>& items,
+               const char* op) {
+  Plan p;
+  for (auto& it : items) {
+    p.advanced |= it.kind == Item::array;
+  }
+  int axis = 0, first_adv = -1, last_adv = -1;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    if (it.kind == Item::newaxis || it.kind == Item::ellipsis) {
+      continue;
+    }
+    int n = a.shape(axis);
+    if (it.kind == Item::slice) {
+      p.start.push_back(static_cast<int32_t>(it.value));
+      p.stop.push_back(static_cast<int32_t>(it.stop));
+      p.strides.push_back(static_cast<int32_t>(it.step));
+      p.region_shape.push_back(static_cast<int32_t>(it.length));
+      p.identity &= it.length == n && it.step == 1;
+      if (p.advanced) {
+        p.rest_axes.push_back(axis);
+      }
+    } else if (!p.advanced) {  // an int, basic
+      p.start.push_back(static_cast<int32_t>(it.value));
+      p.stop.push_back(static_cast<int32_t>(it.value + 1));
+      p.strides.push_back(1);
+      p.region_shape.push_back(1);
+      p.identity = false;
+      p.int_axes.push_back(axis);
+    } else {  // an int or an array, advanced
+      p.start.push_back(0);
+      p.stop.push_back(n);
+      p.strides.push_back(1);
+      p.region_shape.push_back(n);
+      p.adv_axes.push_back(axis);
+      p.adv_idx.push_back(
+          it.kind == Item::array
+              ? *it.arr
+              : fx::array(static_cast<int64_t>(it.value),
+                          n > INT32_MAX ? fx::int64 : fx::int32));
+      if (first_adv < 0) {
+        first_adv = static_cast<int>(i);
+        p.adv_pos = static_cast<int>(p.rest_axes.size());
+      }
+      last_adv = static_cast<int>(i);
+    }
+    ++axis;
+  }
+  if (p.advanced) {
+    for (int i = first_adv; i <= last_adv; ++i) {
+      p.adjacent &=
+          items[i].kind == Item::integer || items[i].kind == Item::array;
+    }
+    for (auto& idx : p.adv_idx) {
+      p.B = fx::broadcast_shapes(p.B, idx.shape(), op);
+    }
+  }
+  // Result layout: slices in order, B in place (or first), new axes.
+  int nb = static_cast<int>(p.B.size());
+  int pos = p.advanced && !p.adjacent ? nb : 0;
+  if (p.advanced && !p.adjacent) {
+    p.result_shape = p.B;
+  }
+  bool seen_adv = false;
+  axis = 0;
+  for (auto& it : items) {
+    switch (it.kind) {
+      case Item::newaxis:
+        p.none_pos.push_back(pos++);
+        p.result_shape.push_back(1);
+        continue;
+      case Item::ellipsis:
+        continue;
+      case Item::slice:
+        p.result_shape.push_back(static_cast<int32_t>(it.length));
+        ++pos;
+        break;
+      default:
+        if (p.advanced && p.adjacent && !seen_adv) {
+          p.result_shape.insert(p.result_shape.end(), p.B.begin(), p.B.end());
+          pos += nb;
+        }
+        seen_adv = true;
+    }
+    ++axis;
+  }
+  return p;
+}
+
+// The advanced part: the sliced region with the indexed axes merged first
+// (shape [P, rest...]) and the linear indices (shape B). Invalid indices
+// become P, which take/put report as out of range when evaluated.
+struct Flat {
+  fx::array flat;
+  fx::array lin;
+  std::vector<int> perm;
+  fx::Shape moved_shape;  // region transposed by perm
+};
+
+Flat flatten_advanced(const fx::array& region, const Plan& p) {
+  std::vector<int> perm = p.adv_axes;
+  perm.insert(perm.end(), p.rest_axes.begin(), p.rest_axes.end());
+  fx::array moved = fx::transpose(region, perm);
+  int64_t P = 1;
+  for (int ax : p.adv_axes) {
+    P *= region.shape(ax);
+  }
+  fx::Dtype it = P >= INT32_MAX ? fx::int64 : fx::int32;
+  std::optional<fx::array> lin, valid;
+  for (size_t k = 0; k < p.adv_axes.size(); ++k) {
+    int n = region.shape(p.adv_axes[k]);
+    fx::array idx = fx::astype(p.adv_idx[k], it);
+    fx::array nn(n, it);
+    if (!fx::is_unsigned(p.adv_idx[k].dtype())) {
+      idx = fx::where(fx::less(idx, fx::array(0, it)), fx::add(idx, nn), idx);
+    }
+    fx::array ok = fx::logical_and(fx::greater_equal(idx, fx::array(0, it)),
+                                   fx::less(idx, nn));
+    lin = lin ? fx::add(fx::multiply(*lin, nn), idx) : idx;
+    valid = valid ? fx::logical_and(*valid, ok) : ok;
+  }
+  fx::array l = fx::where(*valid, *lin, fx::array(P, it));
+  fx::Shape flat_shape{static_cast<int32_t>(P)};
+  for (int ax : p.rest_axes) {
+    flat_shape.push_back(region.shape(ax));
+  }
+  return {fx::reshape(moved, flat_shape), fx::broadcast_to(l, p.B), perm,
+          moved.shape()};
+}
+
+// Move B's dims (first in `g`) to their place in the result, and add the
+// new axes.
+fx::array arrange_result(fx::array g, const Plan& p) {
+  int nb = static_cast<int>(p.B.size());
+  if (p.adjacent && p.adv_pos > 0 && nb > 0) {
+    std::vector<int> perm;
+    for (int i = 0; i < p.adv_pos; ++i) {
+      perm.push_back(nb + i);
+    }
+    for (int i = 0; i < nb; ++i) {
+      perm.push_back(i);
+    }
+    for (int i = nb + p.adv_pos; i < g.ndim(); ++i) {
+      perm.push_back(i);
+    }
+    g = fx::transpose(g, perm);
+  }
+  return p.none_pos.empty() ? g : fx::expand_dims(g, p.none_pos);
+}
+
+fx::array sliced(const fx::array& a, const Plan& p) {
+  return p.identity ? a : fx::slice(a, p.start, p.stop, p.strides);
+}
+
+fx::array get_item(const fx::array& a, py::handle index) {
+  auto items = parse(a, index, "getitem");
+  Plan p = make_plan(a, items, "getitem");
+  fx::array region = sliced(a, p);
+  if (!p.advanced) {
+    if (!p.int_axes.empty()) {
+      region = fx::squeeze(region, p.int_axes);
+    }
+    return p.none_pos.empty() ? region : fx::expand_dims(region, p.none_pos);
+  }
+  if (p.adv_axes.size() == 1) {
+    // One array index: a plain take along its axis (negative indices and
+    // range checks are take's).
+    int ax = p.adv_axes[0];
+    return p.none_pos.empty()
+               ? fx::take(region, p.adv_idx[0], ax)
+               : fx::expand_dims(fx::take(region, p.adv_idx[0], ax),
+                                 p.none_pos);
+  }
+  Flat f = flatten_advanced(region, p);
+  return arrange_result(fx::take(f.flat, f.lin, 0), p);
+}
+
+// `value` as the update of the indexed region: broadcast to the result
+// shape of a[index] (extra leading unit dims dropped, as NumPy does).
+fx::array fit_value(fx::array v, const fx::Shape& result_shape) {
+  while (v.ndim() > static_cast<int>(result_shape.size()) && v.shape(0) == 1) {
+    v = fx::squeeze(v, 0);
+  }
+  return fx::broadcast_to(v, result_shape);
+}
+
+enum class Update { set, add, subtract, multiply, divide, maximum, minimum };
+
+fx::array apply(Update u, const fx::array& cur, const fx::array& v) {
+  switch (u) {
+    case Update::add:
+      return fx::add(cur, v);
+    case Update::subtract:
+      return fx::subtract(cur, v);
+    case Update::multiply:
+      return fx::multiply(cur, v);
+    case Update::divide:
+      return fx::divide(cur, v);
+    case Update::maximum:
+      return fx::maximum(cur, v);
+    case Update::minimum:
+      return fx::minimum(cur, v);
+    default:
+      return v;
+  }
+}
+
+fx::array update_item(const fx::array& a, py::handle index, py::handle value,
+                      Update u) {
+  const char* op = u == Update::set ? "setitem" : "at";
+  auto items = parse(a, index, op);
+  Plan p = make_plan(a, items, op);
+  fx::array v = fxpy::to_array_like(value, a);
+  if (!p.advanced) {
+    fx::array upd = v.ndim() == 0 ? v
+                                  : fx::reshape(fit_value(v, p.result_shape),
+                                                p.region_shape);
+    if (u != Update::set) {
+      upd = apply(u, fx::slice(a, p.start, p.stop, p.strides), upd);
+    }
+    return fx::slice_update(a, fx::astype(upd, a.dtype()), p.start, p.stop,
+                            p.strides);
+  }
+  fx::array region = sliced(a, p);
+  Flat f = flatten_advanced(region, p);
+  // The value in the [B..., rest...] layout, then [N, rest...].
+  fx::array vr = fit_value(v, p.result_shape);
+  if (!p.none_pos.empty()) {
+    vr = fx::squeeze(vr, p.none_pos);
+  }
+  int nb = static_cast<int>(p.B.size());
+  if (p.adjacent && p.adv_pos > 0 && nb > 0) {
+    std::vector<int> perm;
+    for (int i = 0; i < nb; ++i) {
+      perm.push_back(p.adv_pos + i);
+    }
+    for (int i = 0; i < p.adv_pos; ++i) {
+      perm.push_back(i);
+    }
+    for (int i = p.adv_pos + nb; i < vr.ndim(); ++i) {
+      perm.push_back(i);
+    }
+    vr = fx::transpose(vr, perm);
+  }
+  int32_t N = static_cast<int32_t>(fx::shape_size(p.B));
+  fx::Shape vals_shape = f.flat.shape();
+  vals_shape[0] = N;
+  fx::array vals = fx::reshape(vr, vals_shape);
+  fx::Shape idx_shape(vals_shape.size(), 1);
+  idx_shape[0] = N;
+  fx::array lin = fx::reshape(f.lin, {N});
+  fx::array idx = fx::broadcast_to(fx::reshape(lin, idx_shape), vals_shape);
+  fx::array out = f.flat;
+  switch (u) {
+    case Update::set:
+      out = fx::put_along_axis(f.flat, idx, fx::astype(vals, a.dtype()), 0);
+      break;
+    case Update::add:
+    case Update::subtract:
+      out = fx::scatter_add_axis(
+          f.flat, idx,
+          fx::astype(u == Update::add ? vals : fx::negative(vals), a.dtype()),
+          0);
+      break;
+    default: {
+      // Duplicate indices combine: each update is first reduced with every
+      // update at the same index (an N x N comparison), then applied once.
+      fx::Shape e_shape(vals_shape.size() + 1, 1);
+      e_shape[0] = e_shape[1] = N;
+      fx::array same = fx::reshape(
+          fx::equal(fx::reshape(lin, {N, 1}), fx::reshape(lin, {1, N})),
+          e_shape);
+      fx::Shape row_shape = vals_shape;
+      row_shape.insert(row_shape.begin(), 1);
+      fx::array others = fx::reshape(vals, row_shape);
+      fx::array mine = fx::expand_dims(vals, 1);
+      fx::array combined = vals;
+      if (u == Update::multiply || u == Update::divide) {
+        combined =
+            fx::prod(fx::where(same, others, fx::array(1, vals.dtype())), 1);
+      } else if (u == Update::maximum) {
+        combined = fx::max(fx::where(same, others, mine), 1);
+      } else {
+        combined = fx::min(fx::where(same, others, mine), 1);
+      }
+      fx::array cur = fx::take_along_axis(f.flat, idx, 0);
+      out = fx::put_along_axis(
+          f.flat, idx, fx::astype(apply(u, cur, combined), a.dtype()), 0);
+    }
+  }
+  std::vector<int> inv(f.perm.size());
+  for (size_t i = 0; i < f.perm.size(); ++i) {
+    inv[f.perm[i]] = static_cast<int>(i);
+  }
+  fx::array new_region = fx::transpose(fx::reshape(out, f.moved_shape), inv);
+  return p.identity
+             ? new_region
+             : fx::slice_update(a, new_region, p.start, p.stop, p.strides);
+}
+
+// x.at[idx].add(v) and friends: functional updates returning new arrays.
+struct ArrayAt {
+  fx::array a;
+  py::object index;
+};
+
+}  // namespace
+
+void init_indexing(py::module_& m) {
+  auto cls = py::reinterpret_borrow<py::class_<fx::array>>(m.attr("array"));
+  cls.def("__getitem__", &get_item, "index"_a);
+  cls.def(
+      "__setitem__",
+      [](fx::array& a, py::handle index, py::handle value) {
+        a = update_item(a, index, value, Update::set);
+      },
+      "index"_a, "value"_a);
+
+  py::class_<ArrayAt> at(m, "ArrayAt",
+                         "Functional updates: ``x.at[idx].add(v)`` returns a "
+                         "new array.");
+  at.def("__getitem__", [](const ArrayAt& self, py::object index) {
+      return ArrayAt{self.a, std::move(index)};
+    }).def("__repr__", [](const ArrayAt&) { return "ArrayAt"; });
+  auto method = [&](const char* name, Update u) {
+    at.def(
+        name,
+        [u, name](const ArrayAt& self, py::handle value) {
+          if (!self.index) {
+            throw std::invalid_argument(
+                std::string("[at] Index the array first: x.at[idx].") + name +
+                "(value).");
+          }
+          return update_item(self.a, self.index, value, u);
+        },
+        "value"_a);
+  };
+  method("add", Update::add);
+  method("subtract", Update::subtract);
+  method("multiply", Update::multiply);
+  method("divide", Update::divide);
+  method("maximum", Update::maximum);
+  method("minimum", Update::minimum);
+  cls.def_property_readonly(
+      "at",
+      [](const fx::array& a) {
+        return ArrayAt{a, py::object()};
+      },
+      "Functional updates at an index: ``x.at[idx].add(v)``.");
+}

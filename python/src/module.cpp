@@ -1,0 +1,40 @@
+// The extension module fluxion.core.
+#include "python/src/convert.h"
+
+PYBIND11_MODULE(core, m) {
+  m.doc() = "Fluxion: lazy arrays with MLX's API.";
+  // Fluxion reports bad arguments as std::invalid_argument and bad
+  // indices or axes as std::out_of_range; messages keep the "[op]" tag.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) {
+        std::rethrow_exception(p);
+      }
+    } catch (const py::error_already_set&) {
+      throw;
+    } catch (const py::builtin_exception&) {
+      throw;
+    } catch (const std::invalid_argument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::out_of_range& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const std::bad_alloc& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+  init_dtypes(m);
+  init_devices(m);
+  init_memory(m);
+  init_array(m);
+  init_array_methods(m);
+  init_indexing(m);
+  init_ops_elementwise(m);
+  init_ops_reduce(m);
+  init_ops_shape(m);
+  init_ops_misc(m);
+  init_random(m);
+  init_transforms(m);
+  m.attr("__version__") = "0.1.0";
+}

@@ -1,0 +1,265 @@
+// Shape ops: reshape, transpose, broadcast, join/split, pad, tile, and
+// MLX's slice/slice_update signatures.
+#include "python/src/ops_common.h"
+
+namespace {
+
+std::vector<int> int_list(py::handle h, const char* op, const char* what) {
+  if (auto* p = fxpy::array_ptr(h)) {
+    fxpy::eval_nogil(*p);
+    std::vector<int> out;
+    fx::array flat = fx::astype(fx::reshape(*p, {-1}), fx::int32);
+    fxpy::eval_nogil(flat);
+    auto* d = flat.data<int32_t>();
+    return std::vector<int>(d, d + flat.size());
+  }
+  try {
+    return h.cast<std::vector<int>>();
+  } catch (const py::cast_error&) {
+    throw std::invalid_argument(std::string("[") + op + "] " + what +
+                                " must be a sequence of ints or an array.");
+  }
+}
+
+// MLX's slice(a, start_indices, axes, slice_size): `slice_size` elements
+// from `start_indices` along `axes` (start indices given as an array are
+// read now).
+fx::array mlx_slice(const fx::array& a, py::handle start_indices,
+                    const std::vector<int>& axes,
+                    const std::vector<int>& slice_size, fx::StreamOrDevice s) {
+  auto starts = int_list(start_indices, "slice", "start_indices");
+  if (starts.size() != axes.size() || slice_size.size() != axes.size()) {
+    throw std::invalid_argument(
+        "[slice] start_indices, axes and slice_size must have the same "
+        "length; got " +
+        std::to_string(starts.size()) + ", " + std::to_string(axes.size()) +
+        " and " + std::to_string(slice_size.size()) + ".");
+  }
+  fx::Shape start(a.ndim(), 0), stop = a.shape();
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int ax = fx::normalize_axis(axes[i], a.ndim(), "slice");
+    if (starts[i] < 0 || slice_size[i] < 0 ||
+        static_cast<int64_t>(starts[i]) + slice_size[i] > a.shape(ax)) {
+      throw std::out_of_range(
+          "[slice] A slice of size " + std::to_string(slice_size[i]) + " at " +
+          std::to_string(starts[i]) + " does not fit axis " +
+          std::to_string(ax) + " of size " + std::to_string(a.shape(ax)) + ".");
+    }
+    start[ax] = starts[i];
+    stop[ax] = starts[i] + slice_size[i];
+  }
+  return fx::slice(a, start, stop, s);
+}
+
+fx::array mlx_slice_update(const fx::array& a, const fx::array& update,
+                           py::handle start_indices,
+                           const std::vector<int>& axes, fx::StreamOrDevice s) {
+  auto starts = int_list(start_indices, "slice_update", "start_indices");
+  if (starts.size() != axes.size()) {
+    throw std::invalid_argument(
+        "[slice_update] start_indices and axes must have the same length; "
+        "got " +
+        std::to_string(starts.size()) + " and " + std::to_string(axes.size()) +
+        ".");
+  }
+  if (update.ndim() != a.ndim()) {
+    throw std::invalid_argument(
+        "[slice_update] The update must have the array's number of "
+        "dimensions; got shapes " +
+        fx::shape_str(update.shape()) + " and " + fx::shape_str(a.shape()) +
+        ".");
+  }
+  fx::Shape start(a.ndim(), 0), stop = a.shape();
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int ax = fx::normalize_axis(axes[i], a.ndim(), "slice_update");
+    int64_t end = static_cast<int64_t>(starts[i]) + update.shape(ax);
+    if (starts[i] < 0 || end > a.shape(ax)) {
+      throw std::out_of_range("[slice_update] An update of size " +
+                              std::to_string(update.shape(ax)) + " at " +
+                              std::to_string(starts[i]) +
+                              " does not fit axis " + std::to_string(ax) +
+                              " of size " + std::to_string(a.shape(ax)) + ".");
+    }
+    start[ax] = starts[i];
+    stop[ax] = static_cast<int32_t>(end);
+  }
+  return fx::slice_update(a, update, start, stop, s);
+}
+
+std::pair<int, int> pad_pair(py::handle h) {
+  if (PyLong_Check(h.ptr())) {
+    int v = h.cast<int>();
+    return {v, v};
+  }
+  auto v = h.cast<std::vector<int>>();
+  if (v.size() == 1) {
+    return {v[0], v[0]};
+  }
+  if (v.size() != 2) {
+    throw std::invalid_argument(
+        "[pad] Each pad width must be an int or a (before, after) pair; got " +
+        std::to_string(v.size()) + " values.");
+  }
+  return {v[0], v[1]};
+}
+
+fx::array pad(const fx::array& a, py::handle pad_width, const std::string& mode,
+              py::handle constant_values, fx::StreamOrDevice s) {
+  fx::array value = fxpy::to_array_like(constant_values, a);
+  if (PyLong_Check(pad_width.ptr())) {
+    return fx::pad(a, pad_width.cast<int>(), value, mode, s);
+  }
+  auto seq = pad_width.cast<py::sequence>();
+  bool nested = py::len(seq) > 0 && !PyLong_Check(seq[0].ptr());
+  if (!nested) {
+    return fx::pad(a, pad_pair(pad_width), value, mode, s);
+  }
+  std::vector<std::pair<int, int>> widths;
+  for (auto item : seq) {
+    widths.push_back(pad_pair(item));
+  }
+  return fx::pad(a, widths, value, mode, s);
+}
+
+py::object at_least(fx::array (*fn)(const fx::array&, fx::StreamOrDevice),
+                    const py::args& arys, fx::StreamOrDevice s) {
+  if (arys.size() == 1) {
+    return py::cast(fn(fxpy::to_array(arys[0]), s));
+  }
+  py::list out;
+  for (auto a : arys) {
+    out.append(fn(fxpy::to_array(a), s));
+  }
+  return out;
+}
+
+}  // namespace
+
+void init_ops_shape(py::module_& m) {
+  const auto s = "stream"_a = py::none();
+  m.def(
+      "reshape",
+      [](const fx::array& a, const fx::Shape& shape, fx::StreamOrDevice st) {
+        return fx::reshape(a, shape, st);
+      },
+      "a"_a, py::pos_only(), "shape"_a, py::kw_only(), s);
+  m.def(
+      "flatten",
+      [](const fx::array& a, int start, int end, fx::StreamOrDevice st) {
+        return fx::flatten(a, start, end, st);
+      },
+      "a"_a, py::pos_only(), "start_axis"_a = 0, "end_axis"_a = -1,
+      py::kw_only(), s);
+  m.def(
+      "unflatten",
+      [](const fx::array& a, int axis, const fx::Shape& shape,
+         fx::StreamOrDevice st) { return fx::unflatten(a, axis, shape, st); },
+      "a"_a, py::pos_only(), "axis"_a, "shape"_a, py::kw_only(), s);
+  m.def("squeeze", &fxpy::squeeze, "a"_a, py::pos_only(), "axis"_a = py::none(),
+        py::kw_only(), s);
+  m.def(
+      "expand_dims",
+      [](const fx::array& a, const std::variant<int, std::vector<int>>& axis,
+         fx::StreamOrDevice st) {
+        return fx::expand_dims(a, fxpy::axes_vector(axis), st);
+      },
+      "a"_a, py::pos_only(), "axis"_a, py::kw_only(), s);
+  m.def(
+      "transpose",
+      [](const fx::array& a, std::optional<std::vector<int>> axes,
+         fx::StreamOrDevice st) {
+        return axes ? fx::transpose(a, *axes, st) : fx::transpose(a, st);
+      },
+      "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), s);
+  m.def(
+      "swapaxes",
+      [](const fx::array& a, int a1, int a2, fx::StreamOrDevice st) {
+        return fx::swapaxes(a, a1, a2, st);
+      },
+      "a"_a, py::pos_only(), "axis1"_a, "axis2"_a, py::kw_only(), s);
+  m.def(
+      "moveaxis",
+      [](const fx::array& a, int src, int dst, fx::StreamOrDevice st) {
+        return fx::moveaxis(a, src, dst, st);
+      },
+      "a"_a, py::pos_only(), "source"_a, "destination"_a, py::kw_only(), s);
+  m.def(
+      "broadcast_to",
+      [](py::handle a, const fxpy::ShapeArg& shape, fx::StreamOrDevice st) {
+        return fx::broadcast_to(fxpy::to_array(a), fxpy::to_shape(shape), st);
+      },
+      "a"_a, py::pos_only(), "shape"_a, py::kw_only(), s);
+  m.def(
+      "broadcast_arrays",
+      [](const py::args& arrays, fx::StreamOrDevice st) {
+        std::vector<fx::array> in;
+        for (auto a : arrays) {
+          in.push_back(fxpy::to_array(a));
+        }
+        return py::tuple(py::cast(fx::broadcast_arrays(in, st)));
+      },
+      s);
+  m.def("slice", &mlx_slice, "a"_a, "start_indices"_a, "axes"_a, "slice_size"_a,
+        py::kw_only(), s,
+        "``slice_size`` elements from ``start_indices`` along ``axes``.");
+  m.def("slice_update", &mlx_slice_update, "a"_a, "update"_a, "start_indices"_a,
+        "axes"_a, py::kw_only(), s,
+        "A copy of ``a`` with ``update`` written from ``start_indices`` "
+        "along ``axes``.");
+  auto concatenate = [](const std::vector<fx::array>& arrays,
+                        std::optional<int> axis, fx::StreamOrDevice st) {
+    if (axis) {
+      return fx::concatenate(arrays, *axis, st);
+    }
+    std::vector<fx::array> flat;
+    for (auto& a : arrays) {
+      flat.push_back(fx::reshape(a, {-1}, st));
+    }
+    return fx::concatenate(flat, 0, st);
+  };
+  m.def("concatenate", concatenate, "arrays"_a, "axis"_a = 0, py::kw_only(), s);
+  m.def("concat", concatenate, "arrays"_a, "axis"_a = 0, py::kw_only(), s);
+  m.def(
+      "stack",
+      [](const std::vector<fx::array>& arrays, int axis,
+         fx::StreamOrDevice st) { return fx::stack(arrays, axis, st); },
+      "arrays"_a, "axis"_a = 0, py::kw_only(), s);
+  m.def("split", &fxpy::split, "a"_a, py::pos_only(), "indices_or_sections"_a,
+        "axis"_a = 0, py::kw_only(), s);
+  m.def("pad", &pad, "a"_a, py::pos_only(), "pad_width"_a,
+        "mode"_a = "constant", "constant_values"_a = 0, py::kw_only(), s);
+  m.def(
+      "repeat",
+      [](const fx::array& a, int repeats, std::optional<int> axis,
+         fx::StreamOrDevice st) {
+        return axis ? fx::repeat(a, repeats, *axis, st)
+                    : fx::repeat(a, repeats, st);
+      },
+      "array"_a, py::pos_only(), "repeats"_a, "axis"_a = py::none(),
+      py::kw_only(), s);
+  m.def(
+      "tile",
+      [](const fx::array& a, const std::variant<int, std::vector<int>>& reps,
+         fx::StreamOrDevice st) {
+        return fx::tile(a, fxpy::axes_vector(reps), st);
+      },
+      "a"_a, py::pos_only(), "reps"_a, py::kw_only(), s);
+  m.def(
+      "atleast_1d",
+      [](const py::args& arys, fx::StreamOrDevice st) {
+        return at_least(&fx::atleast_1d, arys, st);
+      },
+      s);
+  m.def(
+      "atleast_2d",
+      [](const py::args& arys, fx::StreamOrDevice st) {
+        return at_least(&fx::atleast_2d, arys, st);
+      },
+      s);
+  m.def(
+      "atleast_3d",
+      [](const py::args& arys, fx::StreamOrDevice st) {
+        return at_least(&fx::atleast_3d, arys, st);
+      },
+      s);
+}

@@ -1,0 +1,82 @@
+// The mx.random submodule: keys, the global seed and the samplers.
+#include "python/src/ops_common.h"
+
+namespace fr = fluxion::random;
+
+void init_random(py::module_& parent) {
+  auto m = parent.def_submodule(
+      "random",
+      "Random sampling with explicit keys (threefry) or the global state.");
+  const auto s = "stream"_a = py::none();
+  const auto key = "key"_a = py::none();
+  m.def("key", &fr::key, "seed"_a, "A PRNG key (uint32, shape (2,)).");
+  m.def("seed", &fr::seed, "seed"_a, "Seed the global PRNG state.");
+  m.def(
+      "split",
+      [](const fx::array& k, int num, fx::StreamOrDevice st) {
+        return fr::split(k, num, st);
+      },
+      "key"_a, "num"_a = 2, s, "``num`` new keys, as an array (num, 2).");
+  m.def(
+      "bits",
+      [](const fxpy::ShapeArg& shape, int width, std::optional<fx::array> k,
+         fx::StreamOrDevice st) {
+        return fr::bits(fxpy::to_shape(shape), width, k, st);
+      },
+      "shape"_a = fx::Shape{}, "width"_a = 4, key, s);
+  m.def(
+      "uniform",
+      [](py::handle low, py::handle high, const fxpy::ShapeArg& shape,
+         std::optional<fx::Dtype> dtype, std::optional<fx::array> k,
+         fx::StreamOrDevice st) {
+        fx::Dtype t = dtype.value_or(fx::float32);
+        return fr::uniform(fxpy::to_array(low, t), fxpy::to_array(high, t),
+                           fxpy::to_shape(shape), t, k, st);
+      },
+      "low"_a = 0, "high"_a = 1, "shape"_a = fx::Shape{},
+      "dtype"_a = fx::float32, key, s, "Uniform samples in [low, high).");
+  m.def(
+      "normal",
+      [](const fxpy::ShapeArg& shape, std::optional<fx::Dtype> dtype,
+         py::handle loc, py::handle scale, std::optional<fx::array> k,
+         fx::StreamOrDevice st) {
+        fx::Dtype t = dtype.value_or(fx::float32);
+        auto param = [&](py::handle h) -> std::optional<fx::array> {
+          if (h.is_none()) {
+            return std::nullopt;
+          }
+          return fxpy::to_array(h, fxpy::array_ptr(h)
+                                       ? std::optional<fx::Dtype>{}
+                                       : std::optional<fx::Dtype>{t});
+        };
+        return fr::normal(fxpy::to_shape(shape), t, param(loc), param(scale), k,
+                          st);
+      },
+      "shape"_a = fx::Shape{}, "dtype"_a = fx::float32, "loc"_a = py::none(),
+      "scale"_a = py::none(), key, s,
+      "Normal samples: loc + scale * z for standard normal z.");
+  m.def(
+      "randint",
+      [](py::handle low, py::handle high, const fxpy::ShapeArg& shape,
+         std::optional<fx::Dtype> dtype, std::optional<fx::array> k,
+         fx::StreamOrDevice st) {
+        fx::Dtype t = dtype.value_or(fx::int32);
+        return fr::randint(fxpy::to_array(low), fxpy::to_array(high),
+                           fxpy::to_shape(shape), t, k, st);
+      },
+      "low"_a, "high"_a, "shape"_a = fx::Shape{}, "dtype"_a = fx::int32, key, s,
+      "Random integers in [low, high).");
+  m.def(
+      "bernoulli",
+      [](py::handle p, std::optional<fxpy::ShapeArg> shape,
+         std::optional<fx::array> k, fx::StreamOrDevice st) {
+        fx::array pa = fxpy::to_array(p);
+        if (!fx::is_floating_point(pa.dtype())) {
+          pa = fx::astype(pa, fx::float32);
+        }
+        return shape ? fr::bernoulli(pa, fxpy::to_shape(*shape), k, st)
+                     : fr::bernoulli(pa, k, st);
+      },
+      "p"_a = 0.5, "shape"_a = py::none(), key, s,
+      "Booleans that are True with probability p.");
+}
