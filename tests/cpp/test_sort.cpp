@@ -168,6 +168,42 @@ TEST(Sort, LargeRowsInParallel) {
   }
 }
 
+TEST(Sort, LongRowsEveryKeyType) {
+  // Rows long enough for the radix path: negative numbers, extremes of the
+  // float range, signed zeros and NaNs, in contiguous and strided rows.
+  const int n = 2000;
+  for (Dtype t : {int32, int64, uint32, uint64, float16, float32, float64}) {
+    std::vector<double> v(2 * n);
+    for (int i = 0; i < 2 * n; ++i) {
+      double x = static_cast<double>((i * 2654435761LL) % 4001) - 2000;
+      v[i] = is_unsigned(t) ? x + 2000 : x;
+    }
+    if (t == int64 || t == uint64) {
+      v[5] = 1099511627776.0;  // 2^40: bytes above the fourth in use
+      v[6] = t == int64 ? -1099511627776.0 : 3.0;
+    }
+    if (is_floating_point(t)) {
+      v[1] = kNaN;
+      v[2] = -kInf;
+      v[3] = kInf;
+      v[4] = -0.0;
+      v[7] = 0.25;
+      v[8] = -1e-3;
+      v[9] = kNaN;
+    }
+    for (Layout l : {Layout::RowMajor, Layout::Strided}) {
+      auto a = make_array(v, {2, n}, t, l);
+      std::string what = std::string(dtype_name(t)) + " " + layout_name(l);
+      auto want = ref_sort(round_all(v, t), {2, n}, 1);
+      expect_close(sort(a, 1), want, 0, 0, what);
+      // Along a strided axis (gathered rows).
+      expect_close(transpose(sort(transpose(a), 0)), want, 0, 0, what);
+      expect_close(argsort(a, 1), ref_argsort(round_all(v, t), {2, n}, 1), 0, 0,
+                   what);
+    }
+  }
+}
+
 TEST(Sort, PartitionPropertyEveryKth) {
   for (Dtype t : {int32, uint8, float16, float32, float64}) {
     auto vals = tie_values(shape_size(kShape), t);

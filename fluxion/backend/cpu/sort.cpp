@@ -7,6 +7,7 @@
 #include "fluxion/ops/sort.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -87,11 +88,110 @@ void for_each_row(const Layout& l, F&& f) {
   cpu::parallel_for(l.rows(), std::max<int64_t>(1, kSortGrain / l.n),
                     [&](int64_t b, int64_t e) {
                       // Not a vector: vector<bool> has no bool*.
-                      auto buf = std::make_unique<Buf[]>(l.n);
+                      auto buf = std::make_unique_for_overwrite<Buf[]>(l.n);
                       for (int64_t r = b; r < e; ++r) {
                         f(l.base(r), buf.get());
                       }
                     });
+}
+
+// Rows at least this long are radix sorted (when the type allows).
+constexpr int64_t kRadixMin = 512;
+
+template <typename M>
+inline constexpr bool radix_sortable_v =
+    (std::is_floating_point_v<M> ||
+     std::is_integral_v<M>)&&!std::is_same_v<M, bool> &&
+    (sizeof(M) == 4 || sizeof(M) == 8);
+
+template <typename M>
+using KeyBits = std::conditional_t<sizeof(M) == 8, uint64_t, uint32_t>;
+
+// An unsigned key ordered as the value is (floats: no NaNs).
+template <typename M>
+inline KeyBits<M> to_key(M x) {
+  using U = KeyBits<M>;
+  constexpr U sign = U(1) << (8 * sizeof(U) - 1);
+  U u = std::bit_cast<U>(x);
+  if constexpr (std::is_floating_point_v<M>) {
+    return (u & sign) ? ~u : (u | sign);
+  } else if constexpr (std::is_signed_v<M>) {
+    return u ^ sign;
+  } else {
+    return u;
+  }
+}
+template <typename M>
+inline M from_key(KeyBits<M> k) {
+  using U = KeyBits<M>;
+  constexpr U sign = U(1) << (8 * sizeof(U) - 1);
+  if constexpr (std::is_floating_point_v<M>) {
+    return std::bit_cast<M>((k & sign) ? (k ^ sign) : ~k);
+  } else if constexpr (std::is_signed_v<M>) {
+    return std::bit_cast<M>(static_cast<U>(k ^ sign));
+  } else {
+    return std::bit_cast<M>(k);
+  }
+}
+
+// LSD radix sort, a byte per pass; passes where every key has the same
+// byte are skipped. Several times faster than std::sort on long rows.
+template <typename M>
+void radix_sort(M* data, int64_t n) {
+  using U = KeyBits<M>;
+  constexpr int kBytes = sizeof(U);
+  auto keys = std::make_unique_for_overwrite<U[]>(n);
+  auto tmp = std::make_unique_for_overwrite<U[]>(n);
+  std::vector<int64_t> count(kBytes * 256, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    U k = to_key(data[i]);
+    keys[i] = k;
+    for (int b = 0; b < kBytes; ++b) {
+      ++count[b * 256 + ((k >> (8 * b)) & 0xff)];
+    }
+  }
+  U* a = keys.get();
+  U* t = tmp.get();
+  for (int b = 0; b < kBytes; ++b) {
+    int64_t* c = count.data() + b * 256;
+    if (c[(a[0] >> (8 * b)) & 0xff] == n) {
+      continue;  // one bucket: the order stays
+    }
+    int64_t pos = 0;
+    for (int v = 0; v < 256; ++v) {
+      int64_t m = c[v];
+      c[v] = pos;
+      pos += m;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      U k = a[i];
+      t[c[(k >> (8 * b)) & 0xff]++] = k;
+    }
+    std::swap(a, t);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    data[i] = from_key<M>(a[i]);
+  }
+}
+
+template <typename M>
+void sort_range(M* begin, M* end) {
+  M* stop = end;
+  if constexpr (std::is_floating_point_v<M>) {
+    // NaNs first moved out of the way: plain < is then a total order.
+    stop = std::partition(begin, end, [](M x) { return x == x; });
+  }
+  if constexpr (radix_sortable_v<M>) {
+    if (stop - begin >= kRadixMin) {
+      radix_sort(begin, stop - begin);
+      return;
+    }
+  }
+  if constexpr (std::is_floating_point_v<M>) {
+    std::sort(begin, stop);
+  } else {
+    std::sort(begin, stop, Less<M>{});
+  }
 }
 
 template <typename T>
@@ -102,19 +202,27 @@ void sort_kernel(const array& input, array& out, int axis) {
   const T* src = in.data<T>();
   T* dst = out.data<T>();
   Layout l = layout(in, axis);
+  if constexpr (std::is_same_v<T, M>) {
+    if (l.inner == 1 && l.n > 0) {
+      // Contiguous rows need no scratch: each is sorted in the output.
+      const int64_t n = l.n;
+      cpu::parallel_for(l.outer, std::max<int64_t>(1, kSortGrain / n),
+                        [&](int64_t b, int64_t e) {
+                          for (int64_t r = b; r < e; ++r) {
+                            std::copy(src + r * n, src + (r + 1) * n,
+                                      dst + r * n);
+                            sort_range(dst + r * n, dst + (r + 1) * n);
+                          }
+                        });
+      return;
+    }
+  }
   for_each_row<M>(l, [&](int64_t base, M* buf) {
     const int64_t st = l.inner;
     for (int64_t i = 0; i < l.n; ++i) {
       buf[i] = cast_value<M>(src[base + i * st]);
     }
-    if constexpr (std::is_floating_point_v<M>) {
-      // NaNs first moved out of the way: plain < is then a total order,
-      // which sorts faster than a NaN-aware comparator.
-      auto mid = std::partition(buf, buf + l.n, [](M x) { return x == x; });
-      std::sort(buf, mid);
-    } else {
-      std::sort(buf, buf + l.n, Less<M>{});
-    }
+    sort_range(buf, buf + l.n);
     for (int64_t i = 0; i < l.n; ++i) {
       dst[base + i * st] = cast_value<T>(buf[i]);
     }
@@ -272,23 +380,31 @@ void scan_kernel(const array& input, array& out, int axis, bool reverse,
   const int64_t step = reverse ? -1 : 1;
   const int64_t first = reverse ? n - 1 : 0;
   if (l.inner == 1) {
-    // Contiguous rows: one running accumulator per row.
+    // Contiguous rows: one running accumulator per row (the direction and
+    // inclusiveness are template parameters, out of the loop).
+    auto rows = [&]<bool Inclusive>(int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const In* x = src + r * n + first;
+        Out* y = dst + r * n + first;
+        M acc = Op::init();
+        for (int64_t i = 0; i < n; ++i) {
+          M v = cast_value<M>(x[i * step]);
+          if constexpr (Inclusive) {
+            acc = op(acc, v);
+            y[i * step] = static_cast<Out>(acc);
+          } else {
+            y[i * step] = static_cast<Out>(acc);
+            acc = op(acc, v);
+          }
+        }
+      }
+    };
     cpu::parallel_for(l.outer, std::max<int64_t>(1, kSortGrain / n),
                       [&](int64_t b, int64_t e) {
-                        for (int64_t r = b; r < e; ++r) {
-                          const In* x = src + r * n + first;
-                          Out* y = dst + r * n + first;
-                          M acc = Op::init();
-                          for (int64_t i = 0; i < n; ++i) {
-                            M v = cast_value<M>(x[i * step]);
-                            if (inclusive) {
-                              acc = op(acc, v);
-                              y[i * step] = static_cast<Out>(acc);
-                            } else {
-                              y[i * step] = static_cast<Out>(acc);
-                              acc = op(acc, v);
-                            }
-                          }
+                        if (inclusive) {
+                          rows.template operator()<true>(b, e);
+                        } else {
+                          rows.template operator()<false>(b, e);
                         }
                       });
     return;
