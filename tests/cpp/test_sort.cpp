@@ -5,6 +5,7 @@
 #include <complex>
 #include <numeric>
 #include <random>
+#include <sstream>
 
 #include "test_inputs.h"
 #include "test_utils.h"
@@ -628,4 +629,45 @@ TEST(Sort, EmptyAxes) {
   EXPECT_EQ(to_vector<double>(cumsum(e, 0)).size(), 0u);
   expect_error<std::invalid_argument>([&] { partition(e, 0, 0); },
                                       "[partition] Received invalid kth 0");
+}
+
+TEST(Sort, PrimitiveParametersAndEquivalence) {
+  auto a = zeros({3, 4});
+  auto sorted = sort(a, 1);  // keeps the primitive alive
+  auto& p = sorted.primitive();
+  EXPECT_STREQ(p.name(), "Sort");
+  EXPECT_TRUE(p.is_equivalent(sort(a, -1).primitive()));
+  EXPECT_FALSE(p.is_equivalent(sort(a, 0).primitive()));
+  EXPECT_FALSE(p.is_equivalent(argsort(a, 1).primitive()));
+  EXPECT_TRUE(
+      argsort(a, 0).primitive().is_equivalent(argsort(a, -2).primitive()));
+  EXPECT_FALSE(
+      argsort(a, 0).primitive().is_equivalent(argsort(a, 1).primitive()));
+  auto part = partition(a, 1, 1);
+  EXPECT_TRUE(part.primitive().is_equivalent(partition(a, -3, 1).primitive()));
+  EXPECT_FALSE(part.primitive().is_equivalent(partition(a, 2, 1).primitive()));
+  EXPECT_FALSE(part.primitive().is_equivalent(partition(a, 1, 0).primitive()));
+  EXPECT_FALSE(
+      part.primitive().is_equivalent(argpartition(a, 1, 1).primitive()));
+  EXPECT_TRUE(argpartition(a, 1, 1).primitive().is_equivalent(
+      argpartition(a, 1, -1).primitive()));
+  EXPECT_FALSE(argpartition(a, 1, 1).primitive().is_equivalent(
+      argpartition(a, 0, 1).primitive()));
+  auto c = cumsum(a, 1);
+  EXPECT_TRUE(c.primitive().is_equivalent(cumsum(a, -1).primitive()));
+  EXPECT_FALSE(c.primitive().is_equivalent(cumsum(a, 0).primitive()));
+  EXPECT_FALSE(c.primitive().is_equivalent(cumsum(a, 1, true).primitive()));
+  EXPECT_FALSE(
+      c.primitive().is_equivalent(cumsum(a, 1, false, false).primitive()));
+  EXPECT_FALSE(c.primitive().is_equivalent(cumprod(a, 1).primitive()));
+  auto cm = cummax(a, 0, true, false);
+  auto& scan = static_cast<const Scan&>(cm.primitive());
+  EXPECT_EQ(scan.type(), Scan::Max);
+  EXPECT_EQ(scan.axis(), 0);
+  EXPECT_TRUE(scan.reverse());
+  EXPECT_FALSE(scan.inclusive());
+  std::ostringstream os;
+  scan.print(os);
+  EXPECT_EQ(os.str(), "Scan(Max, axis=0, reverse, exclusive)");
+  EXPECT_EQ(sort(a, 1).primitive().output_shapes({a})[0], (Shape{3, 4}));
 }
