@@ -1,5 +1,6 @@
 #include "fluxion/ops/sort.h"
 
+#include <limits>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -329,6 +330,27 @@ array positions(const Shape& shape, int axis, Stream s) {
                       s);
 }
 
+// A signed weight c as logs of its positive and negative parts (-inf where
+// a part is 0): sums of c_i exp(z_i) then become differences of two
+// logsumexps, which neither overflow nor underflow however wide the range
+// of z. The inner `where` keeps log's derivative finite at the zeros.
+std::pair<array, array> log_parts(const array& c, Stream s) {
+  auto zero = array(0, c.dtype());
+  auto one = array(1, c.dtype());
+  auto neg_inf = array(-std::numeric_limits<double>::infinity(), c.dtype());
+  auto pos = greater(c, zero, s);
+  auto neg = less(c, zero, s);
+  return {where(pos, log(where(pos, c, one, s), s), neg_inf, s),
+          where(neg, log(where(neg, negative(c, s), one, s), s), neg_inf, s)};
+}
+
+// A running logsumexp with -inf (an all -inf prefix, whose elements weigh
+// nothing) replaced by 0, so that x - y is never -inf - -inf.
+array safe_lse(const array& y, Stream s) {
+  auto neg_inf = array(-std::numeric_limits<double>::infinity(), y.dtype());
+  return where(equal(y, neg_inf, s), array(0, y.dtype()), y, s);
+}
+
 }  // namespace
 
 // The inclusive scan's Jacobian products; the exclusive scan's are obtained
@@ -382,12 +404,13 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals,
       break;
     }
     case LogAddExp: {
-      // sum_j t_j exp(x_j - y_i), shifted by the max for range.
-      auto y = fwd(x, LogAddExp);
-      auto m = stop_gradient(max(x, axis_, true, s), s);
-      m = where(isinf(m, s), array(0, m.dtype()), m, s);
-      auto w = multiply(t, exp(subtract(x, m, s), s), s);
-      out = multiply(fwd(w, Sum), exp(subtract(m, y, s), s), s);
+      // sum_{j<=i} t_j exp(x_j - y_i), in the log domain (see log_parts).
+      auto y = safe_lse(fwd(x, LogAddExp), s);
+      auto [lp, lq] = log_parts(t, s);
+      auto part = [&](const array& l) {
+        return exp(subtract(fwd(add(x, l, s), LogAddExp), y, s), s);
+      };
+      out = subtract(part(lp), part(lq), s);
       break;
     }
   }
@@ -446,11 +469,14 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals,
       return {scatter_add_axis(zeros_like(x, s), src, ct, axis_, s)};
     }
     default: {  // LogAddExp: dx_j = sum_{i>=j} ct_i exp(x_j - y_i)
-      auto y = fwd(x, LogAddExp);
-      auto m = stop_gradient(max(x, axis_, true, s), s);
-      m = where(isinf(m, s), array(0, m.dtype()), m, s);
-      auto w = multiply(ct, exp(subtract(m, y, s), s), s);
-      return {multiply(bwd_sum(w), exp(subtract(x, m, s), s), s)};
+      auto y = safe_lse(fwd(x, LogAddExp), s);
+      auto [lp, lq] = log_parts(ct, s);
+      auto part = [&](const array& l) {
+        auto lse =
+            make_scan(subtract(l, y, s), LogAddExp, axis_, !reverse_, true, s);
+        return exp(add(x, lse, s), s);
+      };
+      return {subtract(part(lp), part(lq), s)};
     }
   }
 }

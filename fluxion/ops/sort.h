@@ -133,8 +133,9 @@ class ArgPartition : public Primitive {
 // the cotangent sums are divided by nonzero elements, the first zero gets
 // the scan of the others, everything after it gets 0); Max and Min route
 // the cotangent to the element the running extremum came from (the latest
-// of tied ones); LogAddExp weighs it by the softmax of each prefix. An
-// exclusive scan is the inclusive one shifted by one element.
+// of tied ones); LogAddExp weighs it by the softmax of each prefix, summed
+// in the log domain so that any range of values works. An exclusive scan is
+// the inclusive one shifted by one element.
 class Scan : public Primitive {
  public:
   enum ReduceType { Sum, Prod, Max, Min, LogAddExp };

@@ -554,6 +554,38 @@ TEST(Scan, ExtremumGradientRoutesToSource) {
   expect_close(jt, {0.1, 0.2, 0.2, 0.4, 0.4}, 0, 1e-15);
 }
 
+TEST(Scan, LogcumsumexpGradientOverAWideRange) {
+  // exp(1005) overflows: the rules work with logs of the weights.
+  std::vector<double> x{-1000, 0, 5, -kInf, 2};
+  std::vector<double> ct{1, -2, 0.5, 3, 0};
+  std::vector<double> t{0.3, -1, 2, 0.7, -0.4};
+  int n = 5;
+  std::vector<double> y(n);
+  double acc = -kInf;
+  for (int i = 0; i < n; ++i) {
+    double hi = std::max(acc, x[i]), lo = std::min(acc, x[i]);
+    acc = lo == -kInf ? hi : hi + std::log1p(std::exp(lo - hi));
+    y[i] = acc;
+  }
+  std::vector<double> want(n, 0), tangent(n, 0);
+  for (int j = 0; j < n; ++j) {
+    for (int i = j; i < n; ++i) {
+      want[j] += ct[i] * std::exp(x[j] - y[i]);
+      tangent[i] += t[j] * std::exp(x[j] - y[i]);
+    }
+  }
+  auto f = [](const array& a) { return logcumsumexp(a); };
+  auto xa = array(x.begin(), {n}, float64);
+  expect_close(vjp(f, xa, array(ct.begin(), {n}, float64)).second, want, 1e-12,
+               1e-300);
+  expect_close(jvp(f, xa, array(t.begin(), {n}, float64)).second, tangent,
+               1e-12, 1e-300);
+  // A leading -inf (an empty prefix) weighs nothing: no NaN.
+  auto z = array({-kInf, 1.0}, {2});
+  auto g = vjp(f, z, array({1.0, 1.0}, {2})).second;
+  expect_close(g, {0, 1}, 1e-12, 1e-12);
+}
+
 TEST(Sort, SortGradientUnpermutes) {
   auto x = array({3.0, 1.0, 2.0}, {3});
   auto ct = array({10.0, 20.0, 30.0}, {3});
