@@ -134,24 +134,19 @@ inline M from_key(KeyBits<M> k) {
   }
 }
 
-// LSD radix sort, a byte per pass; passes where every key has the same
-// byte are skipped. Several times faster than std::sort on long rows.
-template <typename M>
-void radix_sort(M* data, int64_t n) {
-  using U = KeyBits<M>;
+// LSD radix sort of the keys in `a` (scratch `t` of the same size), a byte
+// per pass, carrying the uint32 payload in `ia` (scratch `it`) when
+// WithIdx. Stable. Passes where every key has the same byte are skipped.
+// On return `a` (and `ia`) point at the sorted data.
+template <typename U, bool WithIdx>
+void radix_core(U*& a, U*& t, uint32_t*& ia, uint32_t*& it, int64_t n) {
   constexpr int kBytes = sizeof(U);
-  auto keys = std::make_unique_for_overwrite<U[]>(n);
-  auto tmp = std::make_unique_for_overwrite<U[]>(n);
   std::vector<int64_t> count(kBytes * 256, 0);
   for (int64_t i = 0; i < n; ++i) {
-    U k = to_key(data[i]);
-    keys[i] = k;
     for (int b = 0; b < kBytes; ++b) {
-      ++count[b * 256 + ((k >> (8 * b)) & 0xff)];
+      ++count[b * 256 + ((a[i] >> (8 * b)) & 0xff)];
     }
   }
-  U* a = keys.get();
-  U* t = tmp.get();
   for (int b = 0; b < kBytes; ++b) {
     int64_t* c = count.data() + b * 256;
     if (c[(a[0] >> (8 * b)) & 0xff] == n) {
@@ -165,12 +160,64 @@ void radix_sort(M* data, int64_t n) {
     }
     for (int64_t i = 0; i < n; ++i) {
       U k = a[i];
-      t[c[(k >> (8 * b)) & 0xff]++] = k;
+      int64_t dst = c[(k >> (8 * b)) & 0xff]++;
+      t[dst] = k;
+      if constexpr (WithIdx) {
+        it[dst] = ia[i];
+      }
     }
     std::swap(a, t);
+    if constexpr (WithIdx) {
+      std::swap(ia, it);
+    }
   }
+}
+
+// Several times faster than std::sort on long rows.
+template <typename M>
+void radix_sort(M* data, int64_t n) {
+  using U = KeyBits<M>;
+  auto keys = std::make_unique_for_overwrite<U[]>(n);
+  auto tmp = std::make_unique_for_overwrite<U[]>(n);
+  for (int64_t i = 0; i < n; ++i) {
+    keys[i] = to_key(data[i]);
+  }
+  U* a = keys.get();
+  U* t = tmp.get();
+  uint32_t* none = nullptr;
+  radix_core<U, false>(a, t, none, none, n);
   for (int64_t i = 0; i < n; ++i) {
     data[i] = from_key<M>(a[i]);
+  }
+}
+
+// (value, index) pairs in index order, stably sorted by value.
+template <typename M>
+void radix_argsort(std::pair<M, uint32_t>* buf, int64_t n) {
+  using U = KeyBits<M>;
+  auto stop = buf + n;
+  if constexpr (std::is_floating_point_v<M>) {
+    stop = std::stable_partition(
+        buf, buf + n,
+        [](const std::pair<M, uint32_t>& p) { return p.first == p.first; });
+  }
+  const int64_t m = stop - buf;
+  if (m == 0) {
+    return;
+  }
+  auto keys = std::make_unique_for_overwrite<U[]>(2 * m);
+  auto idx = std::make_unique_for_overwrite<uint32_t[]>(2 * m);
+  for (int64_t i = 0; i < m; ++i) {
+    keys[i] = to_key(buf[i].first);
+    idx[i] = buf[i].second;
+  }
+  U* a = keys.get();
+  U* t = a + m;
+  uint32_t* ia = idx.get();
+  uint32_t* it = ia + m;
+  radix_core<U, true>(a, t, ia, it, m);
+  for (int64_t i = 0; i < m; ++i) {
+    buf[i] = {from_key<M>(a[i]), ia[i]};
   }
 }
 
@@ -254,7 +301,15 @@ void arg_kernel(const array& input, array& out, int axis, int kth) {
     if constexpr (Partial) {
       std::nth_element(buf, buf + kth, buf + l.n, cmp);
     } else {
-      std::sort(buf, buf + l.n, cmp);
+      if constexpr (radix_sortable_v<M>) {
+        if (l.n >= kRadixMin) {
+          radix_argsort(buf, l.n);
+        } else {
+          std::sort(buf, buf + l.n, cmp);
+        }
+      } else {
+        std::sort(buf, buf + l.n, cmp);
+      }
     }
     if constexpr (Values) {
       T* dst = out.data<T>();
