@@ -285,6 +285,39 @@ int main() {
                 "GFLOP/s", "numpy", t / np_get("matmul_1024_f32"));
   }
 
+  // 4b. Sort of 1M float32 (one row) and cumsum of 16M float32.
+  {
+    const int m = 1 << 20;
+    array a = random::uniform({m});
+    a.eval();
+    double t = median_seconds([&] { sort(a).eval(); }, 9, 2);
+    const float* src = a.data<float>();
+    std::vector<float> x(m);
+    double t_ref = median_seconds(
+        [&] {
+          std::copy(src, src + m, x.begin());
+          std::sort(x.begin(), x.end());
+        },
+        9, 2);
+    row("sort_1M_f32", "ms", t * 1e3, t, "std::sort on a copy", t_ref);
+  }
+  {
+    array a = random::uniform({n});
+    a.eval();
+    double t = median_seconds([&] { cumsum(a).eval(); });
+    const float* src = a.data<float>();
+    std::vector<float> y(n);
+    double t_ref = median_seconds([&] {
+      float acc = 0;
+      for (int i = 0; i < n; ++i) {
+        acc += src[i];
+        y[i] = acc;
+      }
+    });
+    double gb = 2.0 * n * 4 / 1e9;
+    row("cumsum_16M_f32", "GB/s", gb / t, t, "C++ prefix-sum loop", t_ref);
+  }
+
   // 5. Peak memory of a 100-op elementwise chain over a 16M array.
   {
     array a = random::uniform({n});

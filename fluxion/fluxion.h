@@ -14,6 +14,7 @@
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/sort.h"
 #include "fluxion/ops/unary.h"
 #include "fluxion/ops/random.h"
 #include "fluxion/primitive.h"

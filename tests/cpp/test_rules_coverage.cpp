@@ -186,6 +186,29 @@ std::vector<OpCase> cases() {
     add_unary(name, g, rnd(s, 90 + name.size()));
   }
 
+  // Sorting and scans.
+  for (auto& [name, g] :
+       std::vector<std::pair<std::string, UnaryFn>>{
+           {"sort", [](auto& x) { return sort(x, 0); }},
+           {"argsort", [](auto& x) { return argsort(x, 1); }},
+           {"partition", [](auto& x) { return partition(x, 1, 1); }},
+           {"argpartition", [](auto& x) { return argpartition(x, -2, 0); }},
+           {"topk", [](auto& x) { return topk(x, 2, 1); }},
+           {"cumsum", [](auto& x) { return cumsum(x, 1); }},
+           {"cumsum_reverse_exclusive",
+            [](auto& x) { return cumsum(x, 0, true, false); }},
+           {"cumprod", [](auto& x) { return cumprod(x, 1); }},
+           {"cumprod_reverse_exclusive",
+            [](auto& x) { return cumprod(x, 0, true, false); }},
+           {"cummax", [](auto& x) { return cummax(x, 1); }},
+           {"cummin_reverse", [](auto& x) { return cummin(x, 1, true); }},
+           {"logcumsumexp", [](auto& x) { return logcumsumexp(x, 1); }},
+           {"logcumsumexp_reverse",
+            [](auto& x) { return logcumsumexp(x, 0, true); }},
+       }) {
+    add_unary(name, g, rnd(s, 130 + name.size()));
+  }
+
   // Shapes.
   Shape s3{2, 3, 4};
   add_unary("reshape", [](auto& x) { return reshape(x, {4, 3}); }, rnd(s, 100));
