@@ -219,3 +219,46 @@ def test_random_state_list():
     # An explicit key leaves the state alone.
     mx.random.normal(shape=(2,), key=mx.random.key(1))
     assert mx.random.state[0].tolist() == k1.tolist()
+
+
+def test_arguments_restored_unless_overwritten():
+    w0, w1 = mx.array(2.0), mx.array(3.0)
+    params = {"a": [w0], "b": w1}
+    new = mx.array(9.0)
+
+    def f(p):
+        p["b"] = new  # written during the call: kept
+        return p["a"][0] * 5
+
+    g = mx.grad(f)(params)
+    assert params["a"][0] is w0 and params["b"] is new
+    assert g["a"][0].item() == 5.0 and g["b"].item() == 0.0
+
+
+def test_value_and_grad_argnums_argnames_aux():
+    def f(a, b, *, c):
+        return (a * b * c).sum(), {"prod": a * b}
+
+    a, b, c = mx.array(2.0), mx.array(3.0), mx.array([1.0, 2.0])
+    (v, aux), ((ga, gb), kw) = mx.value_and_grad(
+        f, argnums=(0, 1), argnames=("c",))(a, b, c=c)
+    assert v.item() == 18.0 and aux["prod"].item() == 6.0
+    assert ga.item() == 9.0 and gb.item() == 6.0
+    assert kw["c"].tolist() == [6.0, 6.0]
+    # Auxiliary outputs carry no gradient into the loss.
+    (v, aux), g = mx.value_and_grad(lambda x: ((x * x).sum(), x * 100))(
+        mx.array([1.0, 2.0]))
+    assert g.tolist() == [2.0, 4.0] and aux.tolist() == [100.0, 200.0]
+
+
+def test_vmap_out_axes_none_and_multiple_outputs():
+    x = mx.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    c = mx.array([7.0, 8.0])
+    s, k = mx.vmap(lambda a, b: (a.sum(), b * 2), in_axes=(0, None),
+                   out_axes=(0, None))(x, c)
+    assert s.tolist() == [3.0, 7.0, 11.0] and k.tolist() == [14.0, 16.0]
+    # Nested vmap: an outer product.
+    op = mx.vmap(mx.vmap(lambda u, v: u * v, in_axes=(None, 0)),
+                 in_axes=(0, None))(mx.array([1.0, 2.0]),
+                                    mx.array([3.0, 4.0, 5.0]))
+    assert op.tolist() == [[3.0, 4.0, 5.0], [6.0, 8.0, 10.0]]
