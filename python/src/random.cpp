@@ -18,7 +18,12 @@ py::list& state() {
 }
 
 std::pair<uint32_t, uint32_t> key_words(const fx::array& k) {
-  py::list w = fxpy::to_list(fx::astype(fx::reshape(k, {2}), fx::uint32));
+  fx::array a = k;
+  if (a.dtype() != fx::uint32 || a.shape() != fx::Shape{2}) {
+    a = fx::astype(fx::reshape(a, {2}), fx::uint32);
+  }
+  // Reading an unevaluated key releases the GIL (see next_key).
+  py::list w = fxpy::to_list(a);
   return {w[0].cast<uint32_t>(), w[1].cast<uint32_t>()};
 }
 
@@ -27,9 +32,18 @@ fx::array words_key(std::pair<uint32_t, uint32_t> w) {
 }
 
 fx::array next_key() {
-  auto key = key_words(fxpy::to_array(state()[0]));
-  state()[0] = py::cast(words_key(fr::threefry2x32(key, {0, 0})));
-  return words_key(fr::threefry2x32(key, {1, 0}));
+  // The GIL guards the list, but evaluating a key a user stored there lets
+  // other threads run: take the key only if nobody replaced it meanwhile,
+  // so that two threads never draw with the same key.
+  while (true) {
+    py::object current = state()[0];
+    auto key = key_words(fxpy::to_array(current));
+    if (state()[0].ptr() != current.ptr()) {
+      continue;
+    }
+    state()[0] = py::cast(words_key(fr::threefry2x32(key, {0, 0})));
+    return words_key(fr::threefry2x32(key, {1, 0}));
+  }
 }
 
 fx::array resolve(const std::optional<fx::array>& k) {

@@ -235,3 +235,42 @@ def test_threads_run_grads_at_once():
     for tid, (g, v) in results.items():
         assert g == [2.0 * tid * c * c for c in (1.0, 2.0, 3.0)]
         assert v == [[2.0 * tid, 4.0 * tid]]
+
+
+def test_threads_custom_rules_checkpoint_and_random_state():
+    @mx.custom_function
+    def f(x):
+        return mx.sin(x) * 2
+
+    @f.vjp
+    def f_vjp(x, ct, out):
+        return ct * mx.cos(x) * 2
+
+    blk = mx.checkpoint(lambda x, w: mx.tanh(x @ w))
+    rng = np.random.default_rng(3)
+    x = mx.array(rng.normal(size=(4, 8)).astype(np.float32))
+    w = mx.array(rng.normal(size=(8, 8)).astype(np.float32) * 0.3)
+    loss = lambda w: f(blk(blk(x, w), w)).sum()
+    plain = lambda w: (mx.sin(mx.tanh(mx.tanh(x @ w) @ w)) * 2).sum()
+    ref = np.array(mx.grad(plain)(w))
+    errors, keys = [], []
+
+    def work():
+        try:
+            for i in range(20):
+                g = mx.grad(loss)(w)
+                if i % 2:
+                    mx.async_eval(g)
+                assert np.allclose(np.array(g), ref, rtol=1e-4, atol=1e-5)
+                keys.append(tuple(mx.random.bits(shape=(2,)).tolist()))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    # Every draw from the global state used a fresh key.
+    assert len(set(keys)) == len(keys) == 80
