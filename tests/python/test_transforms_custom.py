@@ -274,3 +274,35 @@ def test_threads_custom_rules_checkpoint_and_random_state():
     assert not errors
     # Every draw from the global state used a fresh key.
     assert len(set(keys)) == len(keys) == 80
+
+
+def test_reference_counts_are_stable():
+    import sys
+
+    def fun(x):
+        return mx.sin(x) * x
+
+    def rule(x, ct, out):
+        return ct * 3
+
+    cf = mx.custom_function(fun)
+    cf.vjp(rule)
+    cp = mx.checkpoint(fun)
+    x = mx.array([0.5, 1.5])
+    transforms = [mx.grad(lambda a: fun(a).sum()), mx.vmap(fun),
+                  mx.grad(lambda a: cf(a).sum()),
+                  mx.grad(lambda a: cp(a).sum()),
+                  mx.value_and_grad(lambda a: cp(a).sum())]
+
+    def run():
+        for t in transforms:
+            mx.eval(t(x))
+
+    run()
+    gc.collect()
+    before = (sys.getrefcount(fun), sys.getrefcount(rule), sys.getrefcount(x))
+    for _ in range(20):
+        run()
+    gc.collect()
+    after = (sys.getrefcount(fun), sys.getrefcount(rule), sys.getrefcount(x))
+    assert before == after
