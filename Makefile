@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ ccache pkg-config libopenblas-dev \
 	liblapacke-dev libsleef-dev libgtest-dev googletest \
-	pybind11-dev python3-dev python3-numpy python3-pytest
+	pybind11-dev python3-dev python3-numpy python3-pytest python3-sklearn
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build test demo bench clean format
@@ -29,7 +29,7 @@ test: build
 	PYTHONPATH=$(BUILD)/python /usr/bin/python3 -m pytest -q tests/python
 
 demo: build
-	$(BUILD)/linear_regression
+	PYTHONPATH=$(BUILD)/python /usr/bin/python3 examples/digits_mlp.py
 
 bench: build
 	$(BUILD)/fluxion_bench

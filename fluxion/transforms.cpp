@@ -601,6 +601,11 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs,
       // Independent of every mapped input: broadcast along the new axis.
       const array& o =
           found != tmap.end() ? found->second.first : s_outputs[i];
+      // out_axes None (-1): returned unmapped, as MLX does.
+      if (out_axes[i] == -1) {
+        outputs.push_back(o);
+        continue;
+      }
       if (out_axes[i] < 0 || out_axes[i] > o.ndim()) {
         std::ostringstream msg;
         msg << "[vmap] Axis " << out_axes[i] << " invalid for output with "

@@ -1,7 +1,56 @@
 // The mx.random submodule: keys, the global seed and the samplers.
+#include <chrono>
+
 #include "python/src/ops_common.h"
 
 namespace fr = fluxion::random;
+
+namespace {
+
+// mx.random.state: a list whose item 0 is the global key. Python's samplers
+// take their keys from it (not from the C++ global sequence), so that code
+// may save, restore or capture the state as MLX allows. Each draw splits
+// the key on the host, as the C++ sequence does: the first half stays, the
+// second is handed out.
+py::list& state() {
+  static auto* s = new py::list();
+  return *s;
+}
+
+std::pair<uint32_t, uint32_t> key_words(const fx::array& k) {
+  fx::array a = k;
+  if (a.dtype() != fx::uint32 || a.shape() != fx::Shape{2}) {
+    a = fx::astype(fx::reshape(a, {2}), fx::uint32);
+  }
+  // Reading an unevaluated key releases the GIL (see next_key).
+  py::list w = fxpy::to_list(a);
+  return {w[0].cast<uint32_t>(), w[1].cast<uint32_t>()};
+}
+
+fx::array words_key(std::pair<uint32_t, uint32_t> w) {
+  return fx::array({w.first, w.second}, {2}, fx::uint32);
+}
+
+fx::array next_key() {
+  // The GIL guards the list, but evaluating a key a user stored there lets
+  // other threads run: take the key only if nobody replaced it meanwhile,
+  // so that two threads never draw with the same key.
+  while (true) {
+    py::object current = state()[0];
+    auto key = key_words(fxpy::to_array(current));
+    if (state()[0].ptr() != current.ptr()) {
+      continue;
+    }
+    state()[0] = py::cast(words_key(fr::threefry2x32(key, {0, 0})));
+    return words_key(fr::threefry2x32(key, {1, 0}));
+  }
+}
+
+fx::array resolve(const std::optional<fx::array>& k) {
+  return k ? *k : next_key();
+}
+
+}  // namespace
 
 void init_random(py::module_& parent) {
   auto m = parent.def_submodule(
@@ -10,7 +59,16 @@ void init_random(py::module_& parent) {
   const auto s = "stream"_a = py::none();
   const auto key = "key"_a = py::none();
   m.def("key", &fr::key, "seed"_a, "A PRNG key (uint32, shape (2,)).");
-  m.def("seed", &fr::seed, "seed"_a, "Seed the global PRNG state.");
+  state().append(py::cast(fr::key(static_cast<uint64_t>(
+      std::chrono::system_clock::now().time_since_epoch().count()))));
+  m.attr("state") = state();
+  m.def(
+      "seed",
+      [](uint64_t seed) {
+        fr::seed(seed);
+        state()[0] = py::cast(fr::key(seed));
+      },
+      "seed"_a, "Seed the global PRNG state (``mx.random.state[0]``).");
   m.def(
       "split",
       [](const fx::array& k, int num, fx::StreamOrDevice st) {
@@ -21,7 +79,7 @@ void init_random(py::module_& parent) {
       "bits",
       [](const fxpy::ShapeArg& shape, int width, std::optional<fx::array> k,
          fx::StreamOrDevice st) {
-        return fr::bits(fxpy::to_shape(shape), width, k, st);
+        return fr::bits(fxpy::to_shape(shape), width, resolve(k), st);
       },
       "shape"_a = fx::Shape{}, "width"_a = 4, key, s);
   m.def(
@@ -31,7 +89,7 @@ void init_random(py::module_& parent) {
          fx::StreamOrDevice st) {
         fx::Dtype t = dtype.value_or(fx::float32);
         return fr::uniform(fxpy::to_array(low, t), fxpy::to_array(high, t),
-                           fxpy::to_shape(shape), t, k, st);
+                           fxpy::to_shape(shape), t, resolve(k), st);
       },
       "low"_a = 0, "high"_a = 1, "shape"_a = fx::Shape{},
       "dtype"_a = fx::float32, key, s, "Uniform samples in [low, high).");
@@ -49,7 +107,9 @@ void init_random(py::module_& parent) {
                                        ? std::optional<fx::Dtype>{}
                                        : std::optional<fx::Dtype>{t});
         };
-        return fr::normal(fxpy::to_shape(shape), t, param(loc), param(scale), k,
+        auto locv = param(loc);
+        auto scalev = param(scale);
+        return fr::normal(fxpy::to_shape(shape), t, locv, scalev, resolve(k),
                           st);
       },
       "shape"_a = fx::Shape{}, "dtype"_a = fx::float32, "loc"_a = py::none(),
@@ -62,7 +122,7 @@ void init_random(py::module_& parent) {
          fx::StreamOrDevice st) {
         fx::Dtype t = dtype.value_or(fx::int32);
         return fr::randint(fxpy::to_array(low), fxpy::to_array(high),
-                           fxpy::to_shape(shape), t, k, st);
+                           fxpy::to_shape(shape), t, resolve(k), st);
       },
       "low"_a, "high"_a, "shape"_a = fx::Shape{}, "dtype"_a = fx::int32, key, s,
       "Random integers in [low, high).");
@@ -74,8 +134,8 @@ void init_random(py::module_& parent) {
         if (!fx::is_floating_point(pa.dtype())) {
           pa = fx::astype(pa, fx::float32);
         }
-        return shape ? fr::bernoulli(pa, fxpy::to_shape(*shape), k, st)
-                     : fr::bernoulli(pa, k, st);
+        return shape ? fr::bernoulli(pa, fxpy::to_shape(*shape), resolve(k), st)
+                     : fr::bernoulli(pa, resolve(k), st);
       },
       "p"_a = 0.5, "shape"_a = py::none(), key, s,
       "Booleans that are True with probability p.");

@@ -367,3 +367,20 @@ TEST(Transforms, VmapAxisCountErrors) {
   expect_error<std::invalid_argument>(
       [&] { none({a}); }, "[vmap] At least one of in_axes must be non-None.");
 }
+
+// An output independent of the mapped inputs with out_axes -1 (Python's
+// None) comes back unmapped, as in MLX; with an axis it is broadcast.
+TEST(TransformsVmap, UnmappedOutputWithNoneAxis) {
+  auto f = [](const std::vector<array>& x) {
+    return std::vector<array>{sum(x[0], false), multiply(x[1], array(2.0f))};
+  };
+  auto a = reshape(arange(6.0f), {3, 2});
+  auto c = array({7.0f, 8.0f});
+  auto outs = vmap(f, {0, -1}, {0, -1})({a, c});
+  EXPECT_EQ(outs[1].shape(), Shape({2}));
+  expect_close(outs[1], {14, 16});
+  expect_close(outs[0], {1, 5, 9});
+  outs = vmap(f, {0, -1}, {0, 1})({a, c});
+  EXPECT_EQ(outs[1].shape(), Shape({2, 3}));
+  expect_close(outs[1], {14, 14, 14, 16, 16, 16});
+}

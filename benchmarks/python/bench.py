@@ -1,0 +1,199 @@
+"""Fluxion's Python package against NumPy (and PyTorch when importable), in
+one process: medians of repeated runs and their ratios.
+
+Run: PYTHONPATH=build/python /usr/bin/python3 benchmarks/python/bench.py
+"""
+
+import statistics
+import time
+
+import numpy as np
+
+import fluxion.core as mx
+
+try:
+    import torch
+except ImportError:  # Debian's python3-torch is optional
+    torch = None
+
+
+def median_time(fn, repeats=7, warmup=2):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def report(name, results, unit="ms", scale=1e3):
+    base = results["fluxion"]
+    parts = [f"fluxion {base * scale:9.2f} {unit}"]
+    for k, v in results.items():
+        if k != "fluxion":
+            parts.append(f"{k} {v * scale:9.2f} {unit} "
+                         f"(fluxion/{k} {base / v:5.2f}x)")
+    print(f"{name:<34}" + "  ".join(parts))
+
+
+def bench_add_chain(n=1000):
+    x = mx.ones((16,))
+    xn = np.ones(16, dtype=np.float32)
+
+    def fx_chain():
+        y = x
+        for _ in range(n):
+            y = y + 1.0
+        mx.eval(y)
+
+    def np_chain():
+        y = xn
+        for _ in range(n):
+            y = y + np.float32(1.0)
+
+    res = {"fluxion": median_time(fx_chain) / n,
+           "numpy": median_time(np_chain) / n}
+    if torch is not None:
+        xt = torch.ones(16)
+
+        def torch_chain():
+            y = xt
+            for _ in range(n):
+                y = y + 1.0
+
+        res["torch"] = median_time(torch_chain) / n
+    report("chain of 1000 adds, 16 elems /op", res, "us", 1e6)
+
+
+def bench_big_add(n=1 << 24):
+    a, b = mx.ones((n,)), mx.ones((n,))
+    an, bn = np.ones(n, dtype=np.float32), np.ones(n, dtype=np.float32)
+    mx.eval(a, b)
+
+    def fx_add():
+        mx.eval(a + b)
+
+    res = {"fluxion": median_time(fx_add), "numpy": median_time(lambda: an + bn)}
+    if torch is not None:
+        at, bt = torch.ones(n), torch.ones(n)
+        res["torch"] = median_time(lambda: at + bt)
+    report("add of 16M float32", res)
+
+
+def mlp_params(rng, sizes):
+    return [(rng.normal(0, np.sqrt(2 / i), (i, o)).astype(np.float32),
+             np.zeros(o, dtype=np.float32)) for i, o in zip(sizes[:-1],
+                                                           sizes[1:])]
+
+
+def bench_mlp_step(batch=256, sizes=(784, 512, 512, 10)):
+    rng = np.random.default_rng(0)
+    p_np = mlp_params(rng, sizes)
+    x_np = rng.normal(size=(batch, sizes[0])).astype(np.float32)
+    y_np = rng.integers(0, sizes[-1], batch).astype(np.int32)
+    lr = 1e-3
+
+    params = [{"w": mx.array(w), "b": mx.array(b)} for w, b in p_np]
+    x, y = mx.array(x_np), mx.array(y_np)
+
+    def loss_fn(params, x, y):
+        h = x
+        for layer in params[:-1]:
+            h = mx.maximum(h @ layer["w"] + layer["b"], 0.0)
+        logits = h @ params[-1]["w"] + params[-1]["b"]
+        logp = mx.log_softmax(logits, axis=-1)
+        return -mx.mean(mx.take_along_axis(logp, mx.expand_dims(y, -1), -1))
+
+    vg = mx.value_and_grad(loss_fn)
+    state = {"p": params}
+
+    def fx_step():
+        loss, grads = vg(state["p"], x, y)
+        state["p"] = [{k: l[k] - lr * g[k] for k in l}
+                      for l, g in zip(state["p"], grads)]
+        mx.eval(state["p"], loss)
+
+    def np_step():
+        # Hand-written forward and backward.
+        acts, h = [x_np], x_np
+        for w, b in p_np[:-1]:
+            h = np.maximum(h @ w + b, 0)
+            acts.append(h)
+        logits = h @ p_np[-1][0] + p_np[-1][1]
+        logits = logits - logits.max(-1, keepdims=True)
+        e = np.exp(logits)
+        probs = e / e.sum(-1, keepdims=True)
+        d = probs
+        d[np.arange(batch), y_np] -= 1
+        d /= batch
+        for i in range(len(p_np) - 1, -1, -1):
+            w, b = p_np[i]
+            gw, gb = acts[i].T @ d, d.sum(0)
+            if i > 0:
+                d = (d @ w.T) * (acts[i] > 0)
+            p_np[i] = (w - lr * gw, b - lr * gb)
+
+    res = {"fluxion": median_time(fx_step), "numpy": median_time(np_step)}
+    if torch is not None:
+        tp = [(torch.tensor(w, requires_grad=True),
+               torch.tensor(b, requires_grad=True)) for w, b in p_np]
+        xt, yt = torch.tensor(x_np), torch.tensor(y_np).long()
+
+        def torch_step():
+            h = xt
+            for w, b in tp[:-1]:
+                h = torch.relu(h @ w + b)
+            loss = torch.nn.functional.cross_entropy(h @ tp[-1][0] + tp[-1][1],
+                                                     yt)
+            loss.backward()
+            with torch.no_grad():
+                for w, b in tp:
+                    w -= lr * w.grad
+                    b -= lr * b.grad
+                    w.grad = None
+                    b.grad = None
+
+        res["torch"] = median_time(torch_step)
+    report("MLP step 784-512-512-10, b=256", res)
+
+
+def bench_per_example(batch=64, dim=100):
+    rng = np.random.default_rng(1)
+    w = mx.array(rng.normal(size=(dim, 10)).astype(np.float32))
+    xs = mx.array(rng.normal(size=(batch, dim)).astype(np.float32))
+    ys = mx.array(rng.integers(0, 10, batch).astype(np.int32))
+
+    def loss(w, x, y):
+        logp = mx.log_softmax(mx.tanh(x @ w), axis=-1)
+        return -logp[y]
+
+    g = mx.grad(loss)
+    pe = mx.vmap(g, in_axes=(None, 0, 0))
+
+    def fx_vmap():
+        mx.eval(pe(w, xs, ys))
+
+    def fx_loop():
+        mx.eval([g(w, xs[i], ys[i]) for i in range(batch)])
+
+    ref = np.stack([np.array(g(w, xs[i], ys[i])) for i in range(batch)])
+    assert np.allclose(np.array(pe(w, xs, ys)), ref, rtol=1e-4, atol=1e-5)
+    t_vmap, t_loop = median_time(fx_vmap), median_time(fx_loop)
+    print(f"{'per-example grads, 64 x (100x10)':<34}fluxion vmap(grad) "
+          f"{t_vmap * 1e3:9.2f} ms  loop of grad {t_loop * 1e3:9.2f} ms "
+          f"(vmap/loop {t_vmap / t_loop:5.2f}x)")
+
+
+def main():
+    print("torch:", "available" if torch is not None else "not installed "
+          "(skipped)")
+    bench_add_chain()
+    bench_big_add()
+    bench_mlp_step()
+    bench_per_example()
+
+
+if __name__ == "__main__":
+    main()
