@@ -783,6 +783,115 @@ std::pair<std::vector<array>, std::vector<int>> SVD::vmap(
   return {outs, out_axes(axes[0], outs.size())};
 }
 
+// --- lu ---
+
+namespace {
+
+std::vector<array> luf(const array& x, Stream s) {
+  auto p = std::make_shared<LUF>(s);
+  return array::make_arrays(p->output_shapes({x}), {x.dtype(), uint32, uint32},
+                            p, {x});
+}
+
+}  // namespace
+
+std::pair<array, array> lu_factor(const array& a, StreamOrDevice s) {
+  auto st = to_stream(s);
+  auto outs = luf(prepared(a, "lu_factor", false, st), st);
+  return {restored(outs[0], a.dtype(), st), outs[1]};
+}
+
+std::vector<array> lu(const array& a, StreamOrDevice s) {
+  auto st = to_stream(s);
+  auto outs = luf(prepared(a, "lu", false, st), st);
+  const auto& packed = outs[0];
+  int m = packed.shape(-2), n = packed.shape(-1), k = std::min(m, n);
+  int nd = packed.ndim();
+  Shape start(nd, 0), stop = packed.shape();
+  stop[nd - 1] = k;
+  auto l = add(tril(slice(packed, start, stop, st), -1, st),
+               eye(m, k, 0, packed.dtype(), st), st);
+  stop = packed.shape();
+  stop[nd - 2] = k;
+  auto u = triu(slice(packed, start, stop, st), 0, st);
+  return {outs[2], restored(l, a.dtype(), st), restored(u, a.dtype(), st)};
+}
+
+std::vector<Shape> LUF::output_shapes(const std::vector<array>& in) {
+  Shape b = batch_of(in[0]);
+  int m = in[0].shape(-2), n = in[0].shape(-1);
+  Shape piv = b, perm = b;
+  piv.push_back(std::min(m, n));
+  perm.push_back(m);
+  return {in[0].shape(), piv, perm};
+}
+
+namespace {
+
+void check_square_lu(const array& a, const char* rule) {
+  if (a.shape(-1) != a.shape(-2)) {
+    throw std::invalid_argument(
+        std::string("[") + rule +
+        "] The derivatives of linalg::lu and linalg::lu_factor are "
+        "supported for square matrices only; got shape " +
+        shape_str(a.shape()) + ".");
+  }
+}
+
+// The permutation as a matrix: a = Pm @ L @ U, Pm[i, j] = (p[i] == j).
+array perm_matrix(const array& p, Dtype t, Stream s) {
+  int m = p.shape(-1);
+  return astype(equal(expand_dims(p, -1, s), arange(0, m, uint32, s), s), t, s);
+}
+
+}  // namespace
+
+// A = Pm L U (square): with X = L^-1 Pm^T dA U^-1, dL = L tril(X, -1) and
+// dU = triu(X) U, and the packed output moves by tril(dL, -1) + dU. The
+// vjp is the adjoint: Abar = Pm L^-T (tril(L^T Lbar, -1) + triu(Ubar U^T))
+// U^-T, with Lbar and Ubar the two parts of the packed cotangent. The
+// integer outputs take no derivative.
+std::vector<array> LUF::vjp(const std::vector<array>& primals,
+                            const std::vector<array>& cotangents,
+                            const std::vector<int>&,
+                            const std::vector<array>& outputs) {
+  auto s = stream();
+  check_square_lu(primals[0], "vjp");
+  const auto& packed = outputs[0];
+  auto l = add(tril(packed, -1, s), eye_like(packed, s), s);
+  auto u = triu(packed, 0, s);
+  const auto& ct = cotangents[0];
+  auto xb = add(tril(mm(mT(l, s), tril(ct, -1, s), s), -1, s),
+                triu(mm(triu(ct, 0, s), mT(u, s), s), 0, s), s);
+  auto y = solve_triangular(mT(l, s), xb, true, s);
+  auto g = mT(solve_triangular(u, mT(y, s), true, s), s);
+  return {mm(perm_matrix(outputs[2], g.dtype(), s), g, s)};
+}
+
+std::vector<array> LUF::jvp(const std::vector<array>& primals,
+                            const std::vector<array>& tangents,
+                            const std::vector<int>&) {
+  auto s = stream();
+  check_square_lu(primals[0], "jvp");
+  auto outs = luf(primals[0], s);
+  const auto& packed = outs[0];
+  auto l = add(tril(packed, -1, s), eye_like(packed, s), s);
+  auto u = triu(packed, 0, s);
+  auto pda = mm(mT(perm_matrix(outs[2], packed.dtype(), s), s), tangents[0], s);
+  auto y = solve_triangular(l, pda, false, s);
+  auto x = right_rinv(y, u, s);
+  auto dl = mm(l, tril(x, -1, s), s);
+  auto du = mm(triu(x, 0, s), u, s);
+  return {add(tril(dl, -1, s), du, s), zeros_like(outs[1], s),
+          zeros_like(outs[2], s)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> LUF::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto s = stream();
+  return {luf(front(inputs[0], axes[0], s), s), out_axes(axes[0], 3)};
+}
+
 // --- composites ---
 
 array pinv(const array& a, StreamOrDevice s) {

@@ -54,6 +54,14 @@ std::pair<array, array> eigh(const array& a, const std::string& UPLO = "L",
                              StreamOrDevice s = {});
 array eigvalsh(const array& a, const std::string& UPLO = "L",
                StreamOrDevice s = {});
+// (p, L, U) with take_along_axis(L, p[..., None], -2) @ U == a, as MLX:
+// p (uint32, M) the row permutation, L (M, K) unit lower triangular, U
+// (K, N) upper triangular. Singular matrices factor without error.
+std::vector<array> lu(const array& a, StreamOrDevice s = {});
+// (LU, pivots): L (strictly below the diagonal) and U packed as getrf
+// leaves them; row i was swapped with row pivots[i] (0-based, uint32) at
+// step i.
+std::pair<array, array> lu_factor(const array& a, StreamOrDevice s = {});
 // Cross product of 3-vectors along `axis`.
 array cross(const array& a, const array& b, int axis = -1,
             StreamOrDevice s = {});
@@ -149,6 +157,18 @@ class Eigh : public Primitive {
 
  private:
   bool upper_, vectors_;
+};
+
+// Outputs the packed LU (M, N), the pivots (K) and the permutation p (M)
+// of `lu`; the gradient rules cover square matrices.
+class LUF : public Primitive {
+ public:
+  using Primitive::Primitive;
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "LUF"; }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override;
+  FLUXION_DECLARE_RULES
 };
 
 }  // namespace fluxion::linalg

@@ -475,6 +475,87 @@ TEST(LapackPinv, FullRankAndRankDeficient) {
                {1 / 25.0, 2 / 25.0, 2 / 25.0, 4 / 25.0}, 1e-10, 1e-12);
 }
 
+// --- lu ---
+
+TEST(LapackLU, HandComputed) {
+  for (auto t : {float32, float64}) {
+    auto a = array({1.0, 2.0, 3.0, 4.0}, {2, 2}, t);
+    auto f = la::lu(a);
+    ASSERT_EQ(f.size(), 3u);
+    EXPECT_EQ(f[0].dtype(), uint32);
+    expect_close(f[0], {1, 0}, 0, 0);
+    expect_close(f[1], {1.0, 0.0, 1 / 3.0, 1.0}, 1e-6, 1e-7);
+    expect_close(f[2], {3.0, 4.0, 0.0, 2 / 3.0}, 1e-6, 1e-7);
+    auto [packed, piv] = la::lu_factor(a);
+    expect_close(packed, {3.0, 4.0, 1 / 3.0, 2 / 3.0}, 1e-6, 1e-7);
+    EXPECT_EQ(piv.dtype(), uint32);
+    expect_close(piv, {1, 1}, 0, 0);
+  }
+}
+
+// take_along_axis(L, p) @ U == A, for square, tall, wide, batched and
+// transposed inputs; L unit lower, U upper.
+TEST(LapackLU, Reconstruction) {
+  for (auto& a :
+       {rand_array({2, 4, 4}, 20), rand_array({2, 5, 3}, 21),
+        rand_array({3, 5}, 22), swapaxes(rand_array({2, 4, 4}, 23), -1, -2)}) {
+    int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+    auto f = la::lu(a);
+    auto mp = to_vector<double>(f[0]), ml = mat(f[1]), mu = mat(f[2]),
+         ma = mat(a);
+    int nb = static_cast<int>(a.size() / (int64_t{m} * n));
+    for (int i = 0; i < nb; ++i) {
+      auto l = at(ml, i, m, k), u = at(mu, i, k, n);
+      auto lu = mul(l, u, m, k, n);
+      Mat permuted(lu.size());
+      std::vector<bool> seen(m, false);
+      for (int r = 0; r < m; ++r) {
+        int pr = static_cast<int>(mp[i * m + r]);
+        ASSERT_TRUE(pr >= 0 && pr < m && !seen[pr]) << "a permutation";
+        seen[pr] = true;
+        for (int c = 0; c < n; ++c) {
+          permuted[r * n + c] = lu[pr * n + c];
+        }
+      }
+      expect_mat_near(permuted, at(ma, i, m, n), 1e-12, "L[p] U = A");
+      for (int r = 0; r < m; ++r) {
+        for (int c = 0; c < k; ++c) {
+          double want = r == c ? 1.0 : (c > r ? 0.0 : l[r * k + c]);
+          EXPECT_EQ(l[r * k + c], want) << "L unit lower";
+          EXPECT_LE(std::abs(l[r * k + c]), 1.0) << "partial pivoting";
+        }
+      }
+      for (int r = 0; r < k; ++r) {
+        for (int c = 0; c < std::min(r, n); ++c) {
+          EXPECT_EQ(u[r * n + c], 0.0) << "U upper";
+        }
+      }
+    }
+  }
+}
+
+TEST(LapackLU, SingularAndErrors) {
+  // A singular matrix factors (with a zero on U's diagonal).
+  auto f = la::lu(array({1.0, 2.0, 2.0, 4.0}, {2, 2}));
+  expect_close(f[2], {2.0, 4.0, 0.0, 0.0}, 1e-12, 1e-12);
+  expect_error<std::invalid_argument>(
+      [] { la::lu(zeros({3}, float32)); },
+      "[linalg::lu] Arrays must have at least two dimensions");
+  expect_error<std::invalid_argument>(
+      [] {
+        la::lu_factor(zeros({2, 2}, int32));
+      },
+      "[linalg::lu_factor] Arrays must have a real floating point type");
+  // Gradients of non-square factorizations are refused with a clear error.
+  auto g = [](const array& x) { return sum(la::lu(x)[2]); };
+  expect_error<std::invalid_argument>(
+      [&] {
+        grad(g)(rand_array({3, 2}, 24));
+      },
+      "The derivatives of linalg::lu and linalg::lu_factor are supported for "
+      "square matrices only; got shape (3,2).");
+}
+
 // --- norm ---
 
 TEST(LapackNorm, VectorNorms) {

@@ -330,6 +330,13 @@ std::vector<OpCase> cases() {
                  },
                  {rnd({3, 3}, 139), rnd({4, 3}, 140), rnd({2, 3}, 141)}, true,
                  true, 1e-5});
+    c.push_back({"linalg_lu",
+                 [](const std::vector<array>& x) {
+                   auto f = linalg::lu(x[0]);
+                   auto [packed, piv] = linalg::lu_factor(x[0]);
+                   return std::vector<array>{f[0], f[1], f[2], packed, piv};
+                 },
+                 {wc({3, 3}, 142)}, true, true});
   }
   return c;
 }

@@ -330,4 +330,45 @@ void Eigh::eval_cpu(const std::vector<array>& inputs,
   });
 }
 
+void LUF::eval_cpu(const std::vector<array>& inputs,
+                   std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  uint32_t* piv = outputs[1].data<uint32_t>();
+  uint32_t* perm = outputs[2].data<uint32_t>();
+  real_dispatch(a.dtype(), "linalg::lu", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = a.data<T>();
+    T* dst = outputs[0].data<T>();
+    int64_t mn = int64_t{m} * n;
+    if (mn == 0) {  // no columns: the identity permutation
+      for (size_t i = 0; i < outputs[2].size(); ++i) {
+        perm[i] = static_cast<uint32_t>(i % std::max(m, 1));
+      }
+    }
+    // A zero pivot (info > 0: a singular matrix) still gives a valid
+    // factorization.
+    run_batch(batch_count(a), std::max(m, n), "lu", "", [&](int64_t i) {
+      T* f = dst + i * mn;
+      std::memcpy(f, src + i * mn, mn * sizeof(T));
+      std::vector<int> ipiv(std::max(k, 1));
+      int info = getrf(m, n, f, ipiv.data());
+      std::vector<uint32_t> rows(m);
+      for (int r = 0; r < m; ++r) {
+        rows[r] = r;
+      }
+      for (int j = 0; j < k; ++j) {
+        piv[i * k + j] = static_cast<uint32_t>(ipiv[j] - 1);
+        std::swap(rows[j], rows[ipiv[j] - 1]);
+      }
+      // rows[r] is the input row at row r of L U; p is its inverse.
+      for (int r = 0; r < m; ++r) {
+        perm[i * m + rows[r]] = static_cast<uint32_t>(r);
+      }
+      return info > 0 ? 0 : info;
+    });
+  });
+}
+
 }  // namespace fluxion::linalg
