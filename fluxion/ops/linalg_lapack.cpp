@@ -783,6 +783,67 @@ std::pair<std::vector<array>, std::vector<int>> SVD::vmap(
   return {outs, out_axes(axes[0], outs.size())};
 }
 
+// --- eig ---
+
+namespace {
+
+std::vector<array> eig_impl(const array& a, bool vectors, const char* op,
+                            Stream s) {
+  auto x = prepared(a, op, true, s);
+  auto p = std::make_shared<Eig>(s, vectors);
+  return array::make_arrays(p->output_shapes({x}),
+                            std::vector<Dtype>(vectors ? 2 : 1, complex64), p,
+                            {x});
+}
+
+}  // namespace
+
+std::pair<array, array> eig(const array& a, StreamOrDevice s) {
+  auto outs = eig_impl(a, true, "eig", to_stream(s));
+  return {outs[0], outs[1]};
+}
+
+array eigvals(const array& a, StreamOrDevice s) {
+  return eig_impl(a, false, "eigvals", to_stream(s))[0];
+}
+
+bool Eig::is_equivalent(const Primitive& o) const {
+  return typeid(o) == typeid(*this) &&
+         static_cast<const Eig&>(o).vectors_ == vectors_;
+}
+
+std::vector<Shape> Eig::output_shapes(const std::vector<array>& in) {
+  Shape ws = batch_of(in[0]);
+  ws.push_back(in[0].shape(-1));
+  if (vectors_) {
+    return {ws, in[0].shape()};
+  }
+  return {ws};
+}
+
+// Not written: the eigenvectors of a non-symmetric matrix are only defined
+// up to a complex scale, and the rules would need complex solves.
+std::vector<array> Eig::vjp(const std::vector<array>&,
+                            const std::vector<array>&, const std::vector<int>&,
+                            const std::vector<array>&) {
+  throw std::invalid_argument(
+      "[linalg::eig] The vjp of eig and eigvals is not supported.");
+}
+
+std::vector<array> Eig::jvp(const std::vector<array>&,
+                            const std::vector<array>&,
+                            const std::vector<int>&) {
+  throw std::invalid_argument(
+      "[linalg::eig] The jvp of eig and eigvals is not supported.");
+}
+
+std::pair<std::vector<array>, std::vector<int>> Eig::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto s = stream();
+  auto outs = eig_impl(front(inputs[0], axes[0], s), vectors_, "eig", s);
+  return {outs, out_axes(axes[0], outs.size())};
+}
+
 // --- lu ---
 
 namespace {

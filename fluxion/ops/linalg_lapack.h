@@ -54,6 +54,10 @@ std::pair<array, array> eigh(const array& a, const std::string& UPLO = "L",
                              StreamOrDevice s = {});
 array eigvalsh(const array& a, const std::string& UPLO = "L",
                StreamOrDevice s = {});
+// Eigenvalues and right eigenvectors (columns, unit norm) of a general real
+// matrix, as complex64. Their derivatives are not supported.
+std::pair<array, array> eig(const array& a, StreamOrDevice s = {});
+array eigvals(const array& a, StreamOrDevice s = {});
 // (p, L, U) with take_along_axis(L, p[..., None], -2) @ U == a, as MLX:
 // p (uint32, M) the row permutation, L (M, K) unit lower triangular, U
 // (K, N) upper triangular. Singular matrices factor without error.
@@ -157,6 +161,21 @@ class Eigh : public Primitive {
 
  private:
   bool upper_, vectors_;
+};
+
+// Outputs eigenvalues and, when `vectors`, eigenvectors (complex64).
+class Eig : public Primitive {
+ public:
+  Eig(Stream s, bool vectors) : Primitive(s), vectors_(vectors) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "Eig"; }
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override;
+  FLUXION_DECLARE_RULES
+
+ private:
+  bool vectors_;
 };
 
 // Outputs the packed LU (M, N), the pivots (K) and the permutation p (M)

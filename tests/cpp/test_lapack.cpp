@@ -475,6 +475,72 @@ TEST(LapackPinv, FullRankAndRankDeficient) {
                {1 / 25.0, 2 / 25.0, 2 / 25.0, 4 / 25.0}, 1e-10, 1e-12);
 }
 
+// --- eig ---
+
+TEST(LapackEig, HandComputedComplexPair) {
+  // A rotation by 90 degrees: eigenvalues +-i, eigenvectors (1, -+i)/sqrt2.
+  for (auto t : {float32, float64}) {
+    auto [w, v] = la::eig(array({0.0, -1.0, 1.0, 0.0}, {2, 2}, t));
+    EXPECT_EQ(w.dtype(), complex64);
+    EXPECT_EQ(v.dtype(), complex64);
+    auto cw = to_vector<complex64_t>(w), cv = to_vector<complex64_t>(v);
+    EXPECT_NEAR(cw[0].real(), 0.0, 1e-6);
+    EXPECT_NEAR(std::abs(cw[0].imag()), 1.0, 1e-6);
+    EXPECT_NEAR(cw[1].imag(), -cw[0].imag(), 1e-6);
+    for (int j = 0; j < 2; ++j) {
+      // A v = w v, with A v = (-v1, v0).
+      std::complex<float> v0 = cv[j], v1 = cv[2 + j];
+      EXPECT_NEAR(std::abs(-v1 - cw[j] * v0), 0.0, 1e-6);
+      EXPECT_NEAR(std::abs(v0 - cw[j] * v1), 0.0, 1e-6);
+      EXPECT_NEAR(std::norm(v0) + std::norm(v1), 1.0, 1e-6) << "unit norm";
+    }
+  }
+}
+
+TEST(LapackEig, BatchedReconstruction) {
+  auto a = rand_array({3, 4, 4}, 30);
+  for (auto& in : {a, swapaxes(a, -1, -2)}) {
+    auto [w, v] = la::eig(in);
+    auto ma = mat(in);
+    auto cw = to_vector<complex64_t>(w), cv = to_vector<complex64_t>(v);
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        for (int r = 0; r < 4; ++r) {
+          std::complex<double> av = 0;
+          for (int c = 0; c < 4; ++c) {
+            av += ma[i * 16 + r * 4 + c] *
+                  std::complex<double>(cv[i * 16 + c * 4 + j]);
+          }
+          auto wv = std::complex<double>(cw[i * 4 + j]) *
+                    std::complex<double>(cv[i * 16 + r * 4 + j]);
+          EXPECT_NEAR(std::abs(av - wv), 0.0, 1e-5) << "A v = w v";
+        }
+      }
+    }
+    auto ev = to_vector<complex64_t>(la::eigvals(in));
+    for (size_t j = 0; j < ev.size(); ++j) {
+      EXPECT_EQ(ev[j], cw[j]);
+    }
+  }
+}
+
+TEST(LapackEig, Errors) {
+  expect_error<std::invalid_argument>(
+      [] {
+        la::eig(zeros({2, 3}, float32));
+      },
+      "[linalg::eig] Arrays must be batches of square matrices");
+  expect_error<std::invalid_argument>(
+      [] {
+        la::eigvals(zeros({2, 2}, complex64));
+      },
+      "[linalg::eigvals] Arrays must have a real floating point type");
+  auto f = [](const array& x) { return sum(real(la::eigvals(x))); };
+  expect_error<std::invalid_argument>(
+      [&] { grad(f)(eye(2, float64)); },
+      "[linalg::eig] The vjp of eig and eigvals is not supported.");
+}
+
 // --- lu ---
 
 TEST(LapackLU, HandComputed) {

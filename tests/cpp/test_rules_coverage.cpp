@@ -337,6 +337,13 @@ std::vector<OpCase> cases() {
                    return std::vector<array>{f[0], f[1], f[2], packed, piv};
                  },
                  {wc({3, 3}, 142)}, true, true});
+    // No derivative rules (a clear error instead); vmap and shapes only.
+    c.push_back({"linalg_eig",
+                 [](const std::vector<array>& x) {
+                   auto [w, v] = linalg::eig(x[0]);
+                   return std::vector<array>{w, v, linalg::eigvals(x[0])};
+                 },
+                 {rnd({3, 3}, 143)}, false});
   }
   return c;
 }

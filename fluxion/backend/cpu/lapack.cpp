@@ -77,6 +77,15 @@ int syevd(char jobz, char uplo, int n, double* a, double* w) {
   return LAPACKE_dsyevd(kRow, jobz, uplo, n, a, n, w);
 }
 
+int geev(int n, float* a, float* wr, float* wi, float* vr, char jobvr) {
+  float vl;
+  return LAPACKE_sgeev(kRow, 'N', jobvr, n, a, n, wr, wi, &vl, 1, vr, n);
+}
+int geev(int n, double* a, double* wr, double* wi, double* vr, char jobvr) {
+  double vl;
+  return LAPACKE_dgeev(kRow, 'N', jobvr, n, a, n, wr, wi, &vl, 1, vr, n);
+}
+
 // The inputs as row-major batches of matrices (copies of views).
 array contiguous(const array& x) { return cpu::ensure_row_contiguous(x); }
 
@@ -326,6 +335,56 @@ void Eigh::eval_cpu(const std::vector<array>& inputs,
                 }
                 std::vector<T> w(src + i * nn, src + (i + 1) * nn);
                 return syevd('N', uplo, n, w.data(), pw + i * n);
+              });
+  });
+}
+
+void Eig::eval_cpu(const std::vector<array>& inputs,
+                   std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  int n = a.shape(-1);
+  complex64_t* pw = outputs[0].data<complex64_t>();
+  complex64_t* pv = vectors_ ? outputs[1].data<complex64_t>() : nullptr;
+  real_dispatch(a.dtype(), "linalg::eig", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = a.data<T>();
+    int64_t nn = int64_t{n} * n;
+    run_batch(batch_count(a), n, "eig", "Eigenvalues did not converge.",
+              [&](int64_t i) {
+                std::vector<T> m(src + i * nn, src + (i + 1) * nn);
+                std::vector<T> wr(n), wi(n), vr(vectors_ ? nn : 1);
+                int info = geev(n, m.data(), wr.data(), wi.data(), vr.data(),
+                                vectors_ ? 'V' : 'N');
+                if (info != 0) {
+                  return info;
+                }
+                complex64_t* w = pw + i * n;
+                for (int j = 0; j < n; ++j) {
+                  w[j] = complex64_t(static_cast<float>(wr[j]),
+                                     static_cast<float>(wi[j]));
+                }
+                if (!vectors_) {
+                  return 0;
+                }
+                // A complex pair (j, j + 1) stores the real and imaginary
+                // parts of the first vector; the second is its conjugate.
+                complex64_t* v = pv + i * nn;
+                for (int j = 0; j < n; ++j) {
+                  bool pair = wi[j] != 0 && j + 1 < n;
+                  for (int r = 0; r < n; ++r) {
+                    auto re = static_cast<float>(vr[int64_t{r} * n + j]);
+                    auto im =
+                        pair ? static_cast<float>(vr[int64_t{r} * n + j + 1])
+                             : 0.0f;
+                    v[int64_t{r} * n + j] = complex64_t(re, im);
+                    if (pair) {
+                      v[int64_t{r} * n + j + 1] = complex64_t(re, -im);
+                    }
+                  }
+                  j += pair ? 1 : 0;
+                }
+                return 0;
               });
   });
 }
