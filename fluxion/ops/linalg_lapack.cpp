@@ -172,7 +172,7 @@ std::pair<array, array> solve_operands(const array& a, const array& b,
             Shape(b.shape().begin(), b.shape().end() - 1) == batch_of(a));
   int n = a.shape(-1);
   int bn = vector ? b.shape(-1) : b.shape(-2);
-  if (b.ndim() < a.ndim() - 1 || bn != n) {
+  if (bn != n) {
     throw std::invalid_argument(
         tag(op) + "Incompatible shapes " + shape_str(a.shape()) + " and " +
         shape_str(b.shape()) +
@@ -323,6 +323,13 @@ std::pair<std::vector<array>, std::vector<int>> SolveTriangular::vmap(
   auto a = rules::to_front(inputs[0], axes[0], n, s);
   auto b = rules::to_front(inputs[1], axes[1], n, s);
   return {{solve_triangular(a, b, upper_, s)}, {0}};
+}
+
+array tri_inv(const array& a, bool upper, StreamOrDevice s) {
+  auto st = to_stream(s);
+  auto x = prepared(a, "tri_inv", true, st);
+  return restored(solve_triangular(x, eye_like(x, st), upper, st), a.dtype(),
+                  st);
 }
 
 // --- cholesky ---

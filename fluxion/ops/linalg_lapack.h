@@ -37,6 +37,8 @@ array solve(const array& a, const array& b, StreamOrDevice s = {});
 // x with a @ x = b for a triangular `a` (only that triangle is read).
 array solve_triangular(const array& a, const array& b, bool upper = false,
                        StreamOrDevice s = {});
+// The inverse of a triangular matrix (only that triangle is read).
+array tri_inv(const array& a, bool upper = false, StreamOrDevice s = {});
 // L with L @ L^T = a (or U with U^T @ U = a when `upper`); only that
 // triangle of `a` is read.
 array cholesky(const array& a, bool upper = false, StreamOrDevice s = {});

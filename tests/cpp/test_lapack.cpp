@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "test_utils.h"
+#include "transform_checks.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
@@ -714,4 +714,76 @@ TEST(LapackCross, Values) {
   expect_error<std::invalid_argument>(
       [] { la::cross(zeros({2}, float32), zeros({2}, float32)); },
       "[linalg::cross] The axis -1 must have size 3 in both inputs");
+}
+
+// --- half types, tri_inv ---
+
+TEST(LapackHalf, ComputedInFloat32) {
+  for (auto t : {float16, bfloat16}) {
+    auto a = array({4.0, 2.0, 2.0, 3.0}, {2, 2}, t);
+    auto x = la::solve(a, array({6.0, 5.0}, {2}, t));
+    EXPECT_EQ(x.dtype(), t);
+    expect_close(x, {1.0, 1.0}, 1e-2, 1e-2);
+    auto l = la::cholesky(a);
+    EXPECT_EQ(l.dtype(), t);
+    expect_close(l, {2.0, 0.0, 1.0, std::sqrt(2.0)}, 1e-2, 1e-2);
+    auto [q, r] = la::qr(a);
+    EXPECT_EQ(q.dtype(), t);
+    EXPECT_EQ(r.dtype(), t);
+    auto [w, v] = la::eigh(a);
+    EXPECT_EQ(w.dtype(), t);
+    expect_close(w, {3.5 - std::sqrt(4.25), 3.5 + std::sqrt(4.25)}, 1e-2, 1e-2);
+    EXPECT_EQ(la::svd(a)[1].dtype(), t);
+    EXPECT_EQ(la::lu(a)[1].dtype(), t);
+    EXPECT_EQ(la::eigvals(a).dtype(), complex64);
+  }
+}
+
+TEST(LapackTriInv, LowerAndUpper) {
+  auto a = array({2.0, 100.0, 3.0, 4.0}, {2, 2});
+  expect_close(la::tri_inv(a), {0.5, 0.0, -0.375, 0.25}, 1e-12, 1e-12);
+  expect_close(la::tri_inv(transpose(a), true), {0.5, -0.375, 0.0, 0.25}, 1e-12,
+               1e-12);
+  expect_error<std::invalid_argument>(
+      [] {
+        la::tri_inv(zeros({2, 3}, float32));
+      },
+      "[linalg::tri_inv] Arrays must be batches of square matrices");
+}
+
+// --- gradients of the composites (vjp, jvp and finite differences) ---
+
+TEST(LapackGrad, Composites) {
+  auto wc = well_conditioned({3, 3}, 40);
+  auto spd3 = spd({3, 3}, 41);
+  auto r = rand_array({4, 3}, 42);
+  auto un = [](std::function<array(const array&)> g) {
+    return Fn([g](const std::vector<array>& x) {
+      return std::vector<array>{g(x[0])};
+    });
+  };
+  check_grads(un([](auto& x) { return la::pinv(x); }), {r}, 1e-5);
+  check_grads(un([](auto& x) { return la::tri_inv(x, true); }), {wc});
+  check_grads(un([](auto& x) { return la::cholesky_inv(la::cholesky(x)); }),
+              {spd3}, 1e-5);
+  for (double ord : {1.0, -1.0, 2.0, -2.0, kInf, -kInf}) {
+    SCOPED_TRACE(ord);
+    check_grads(un([ord](auto& x) { return la::norm(x, ord); }), {r}, 1e-5);
+  }
+  check_grads(un([](auto& x) { return la::norm(x, "nuc"); }), {r}, 1e-5);
+  check_grads(un([](auto& x) { return la::norm(x, "fro"); }), {r});
+  check_grads(un([](auto& x) { return la::norm(x, 3.0, std::vector<int>{1}); }),
+              {r});
+  check_grads(Fn([](const std::vector<array>& x) {
+                return std::vector<array>{la::cross(x[0], x[1])};
+              }),
+              {rand_array({2, 3}, 43), rand_array({2, 3}, 44)});
+  // Batched solve with a broadcast right-hand side, through vmap too.
+  Fn solve_fn = [](const std::vector<array>& x) {
+    return std::vector<array>{la::solve(x[0], x[1])};
+  };
+  auto a = well_conditioned({2, 3, 3}, 45);
+  auto b = rand_array({3}, 46);
+  check_grads(solve_fn, {a, b});
+  check_vmap(solve_fn, {a, b}, {0, -1});
 }
