@@ -11,6 +11,7 @@
 #include "fluxion/ops/custom.h"
 #include "fluxion/ops/indexing.h"
 #include "fluxion/ops/linalg.h"
+#include "fluxion/ops/linalg_lapack.h"
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"

@@ -283,6 +283,91 @@ std::vector<OpCase> cases() {
               return f({x})[0];
             },
             rnd(s, 127), false);
+  // LAPACK (fluxion::linalg): inputs well-conditioned or symmetric positive
+  // definite; ops that read one triangle are given full matrices, so the
+  // other triangle's gradient (zero) is checked too. Eigen- and singular
+  // vectors are sign-normalized (their sign is arbitrary, so a loop and a
+  // batch could differ), and only the first min(M, N) columns of U / rows
+  // of Vt are compared for non-square inputs (the rest span an arbitrary
+  // null-space basis).
+  {
+    auto wc = [](const Shape& sh, unsigned seed) {
+      return rnd(sh, seed) + eye(sh.back(), float64) * double(sh.back());
+    };
+    auto spd = [](const Shape& sh, unsigned seed) {
+      auto m = rnd(sh, seed);
+      return matmul(m, swapaxes(m, -1, -2)) + eye(sh.back(), float64);
+    };
+    add_unary("linalg_inv", [](auto& x) { return linalg::inv(x); },
+              wc({3, 3}, 130));
+    add_binary("linalg_solve",
+               [](auto& a, auto& b) { return linalg::solve(a, b); },
+               wc({3, 3}, 131), rnd({3, 2}, 132));
+    c.push_back({"linalg_solve_triangular",
+                 [](const std::vector<array>& x) {
+                   return std::vector<array>{
+                       linalg::solve_triangular(x[0], x[1]),
+                       linalg::solve_triangular(x[0], x[1], true)};
+                 },
+                 {wc({3, 3}, 133), rnd({3, 2}, 134)}, true, true});
+    c.push_back({"linalg_cholesky",
+                 [](const std::vector<array>& x) {
+                   return std::vector<array>{linalg::cholesky(x[0]),
+                                             linalg::cholesky(x[0], true)};
+                 },
+                 {spd({3, 3}, 135)}, true, true});
+    c.push_back({"linalg_qr",
+                 [](const std::vector<array>& x) {
+                   auto [q, r] = linalg::qr(x[0]);
+                   auto [q2, r2] = linalg::qr(x[1]);
+                   return std::vector<array>{q, r, q2, r2};
+                 },
+                 {rnd({4, 3}, 136), rnd({2, 4}, 137)}, true, true});
+    c.push_back({"linalg_eigh",
+                 [](const std::vector<array>& x) {
+                   auto [w, v] = linalg::eigh(x[0]);
+                   auto [wu, vu] = linalg::eigh(x[0], "U");
+                   auto first_row = [](const array& m) {
+                     return sign(slice(m, {0, 0}, {1, m.shape(-1)}));
+                   };
+                   return std::vector<array>{w, v * first_row(v), wu,
+                                             vu * first_row(vu),
+                                             linalg::eigvalsh(x[0])};
+                 },
+                 {rnd({3, 3}, 138)}, true, true, 1e-5});
+    c.push_back({"linalg_svd",
+                 [](const std::vector<array>& x) {
+                   std::vector<array> out;
+                   for (auto& a : x) {
+                     int m = a.shape(0), n = a.shape(1), k = std::min(m, n);
+                     auto f = linalg::svd(a);
+                     auto u = slice(f[0], {0, 0}, {m, k});
+                     auto vt = slice(f[2], {0, 0}, {k, n});
+                     auto sg = sign(slice(u, {0, 0}, {1, k}));
+                     out.push_back(u * sg);
+                     out.push_back(f[1]);
+                     out.push_back(vt * swapaxes(sg, 0, 1));
+                     out.push_back(linalg::svd(a, false)[0]);
+                   }
+                   return out;
+                 },
+                 {rnd({3, 3}, 139), rnd({4, 3}, 140), rnd({2, 3}, 141)}, true,
+                 true, 1e-5});
+    c.push_back({"linalg_lu",
+                 [](const std::vector<array>& x) {
+                   auto f = linalg::lu(x[0]);
+                   auto [packed, piv] = linalg::lu_factor(x[0]);
+                   return std::vector<array>{f[0], f[1], f[2], packed, piv};
+                 },
+                 {wc({3, 3}, 142)}, true, true});
+    // No derivative rules (a clear error instead); vmap and shapes only.
+    c.push_back({"linalg_eig",
+                 [](const std::vector<array>& x) {
+                   auto [w, v] = linalg::eig(x[0]);
+                   return std::vector<array>{w, v, linalg::eigvals(x[0])};
+                 },
+                 {rnd({3, 3}, 143)}, false});
+  }
   return c;
 }
 

@@ -1,0 +1,433 @@
+// CPU kernels of the LAPACK primitives: each batch matrix is copied into a
+// row-major scratch (LAPACKE's row-major interface handles the layout), so
+// inputs of any strides work and LAPACK may overwrite its operands. The
+// batch runs over the thread pool; a failure (singular matrix, no
+// convergence) is reported after the batch by throwing from the kernel,
+// which eval() carries to its caller.
+#include <lapacke.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/cpu/copy.h"
+#include "fluxion/backend/cpu/thread_pool.h"
+#include "fluxion/ops/linalg_lapack.h"
+
+namespace fluxion::linalg {
+
+namespace {
+
+constexpr int kRow = LAPACK_ROW_MAJOR;
+
+// Typed LAPACKE entry points.
+int getrf(int m, int n, float* a, int* ipiv) {
+  return LAPACKE_sgetrf(kRow, m, n, a, n, ipiv);
+}
+int getrf(int m, int n, double* a, int* ipiv) {
+  return LAPACKE_dgetrf(kRow, m, n, a, n, ipiv);
+}
+int getri(int n, float* a, const int* ipiv) {
+  return LAPACKE_sgetri(kRow, n, a, n, ipiv);
+}
+int getri(int n, double* a, const int* ipiv) {
+  return LAPACKE_dgetri(kRow, n, a, n, ipiv);
+}
+int gesv(int n, int k, float* a, int* ipiv, float* b) {
+  return LAPACKE_sgesv(kRow, n, k, a, n, ipiv, b, k);
+}
+int gesv(int n, int k, double* a, int* ipiv, double* b) {
+  return LAPACKE_dgesv(kRow, n, k, a, n, ipiv, b, k);
+}
+int trtrs(char uplo, int n, int k, const float* a, float* b) {
+  return LAPACKE_strtrs(kRow, uplo, 'N', 'N', n, k, a, n, b, k);
+}
+int trtrs(char uplo, int n, int k, const double* a, double* b) {
+  return LAPACKE_dtrtrs(kRow, uplo, 'N', 'N', n, k, a, n, b, k);
+}
+int potrf(int n, float* a) { return LAPACKE_spotrf(kRow, 'L', n, a, n); }
+int potrf(int n, double* a) { return LAPACKE_dpotrf(kRow, 'L', n, a, n); }
+int geqrf(int m, int n, float* a, float* tau) {
+  return LAPACKE_sgeqrf(kRow, m, n, a, n, tau);
+}
+int geqrf(int m, int n, double* a, double* tau) {
+  return LAPACKE_dgeqrf(kRow, m, n, a, n, tau);
+}
+int orgqr(int m, int k, int lda, float* a, const float* tau) {
+  return LAPACKE_sorgqr(kRow, m, k, k, a, lda, tau);
+}
+int orgqr(int m, int k, int lda, double* a, const double* tau) {
+  return LAPACKE_dorgqr(kRow, m, k, k, a, lda, tau);
+}
+int gesdd(char jobz, int m, int n, float* a, float* s, float* u, float* vt) {
+  return LAPACKE_sgesdd(kRow, jobz, m, n, a, n, s, u, m, vt, n);
+}
+int gesdd(char jobz, int m, int n, double* a, double* s, double* u,
+          double* vt) {
+  return LAPACKE_dgesdd(kRow, jobz, m, n, a, n, s, u, m, vt, n);
+}
+int syevd(char jobz, char uplo, int n, float* a, float* w) {
+  return LAPACKE_ssyevd(kRow, jobz, uplo, n, a, n, w);
+}
+int syevd(char jobz, char uplo, int n, double* a, double* w) {
+  return LAPACKE_dsyevd(kRow, jobz, uplo, n, a, n, w);
+}
+
+int geev(int n, float* a, float* wr, float* wi, float* vr, char jobvr) {
+  float vl;
+  return LAPACKE_sgeev(kRow, 'N', jobvr, n, a, n, wr, wi, &vl, 1, vr, n);
+}
+int geev(int n, double* a, double* wr, double* wi, double* vr, char jobvr) {
+  double vl;
+  return LAPACKE_dgeev(kRow, 'N', jobvr, n, a, n, wr, wi, &vl, 1, vr, n);
+}
+
+// The inputs as row-major batches of matrices (copies of views).
+array contiguous(const array& x) { return cpu::ensure_row_contiguous(x); }
+
+void allocate(std::vector<array>& outputs) {
+  for (auto& o : outputs) {
+    o.set_data(o.nbytes());
+  }
+}
+
+int64_t batch_count(const array& x) {
+  int64_t m = static_cast<int64_t>(x.shape(-2)) * x.shape(-1);
+  return m == 0 ? 0 : static_cast<int64_t>(x.size()) / m;
+}
+
+// Run f(i) for each batch matrix i over the pool; f returns LAPACK's info.
+// A positive info (the matrix failed) raises `failure` after the batch; a
+// negative one is an argument error, a bug here.
+template <typename F>
+void run_batch(int64_t batch, int64_t n, const char* op,
+               const std::string& failure, F&& f) {
+  std::atomic<int> worst{0};
+  int64_t cost = std::max<int64_t>(n * n * n, 1);
+  int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / cost);
+  cpu::parallel_for(batch, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      int info = f(i);
+      if (info != 0) {
+        int expected = 0;
+        worst.compare_exchange_strong(expected, info);
+      }
+    }
+  });
+  int info = worst.load();
+  if (info > 0) {
+    throw std::runtime_error(std::string("[linalg::") + op + "] " + failure);
+  }
+  if (info < 0) {
+    throw std::runtime_error(std::string("[linalg::") + op +
+                             "] LAPACK rejected argument " +
+                             std::to_string(-info) + ".");
+  }
+}
+
+template <typename F>
+void real_dispatch(Dtype t, const char* op, F&& f) {
+  dispatch<TypeList<float, double>>(t, op, std::forward<F>(f));
+}
+
+}  // namespace
+
+void Inverse::eval_cpu(const std::vector<array>& inputs,
+                       std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  int n = a.shape(-1);
+  auto& out = outputs[0];
+  real_dispatch(a.dtype(), "linalg::inv", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = a.data<T>();
+    T* dst = out.data<T>();
+    int64_t nn = int64_t{n} * n;
+    run_batch(batch_count(a), n, "inv", "Matrix is singular.", [&](int64_t i) {
+      T* m = dst + i * nn;
+      std::memcpy(m, src + i * nn, nn * sizeof(T));
+      std::vector<int> ipiv(n);
+      int info = getrf(n, n, m, ipiv.data());
+      return info != 0 ? info : getri(n, m, ipiv.data());
+    });
+  });
+}
+
+void Solve::eval_cpu(const std::vector<array>& inputs,
+                     std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  auto b = contiguous(inputs[1]);
+  int n = a.shape(-1), k = b.shape(-1);
+  auto& out = outputs[0];
+  real_dispatch(a.dtype(), "linalg::solve", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* dst = out.data<T>();
+    int64_t nn = int64_t{n} * n, nk = int64_t{n} * k;
+    run_batch(batch_count(a), n, "solve", "Matrix is singular.",
+              [&](int64_t i) {
+                std::vector<T> m(pa + i * nn, pa + (i + 1) * nn);
+                std::vector<int> ipiv(n);
+                T* x = dst + i * nk;
+                std::memcpy(x, pb + i * nk, nk * sizeof(T));
+                return k == 0 ? 0 : gesv(n, k, m.data(), ipiv.data(), x);
+              });
+  });
+}
+
+void SolveTriangular::eval_cpu(const std::vector<array>& inputs,
+                               std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  auto b = contiguous(inputs[1]);
+  int n = a.shape(-1), k = b.shape(-1);
+  auto& out = outputs[0];
+  char uplo = upper_ ? 'U' : 'L';
+  real_dispatch(a.dtype(), "linalg::solve_triangular", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* dst = out.data<T>();
+    int64_t nn = int64_t{n} * n, nk = int64_t{n} * k;
+    run_batch(batch_count(a), n, "solve_triangular", "Matrix is singular.",
+              [&](int64_t i) {
+                T* x = dst + i * nk;
+                std::memcpy(x, pb + i * nk, nk * sizeof(T));
+                return k == 0 ? 0 : trtrs(uplo, n, k, pa + i * nn, x);
+              });
+  });
+}
+
+void Cholesky::eval_cpu(const std::vector<array>& inputs,
+                        std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  int n = a.shape(-1);
+  auto& out = outputs[0];
+  real_dispatch(a.dtype(), "linalg::cholesky", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = a.data<T>();
+    T* dst = out.data<T>();
+    int64_t nn = int64_t{n} * n;
+    run_batch(batch_count(a), n, "cholesky", "Matrix is not positive definite.",
+              [&](int64_t i) {
+                T* m = dst + i * nn;
+                std::memcpy(m, src + i * nn, nn * sizeof(T));
+                int info = potrf(n, m);
+                // potrf leaves the upper triangle as it was.
+                for (int r = 0; r < n; ++r) {
+                  std::fill(m + int64_t{r} * n + r + 1, m + int64_t{r + 1} * n,
+                            T(0));
+                }
+                return info;
+              });
+  });
+}
+
+void QRF::eval_cpu(const std::vector<array>& inputs,
+                   std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  real_dispatch(a.dtype(), "linalg::qr", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = a.data<T>();
+    T* pq = outputs[0].data<T>();
+    T* pr = outputs[1].data<T>();
+    int64_t mn = int64_t{m} * n;
+    run_batch(
+        batch_count(a), std::max(m, n), "qr", "QR failed.", [&](int64_t i) {
+          std::vector<T> w(src + i * mn, src + (i + 1) * mn);
+          std::vector<T> tau(std::max(k, 1));
+          int info = geqrf(m, n, w.data(), tau.data());
+          if (info != 0) {
+            return info;
+          }
+          T* r = pr + i * int64_t{k} * n;
+          for (int row = 0; row < k; ++row) {
+            for (int col = 0; col < n; ++col) {
+              r[int64_t{row} * n + col] =
+                  col >= row ? w[int64_t{row} * n + col] : T(0);
+            }
+          }
+          if (k == 0) {
+            return 0;
+          }
+          info = orgqr(m, k, n, w.data(), tau.data());
+          T* q = pq + i * int64_t{m} * k;
+          for (int row = 0; row < m; ++row) {
+            std::copy(w.data() + int64_t{row} * n,
+                      w.data() + int64_t{row} * n + k, q + int64_t{row} * k);
+          }
+          return info;
+        });
+  });
+}
+
+void SVD::eval_cpu(const std::vector<array>& inputs,
+                   std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  real_dispatch(a.dtype(), "linalg::svd", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = a.data<T>();
+    T* pu = compute_uv_ ? outputs[0].data<T>() : nullptr;
+    T* ps = outputs[compute_uv_ ? 1 : 0].data<T>();
+    T* pv = compute_uv_ ? outputs[2].data<T>() : nullptr;
+    int64_t mn = int64_t{m} * n;
+    int64_t batch = m == 0 || n == 0 ? 0 : static_cast<int64_t>(a.size()) / mn;
+    run_batch(batch, std::max(m, n), "svd", "SVD did not converge.",
+              [&](int64_t i) {
+                std::vector<T> w(src + i * mn, src + (i + 1) * mn);
+                T* s = ps + i * k;
+                if (!compute_uv_) {
+                  T du, dv;
+                  return gesdd('N', m, n, w.data(), s, &du, &dv);
+                }
+                return gesdd('A', m, n, w.data(), s, pu + i * int64_t{m} * m,
+                             pv + i * int64_t{n} * n);
+              });
+    // Empty matrices: U and Vt are identities.
+    if (compute_uv_ && batch == 0) {
+      int64_t nb = 1;
+      for (int d = 0; d < a.ndim() - 2; ++d) {
+        nb *= a.shape(d);
+      }
+      auto identities = [nb](T* p, int64_t d) {
+        for (int64_t i = 0; i < nb; ++i) {
+          std::fill(p + i * d * d, p + (i + 1) * d * d, T(0));
+          for (int64_t j = 0; j < d; ++j) {
+            p[i * d * d + j * d + j] = T(1);
+          }
+        }
+      };
+      identities(pu, m);
+      identities(pv, n);
+    }
+  });
+}
+
+void Eigh::eval_cpu(const std::vector<array>& inputs,
+                    std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  int n = a.shape(-1);
+  char uplo = upper_ ? 'U' : 'L';
+  real_dispatch(a.dtype(), "linalg::eigh", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = a.data<T>();
+    T* pw = outputs[0].data<T>();
+    T* pv = vectors_ ? outputs[1].data<T>() : nullptr;
+    int64_t nn = int64_t{n} * n;
+    run_batch(batch_count(a), n, "eigh", "Eigenvalues did not converge.",
+              [&](int64_t i) {
+                if (vectors_) {
+                  T* v = pv + i * nn;
+                  std::memcpy(v, src + i * nn, nn * sizeof(T));
+                  return syevd('V', uplo, n, v, pw + i * n);
+                }
+                std::vector<T> w(src + i * nn, src + (i + 1) * nn);
+                return syevd('N', uplo, n, w.data(), pw + i * n);
+              });
+  });
+}
+
+void Eig::eval_cpu(const std::vector<array>& inputs,
+                   std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  int n = a.shape(-1);
+  complex64_t* pw = outputs[0].data<complex64_t>();
+  complex64_t* pv = vectors_ ? outputs[1].data<complex64_t>() : nullptr;
+  real_dispatch(a.dtype(), "linalg::eig", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = a.data<T>();
+    int64_t nn = int64_t{n} * n;
+    run_batch(batch_count(a), n, "eig", "Eigenvalues did not converge.",
+              [&](int64_t i) {
+                std::vector<T> m(src + i * nn, src + (i + 1) * nn);
+                std::vector<T> wr(n), wi(n), vr(vectors_ ? nn : 1);
+                int info = geev(n, m.data(), wr.data(), wi.data(), vr.data(),
+                                vectors_ ? 'V' : 'N');
+                if (info != 0) {
+                  return info;
+                }
+                complex64_t* w = pw + i * n;
+                for (int j = 0; j < n; ++j) {
+                  w[j] = complex64_t(static_cast<float>(wr[j]),
+                                     static_cast<float>(wi[j]));
+                }
+                if (!vectors_) {
+                  return 0;
+                }
+                // A complex pair (j, j + 1) stores the real and imaginary
+                // parts of the first vector; the second is its conjugate.
+                complex64_t* v = pv + i * nn;
+                for (int j = 0; j < n; ++j) {
+                  bool pair = wi[j] != 0 && j + 1 < n;
+                  for (int r = 0; r < n; ++r) {
+                    auto re = static_cast<float>(vr[int64_t{r} * n + j]);
+                    auto im =
+                        pair ? static_cast<float>(vr[int64_t{r} * n + j + 1])
+                             : 0.0f;
+                    v[int64_t{r} * n + j] = complex64_t(re, im);
+                    if (pair) {
+                      v[int64_t{r} * n + j + 1] = complex64_t(re, -im);
+                    }
+                  }
+                  j += pair ? 1 : 0;
+                }
+                return 0;
+              });
+  });
+}
+
+void LUF::eval_cpu(const std::vector<array>& inputs,
+                   std::vector<array>& outputs) {
+  allocate(outputs);
+  auto a = contiguous(inputs[0]);
+  int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  uint32_t* piv = outputs[1].data<uint32_t>();
+  uint32_t* perm = outputs[2].data<uint32_t>();
+  real_dispatch(a.dtype(), "linalg::lu", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = a.data<T>();
+    T* dst = outputs[0].data<T>();
+    int64_t mn = int64_t{m} * n;
+    if (mn == 0) {  // no columns: the identity permutation
+      for (size_t i = 0; i < outputs[2].size(); ++i) {
+        perm[i] = static_cast<uint32_t>(i % std::max(m, 1));
+      }
+    }
+    // A zero pivot (info > 0: a singular matrix) still gives a valid
+    // factorization.
+    run_batch(batch_count(a), std::max(m, n), "lu", "", [&](int64_t i) {
+      T* f = dst + i * mn;
+      std::memcpy(f, src + i * mn, mn * sizeof(T));
+      std::vector<int> ipiv(std::max(k, 1));
+      int info = getrf(m, n, f, ipiv.data());
+      std::vector<uint32_t> rows(m);
+      for (int r = 0; r < m; ++r) {
+        rows[r] = r;
+      }
+      for (int j = 0; j < k; ++j) {
+        piv[i * k + j] = static_cast<uint32_t>(ipiv[j] - 1);
+        std::swap(rows[j], rows[ipiv[j] - 1]);
+      }
+      // rows[r] is the input row at row r of L U; p is its inverse.
+      for (int r = 0; r < m; ++r) {
+        perm[i * m + rows[r]] = static_cast<uint32_t>(r);
+      }
+      return info > 0 ? 0 : info;
+    });
+  });
+}
+
+}  // namespace fluxion::linalg
