@@ -828,20 +828,66 @@ std::vector<Shape> Eig::output_shapes(const std::vector<array>& in) {
   return {ws};
 }
 
-// Not written: the eigenvectors of a non-symmetric matrix are only defined
-// up to a complex scale, and the rules would need complex solves.
-std::vector<array> Eig::vjp(const std::vector<array>&,
-                            const std::vector<array>&, const std::vector<int>&,
-                            const std::vector<array>&) {
-  throw std::invalid_argument(
-      "[linalg::eig] The vjp of eig and eigvals is not supported.");
+namespace {
+
+// The inverse of a complex64 matrix M = X + iY through the real block
+// matrix [[X, -Y], [Y, X]], whose inverse is [[P, -Q], [Q, P]] with
+// M^-1 = P + iQ (Inverse computes in real types only).
+array complex_inv(const array& m, Stream s) {
+  auto x = real(m, s), y = imag(m, s);
+  auto block = concatenate(
+      {concatenate({x, negative(y, s)}, -1, s), concatenate({y, x}, -1, s)}, -2,
+      s);
+  auto bi = inv(block, s);
+  int n = m.shape(-1), nd = m.ndim();
+  Shape start(nd, 0), stop = bi.shape();
+  stop[nd - 1] = n;
+  stop[nd - 2] = n;
+  auto p = slice(bi, start, stop, s);
+  start[nd - 2] = n;
+  stop[nd - 2] = 2 * n;
+  auto q = slice(bi, start, stop, s);
+  return add(astype(p, complex64, s),
+             multiply(astype(q, complex64, s), array(complex64_t(0, 1)), s), s);
 }
 
-std::vector<array> Eig::jvp(const std::vector<array>&,
-                            const std::vector<array>&,
+void check_eigvals_only(bool vectors, const char* rule) {
+  if (vectors) {
+    throw std::invalid_argument(
+        std::string("[linalg::eig] The ") + rule +
+        " of eig is not supported (eigenvectors of a non-symmetric matrix "
+        "are only defined up to a complex scale); use eigvals for the "
+        "derivatives of the eigenvalues.");
+  }
+}
+
+}  // namespace
+
+// The eigenvalues of A = V diag(w) V^-1 move by dw = diag(V^-1 dA V); the
+// vjp is the adjoint, (V diag(wbar) V^-1)^T, whose real part is the
+// cotangent of the real input (as AsType's rules take it). Repeated
+// eigenvalues with a defective V make V^-1 singular, and the derivative
+// is then undefined.
+std::vector<array> Eig::vjp(const std::vector<array>& primals,
+                            const std::vector<array>& cotangents,
+                            const std::vector<int>&,
+                            const std::vector<array>&) {
+  check_eigvals_only(vectors_, "vjp");
+  auto s = stream();
+  auto v = eig(primals[0], s).second;
+  auto ct = astype(cotangents[0], complex64, s);
+  auto g = mm(mm(v, diag_matrix(ct, s), s), complex_inv(v, s), s);
+  return {astype(mT(g, s), primals[0].dtype(), s)};
+}
+
+std::vector<array> Eig::jvp(const std::vector<array>& primals,
+                            const std::vector<array>& tangents,
                             const std::vector<int>&) {
-  throw std::invalid_argument(
-      "[linalg::eig] The jvp of eig and eigvals is not supported.");
+  check_eigvals_only(vectors_, "jvp");
+  auto s = stream();
+  auto v = eig(primals[0], s).second;
+  auto da = astype(tangents[0], complex64, s);
+  return {diag_of(mm(mm(complex_inv(v, s), da, s), v, s), s)};
 }
 
 std::pair<std::vector<array>, std::vector<int>> Eig::vmap(

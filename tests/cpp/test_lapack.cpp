@@ -535,10 +535,51 @@ TEST(LapackEig, Errors) {
         la::eigvals(zeros({2, 2}, complex64));
       },
       "[linalg::eigvals] Arrays must have a real floating point type");
-  auto f = [](const array& x) { return sum(real(la::eigvals(x))); };
+  auto f = [](const array& x) { return sum(real(la::eig(x).first)); };
   expect_error<std::invalid_argument>(
-      [&] { grad(f)(eye(2, float64)); },
-      "[linalg::eig] The vjp of eig and eigvals is not supported.");
+      [&] {
+        grad(f)(rand_array({2, 2}, 31));
+      },
+      "[linalg::eig] The vjp of eig is not supported");
+  expect_error<std::invalid_argument>(
+      [&] {
+        jvp([](const array& x) { return la::eig(x).first; },
+            rand_array({2, 2}, 32), rand_array({2, 2}, 33));
+      },
+      "[linalg::eig] The jvp of eig is not supported");
+}
+
+// The eigenvalues' derivative, checked against central differences in
+// float64 (the outputs are complex64: the real and imaginary parts are
+// checked separately, with a float32-sized step and tolerance).
+TEST(LapackEig, EigvalsGradients) {
+  auto a = rand_array({3, 3}, 34);
+  check_grads(Fn([](const std::vector<array>& x) {
+                return std::vector<array>{real(la::eigvals(x[0])),
+                                          imag(la::eigvals(x[0]))};
+              }),
+              {a}, 1e-3, 1e-3);
+  // A symmetric input: the eigenvalue gradient is V diag(wbar) V^T, as for
+  // eigvalsh of the same (full) matrix.
+  auto sym = spd({3, 3}, 35);
+  auto g1 = grad([](const array& x) {
+    return sum(real(la::eigvals(x)) * array({1.0, 2.0, 3.0}));
+  })(sym);
+  auto w = to_vector<double>(real(la::eigvals(sym)));
+  // eigvals are unordered: weight eigvalsh's sorted values the same way.
+  std::vector<double> weights(3);
+  auto sorted = w;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 3; ++i) {
+    weights[std::find(sorted.begin(), sorted.end(), w[i]) - sorted.begin()] =
+        i + 1.0;
+  }
+  auto wa = array(weights.begin(), {3});
+  auto g2 = grad([wa](const array& x) {
+    // The symmetric gradient of eigvalsh read from both triangles.
+    return sum(la::eigvalsh((x + swapaxes(x, 0, 1)) * 0.5) * wa);
+  })(sym);
+  expect_close(g1, to_vector<double>(g2), 1e-4, 1e-4);
 }
 
 // --- lu ---
