@@ -828,3 +828,38 @@ TEST(LapackGrad, Composites) {
   check_grads(solve_fn, {a, b});
   check_vmap(solve_fn, {a, b}, {0, -1});
 }
+
+// --- large batches (split over the thread pool) and empty inputs ---
+
+TEST(LapackBatch, ManyMatricesInParallel) {
+  auto a = well_conditioned({300, 8, 8}, 50);
+  auto x = la::inv(a);
+  auto [w, v] = la::eigh(spd({300, 8, 8}, 51));
+  auto ma = mat(a), mx = mat(x);
+  for (int i = 0; i < 300; i += 37) {
+    expect_mat_near(mul(at(ma, i, 8, 8), at(mx, i, 8, 8), 8, 8, 8),
+                    identity_mat(8), 1e-12, "A inv(A)");
+  }
+  // A singular matrix deep in a large batch is still reported.
+  auto b = concatenate({a, zeros({1, 8, 8}, float64)}, 0);
+  expect_error<std::runtime_error>([&] { eval(la::inv(b)); },
+                                   "[linalg::inv] Matrix is singular.");
+}
+
+TEST(LapackBatch, EmptyInputs) {
+  EXPECT_EQ(la::inv(zeros({0, 3, 3}, float32)).shape(), Shape({0, 3, 3}));
+  EXPECT_EQ(la::cholesky(zeros({2, 0, 0}, float32)).shape(), Shape({2, 0, 0}));
+  auto f = la::svd(zeros({2, 0, 3}, float64));
+  EXPECT_EQ(f[0].shape(), Shape({2, 0, 0}));
+  EXPECT_EQ(f[1].shape(), Shape({2, 0}));
+  // Vt spans the whole row space: the identity.
+  expect_close(
+      f[2], to_vector<double>(broadcast_to(eye(3, float64), {2, 3, 3})), 0, 0);
+  auto p = la::lu(zeros({3, 0}, float64))[0];
+  expect_close(p, {0, 1, 2}, 0, 0);
+  auto [q, r] = la::qr(zeros({0, 2}, float32));
+  EXPECT_EQ(q.shape(), Shape({0, 0}));
+  EXPECT_EQ(r.shape(), Shape({0, 2}));
+  EXPECT_EQ(la::solve(eye(2, float32), zeros({2, 0}, float32)).shape(),
+            Shape({2, 0}));
+}
