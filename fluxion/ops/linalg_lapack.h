@@ -17,8 +17,9 @@ namespace fluxion::linalg {
 
 // Vector norms (one axis): ord 2 (default), 1, inf, -inf, 0 (count of
 // non-zeros), any p. Matrix norms (two axes): "fro" (default), "nuc", 1, -1,
-// 2, -2, inf, -inf. Without `axis`, a 1-D input takes its vector norm, a 2-D
-// input its matrix norm and other inputs the 2-norm of all elements.
+// 2, -2, inf, -inf. With neither ord nor axis: the 2-norm of all elements;
+// with an ord but no axis the input must be 1-D (vector norm) or 2-D
+// (matrix norm). 2, -2 and "nuc" go through the SVD (real inputs only).
 array norm(const array& a, const std::optional<std::vector<int>>& axis = {},
            bool keepdims = false, StreamOrDevice s = {});
 array norm(const array& a, double ord,
