@@ -942,14 +942,53 @@ std::vector<Shape> LUF::output_shapes(const std::vector<array>& in) {
 
 namespace {
 
-void check_square_lu(const array& a, const char* rule) {
-  if (a.shape(-1) != a.shape(-2)) {
-    throw std::invalid_argument(
-        std::string("[") + rule +
-        "] The derivatives of linalg::lu and linalg::lu_factor are "
-        "supported for square matrices only; got shape " +
-        shape_str(a.shape()) + ".");
-  }
+// Rows (from_end = 2) or columns (1) [lo, hi) of the last two dims.
+array part(const array& x, int from_end, int lo, int hi, Stream s) {
+  int nd = x.ndim();
+  Shape start(nd, 0), stop = x.shape();
+  start[nd - from_end] = lo;
+  stop[nd - from_end] = hi;
+  return slice(x, start, stop, s);
+}
+
+// The square LU without pivoting, A = L U: X = L^-1 dA U^-1 gives
+// dL = L tril(X, -1) and dU = triu(X) U.
+std::pair<array, array> lu_tangent(const array& l, const array& u,
+                                   const array& da, Stream s) {
+  auto x = right_rinv(solve_triangular(l, da, false, s), u, s);
+  return {mm(l, tril(x, -1, s), s), mm(triu(x, 0, s), u, s)};
+}
+
+// Its adjoint, for Lbar strictly lower and Ubar upper:
+// Abar = L^-T (tril(L^T Lbar, -1) + triu(Ubar U^T)) U^-T.
+array lu_cotangent(const array& l, const array& u, const array& lb,
+                   const array& ub, Stream s) {
+  auto xb =
+      add(tril(mm(mT(l, s), lb, s), -1, s), triu(mm(ub, mT(u, s), s), 0, s), s);
+  auto y = solve_triangular(mT(l, s), xb, true, s);
+  return mT(solve_triangular(u, mT(y, s), true, s), s);
+}
+
+// X U^-T for upper triangular U.
+array right_rinv_t(const array& x, const array& u, Stream s) {
+  return mT(solve_triangular(u, mT(x, s), true, s), s);
+}
+
+// The factors of a packed LU of an (M, N) matrix, K = min(M, N): the
+// square part (L1 (K, K) unit lower, U1 (K, K) upper) and the rest, L2
+// (M - K, K) below L1 for tall inputs or U2 (K, N - K) right of U1 for wide
+// ones.
+struct LUParts {
+  array l1, u1, rest;
+};
+
+LUParts lu_parts(const array& packed, Stream s) {
+  int m = packed.shape(-2), n = packed.shape(-1), k = std::min(m, n);
+  auto sq = part(part(packed, 2, 0, k, s), 1, 0, k, s);
+  auto l1 = add(tril(sq, -1, s), eye_like(sq, s), s);
+  auto u1 = triu(sq, 0, s);
+  auto rest = m > n ? part(packed, 2, k, m, s) : part(packed, 1, k, n, s);
+  return {l1, u1, rest};
 }
 
 // The permutation as a matrix: a = Pm @ L @ U, Pm[i, j] = (p[i] == j).
@@ -960,25 +999,36 @@ array perm_matrix(const array& p, Dtype t, Stream s) {
 
 }  // namespace
 
-// A = Pm L U (square): with X = L^-1 Pm^T dA U^-1, dL = L tril(X, -1) and
-// dU = triu(X) U, and the packed output moves by tril(dL, -1) + dU. The
-// vjp is the adjoint: Abar = Pm L^-T (tril(L^T Lbar, -1) + triu(Ubar U^T))
-// U^-T, with Lbar and Ubar the two parts of the packed cotangent. The
-// integer outputs take no derivative.
-std::vector<array> LUF::vjp(const std::vector<array>& primals,
+// A = Pm L U. Square: with X = L^-1 Pm^T dA U^-1, dL = L tril(X, -1),
+// dU = triu(X) U, and the packed output moves by tril(dL, -1) + dU. Tall
+// (M > N): the top N rows of Pm^T A factor as L1 U and the others give
+// L2 = A2 U^-1, so dL2 = (dA2 - L2 dU) U^-1. Wide (M < N): the left M
+// columns factor as L U1 and U2 = L^-1 A2, so dU2 = L^-1 (dA2 - dL U2).
+// The vjps are the adjoints. The integer outputs take no derivative.
+std::vector<array> LUF::vjp(const std::vector<array>&,
                             const std::vector<array>& cotangents,
                             const std::vector<int>&,
                             const std::vector<array>& outputs) {
   auto s = stream();
-  check_square_lu(primals[0], "vjp");
   const auto& packed = outputs[0];
-  auto l = add(tril(packed, -1, s), eye_like(packed, s), s);
-  auto u = triu(packed, 0, s);
   const auto& ct = cotangents[0];
-  auto xb = add(tril(mm(mT(l, s), tril(ct, -1, s), s), -1, s),
-                triu(mm(triu(ct, 0, s), mT(u, s), s), 0, s), s);
-  auto y = solve_triangular(mT(l, s), xb, true, s);
-  auto g = mT(solve_triangular(u, mT(y, s), true, s), s);
+  int m = packed.shape(-2), n = packed.shape(-1), k = std::min(m, n);
+  auto [l1, u1, rest] = lu_parts(packed, s);
+  auto ct_sq = part(part(ct, 2, 0, k, s), 1, 0, k, s);
+  auto lb = tril(ct_sq, -1, s);
+  auto ub = triu(ct_sq, 0, s);
+  array g = packed;
+  if (m > n) {
+    auto a2 = right_rinv_t(part(ct, 2, k, m, s), u1, s);
+    ub = triu(subtract(ub, mm(mT(rest, s), a2, s), s), 0, s);
+    g = concatenate({lu_cotangent(l1, u1, lb, ub, s), a2}, -2, s);
+  } else if (m < n) {
+    auto a2 = solve_triangular(mT(l1, s), part(ct, 1, k, n, s), true, s);
+    lb = tril(subtract(lb, mm(a2, mT(rest, s), s), s), -1, s);
+    g = concatenate({lu_cotangent(l1, u1, lb, ub, s), a2}, -1, s);
+  } else {
+    g = lu_cotangent(l1, u1, lb, ub, s);
+  }
   return {mm(perm_matrix(outputs[2], g.dtype(), s), g, s)};
 }
 
@@ -986,18 +1036,24 @@ std::vector<array> LUF::jvp(const std::vector<array>& primals,
                             const std::vector<array>& tangents,
                             const std::vector<int>&) {
   auto s = stream();
-  check_square_lu(primals[0], "jvp");
   auto outs = luf(primals[0], s);
   const auto& packed = outs[0];
-  auto l = add(tril(packed, -1, s), eye_like(packed, s), s);
-  auto u = triu(packed, 0, s);
+  int m = packed.shape(-2), n = packed.shape(-1), k = std::min(m, n);
+  auto [l1, u1, rest] = lu_parts(packed, s);
   auto pda = mm(mT(perm_matrix(outs[2], packed.dtype(), s), s), tangents[0], s);
-  auto y = solve_triangular(l, pda, false, s);
-  auto x = right_rinv(y, u, s);
-  auto dl = mm(l, tril(x, -1, s), s);
-  auto du = mm(triu(x, 0, s), u, s);
-  return {add(tril(dl, -1, s), du, s), zeros_like(outs[1], s),
-          zeros_like(outs[2], s)};
+  auto da_sq = part(part(pda, 2, 0, k, s), 1, 0, k, s);
+  auto [dl, du] = lu_tangent(l1, u1, da_sq, s);
+  array t = add(tril(dl, -1, s), du, s);
+  if (m > n) {
+    auto dl2 =
+        right_rinv(subtract(part(pda, 2, k, m, s), mm(rest, du, s), s), u1, s);
+    t = concatenate({t, dl2}, -2, s);
+  } else if (m < n) {
+    auto du2 = solve_triangular(
+        l1, subtract(part(pda, 1, k, n, s), mm(dl, rest, s), s), false, s);
+    t = concatenate({t, du2}, -1, s);
+  }
+  return {t, zeros_like(outs[1], s), zeros_like(outs[2], s)};
 }
 
 std::pair<std::vector<array>, std::vector<int>> LUF::vmap(

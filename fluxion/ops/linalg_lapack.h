@@ -183,7 +183,7 @@ class Eig : public Primitive {
 };
 
 // Outputs the packed LU (M, N), the pivots (K) and the permutation p (M)
-// of `lu`; the gradient rules cover square matrices.
+// of `lu`.
 class LUF : public Primitive {
  public:
   using Primitive::Primitive;

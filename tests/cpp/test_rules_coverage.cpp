@@ -332,11 +332,16 @@ std::vector<OpCase> cases() {
                  true, 1e-5});
     c.push_back({"linalg_lu",
                  [](const std::vector<array>& x) {
-                   auto f = linalg::lu(x[0]);
-                   auto [packed, piv] = linalg::lu_factor(x[0]);
-                   return std::vector<array>{f[0], f[1], f[2], packed, piv};
+                   std::vector<array> out;
+                   for (auto& a : x) {
+                     auto f = linalg::lu(a);
+                     auto [packed, piv] = linalg::lu_factor(a);
+                     out.insert(out.end(), {f[0], f[1], f[2], packed, piv});
+                   }
+                   return out;
                  },
-                 {wc({3, 3}, 142)}, true, true});
+                 {wc({3, 3}, 142), rnd({4, 2}, 145), rnd({2, 4}, 146)}, true,
+                 true});
     // eig's rules raise (eigenvectors of non-symmetric matrices have an
     // arbitrary complex scale): vmap and shapes only. eigvals' rules are
     // checked on complex64 outputs with a float32-sized step.
