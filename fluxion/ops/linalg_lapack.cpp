@@ -851,43 +851,79 @@ array complex_inv(const array& m, Stream s) {
              multiply(astype(q, complex64, s), array(complex64_t(0, 1)), s), s);
 }
 
-void check_eigvals_only(bool vectors, const char* rule) {
-  if (vectors) {
-    throw std::invalid_argument(
-        std::string("[linalg::eig] The ") + rule +
-        " of eig is not supported (eigenvectors of a non-symmetric matrix "
-        "are only defined up to a complex scale); use eigvals for the "
-        "derivatives of the eigenvalues.");
-  }
+array as_complex(const array& x, Stream s) { return astype(x, complex64, s); }
+
+array i_times(const array& x, Stream s) {
+  return multiply(as_complex(x, s), array(complex64_t(0, 1)), s);
+}
+
+// geev's gauge: each eigenvector has unit norm and its largest component
+// (row k_j of column j) real. E[r, j] = (r == k_j), and vk[j] = V[k_j, j].
+struct Gauge {
+  array e, vk;
+};
+
+Gauge gauge(const array& v, Stream s) {
+  int n = v.shape(-1);
+  auto k = argmax(abs(v, s), -2, true, s);                  // (..., 1, N)
+  auto rows = expand_dims(arange(0, n, uint32, s), -1, s);  // (N, 1)
+  auto e = as_complex(equal(rows, k, s), s);
+  return {e, real(sum(multiply(v, e, s), -2, false, s), s)};
 }
 
 }  // namespace
 
-// The eigenvalues of A = V diag(w) V^-1 move by dw = diag(V^-1 dA V); the
-// vjp is the adjoint, (V diag(wbar) V^-1)^T, whose real part is the
-// cotangent of the real input (as AsType's rules take it). Repeated
-// eigenvalues with a defective V make V^-1 singular, and the derivative
-// is then undefined.
+// A = V diag(w) V^-1 with X = V^-1 dA V: dw = diag(X) and, with
+// F_ij = 1 / (w_j - w_i), dV = V (F o X) - V diag(c), where c keeps geev's
+// gauge: Re(c_j) = Re(v_j^H dv_j) keeps the unit norm and
+// Im(c_j) = Im(dv_kj) / v_kj the largest component real. The vjp is the
+// adjoint under the real part of the bilinear pairing (JAX's convention
+// for a real input): Abar = Re(V^-T (diag(wbar) + F o (V^T G)) V^T), G the
+// eigenvector cotangent with the gauge's part projected out. Repeated
+// eigenvalues make F infinite: the eigenvectors' derivatives are then
+// undefined (inf/nan), as in JAX and PyTorch.
 std::vector<array> Eig::vjp(const std::vector<array>& primals,
                             const std::vector<array>& cotangents,
                             const std::vector<int>&,
-                            const std::vector<array>&) {
-  check_eigvals_only(vectors_, "vjp");
+                            const std::vector<array>& outputs) {
   auto s = stream();
-  auto v = eig(primals[0], s).second;
-  auto ct = astype(cotangents[0], complex64, s);
-  auto g = mm(mm(v, diag_matrix(ct, s), s), complex_inv(v, s), s);
-  return {astype(mT(g, s), primals[0].dtype(), s)};
+  auto [w, v] =
+      vectors_ ? std::make_pair(outputs[0], outputs[1]) : eig(primals[0], s);
+  auto inner = diag_matrix(as_complex(cotangents[0], s), s);
+  if (vectors_) {
+    auto ct = as_complex(cotangents[1], s);
+    auto [e, vk] = gauge(v, s);
+    auto sj = sum(multiply(ct, v, s), -2, true, s);  // (..., 1, N)
+    auto g = subtract(
+        ct, multiply(conjugate(v, s), as_complex(real(sj, s), s), s), s);
+    g = subtract(
+        g,
+        multiply(e, i_times(divide(imag(sj, s), expand_dims(vk, -2, s), s), s),
+                 s),
+        s);
+    inner = add(inner, multiply(eig_gaps(w, s), mm(mT(v, s), g, s), s), s);
+  }
+  auto vit = mT(complex_inv(v, s), s);
+  auto full = mm(mm(vit, inner, s), mT(v, s), s);
+  return {astype(real(full, s), primals[0].dtype(), s)};
 }
 
 std::vector<array> Eig::jvp(const std::vector<array>& primals,
                             const std::vector<array>& tangents,
                             const std::vector<int>&) {
-  check_eigvals_only(vectors_, "jvp");
   auto s = stream();
-  auto v = eig(primals[0], s).second;
-  auto da = astype(tangents[0], complex64, s);
-  return {diag_of(mm(mm(complex_inv(v, s), da, s), v, s), s)};
+  auto [w, v] = eig(primals[0], s);
+  auto x = mm(mm(complex_inv(v, s), as_complex(tangents[0], s), s), v, s);
+  std::vector<array> out{diag_of(x, s)};
+  if (vectors_) {
+    auto dv0 = mm(v, multiply(eig_gaps(w, s), x, s), s);
+    auto [e, vk] = gauge(v, s);
+    auto re_c = real(sum(multiply(conjugate(v, s), dv0, s), -2, false, s), s);
+    auto im_c = divide(imag(sum(multiply(dv0, e, s), -2, false, s), s), vk, s);
+    auto c = add(as_complex(re_c, s), i_times(im_c, s), s);
+    out.push_back(subtract(dv0, multiply(v, expand_dims(c, -2, s), s), s));
+  }
+  return out;
 }
 
 std::pair<std::vector<array>, std::vector<int>> Eig::vmap(

@@ -58,8 +58,8 @@ std::pair<array, array> eigh(const array& a, const std::string& UPLO = "L",
 array eigvalsh(const array& a, const std::string& UPLO = "L",
                StreamOrDevice s = {});
 // Eigenvalues and right eigenvectors (columns, unit norm) of a general real
-// matrix, as complex64. The eigenvalues are differentiable through eigvals;
-// eig's rules raise (the eigenvectors' scale is arbitrary).
+// matrix, as complex64 (each eigenvector has its largest component real,
+// as LAPACK's geev leaves it; the derivatives keep that normalization).
 std::pair<array, array> eig(const array& a, StreamOrDevice s = {});
 array eigvals(const array& a, StreamOrDevice s = {});
 // (p, L, U) with take_along_axis(L, p[..., None], -2) @ U == a, as MLX:

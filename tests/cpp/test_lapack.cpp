@@ -535,30 +535,24 @@ TEST(LapackEig, Errors) {
         la::eigvals(zeros({2, 2}, complex64));
       },
       "[linalg::eigvals] Arrays must have a real floating point type");
-  auto f = [](const array& x) { return sum(real(la::eig(x).first)); };
-  expect_error<std::invalid_argument>(
-      [&] {
-        grad(f)(rand_array({2, 2}, 31));
-      },
-      "[linalg::eig] The vjp of eig is not supported");
-  expect_error<std::invalid_argument>(
-      [&] {
-        jvp([](const array& x) { return la::eig(x).first; },
-            rand_array({2, 2}, 32), rand_array({2, 2}, 33));
-      },
-      "[linalg::eig] The jvp of eig is not supported");
 }
 
-// The eigenvalues' derivative, checked against central differences in
+// The derivatives of eigvals and eig against central differences in
 // float64 (the outputs are complex64: the real and imaginary parts are
 // checked separately, with a float32-sized step and tolerance).
-TEST(LapackEig, EigvalsGradients) {
+TEST(LapackEig, Gradients) {
   auto a = rand_array({3, 3}, 34);
   check_grads(Fn([](const std::vector<array>& x) {
                 return std::vector<array>{real(la::eigvals(x[0])),
                                           imag(la::eigvals(x[0]))};
               }),
               {a}, 1e-3, 1e-3);
+  // The eigenvectors (in geev's normalization) and eigenvalues together.
+  check_grads(Fn([](const std::vector<array>& x) {
+                auto [w, v] = la::eig(x[0]);
+                return std::vector<array>{real(w), imag(w), real(v), imag(v)};
+              }),
+              {rand_array({2, 3, 3}, 36)}, 1e-3, 1e-3);
   // A symmetric input: the eigenvalue gradient is V diag(wbar) V^T, as for
   // eigvalsh of the same (full) matrix.
   auto sym = spd({3, 3}, 35);
