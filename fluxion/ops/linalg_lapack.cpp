@@ -828,20 +828,102 @@ std::vector<Shape> Eig::output_shapes(const std::vector<array>& in) {
   return {ws};
 }
 
-// Not written: the eigenvectors of a non-symmetric matrix are only defined
-// up to a complex scale, and the rules would need complex solves.
-std::vector<array> Eig::vjp(const std::vector<array>&,
-                            const std::vector<array>&, const std::vector<int>&,
-                            const std::vector<array>&) {
-  throw std::invalid_argument(
-      "[linalg::eig] The vjp of eig and eigvals is not supported.");
+namespace {
+
+// The inverse of a complex64 matrix M = X + iY through the real block
+// matrix [[X, -Y], [Y, X]], whose inverse is [[P, -Q], [Q, P]] with
+// M^-1 = P + iQ (Inverse computes in real types only).
+array complex_inv(const array& m, Stream s) {
+  auto x = real(m, s), y = imag(m, s);
+  auto block = concatenate(
+      {concatenate({x, negative(y, s)}, -1, s), concatenate({y, x}, -1, s)}, -2,
+      s);
+  auto bi = inv(block, s);
+  int n = m.shape(-1), nd = m.ndim();
+  Shape start(nd, 0), stop = bi.shape();
+  stop[nd - 1] = n;
+  stop[nd - 2] = n;
+  auto p = slice(bi, start, stop, s);
+  start[nd - 2] = n;
+  stop[nd - 2] = 2 * n;
+  auto q = slice(bi, start, stop, s);
+  return add(astype(p, complex64, s),
+             multiply(astype(q, complex64, s), array(complex64_t(0, 1)), s), s);
 }
 
-std::vector<array> Eig::jvp(const std::vector<array>&,
-                            const std::vector<array>&,
+array as_complex(const array& x, Stream s) { return astype(x, complex64, s); }
+
+array i_times(const array& x, Stream s) {
+  return multiply(as_complex(x, s), array(complex64_t(0, 1)), s);
+}
+
+// geev's gauge: each eigenvector has unit norm and its largest component
+// (row k_j of column j) real. E[r, j] = (r == k_j), and vk[j] = V[k_j, j].
+struct Gauge {
+  array e, vk;
+};
+
+Gauge gauge(const array& v, Stream s) {
+  int n = v.shape(-1);
+  auto k = argmax(abs(v, s), -2, true, s);                  // (..., 1, N)
+  auto rows = expand_dims(arange(0, n, uint32, s), -1, s);  // (N, 1)
+  auto e = as_complex(equal(rows, k, s), s);
+  return {e, real(sum(multiply(v, e, s), -2, false, s), s)};
+}
+
+}  // namespace
+
+// A = V diag(w) V^-1 with X = V^-1 dA V: dw = diag(X) and, with
+// F_ij = 1 / (w_j - w_i), dV = V (F o X) - V diag(c), where c keeps geev's
+// gauge: Re(c_j) = Re(v_j^H dv_j) keeps the unit norm and
+// Im(c_j) = Im(dv_kj) / v_kj the largest component real. The vjp is the
+// adjoint under the real part of the bilinear pairing (JAX's convention
+// for a real input): Abar = Re(V^-T (diag(wbar) + F o (V^T G)) V^T), G the
+// eigenvector cotangent with the gauge's part projected out. Repeated
+// eigenvalues make F infinite: the eigenvectors' derivatives are then
+// undefined (inf/nan), as in JAX and PyTorch.
+std::vector<array> Eig::vjp(const std::vector<array>& primals,
+                            const std::vector<array>& cotangents,
+                            const std::vector<int>&,
+                            const std::vector<array>& outputs) {
+  auto s = stream();
+  auto [w, v] =
+      vectors_ ? std::make_pair(outputs[0], outputs[1]) : eig(primals[0], s);
+  auto inner = diag_matrix(as_complex(cotangents[0], s), s);
+  if (vectors_) {
+    auto ct = as_complex(cotangents[1], s);
+    auto [e, vk] = gauge(v, s);
+    auto sj = sum(multiply(ct, v, s), -2, true, s);  // (..., 1, N)
+    auto g = subtract(
+        ct, multiply(conjugate(v, s), as_complex(real(sj, s), s), s), s);
+    g = subtract(
+        g,
+        multiply(e, i_times(divide(imag(sj, s), expand_dims(vk, -2, s), s), s),
+                 s),
+        s);
+    inner = add(inner, multiply(eig_gaps(w, s), mm(mT(v, s), g, s), s), s);
+  }
+  auto vit = mT(complex_inv(v, s), s);
+  auto full = mm(mm(vit, inner, s), mT(v, s), s);
+  return {astype(real(full, s), primals[0].dtype(), s)};
+}
+
+std::vector<array> Eig::jvp(const std::vector<array>& primals,
+                            const std::vector<array>& tangents,
                             const std::vector<int>&) {
-  throw std::invalid_argument(
-      "[linalg::eig] The jvp of eig and eigvals is not supported.");
+  auto s = stream();
+  auto [w, v] = eig(primals[0], s);
+  auto x = mm(mm(complex_inv(v, s), as_complex(tangents[0], s), s), v, s);
+  std::vector<array> out{diag_of(x, s)};
+  if (vectors_) {
+    auto dv0 = mm(v, multiply(eig_gaps(w, s), x, s), s);
+    auto [e, vk] = gauge(v, s);
+    auto re_c = real(sum(multiply(conjugate(v, s), dv0, s), -2, false, s), s);
+    auto im_c = divide(imag(sum(multiply(dv0, e, s), -2, false, s), s), vk, s);
+    auto c = add(as_complex(re_c, s), i_times(im_c, s), s);
+    out.push_back(subtract(dv0, multiply(v, expand_dims(c, -2, s), s), s));
+  }
+  return out;
 }
 
 std::pair<std::vector<array>, std::vector<int>> Eig::vmap(
@@ -896,14 +978,53 @@ std::vector<Shape> LUF::output_shapes(const std::vector<array>& in) {
 
 namespace {
 
-void check_square_lu(const array& a, const char* rule) {
-  if (a.shape(-1) != a.shape(-2)) {
-    throw std::invalid_argument(
-        std::string("[") + rule +
-        "] The derivatives of linalg::lu and linalg::lu_factor are "
-        "supported for square matrices only; got shape " +
-        shape_str(a.shape()) + ".");
-  }
+// Rows (from_end = 2) or columns (1) [lo, hi) of the last two dims.
+array part(const array& x, int from_end, int lo, int hi, Stream s) {
+  int nd = x.ndim();
+  Shape start(nd, 0), stop = x.shape();
+  start[nd - from_end] = lo;
+  stop[nd - from_end] = hi;
+  return slice(x, start, stop, s);
+}
+
+// The square LU without pivoting, A = L U: X = L^-1 dA U^-1 gives
+// dL = L tril(X, -1) and dU = triu(X) U.
+std::pair<array, array> lu_tangent(const array& l, const array& u,
+                                   const array& da, Stream s) {
+  auto x = right_rinv(solve_triangular(l, da, false, s), u, s);
+  return {mm(l, tril(x, -1, s), s), mm(triu(x, 0, s), u, s)};
+}
+
+// Its adjoint, for Lbar strictly lower and Ubar upper:
+// Abar = L^-T (tril(L^T Lbar, -1) + triu(Ubar U^T)) U^-T.
+array lu_cotangent(const array& l, const array& u, const array& lb,
+                   const array& ub, Stream s) {
+  auto xb =
+      add(tril(mm(mT(l, s), lb, s), -1, s), triu(mm(ub, mT(u, s), s), 0, s), s);
+  auto y = solve_triangular(mT(l, s), xb, true, s);
+  return mT(solve_triangular(u, mT(y, s), true, s), s);
+}
+
+// X U^-T for upper triangular U.
+array right_rinv_t(const array& x, const array& u, Stream s) {
+  return mT(solve_triangular(u, mT(x, s), true, s), s);
+}
+
+// The factors of a packed LU of an (M, N) matrix, K = min(M, N): the
+// square part (L1 (K, K) unit lower, U1 (K, K) upper) and the rest, L2
+// (M - K, K) below L1 for tall inputs or U2 (K, N - K) right of U1 for wide
+// ones.
+struct LUParts {
+  array l1, u1, rest;
+};
+
+LUParts lu_parts(const array& packed, Stream s) {
+  int m = packed.shape(-2), n = packed.shape(-1), k = std::min(m, n);
+  auto sq = part(part(packed, 2, 0, k, s), 1, 0, k, s);
+  auto l1 = add(tril(sq, -1, s), eye_like(sq, s), s);
+  auto u1 = triu(sq, 0, s);
+  auto rest = m > n ? part(packed, 2, k, m, s) : part(packed, 1, k, n, s);
+  return {l1, u1, rest};
 }
 
 // The permutation as a matrix: a = Pm @ L @ U, Pm[i, j] = (p[i] == j).
@@ -914,25 +1035,36 @@ array perm_matrix(const array& p, Dtype t, Stream s) {
 
 }  // namespace
 
-// A = Pm L U (square): with X = L^-1 Pm^T dA U^-1, dL = L tril(X, -1) and
-// dU = triu(X) U, and the packed output moves by tril(dL, -1) + dU. The
-// vjp is the adjoint: Abar = Pm L^-T (tril(L^T Lbar, -1) + triu(Ubar U^T))
-// U^-T, with Lbar and Ubar the two parts of the packed cotangent. The
-// integer outputs take no derivative.
-std::vector<array> LUF::vjp(const std::vector<array>& primals,
+// A = Pm L U. Square: with X = L^-1 Pm^T dA U^-1, dL = L tril(X, -1),
+// dU = triu(X) U, and the packed output moves by tril(dL, -1) + dU. Tall
+// (M > N): the top N rows of Pm^T A factor as L1 U and the others give
+// L2 = A2 U^-1, so dL2 = (dA2 - L2 dU) U^-1. Wide (M < N): the left M
+// columns factor as L U1 and U2 = L^-1 A2, so dU2 = L^-1 (dA2 - dL U2).
+// The vjps are the adjoints. The integer outputs take no derivative.
+std::vector<array> LUF::vjp(const std::vector<array>&,
                             const std::vector<array>& cotangents,
                             const std::vector<int>&,
                             const std::vector<array>& outputs) {
   auto s = stream();
-  check_square_lu(primals[0], "vjp");
   const auto& packed = outputs[0];
-  auto l = add(tril(packed, -1, s), eye_like(packed, s), s);
-  auto u = triu(packed, 0, s);
   const auto& ct = cotangents[0];
-  auto xb = add(tril(mm(mT(l, s), tril(ct, -1, s), s), -1, s),
-                triu(mm(triu(ct, 0, s), mT(u, s), s), 0, s), s);
-  auto y = solve_triangular(mT(l, s), xb, true, s);
-  auto g = mT(solve_triangular(u, mT(y, s), true, s), s);
+  int m = packed.shape(-2), n = packed.shape(-1), k = std::min(m, n);
+  auto [l1, u1, rest] = lu_parts(packed, s);
+  auto ct_sq = part(part(ct, 2, 0, k, s), 1, 0, k, s);
+  auto lb = tril(ct_sq, -1, s);
+  auto ub = triu(ct_sq, 0, s);
+  array g = packed;
+  if (m > n) {
+    auto a2 = right_rinv_t(part(ct, 2, k, m, s), u1, s);
+    ub = triu(subtract(ub, mm(mT(rest, s), a2, s), s), 0, s);
+    g = concatenate({lu_cotangent(l1, u1, lb, ub, s), a2}, -2, s);
+  } else if (m < n) {
+    auto a2 = solve_triangular(mT(l1, s), part(ct, 1, k, n, s), true, s);
+    lb = tril(subtract(lb, mm(a2, mT(rest, s), s), s), -1, s);
+    g = concatenate({lu_cotangent(l1, u1, lb, ub, s), a2}, -1, s);
+  } else {
+    g = lu_cotangent(l1, u1, lb, ub, s);
+  }
   return {mm(perm_matrix(outputs[2], g.dtype(), s), g, s)};
 }
 
@@ -940,18 +1072,24 @@ std::vector<array> LUF::jvp(const std::vector<array>& primals,
                             const std::vector<array>& tangents,
                             const std::vector<int>&) {
   auto s = stream();
-  check_square_lu(primals[0], "jvp");
   auto outs = luf(primals[0], s);
   const auto& packed = outs[0];
-  auto l = add(tril(packed, -1, s), eye_like(packed, s), s);
-  auto u = triu(packed, 0, s);
+  int m = packed.shape(-2), n = packed.shape(-1), k = std::min(m, n);
+  auto [l1, u1, rest] = lu_parts(packed, s);
   auto pda = mm(mT(perm_matrix(outs[2], packed.dtype(), s), s), tangents[0], s);
-  auto y = solve_triangular(l, pda, false, s);
-  auto x = right_rinv(y, u, s);
-  auto dl = mm(l, tril(x, -1, s), s);
-  auto du = mm(triu(x, 0, s), u, s);
-  return {add(tril(dl, -1, s), du, s), zeros_like(outs[1], s),
-          zeros_like(outs[2], s)};
+  auto da_sq = part(part(pda, 2, 0, k, s), 1, 0, k, s);
+  auto [dl, du] = lu_tangent(l1, u1, da_sq, s);
+  array t = add(tril(dl, -1, s), du, s);
+  if (m > n) {
+    auto dl2 =
+        right_rinv(subtract(part(pda, 2, k, m, s), mm(rest, du, s), s), u1, s);
+    t = concatenate({t, dl2}, -2, s);
+  } else if (m < n) {
+    auto du2 = solve_triangular(
+        l1, subtract(part(pda, 1, k, n, s), mm(dl, rest, s), s), false, s);
+    t = concatenate({t, du2}, -1, s);
+  }
+  return {t, zeros_like(outs[1], s), zeros_like(outs[2], s)};
 }
 
 std::pair<std::vector<array>, std::vector<int>> LUF::vmap(

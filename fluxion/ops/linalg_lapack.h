@@ -17,8 +17,9 @@ namespace fluxion::linalg {
 
 // Vector norms (one axis): ord 2 (default), 1, inf, -inf, 0 (count of
 // non-zeros), any p. Matrix norms (two axes): "fro" (default), "nuc", 1, -1,
-// 2, -2, inf, -inf. Without `axis`, a 1-D input takes its vector norm, a 2-D
-// input its matrix norm and other inputs the 2-norm of all elements.
+// 2, -2, inf, -inf. With neither ord nor axis: the 2-norm of all elements;
+// with an ord but no axis the input must be 1-D (vector norm) or 2-D
+// (matrix norm). 2, -2 and "nuc" go through the SVD (real inputs only).
 array norm(const array& a, const std::optional<std::vector<int>>& axis = {},
            bool keepdims = false, StreamOrDevice s = {});
 array norm(const array& a, double ord,
@@ -57,7 +58,8 @@ std::pair<array, array> eigh(const array& a, const std::string& UPLO = "L",
 array eigvalsh(const array& a, const std::string& UPLO = "L",
                StreamOrDevice s = {});
 // Eigenvalues and right eigenvectors (columns, unit norm) of a general real
-// matrix, as complex64. Their derivatives are not supported.
+// matrix, as complex64 (each eigenvector has its largest component real,
+// as LAPACK's geev leaves it; the derivatives keep that normalization).
 std::pair<array, array> eig(const array& a, StreamOrDevice s = {});
 array eigvals(const array& a, StreamOrDevice s = {});
 // (p, L, U) with take_along_axis(L, p[..., None], -2) @ U == a, as MLX:
@@ -181,7 +183,7 @@ class Eig : public Primitive {
 };
 
 // Outputs the packed LU (M, N), the pivots (K) and the permutation p (M)
-// of `lu`; the gradient rules cover square matrices.
+// of `lu`.
 class LUF : public Primitive {
  public:
   using Primitive::Primitive;

@@ -355,18 +355,35 @@ std::vector<OpCase> cases() {
                  true, 1e-5});
     c.push_back({"linalg_lu",
                  [](const std::vector<array>& x) {
-                   auto f = linalg::lu(x[0]);
-                   auto [packed, piv] = linalg::lu_factor(x[0]);
-                   return std::vector<array>{f[0], f[1], f[2], packed, piv};
+                   std::vector<array> out;
+                   for (auto& a : x) {
+                     auto f = linalg::lu(a);
+                     auto [packed, piv] = linalg::lu_factor(a);
+                     out.insert(out.end(), {f[0], f[1], f[2], packed, piv});
+                   }
+                   return out;
                  },
-                 {wc({3, 3}, 142)}, true, true});
-    // No derivative rules (a clear error instead); vmap and shapes only.
+                 {wc({3, 3}, 142), rnd({4, 2}, 145), rnd({2, 4}, 146)}, true,
+                 true});
+    // Complex64 outputs: real and imaginary parts, a float32-sized step.
+    // The eigenvectors' phase (sign, for real ones) is arbitrary and may
+    // jump: they are compared with their first component made real
+    // positive.
     c.push_back({"linalg_eig",
                  [](const std::vector<array>& x) {
                    auto [w, v] = linalg::eig(x[0]);
-                   return std::vector<array>{w, v, linalg::eigvals(x[0])};
+                   auto v0 = slice(v, {0, 0}, {1, 3});
+                   auto vn = v / (v0 / astype(abs(v0), complex64));
+                   return std::vector<array>{real(w), imag(w), real(vn),
+                                             imag(vn)};
                  },
-                 {rnd({3, 3}, 143)}, false});
+                 {rnd({3, 3}, 143)}, true, false, 1e-3, 1e-3});
+    c.push_back({"linalg_eigvals",
+                 [](const std::vector<array>& x) {
+                   auto w = linalg::eigvals(x[0]);
+                   return std::vector<array>{real(w), imag(w)};
+                 },
+                 {rnd({3, 3}, 144)}, true, false, 1e-3, 1e-3});
   }
   return c;
 }
