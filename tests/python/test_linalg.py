@@ -278,3 +278,22 @@ def test_stream_keyword():
                  rtol=1e-10, atol=1e-10)
     w, _ = LA.eigh(mx.array(a), stream=mx.default_stream(mx.cpu))
     np.testing.assert_allclose(to_np(w), np.linalg.eigvalsh(a), atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
+def test_half_types_round_back(dtype):
+    a = np.array([[4.0, 1.0], [2.0, 3.0]])
+    out = LA.inv(mx.array(a).astype(dtype))
+    assert out.dtype == dtype
+    assert_close(out, np.linalg.inv(a), rtol=2e-2, atol=2e-2)
+    n = LA.norm(mx.array(a).astype(dtype))
+    assert n.dtype == dtype
+    assert_close(n, np.linalg.norm(a), rtol=2e-2, atol=2e-2)
+
+
+def test_lu_of_singular_matrix():
+    a = np.array([[1.0, 2.0], [2.0, 4.0]])
+    p, l, u = LA.lu(mx.array(a))
+    permuted = np.take_along_axis(to_np(l), to_np(p).astype(np.int64)[:, None],
+                                  -2)
+    np.testing.assert_allclose(permuted @ to_np(u), a, atol=1e-12)
