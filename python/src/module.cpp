@@ -34,6 +34,8 @@ PYBIND11_MODULE(core, m) {
   init_ops_reduce(m);
   init_ops_shape(m);
   init_ops_misc(m);
+  init_ops_sort(m);
+  init_linalg(m);
   init_random(m);
   init_transforms(m);
   m.attr("__version__") = "0.1.0";
