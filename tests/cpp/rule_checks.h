@@ -126,14 +126,7 @@ inline void second_order(const Fn& f, const Arrays& in, double tol = 1e-5,
   Fn g = [f, n](const Arrays& x) {
     Arrays primals(x.begin(), x.begin() + n);
     Arrays cts(x.begin() + n, x.end());
-    auto vjps = vjp(f, primals, cts, floating_args(primals)).second;
-    // Copies: add's vjp returns the cotangent itself for both operands, and
-    // vjp() (transforms.cpp) keeps only the last cotangent of an array
-    // returned twice instead of summing them.
-    for (auto& v : vjps) {
-      v = copy(v);
-    }
-    return vjps;
+    return vjp(f, primals, cts, floating_args(primals)).second;
   };
   check_grads(g, all, tol, eps, {}, next_seed());
 

@@ -14,15 +14,19 @@
 #include <string>
 
 #include "fluxion/ops/common.h"
-#include "transform_checks.h"
+#include "rule_checks.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
 
 namespace {
 
-using Arrays = std::vector<array>;
-using Maker = std::function<array(const Shape&)>;
+using rules::Arrays;
+using rules::fn1;
+using rules::fn2;
+using rules::fn3;
+using rules::grads;
+using rules::Maker;
 
 unsigned next_seed() {
   static unsigned seed = 1;
@@ -70,52 +74,11 @@ Maker indices(int n, bool transposed = false) {
   };
 }
 
-Fn fn1(std::function<array(const array&)> g) {
-  return [g](const Arrays& in) { return Arrays{g(in[0])}; };
-}
-Fn fn2(std::function<array(const array&, const array&)> g) {
-  return [g](const Arrays& in) { return Arrays{g(in[0], in[1])}; };
-}
-Fn fn3(std::function<array(const array&, const array&, const array&)> g) {
-  return [g](const Arrays& in) { return Arrays{g(in[0], in[1], in[2])}; };
-}
-
 Shape inserted(Shape s, int axis, int size) {
   s.insert(s.begin() + axis, size);
   return s;
 }
 
-// Cotangents have the primals' shapes and dtypes, tangents the outputs',
-// then vjp and jvp agree with finite differences.
-void grads(const Fn& f, const Arrays& inputs, std::vector<int> argnums = {}) {
-  auto outs = f(inputs);
-  if (argnums.empty()) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (is_floating_point(inputs[i].dtype())) {
-        argnums.push_back(static_cast<int>(i));
-      }
-    }
-  }
-  Arrays cts, ts;
-  for (auto& o : outs) {
-    cts.push_back(ones_like(o));
-  }
-  for (auto& in : inputs) {
-    ts.push_back(ones_like(in));
-  }
-  auto g = vjp(f, inputs, cts, argnums).second;
-  ASSERT_EQ(g.size(), argnums.size());
-  for (size_t j = 0; j < argnums.size(); ++j) {
-    ASSERT_EQ(g[j].shape(), inputs[argnums[j]].shape()) << "cotangent " << j;
-    ASSERT_EQ(g[j].dtype(), inputs[argnums[j]].dtype()) << "cotangent " << j;
-  }
-  auto t = jvp(f, inputs, ts).second;
-  ASSERT_EQ(t.size(), outs.size());
-  for (size_t k = 0; k < outs.size(); ++k) {
-    ASSERT_EQ(t[k].shape(), outs[k].shape()) << "tangent " << k;
-  }
-  check_grads(f, inputs, 1e-6, 1e-6, argnums, next_seed());
-}
 
 // check_vmap with each input mapped alone at each of its axes (the others
 // unmapped), then every input mapped (output at axis 1 when it has one),
