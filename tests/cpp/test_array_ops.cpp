@@ -1,6 +1,8 @@
 // diag, diagonal, trace, roll, meshgrid and kron against double loops, over
 // layouts and dtypes, with their gradients and vmaps (they are composites,
 // so these check that the building blocks' rules compose).
+#include <map>
+
 #include "test_inputs.h"
 #include "transform_checks.h"
 
@@ -340,4 +342,166 @@ TEST(ArrayOpsGrad, CompositesCompose) {
                return std::vector<array>{roll(x[0], 2, 0)};
              },
              {rnd({4, 3}, 11)}, {1});
+}
+
+namespace {
+
+// Brute-force einsum in double: loop over every assignment of the letters.
+std::vector<double> ref_einsum(const std::vector<std::string>& ins,
+                               const std::string& out,
+                               const std::vector<std::vector<double>>& vals,
+                               const std::vector<Shape>& shapes,
+                               Shape& out_shape) {
+  std::map<char, int> size;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    for (size_t d = 0; d < ins[i].size(); ++d) {
+      size[ins[i][d]] = shapes[i][d];
+    }
+  }
+  std::string letters;
+  Shape all;
+  for (auto [c, n] : size) {
+    letters += c;
+    all.push_back(n);
+  }
+  out_shape.clear();
+  for (char c : out) {
+    out_shape.push_back(size[c]);
+  }
+  std::vector<double> res(shape_size(out_shape), 0);
+  for (int64_t f = 0; f < shape_size(all); ++f) {
+    auto idx = unravel(f, all);
+    auto at = [&](char c) { return idx[letters.find(c)]; };
+    double p = 1;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      std::vector<int64_t> ii;
+      for (char c : ins[i]) {
+        ii.push_back(at(c));
+      }
+      p *= vals[i][flat_index(ii, shapes[i])];
+    }
+    std::vector<int64_t> oi;
+    for (char c : out) {
+      oi.push_back(at(c));
+    }
+    res[flat_index(oi, out_shape)] += p;
+  }
+  return res;
+}
+
+}  // namespace
+
+TEST(ArrayOpsEinsum, AgainstLoops) {
+  struct Case {
+    std::string expr;
+    std::vector<std::string> ins;
+    std::string out;
+    std::vector<Shape> shapes;
+  };
+  std::vector<Case> cases = {
+      {"ij,jk->ik", {"ij", "jk"}, "ik", {{2, 3}, {3, 4}}},
+      {"ij,jk", {"ij", "jk"}, "ik", {{2, 3}, {3, 4}}},
+      {"ii", {"ii"}, "", {{3, 3}}},
+      {"ii->i", {"ii"}, "i", {{3, 3}}},
+      {"ij->ji", {"ij"}, "ji", {{2, 3}}},
+      {"ij->", {"ij"}, "", {{2, 3}}},
+      {"bij,bjk->bik", {"bij", "bjk"}, "bik", {{2, 2, 3}, {2, 3, 2}}},
+      {"i,j->ij", {"i", "j"}, "ij", {{3}, {2}}},
+      {"i,i", {"i", "i"}, "", {{4}, {4}}},
+      {"iij,jk->ki", {"iij", "jk"}, "ki", {{3, 3, 2}, {2, 4}}},
+      {"ab,bc,cd->ad", {"ab", "bc", "cd"}, "ad", {{2, 3}, {3, 4}, {4, 2}}},
+      {"abc,cd,ab->d", {"abc", "cd", "ab"}, "d", {{2, 3, 2}, {2, 3}, {2, 3}}},
+      {"ij,kl->", {"ij", "kl"}, "", {{2, 2}, {3, 1}}},
+      {"Ba,aB", {"Ba", "aB"}, "", {{2, 3}, {3, 2}}},
+      {"ba,a", {"ba", "a"}, "b", {{2, 3}, {3}}},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::vector<double>> vals;
+    for (size_t i = 0; i < c.shapes.size(); ++i) {
+      vals.push_back(iota_vals(shape_size(c.shapes[i]), 0.5 + i));
+    }
+    Shape es;
+    auto ev = ref_einsum(c.ins, c.out, vals, c.shapes, es);
+    for (Dtype dt : {float32, float64, int32}) {
+      for (Layout l : {Layout::RowMajor, Layout::Transposed, Layout::Strided}) {
+        std::vector<array> ops;
+        for (size_t i = 0; i < c.shapes.size(); ++i) {
+          auto v = vals[i];
+          if (dt == int32) {
+            for (auto& x : v) {
+              x = std::round(x);
+            }
+          }
+          ops.push_back(make_array(v, c.shapes[i], dt, l));
+        }
+        std::vector<std::vector<double>> used;
+        for (auto& o : ops) {
+          used.push_back(to_vector<double>(o));
+        }
+        Shape es2;
+        auto ev2 = ref_einsum(c.ins, c.out, used, c.shapes, es2);
+        auto out = einsum(c.expr, ops);
+        std::string what = c.expr + " " + dtype_name(dt) + " " + layout_name(l);
+        ASSERT_EQ(out.shape(), es) << what;
+        EXPECT_EQ(out.dtype(), dt) << what;
+        expect_close(out, ev2, 1e-5, 1e-4, what);
+      }
+    }
+  }
+}
+
+TEST(ArrayOpsEinsum, GreedyPathAndErrors) {
+  // a (2x100), b (100x100), c (100x2): a with b gives 2x100 and b with c
+  // 100x2 (200 elements each), a with c an outer product of 40000; greedy
+  // takes the first smallest pair.
+  auto a = zeros({2, 100}), b = zeros({100, 100}), c = zeros({100, 2});
+  auto [path, text] = einsum_path("ij,jk,kl->il", {a, b, c});
+  ASSERT_EQ(path.size(), 2u);
+  EXPECT_EQ(path[0], (std::vector<int>{0, 1}));
+  EXPECT_EQ(path[1], (std::vector<int>{0, 1}));
+  EXPECT_NE(text.find("(0, 1): ij,jk->ik (200 elements)"), std::string::npos)
+      << text;
+  // A small vector contracted with a big matrix first.
+  auto [p2, t2] = einsum_path("ij,jk,k->i",
+                              {zeros({50, 60}), zeros({60, 70}), zeros({70})});
+  EXPECT_EQ(p2[0], (std::vector<int>{1, 2})) << t2;
+  expect_error<std::invalid_argument>(
+      [] { einsum("ij,jk->ik", {zeros({2, 3})}); },
+      "[einsum] 'ij,jk->ik' names 2 operands but 1 were given.");
+  expect_error<std::invalid_argument>(
+      [] { einsum("ijk", {zeros({2, 3})}); },
+      "[einsum] Operand 0 has shape (2,3) but its subscripts 'ijk' name 3 "
+      "axes.");
+  expect_error<std::invalid_argument>(
+      [] { einsum("ij,jk", {zeros({2, 3}), zeros({4, 2})}); },
+      "[einsum] Index 'j' has size 3 and size 4 (operand 1, shape (4,2)).");
+  expect_error<std::invalid_argument>(
+      [] { einsum("ij->ik", {zeros({2, 3})}); },
+      "[einsum] Output index 'k' appears in no operand of 'ij->ik'.");
+  expect_error<std::invalid_argument>(
+      [] { einsum("ij->ii", {zeros({2, 2})}); },
+      "[einsum] Output index 'i' repeats in 'ij->ii'.");
+  expect_error<std::invalid_argument>(
+      [] { einsum("i1", {zeros({2, 2})}); },
+      "[einsum] Subscripts may only hold letters, ',' and '->'; got '1'");
+  expect_error<std::invalid_argument>([] { einsum("", {}); },
+                                      "[einsum] At least one operand");
+  expect_error<std::invalid_argument>(
+      [] { einsum("i->i.", {zeros({2})}); },
+      "[einsum] Output subscripts may only hold letters; got 'i.'.");
+}
+
+TEST(ArrayOpsEinsum, GradAndVmap) {
+  check_grads([](const std::vector<array>& x) {
+                return std::vector<array>{einsum("ij,jk,k->i", x)};
+              },
+              {rnd({2, 3}, 20), rnd({3, 4}, 21), rnd({4}, 22)});
+  check_grads([](const std::vector<array>& x) {
+                return std::vector<array>{einsum("iij->ji", x)};
+              },
+              {rnd({3, 3, 2}, 23)});
+  check_vmap([](const std::vector<array>& x) {
+               return std::vector<array>{einsum("ij,j->i", x)};
+             },
+             {rnd({4, 2, 3}, 24), rnd({3}, 25)}, {0, -1});
 }
