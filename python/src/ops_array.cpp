@@ -1,5 +1,5 @@
 // Bindings of fluxion/ops/array_ops.h: diag, diagonal, trace, roll,
-// meshgrid and kron, with MLX's signatures.
+// meshgrid, kron, einsum and einsum_path, with MLX's signatures.
 #include <numeric>
 
 #include "python/src/ops_common.h"
@@ -20,6 +20,14 @@ fx::array roll(const fx::array& a, const IntOrInts& shift,
   }
   return fx::roll(a, fx::Shape(shifts.begin(), shifts.end()),
                   fxpy::axes_vector(*axis), s);
+}
+
+std::vector<fx::array> arrays_of(const py::args& args) {
+  std::vector<fx::array> out;
+  for (auto a : args) {
+    out.push_back(fxpy::to_array(a));
+  }
+  return out;
 }
 
 }  // namespace
@@ -74,4 +82,25 @@ void init_ops_array(py::module_& m) {
         return fx::kron(a, b, st);
       },
       "a"_a, "b"_a, py::kw_only(), s, "Kronecker product of a and b.");
+  m.def(
+      "einsum",
+      [](const std::string& subscripts, const py::args& operands,
+         fx::StreamOrDevice st) {
+        return fx::einsum(subscripts, arrays_of(operands), st);
+      },
+      "subscripts"_a, py::kw_only(), s,
+      "Einstein summation over the operands, contracted pairwise in a "
+      "greedy order.");
+  m.def(
+      "einsum_path",
+      [](const std::string& subscripts, const py::args& operands) {
+        auto [path, text] = fx::einsum_path(subscripts, arrays_of(operands));
+        py::list steps;
+        for (const auto& p : path) {
+          steps.append(py::make_tuple(p[0], p[1]));
+        }
+        return py::make_tuple(steps, text);
+      },
+      "subscripts"_a,
+      "The pairwise contraction order einsum uses and its description.");
 }

@@ -117,3 +117,63 @@ def test_errors():
         mx.roll(mx.zeros((2, 2)), 1, 3)
     with pytest.raises(ValueError, match=r"\[meshgrid\] indexing must be"):
         mx.meshgrid(mx.zeros((2,)), indexing="yx")
+
+
+EINSUM_CASES = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("ii", [(3, 3)]),
+    ("ii->i", [(3, 3)]),
+    ("ij->ji", [(2, 3)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
+    ("i,j->ij", [(3,), (2,)]),
+    ("i,i", [(4,), (4,)]),
+    ("iij,jk->ki", [(3, 3, 2), (2, 4)]),
+    ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 2)]),
+    ("abc,cd,ab->d", [(2, 3, 2), (2, 3), (2, 3)]),
+    ("ij,kl->", [(2, 2), (3, 1)]),
+    ("Ba,aB", [(2, 3), (3, 2)]),
+    ("ba , a", [(2, 3), (3,)]),
+]
+
+
+@pytest.mark.parametrize("expr,shapes", EINSUM_CASES)
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float64, mx.int32])
+def test_einsum(expr, shapes, dtype):
+    vals = [rand(s, dtype, seed=i) for i, s in enumerate(shapes)]
+    got = mx.einsum(expr, *[from_np(v, dtype) for v in vals])
+    want = np.einsum(expr.replace(" ", ""), *vals)
+    assert got.dtype == dtype
+    assert_close(got, want, rtol=1e-5 if dtype == mx.float32 else None)
+
+
+def test_einsum_views_grad_and_path():
+    a, b = rand((4, 3), mx.float64), rand((4, 5), mx.float64, seed=1)
+    x, y = mx.array(a), mx.array(b)
+    assert_close(mx.einsum("ji,jk->ik", x, y), a.T @ b)
+    assert_close(mx.einsum("ij,kj->ik", x.T, y.T), a.T @ b)
+    ga, gb = mx.grad(lambda p, q: mx.einsum("ji,jk->", p, q),
+                     argnums=(0, 1))(x, y)
+    assert_close(ga, np.outer(b.sum(1), np.ones(3)))
+    assert_close(gb, np.outer(a.sum(1), np.ones(5)))
+    batched = rand((2, 4, 3), mx.float64, seed=2)
+    assert_close(mx.vmap(lambda p: mx.einsum("ji,jk->ik", p, y))(
+        mx.array(batched)), np.einsum("nji,jk->nik", batched, b))
+    path, text = mx.einsum_path("ij,jk,k->i", mx.zeros((50, 60)),
+                                mx.zeros((60, 70)), mx.zeros((70,)))
+    assert path == [(1, 2), (0, 1)]
+    assert "ij,jk,k->i" in text
+
+
+def test_einsum_errors():
+    with pytest.raises(ValueError, match=r"\[einsum\] 'ij,jk->ik' names 2 "
+                       r"operands but 1 were given"):
+        mx.einsum("ij,jk->ik", mx.zeros((2, 3)))
+    with pytest.raises(ValueError, match=r"\[einsum\] Index 'j' has size 3 "
+                       r"and size 4"):
+        mx.einsum("ij,jk", mx.zeros((2, 3)), mx.zeros((4, 2)))
+    with pytest.raises(ValueError, match=r"\[einsum\] Output index 'k' "
+                       r"appears in no operand"):
+        mx.einsum("ij->ik", mx.zeros((2, 3)))
+    with pytest.raises(ValueError, match=r"\[einsum\] Operand 0 has shape"):
+        mx.einsum_path("ijk", mx.zeros((2, 3)))
