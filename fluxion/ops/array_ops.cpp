@@ -53,10 +53,10 @@ array diagonal(const array& a, int offset, int axis1, int axis2,
   int ax1 = normalize_axis(axis1, a.ndim(), "diagonal");
   int ax2 = normalize_axis(axis2, a.ndim(), "diagonal");
   if (ax1 == ax2) {
-    throw std::invalid_argument(
-        "[diagonal] axis1 and axis2 must differ; got " +
-        std::to_string(axis1) + " and " + std::to_string(axis2) +
-        " for shape " + shape_str(a.shape()) + ".");
+    throw std::invalid_argument("[diagonal] axis1 and axis2 must differ; got " +
+                                std::to_string(axis1) + " and " +
+                                std::to_string(axis2) + " for shape " +
+                                shape_str(a.shape()) + ".");
   }
   std::vector<int> perm;
   for (int i = 0; i < a.ndim(); ++i) {
@@ -74,9 +74,8 @@ array diag(const array& a, int k, StreamOrDevice s) {
     return diagonal(a, k, 0, 1, s);
   }
   if (a.ndim() != 1) {
-    throw std::invalid_argument(
-        "[diag] Input must be 1-D or 2-D; got shape " + shape_str(a.shape()) +
-        ".");
+    throw std::invalid_argument("[diag] Input must be 1-D or 2-D; got shape " +
+                                shape_str(a.shape()) + ".");
   }
   int64_t len = a.shape(0);
   int64_t n = len + std::abs(int64_t(k));
@@ -140,7 +139,8 @@ array roll(const array& a, const Shape& shift, const std::vector<int>& axes,
   if (shift.size() != axes.size() && shift.size() != 1) {
     throw std::invalid_argument(
         "[roll] shift and axis must have the same length (or one shift); "
-        "got shift " + vec_str(shift) + " and axis " + vec_str(axes) + ".");
+        "got shift " +
+        vec_str(shift) + " and axis " + vec_str(axes) + ".");
   }
   if (shift.empty()) {
     throw std::invalid_argument("[roll] At least one shift is needed.");
@@ -278,10 +278,9 @@ EinsumSpec parse_einsum(const std::string& subscripts,
             "'.");
       }
       if (!count.count(c)) {
-        throw std::invalid_argument("[einsum] Output index '" +
-                                    std::string(1, c) +
-                                    "' appears in no operand of '" +
-                                    subscripts + "'.");
+        throw std::invalid_argument(
+            "[einsum] Output index '" + std::string(1, c) +
+            "' appears in no operand of '" + subscripts + "'.");
       }
       if (out.find(c) != k) {
         throw std::invalid_argument("[einsum] Output index '" +
@@ -440,10 +439,10 @@ Term contract(const Term& a, const Term& b, const std::string& keep,
   int nl = dims(a, left, out_shape);
   int nr = dims(b, right, out_shape);
   int nc = dims(a, con, ignore);
-  auto x = reshape(transpose(a.x, perm(a, batch + left + con), s),
-                   {nb, nl, nc}, s);
-  auto y = reshape(transpose(b.x, perm(b, batch + con + right), s),
-                   {nb, nc, nr}, s);
+  auto x =
+      reshape(transpose(a.x, perm(a, batch + left + con), s), {nb, nl, nc}, s);
+  auto y =
+      reshape(transpose(b.x, perm(b, batch + con + right), s), {nb, nc, nr}, s);
   array r = is_inexact(promote_types(x.dtype(), y.dtype()))
                 ? matmul(x, y, s)
                 // matmul is for inexact types: integers multiply and sum.
@@ -484,7 +483,8 @@ std::pair<std::vector<std::vector<int>>, std::string> einsum_path(
       }
     }
     os << "(" << p[0] << ", " << p[1] << "): " << terms[p[0]] << ","
-       << terms[p[1]] << "->" << merged << " (" << result_size(terms[p[0]], terms[p[1]], keep, size) << " elements)\n";
+       << terms[p[1]] << "->" << merged << " ("
+       << result_size(terms[p[0]], terms[p[1]], keep, size) << " elements)\n";
     terms.erase(terms.begin() + p[1]);
     terms.erase(terms.begin() + p[0]);
     terms.push_back(merged);

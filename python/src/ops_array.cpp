@@ -60,8 +60,8 @@ void init_ops_array(py::module_& m) {
       "a"_a, py::pos_only(), "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1,
       "dtype"_a = py::none(), py::kw_only(), s,
       "Sum along the diagonal of the (axis1, axis2) planes.");
-  m.def("roll", &roll, "a"_a, py::pos_only(), "shift"_a,
-        "axis"_a = py::none(), py::kw_only(), s,
+  m.def("roll", &roll, "a"_a, py::pos_only(), "shift"_a, "axis"_a = py::none(),
+        py::kw_only(), s,
         "Shift elements along ``axis`` (the flattened array if None), "
         "wrapping around.");
   m.def(

@@ -29,9 +29,9 @@ int64_t flat_index(const std::vector<int64_t>& idx, const Shape& shape) {
 }
 
 // The diagonal of axes (ax1, ax2) of a row-major array, batch axes first.
-std::pair<Shape, std::vector<double>> ref_diagonal(
-    const std::vector<double>& v, const Shape& shape, int k, int ax1,
-    int ax2) {
+std::pair<Shape, std::vector<double>> ref_diagonal(const std::vector<double>& v,
+                                                   const Shape& shape, int k,
+                                                   int ax1, int ax2) {
   int nd = shape.size();
   Shape batch;
   for (int d = 0; d < nd; ++d) {
@@ -62,8 +62,8 @@ std::pair<Shape, std::vector<double>> ref_diagonal(
   return {out_shape, out};
 }
 
-const std::vector<Dtype> kDtypes = {int32, uint8, int64, float16, bfloat16,
-                                    float32, float64, complex64, bool_};
+const std::vector<Dtype> kDtypes = {
+    int32, uint8, int64, float16, bfloat16, float32, float64, complex64, bool_};
 
 }  // namespace
 
@@ -160,15 +160,21 @@ TEST(ArrayOpsDiagonal, Errors) {
                                       "[diagonal] Array must have at least "
                                       "two dimensions; got shape (3)");
   expect_error<std::invalid_argument>(
-      [] { diagonal(zeros({3, 3}), 0, 1, -1); },
+      [] {
+        diagonal(zeros({3, 3}), 0, 1, -1);
+      },
       "[diagonal] axis1 and axis2 must differ; got 1 and -1");
-  expect_error<std::out_of_range>([] { diagonal(zeros({3, 3}), 0, 0, 2); },
-                                  "[diagonal]");
+  expect_error<std::out_of_range>(
+      [] {
+        diagonal(zeros({3, 3}), 0, 0, 2);
+      },
+      "[diagonal]");
   expect_error<std::invalid_argument>(
-      [] { diag(zeros({2, 2, 2})); },
+      [] {
+        diag(zeros({2, 2, 2}));
+      },
       "[diag] Input must be 1-D or 2-D; got shape (2,2,2)");
-  expect_error<std::invalid_argument>([] { trace(zeros({4})); },
-                                      "[diagonal]");
+  expect_error<std::invalid_argument>([] { trace(zeros({4})); }, "[diagonal]");
 }
 
 TEST(ArrayOpsRoll, AxesAndFlattened) {
@@ -185,8 +191,8 @@ TEST(ArrayOpsRoll, AxesAndFlattened) {
           ax1[r * 4 + ((c + sh) % 4 + 4) % 4] = v[i];
           ax0[(((r + sh) % 3 + 3) % 3) * 4 + c] = v[i];
         }
-        std::string what = std::string(dtype_name(dt)) + " " +
-                           layout_name(l) + " shift " + std::to_string(sh);
+        std::string what = std::string(dtype_name(dt)) + " " + layout_name(l) +
+                           " shift " + std::to_string(sh);
         auto o = roll(a, sh);
         ASSERT_EQ(o.shape(), shape);
         expect_close(o, flat, 0, 0, what);
@@ -207,14 +213,17 @@ TEST(ArrayOpsRoll, AxesAndFlattened) {
   expect_close(roll(array(3.0f), 4), {3});
   EXPECT_EQ(roll(zeros({0, 3}), 2, 0).shape(), (Shape{0, 3}));
   expect_error<std::invalid_argument>(
-      [] { roll(zeros({2, 2}), Shape{1, 2}, {0, 1, 1}); },
+      [] {
+        roll(zeros({2, 2}), Shape{1, 2}, {0, 1, 1});
+      },
       "[roll] shift and axis must have the same length (or one shift); got "
       "shift (1,2) and axis (0,1,1)");
   expect_error<std::invalid_argument>(
-      [] { roll(zeros({2, 2}), Shape{}, {}); },
+      [] {
+        roll(zeros({2, 2}), Shape{}, {});
+      },
       "[roll] At least one shift is needed.");
-  expect_error<std::out_of_range>([] { roll(zeros({2, 2}), 1, 2); },
-                                  "[roll]");
+  expect_error<std::out_of_range>([] { roll(zeros({2, 2}), 1, 2); }, "[roll]");
 }
 
 TEST(ArrayOpsMeshgrid, IndexingAndSparse) {
@@ -226,8 +235,8 @@ TEST(ArrayOpsMeshgrid, IndexingAndSparse) {
       auto g = meshgrid({x, y, z}, sparse, ix);
       ASSERT_EQ(g.size(), 3u);
       Shape full_shape = ix == "xy" ? Shape{2, 3, 4} : Shape{3, 2, 4};
-      std::vector<double> xs = {1, 2, 3}, ys = {10, 20}, zs = {100, 200, 300,
-                                                              400};
+      std::vector<double> xs = {1, 2, 3}, ys = {10, 20},
+                          zs = {100, 200, 300, 400};
       for (int which = 0; which < 3; ++which) {
         auto gi = broadcast_to(g[which], full_shape);
         std::vector<double> expected;
@@ -251,7 +260,9 @@ TEST(ArrayOpsMeshgrid, IndexingAndSparse) {
   EXPECT_EQ(meshgrid({z}).at(0).shape(), (Shape{4}));
   EXPECT_EQ(meshgrid({z}).at(0).dtype(), int32);
   expect_error<std::invalid_argument>(
-      [&] { meshgrid({x, y}, false, "ji"); },
+      [&] {
+        meshgrid({x, y}, false, "ji");
+      },
       "[meshgrid] indexing must be 'xy' or 'ij'; got 'ji'.");
 }
 
@@ -259,10 +270,8 @@ TEST(ArrayOpsKron, AgainstLoops) {
   struct Case {
     Shape sa, sb;
   };
-  for (auto c : std::vector<Case>{{{2, 3}, {3, 2}},
-                                  {{4}, {2, 2}},
-                                  {{2, 1, 3}, {3}},
-                                  {{3}, {4}}}) {
+  for (auto c : std::vector<Case>{
+           {{2, 3}, {3, 2}}, {{4}, {2, 2}}, {{2, 1, 3}, {3}}, {{3}, {4}}}) {
     auto va = iota_vals(shape_size(c.sa)), vb = iota_vals(shape_size(c.sb), 2);
     int nd = std::max(c.sa.size(), c.sb.size());
     Shape pa(nd - c.sa.size(), 1), pb(nd - c.sb.size(), 1), po;
@@ -307,41 +316,49 @@ array rnd(const Shape& shape, unsigned seed) {
 }  // namespace
 
 TEST(ArrayOpsGrad, CompositesCompose) {
-  check_grads([](const std::vector<array>& x) {
-                return std::vector<array>{diagonal(x[0], 1, 2, 0)};
-              },
-              {rnd({3, 2, 4}, 1)});
-  check_grads([](const std::vector<array>& x) {
-                return std::vector<array>{diag(x[0], -1)};
-              },
-              {rnd({3}, 2)});
-  check_grads([](const std::vector<array>& x) {
-                return std::vector<array>{trace(x[0], 0, 1, 2)};
-              },
-              {rnd({2, 3, 3}, 3)});
-  check_grads([](const std::vector<array>& x) {
-                return std::vector<array>{roll(x[0], Shape{1, -2}, {0, 1})};
-              },
-              {rnd({3, 4}, 4)});
-  check_grads([](const std::vector<array>& x) {
-                return std::vector<array>{kron(x[0], x[1])};
-              },
-              {rnd({2, 3}, 5), rnd({3, 2}, 6)});
+  check_grads(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{diagonal(x[0], 1, 2, 0)};
+      },
+      {rnd({3, 2, 4}, 1)});
+  check_grads(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{diag(x[0], -1)};
+      },
+      {rnd({3}, 2)});
+  check_grads(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{trace(x[0], 0, 1, 2)};
+      },
+      {rnd({2, 3, 3}, 3)});
+  check_grads(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{roll(x[0], Shape{1, -2}, {0, 1})};
+      },
+      {rnd({3, 4}, 4)});
+  check_grads(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{kron(x[0], x[1])};
+      },
+      {rnd({2, 3}, 5), rnd({3, 2}, 6)});
   // The gradient of trace is the identity.
   auto g = grad([](const array& x) { return trace(x); })(rnd({3, 3}, 7));
   expect_close(g, {1, 0, 0, 0, 1, 0, 0, 0, 1});
-  check_vmap([](const std::vector<array>& x) {
-               return std::vector<array>{trace(x[0], 1)};
-             },
-             {rnd({3, 4, 5}, 8)}, {2});
-  check_vmap([](const std::vector<array>& x) {
-               return std::vector<array>{kron(x[0], x[1])};
-             },
-             {rnd({3, 2, 2}, 9), rnd({2, 3}, 10)}, {0, -1});
-  check_vmap([](const std::vector<array>& x) {
-               return std::vector<array>{roll(x[0], 2, 0)};
-             },
-             {rnd({4, 3}, 11)}, {1});
+  check_vmap(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{trace(x[0], 1)};
+      },
+      {rnd({3, 4, 5}, 8)}, {2});
+  check_vmap(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{kron(x[0], x[1])};
+      },
+      {rnd({3, 2, 2}, 9), rnd({2, 3}, 10)}, {0, -1});
+  check_vmap(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{roll(x[0], 2, 0)};
+      },
+      {rnd({4, 3}, 11)}, {1});
 }
 
 namespace {
@@ -466,23 +483,35 @@ TEST(ArrayOpsEinsum, GreedyPathAndErrors) {
                               {zeros({50, 60}), zeros({60, 70}), zeros({70})});
   EXPECT_EQ(p2[0], (std::vector<int>{1, 2})) << t2;
   expect_error<std::invalid_argument>(
-      [] { einsum("ij,jk->ik", {zeros({2, 3})}); },
+      [] {
+        einsum("ij,jk->ik", {zeros({2, 3})});
+      },
       "[einsum] 'ij,jk->ik' names 2 operands but 1 were given.");
   expect_error<std::invalid_argument>(
-      [] { einsum("ijk", {zeros({2, 3})}); },
+      [] {
+        einsum("ijk", {zeros({2, 3})});
+      },
       "[einsum] Operand 0 has shape (2,3) but its subscripts 'ijk' name 3 "
       "axes.");
   expect_error<std::invalid_argument>(
-      [] { einsum("ij,jk", {zeros({2, 3}), zeros({4, 2})}); },
+      [] {
+        einsum("ij,jk", {zeros({2, 3}), zeros({4, 2})});
+      },
       "[einsum] Index 'j' has size 3 and size 4 (operand 1, shape (4,2)).");
   expect_error<std::invalid_argument>(
-      [] { einsum("ij->ik", {zeros({2, 3})}); },
+      [] {
+        einsum("ij->ik", {zeros({2, 3})});
+      },
       "[einsum] Output index 'k' appears in no operand of 'ij->ik'.");
   expect_error<std::invalid_argument>(
-      [] { einsum("ij->ii", {zeros({2, 2})}); },
+      [] {
+        einsum("ij->ii", {zeros({2, 2})});
+      },
       "[einsum] Output index 'i' repeats in 'ij->ii'.");
   expect_error<std::invalid_argument>(
-      [] { einsum("i1", {zeros({2, 2})}); },
+      [] {
+        einsum("i1", {zeros({2, 2})});
+      },
       "[einsum] Subscripts may only hold letters, ',' and '->'; got '1'");
   expect_error<std::invalid_argument>([] { einsum("", {}); },
                                       "[einsum] At least one operand");
@@ -492,16 +521,19 @@ TEST(ArrayOpsEinsum, GreedyPathAndErrors) {
 }
 
 TEST(ArrayOpsEinsum, GradAndVmap) {
-  check_grads([](const std::vector<array>& x) {
-                return std::vector<array>{einsum("ij,jk,k->i", x)};
-              },
-              {rnd({2, 3}, 20), rnd({3, 4}, 21), rnd({4}, 22)});
-  check_grads([](const std::vector<array>& x) {
-                return std::vector<array>{einsum("iij->ji", x)};
-              },
-              {rnd({3, 3, 2}, 23)});
-  check_vmap([](const std::vector<array>& x) {
-               return std::vector<array>{einsum("ij,j->i", x)};
-             },
-             {rnd({4, 2, 3}, 24), rnd({3}, 25)}, {0, -1});
+  check_grads(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{einsum("ij,jk,k->i", x)};
+      },
+      {rnd({2, 3}, 20), rnd({3, 4}, 21), rnd({4}, 22)});
+  check_grads(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{einsum("iij->ji", x)};
+      },
+      {rnd({3, 3, 2}, 23)});
+  check_vmap(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{einsum("ij,j->i", x)};
+      },
+      {rnd({4, 2, 3}, 24), rnd({3}, 25)}, {0, -1});
 }
