@@ -6,6 +6,7 @@
 #include "fluxion/device.h"
 #include "fluxion/dtype.h"
 #include "fluxion/graph_utils.h"
+#include "fluxion/ops/array_ops.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/custom.h"

@@ -34,6 +34,7 @@ PYBIND11_MODULE(core, m) {
   init_ops_reduce(m);
   init_ops_shape(m);
   init_ops_misc(m);
+  init_ops_array(m);
   init_ops_sort(m);
   init_linalg(m);
   init_random(m);

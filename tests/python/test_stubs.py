@@ -86,7 +86,8 @@ def check_functions(obj, nodes):
         stubbed = [stub_params(n) for n in nodes[name]]
         if name in ("eval", "async_eval", "print_graph", "export_to_dot",
                     "atleast_1d", "atleast_2d", "atleast_3d",
-                    "broadcast_arrays"):
+                    "broadcast_arrays", "meshgrid", "einsum",
+                    "einsum_path"):
             continue  # *args: named differently by pybind11
         assert bound == stubbed, name
 

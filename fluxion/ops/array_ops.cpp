@@ -1,0 +1,528 @@
+#include "fluxion/ops/array_ops.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "fluxion/ops/binary.h"
+#include "fluxion/ops/common.h"
+#include "fluxion/ops/creation.h"
+#include "fluxion/ops/linalg.h"
+#include "fluxion/ops/misc.h"
+#include "fluxion/ops/reduce.h"
+#include "fluxion/ops/shape.h"
+
+namespace fluxion {
+
+namespace {
+
+// Diagonal `k` of the last two axes of `a` (ndim >= 2): in the flattened
+// (n*m) plane it is the strided run start, start + m + 1, ...
+array last_two_diagonal(const array& a, int k, StreamOrDevice s) {
+  int nd = a.ndim();
+  int n = a.shape(nd - 2), m = a.shape(nd - 1);
+  int64_t len = k >= 0 ? std::min<int64_t>(n, int64_t(m) - k)
+                       : std::min<int64_t>(int64_t(n) + k, m);
+  len = std::max<int64_t>(len, 0);
+  Shape flat_shape(a.shape().begin(), a.shape().end() - 2);
+  flat_shape.push_back(n * m);
+  auto flat = reshape(a, flat_shape, s);
+  Shape start(nd - 1, 0), stop(flat_shape), strides(nd - 1, 1);
+  if (len == 0) {
+    stop.back() = 0;
+  } else {
+    int64_t first = k >= 0 ? k : int64_t(-k) * m;
+    start.back() = first;
+    stop.back() = first + (len - 1) * (int64_t(m) + 1) + 1;
+    strides.back() = m + 1;
+  }
+  return slice(flat, start, stop, strides, s);
+}
+
+}  // namespace
+
+array diagonal(const array& a, int offset, int axis1, int axis2,
+               StreamOrDevice s) {
+  if (a.ndim() < 2) {
+    throw std::invalid_argument(
+        "[diagonal] Array must have at least two dimensions; got shape " +
+        shape_str(a.shape()) + ".");
+  }
+  int ax1 = normalize_axis(axis1, a.ndim(), "diagonal");
+  int ax2 = normalize_axis(axis2, a.ndim(), "diagonal");
+  if (ax1 == ax2) {
+    throw std::invalid_argument("[diagonal] axis1 and axis2 must differ; got " +
+                                std::to_string(axis1) + " and " +
+                                std::to_string(axis2) + " for shape " +
+                                shape_str(a.shape()) + ".");
+  }
+  std::vector<int> perm;
+  for (int i = 0; i < a.ndim(); ++i) {
+    if (i != ax1 && i != ax2) {
+      perm.push_back(i);
+    }
+  }
+  perm.push_back(ax1);
+  perm.push_back(ax2);
+  return last_two_diagonal(transpose(a, perm, s), offset, s);
+}
+
+array diag(const array& a, int k, StreamOrDevice s) {
+  if (a.ndim() == 2) {
+    return diagonal(a, k, 0, 1, s);
+  }
+  if (a.ndim() != 1) {
+    throw std::invalid_argument("[diag] Input must be 1-D or 2-D; got shape " +
+                                shape_str(a.shape()) + ".");
+  }
+  int64_t len = a.shape(0);
+  int64_t n = len + std::abs(int64_t(k));
+  auto out = zeros({int(n * n)}, a.dtype(), s);
+  if (len == 0) {
+    return reshape(out, {int(n), int(n)}, s);
+  }
+  int64_t first = k >= 0 ? k : -int64_t(k) * n;
+  out = slice_update(out, a, {int(first)},
+                     {int(first + (len - 1) * (n + 1) + 1)}, {int(n + 1)}, s);
+  return reshape(out, {int(n), int(n)}, s);
+}
+
+array trace(const array& a, int offset, int axis1, int axis2, Dtype dtype,
+            StreamOrDevice s) {
+  auto d = diagonal(a, offset, axis1, axis2, s);
+  return sum(astype(d, dtype, s), -1, false, s);
+}
+
+array trace(const array& a, int offset, int axis1, int axis2,
+            StreamOrDevice s) {
+  return sum(diagonal(a, offset, axis1, axis2, s), -1, false, s);
+}
+
+namespace {
+
+array roll_axis(const array& a, int64_t shift, int axis, StreamOrDevice s) {
+  int64_t n = a.shape(axis);
+  if (n == 0) {
+    return a;
+  }
+  shift = ((shift % n) + n) % n;
+  if (shift == 0) {
+    return a;
+  }
+  Shape start(a.ndim(), 0), stop(a.shape());
+  start[axis] = int(n - shift);
+  auto tail = slice(a, start, stop, s);
+  start[axis] = 0;
+  stop[axis] = int(n - shift);
+  auto head = slice(a, start, stop, s);
+  return concatenate({tail, head}, axis, s);
+}
+
+}  // namespace
+
+array roll(const array& a, int shift, StreamOrDevice s) {
+  if (a.ndim() == 0) {
+    return a;
+  }
+  auto flat = reshape(a, {-1}, s);
+  return reshape(roll_axis(flat, shift, 0, s), a.shape(), s);
+}
+
+array roll(const array& a, int shift, int axis, StreamOrDevice s) {
+  return roll(a, Shape{shift}, std::vector<int>{axis}, s);
+}
+
+array roll(const array& a, const Shape& shift, const std::vector<int>& axes,
+           StreamOrDevice s) {
+  if (shift.size() != axes.size() && shift.size() != 1) {
+    throw std::invalid_argument(
+        "[roll] shift and axis must have the same length (or one shift); "
+        "got shift " +
+        vec_str(shift) + " and axis " + vec_str(axes) + ".");
+  }
+  if (shift.empty()) {
+    throw std::invalid_argument("[roll] At least one shift is needed.");
+  }
+  auto out = a;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int ax = normalize_axis(axes[i], a.ndim(), "roll");
+    out = roll_axis(out, shift.size() == 1 ? shift[0] : shift[i], ax, s);
+  }
+  return out;
+}
+
+std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse,
+                            const std::string& indexing, StreamOrDevice s) {
+  if (indexing != "xy" && indexing != "ij") {
+    throw std::invalid_argument(
+        "[meshgrid] indexing must be 'xy' or 'ij'; got '" + indexing + "'.");
+  }
+  int n = arrays.size();
+  std::vector<array> outs;
+  for (int i = 0; i < n; ++i) {
+    // Cartesian indexing swaps the roles of the first two axes.
+    int pos = i;
+    if (indexing == "xy" && n >= 2 && i < 2) {
+      pos = 1 - i;
+    }
+    Shape shape(n, 1);
+    shape[pos] = -1;
+    outs.push_back(reshape(arrays[i], shape, s));
+  }
+  if (!sparse && n > 1) {
+    outs = broadcast_arrays(outs, s);
+  }
+  return outs;
+}
+
+array kron(const array& a, const array& b, StreamOrDevice s) {
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    return multiply(a, b, s);
+  }
+  int nd = std::max(a.ndim(), b.ndim());
+  Shape sa(nd - a.ndim(), 1), sb(nd - b.ndim(), 1);
+  sa.insert(sa.end(), a.shape().begin(), a.shape().end());
+  sb.insert(sb.end(), b.shape().begin(), b.shape().end());
+  // Interleave the axes: a on the even ones, b on the odd ones, so the
+  // broadcast product reshapes to the block layout.
+  Shape ia, ib, out;
+  for (int i = 0; i < nd; ++i) {
+    ia.insert(ia.end(), {sa[i], 1});
+    ib.insert(ib.end(), {1, sb[i]});
+    out.push_back(sa[i] * sb[i]);
+  }
+  return reshape(multiply(reshape(a, ia, s), reshape(b, ib, s), s), out, s);
+}
+
+}  // namespace fluxion
+
+namespace fluxion {
+
+namespace {
+
+struct EinsumSpec {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+
+EinsumSpec parse_einsum(const std::string& subscripts,
+                        const std::vector<array>& operands) {
+  std::string sub;
+  for (char c : subscripts) {
+    if (c != ' ') {
+      sub += c;
+    }
+  }
+  EinsumSpec spec;
+  auto arrow = sub.find("->");
+  std::string lhs = arrow == std::string::npos ? sub : sub.substr(0, arrow);
+  std::string cur;
+  for (char c : lhs + ",") {
+    if (c == ',') {
+      spec.inputs.push_back(cur);
+      cur.clear();
+    } else if (std::isalpha(static_cast<unsigned char>(c))) {
+      cur += c;
+    } else {
+      throw std::invalid_argument(
+          "[einsum] Subscripts may only hold letters, ',' and '->'; got '" +
+          std::string(1, c) + "' in '" + subscripts + "'.");
+    }
+  }
+  if (spec.inputs.size() != operands.size()) {
+    throw std::invalid_argument(
+        "[einsum] '" + subscripts + "' names " +
+        std::to_string(spec.inputs.size()) + " operands but " +
+        std::to_string(operands.size()) + " were given.");
+  }
+  std::map<char, int> count, size;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const auto& term = spec.inputs[i];
+    if (int(term.size()) != operands[i].ndim()) {
+      throw std::invalid_argument(
+          "[einsum] Operand " + std::to_string(i) + " has shape " +
+          shape_str(operands[i].shape()) + " but its subscripts '" + term +
+          "' name " + std::to_string(term.size()) + " axes.");
+    }
+    for (size_t d = 0; d < term.size(); ++d) {
+      char c = term[d];
+      ++count[c];
+      auto it = size.find(c);
+      if (it != size.end() && it->second != operands[i].shape(d)) {
+        throw std::invalid_argument(
+            "[einsum] Index '" + std::string(1, c) + "' has size " +
+            std::to_string(it->second) + " and size " +
+            std::to_string(operands[i].shape(d)) + " (operand " +
+            std::to_string(i) + ", shape " + shape_str(operands[i].shape()) +
+            ").");
+      }
+      size[c] = operands[i].shape(d);
+    }
+  }
+  if (arrow == std::string::npos) {
+    for (auto [c, n] : count) {
+      if (n == 1) {
+        spec.output += c;
+      }
+    }
+    // std::map orders uppercase before lowercase, as NumPy does.
+  } else {
+    std::string out = sub.substr(arrow + 2);
+    for (size_t k = 0; k < out.size(); ++k) {
+      char c = out[k];
+      if (!std::isalpha(static_cast<unsigned char>(c))) {
+        throw std::invalid_argument(
+            "[einsum] Output subscripts may only hold letters; got '" + out +
+            "'.");
+      }
+      if (!count.count(c)) {
+        throw std::invalid_argument(
+            "[einsum] Output index '" + std::string(1, c) +
+            "' appears in no operand of '" + subscripts + "'.");
+      }
+      if (out.find(c) != k) {
+        throw std::invalid_argument("[einsum] Output index '" +
+                                    std::string(1, c) + "' repeats in '" +
+                                    subscripts + "'.");
+      }
+    }
+    spec.output = out;
+  }
+  return spec;
+}
+
+struct Term {
+  array x;
+  std::string idx;
+};
+
+// Takes diagonals for repeated letters, then sums the letters that `keep`
+// does not contain.
+Term reduce_term(Term t, const std::string& keep, StreamOrDevice s) {
+  for (bool again = true; again;) {
+    again = false;
+    for (size_t i = 0; i < t.idx.size() && !again; ++i) {
+      auto j = t.idx.find(t.idx[i], i + 1);
+      if (j != std::string::npos) {
+        char c = t.idx[i];
+        t.x = diagonal(t.x, 0, i, j, s);
+        t.idx.erase(j, 1);
+        t.idx.erase(i, 1);
+        t.idx += c;
+        again = true;
+      }
+    }
+  }
+  std::vector<int> axes;
+  std::string kept;
+  for (size_t i = 0; i < t.idx.size(); ++i) {
+    if (keep.find(t.idx[i]) == std::string::npos) {
+      axes.push_back(i);
+    } else {
+      kept += t.idx[i];
+    }
+  }
+  if (!axes.empty()) {
+    t.x = sum(t.x, axes, false, s);
+    t.idx = kept;
+  }
+  return t;
+}
+
+// Letters of `terms` other than `skip1`/`skip2`, plus the output's.
+std::string needed(const std::vector<std::string>& terms, size_t skip1,
+                   size_t skip2, const std::string& output) {
+  std::string out = output;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    if (k != skip1 && k != skip2) {
+      out += terms[k];
+    }
+  }
+  return out;
+}
+
+int64_t result_size(const std::string& a, const std::string& b,
+                    const std::string& keep, const std::map<char, int>& size) {
+  int64_t n = 1;
+  std::string seen;
+  for (char c : a + b) {
+    if (keep.find(c) != std::string::npos &&
+        seen.find(c) == std::string::npos) {
+      n *= size.at(c);
+      seen += c;
+    }
+  }
+  return n;
+}
+
+// The greedy order: the pair whose result is smallest (ties: first pair).
+std::vector<std::vector<int>> greedy_path(std::vector<std::string> terms,
+                                          const std::string& output,
+                                          const std::map<char, int>& size) {
+  std::vector<std::vector<int>> path;
+  while (terms.size() > 1) {
+    int64_t best = -1;
+    size_t bi = 0, bj = 1;
+    for (size_t i = 0; i < terms.size(); ++i) {
+      for (size_t j = i + 1; j < terms.size(); ++j) {
+        auto keep = needed(terms, i, j, output);
+        int64_t n = result_size(terms[i], terms[j], keep, size);
+        if (best < 0 || n < best) {
+          best = n;
+          bi = i;
+          bj = j;
+        }
+      }
+    }
+    auto keep = needed(terms, bi, bj, output);
+    std::string merged;
+    for (char c : terms[bi] + terms[bj]) {
+      if (keep.find(c) != std::string::npos &&
+          merged.find(c) == std::string::npos) {
+        merged += c;
+      }
+    }
+    path.push_back({int(bi), int(bj)});
+    terms.erase(terms.begin() + bj);
+    terms.erase(terms.begin() + bi);
+    terms.push_back(merged);
+  }
+  return path;
+}
+
+std::map<char, int> index_sizes(const EinsumSpec& spec,
+                                const std::vector<array>& operands) {
+  std::map<char, int> size;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    for (size_t d = 0; d < spec.inputs[i].size(); ++d) {
+      size[spec.inputs[i][d]] = operands[i].shape(d);
+    }
+  }
+  return size;
+}
+
+// Contracts two terms with no private letters: batch letters (in both,
+// kept), contracted letters (in both, not kept), and each side's own.
+Term contract(const Term& a, const Term& b, const std::string& keep,
+              StreamOrDevice s) {
+  std::string batch, con, left, right;
+  for (char c : a.idx) {
+    bool in_b = b.idx.find(c) != std::string::npos;
+    bool kept = keep.find(c) != std::string::npos;
+    (in_b ? (kept ? batch : con) : left) += c;
+  }
+  for (char c : b.idx) {
+    if (a.idx.find(c) == std::string::npos) {
+      right += c;
+    }
+  }
+  auto dims = [](const Term& t, const std::string& letters, Shape& shape) {
+    int64_t n = 1;
+    for (char c : letters) {
+      int d = t.x.shape(t.idx.find(c));
+      shape.push_back(d);
+      n *= d;
+    }
+    return int(n);
+  };
+  auto perm = [](const Term& t, const std::string& order) {
+    std::vector<int> p;
+    for (char c : order) {
+      p.push_back(t.idx.find(c));
+    }
+    return p;
+  };
+  Shape out_shape, ignore;
+  int nb = dims(a, batch, out_shape);
+  int nl = dims(a, left, out_shape);
+  int nr = dims(b, right, out_shape);
+  int nc = dims(a, con, ignore);
+  auto x =
+      reshape(transpose(a.x, perm(a, batch + left + con), s), {nb, nl, nc}, s);
+  auto y =
+      reshape(transpose(b.x, perm(b, batch + con + right), s), {nb, nc, nr}, s);
+  array r = is_inexact(promote_types(x.dtype(), y.dtype()))
+                ? matmul(x, y, s)
+                // matmul is for inexact types: integers multiply and sum.
+                : sum(multiply(reshape(x, {nb, nl, nc, 1}, s),
+                               reshape(y, {nb, 1, nc, nr}, s), s),
+                      2, false, s);
+  return {reshape(r, out_shape, s), batch + left + right};
+}
+
+}  // namespace
+
+std::pair<std::vector<std::vector<int>>, std::string> einsum_path(
+    const std::string& subscripts, const std::vector<array>& operands) {
+  auto spec = parse_einsum(subscripts, operands);
+  auto size = index_sizes(spec, operands);
+  // Paths are planned on the terms after diagonals and private sums.
+  std::vector<std::string> terms;
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    std::string t;
+    auto keep = needed(spec.inputs, i, i, spec.output);
+    for (char c : spec.inputs[i]) {
+      if (keep.find(c) != std::string::npos && t.find(c) == std::string::npos) {
+        t += c;
+      }
+    }
+    terms.push_back(t);
+  }
+  auto path = greedy_path(terms, spec.output, size);
+  std::ostringstream os;
+  os << "Complete contraction: " << subscripts << "\n";
+  for (const auto& p : path) {
+    auto keep = needed(terms, p[0], p[1], spec.output);
+    std::string merged;
+    for (char c : terms[p[0]] + terms[p[1]]) {
+      if (keep.find(c) != std::string::npos &&
+          merged.find(c) == std::string::npos) {
+        merged += c;
+      }
+    }
+    os << "(" << p[0] << ", " << p[1] << "): " << terms[p[0]] << ","
+       << terms[p[1]] << "->" << merged << " ("
+       << result_size(terms[p[0]], terms[p[1]], keep, size) << " elements)\n";
+    terms.erase(terms.begin() + p[1]);
+    terms.erase(terms.begin() + p[0]);
+    terms.push_back(merged);
+  }
+  return {path, os.str()};
+}
+
+array einsum(const std::string& subscripts, const std::vector<array>& operands,
+             StreamOrDevice s) {
+  if (operands.empty()) {
+    throw std::invalid_argument("[einsum] At least one operand is needed.");
+  }
+  auto spec = parse_einsum(subscripts, operands);
+  auto size = index_sizes(spec, operands);
+  std::vector<Term> terms;
+  std::vector<std::string> letters;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    terms.push_back(reduce_term({operands[i], spec.inputs[i]},
+                                needed(spec.inputs, i, i, spec.output), s));
+    letters.push_back(terms.back().idx);
+  }
+  for (const auto& p : greedy_path(letters, spec.output, size)) {
+    std::vector<std::string> cur;
+    for (const auto& t : terms) {
+      cur.push_back(t.idx);
+    }
+    auto keep = needed(cur, p[0], p[1], spec.output);
+    auto merged = contract(terms[p[0]], terms[p[1]], keep, s);
+    terms.erase(terms.begin() + p[1]);
+    terms.erase(terms.begin() + p[0]);
+    terms.push_back(merged);
+  }
+  auto last = reduce_term(terms[0], spec.output, s);
+  std::vector<int> perm;
+  for (char c : spec.output) {
+    perm.push_back(last.idx.find(c));
+  }
+  return transpose(last.x, perm, s);
+}
+
+}  // namespace fluxion
