@@ -452,12 +452,116 @@ Term contract(const Term& a, const Term& b, const std::string& keep,
   return {reshape(r, out_shape, s), batch + left + right};
 }
 
+// Rewrites "..." as fresh letters: each operand's ellipsis axes are
+// broadcast (right-aligned, as NumPy does) to one common shape, and an
+// implicit output lists them first.
+std::pair<std::string, std::vector<array>> expand_ellipsis(
+    const std::string& subscripts, std::vector<array> operands,
+    StreamOrDevice s) {
+  std::string sub;
+  for (char c : subscripts) {
+    if (c != ' ') {
+      sub += c;
+    }
+  }
+  if (sub.find("...") == std::string::npos) {
+    return {subscripts, operands};
+  }
+  auto arrow = sub.find("->");
+  std::string lhs = arrow == std::string::npos ? sub : sub.substr(0, arrow);
+  std::vector<std::string> terms;
+  std::string cur;
+  for (char c : lhs + ",") {
+    if (c == ',') {
+      terms.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (terms.size() != operands.size()) {
+    return {subscripts, operands};  // parse_einsum reports the mismatch
+  }
+  Shape batch;
+  std::vector<int> rank(terms.size(), -1);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    auto pos = terms[i].find("...");
+    if (pos == std::string::npos) {
+      continue;
+    }
+    int letters = terms[i].size() - 3;
+    rank[i] = operands[i].ndim() - letters;
+    if (rank[i] < 0) {
+      throw std::invalid_argument(
+          "[einsum] Operand " + std::to_string(i) + " has shape " +
+          shape_str(operands[i].shape()) + " but its subscripts '" + terms[i] +
+          "' name " + std::to_string(letters) + " axes.");
+    }
+    Shape part(operands[i].shape().begin() + pos,
+               operands[i].shape().begin() + pos + rank[i]);
+    batch = broadcast_shapes(batch, part, "einsum");
+  }
+  std::string fresh;
+  for (char c = 'A'; c <= 'z' && fresh.size() < batch.size(); ++c) {
+    if (std::isalpha(static_cast<unsigned char>(c)) &&
+        sub.find(c) == std::string::npos) {
+      fresh += c;
+    }
+  }
+  if (fresh.size() < batch.size()) {
+    throw std::invalid_argument("[einsum] Too many axes under '...' in '" +
+                                subscripts + "' for the free letters.");
+  }
+  std::string new_lhs;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    if (rank[i] >= 0) {
+      auto pos = terms[i].find("...");
+      const auto& sh = operands[i].shape();
+      Shape target(sh.begin(), sh.begin() + pos), padded = target;
+      padded.insert(padded.end(), batch.size() - rank[i], 1);
+      padded.insert(padded.end(), sh.begin() + pos, sh.end());
+      target.insert(target.end(), batch.begin(), batch.end());
+      target.insert(target.end(), sh.begin() + pos + rank[i], sh.end());
+      operands[i] = broadcast_to(reshape(operands[i], padded, s), target, s);
+      terms[i].replace(pos, 3, fresh);
+    }
+    new_lhs += (i ? "," : "") + terms[i];
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = sub.substr(arrow + 2);
+    auto pos = out.find("...");
+    if (pos != std::string::npos) {
+      out.replace(pos, 3, fresh);
+    } else if (!batch.empty()) {
+      // As NumPy: broadcast axes are not summed away silently.
+      throw std::invalid_argument(
+          "[einsum] The output of '" + subscripts + "' has no '...' for the " +
+          std::to_string(batch.size()) + " axes under '...' " +
+          shape_str(batch) + ".");
+    }
+  } else {
+    std::map<char, int> count;
+    for (char c : new_lhs) {
+      count[c] += c != ',';
+    }
+    out = fresh;
+    for (auto [c, n] : count) {
+      if (n == 1 && fresh.find(c) == std::string::npos) {
+        out += c;
+      }
+    }
+  }
+  return {new_lhs + "->" + out, operands};
+}
+
 }  // namespace
 
 std::pair<std::vector<std::vector<int>>, std::string> einsum_path(
     const std::string& subscripts, const std::vector<array>& operands) {
-  auto spec = parse_einsum(subscripts, operands);
-  auto size = index_sizes(spec, operands);
+  auto [expanded, ops] = expand_ellipsis(subscripts, operands, {});
+  auto spec = parse_einsum(expanded, ops);
+  auto size = index_sizes(spec, ops);
   // Paths are planned on the terms after diagonals and private sums.
   std::vector<std::string> terms;
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
@@ -497,12 +601,13 @@ array einsum(const std::string& subscripts, const std::vector<array>& operands,
   if (operands.empty()) {
     throw std::invalid_argument("[einsum] At least one operand is needed.");
   }
-  auto spec = parse_einsum(subscripts, operands);
-  auto size = index_sizes(spec, operands);
+  auto [expanded, ops] = expand_ellipsis(subscripts, operands, s);
+  auto spec = parse_einsum(expanded, ops);
+  auto size = index_sizes(spec, ops);
   std::vector<Term> terms;
   std::vector<std::string> letters;
   for (size_t i = 0; i < operands.size(); ++i) {
-    terms.push_back(reduce_term({operands[i], spec.inputs[i]},
+    terms.push_back(reduce_term({ops[i], spec.inputs[i]},
                                 needed(spec.inputs, i, i, spec.output), s));
     letters.push_back(terms.back().idx);
   }

@@ -537,3 +537,37 @@ TEST(ArrayOpsEinsum, GradAndVmap) {
       },
       {rnd({4, 2, 3}, 24), rnd({3}, 25)}, {0, -1});
 }
+
+TEST(ArrayOpsEinsum, Ellipsis) {
+  // "...ij,jk->...ik" with the ellipsis axes (2,1) and (3): broadcast to
+  // (2,3), then checked as "abij,jk->abik" on the broadcast operand.
+  auto va = iota_vals(2 * 1 * 2 * 3), vb = iota_vals(3 * 2, 1.5);
+  auto a = array(va.begin(), {2, 1, 2, 3}, float64);
+  auto b = array(vb.begin(), {3, 3, 2}, float64);
+  auto out = einsum("...ij,...jk->...ik", {a, b});
+  auto ab = broadcast_to(a, {2, 3, 2, 3}), bb = broadcast_to(b, {2, 3, 3, 2});
+  Shape es;
+  auto ev = ref_einsum({"abij", "abjk"}, "abik",
+                       {to_vector<double>(ab), to_vector<double>(bb)},
+                       {{2, 3, 2, 3}, {2, 3, 3, 2}}, es);
+  ASSERT_EQ(out.shape(), es);
+  expect_close(out, ev, 1e-12, 1e-12);
+  // Implicit output: the ellipsis axes first.
+  auto t = einsum("i...i", {reshape(arange(0.0, 12.0), {2, 3, 2})});
+  expect_close(t, {0 + 7, 2 + 9, 4 + 11});
+  check_grads(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{einsum("...j,j->...", x)};
+      },
+      {rnd({2, 3, 4}, 30), rnd({4}, 31)});
+  expect_error<std::invalid_argument>(
+      [] { einsum("ij...", {zeros({2})}); },
+      "[einsum] Operand 0 has shape (2) but its subscripts 'ij...' name 2 "
+      "axes.");
+  expect_error<std::invalid_argument>(
+      [] {
+        einsum("...i->i", {zeros({2, 3})});
+      },
+      "[einsum] The output of '...i->i' has no '...' for the 1 axes under "
+      "'...' (2).");
+}

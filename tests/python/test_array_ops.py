@@ -177,3 +177,29 @@ def test_einsum_errors():
         mx.einsum("ij->ik", mx.zeros((2, 3)))
     with pytest.raises(ValueError, match=r"\[einsum\] Operand 0 has shape"):
         mx.einsum_path("ijk", mx.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("expr,shapes", [
+    ("...ij,...jk->...ik", [(2, 3, 4), (4, 2)]),
+    ("...ii->...i", [(2, 3, 3)]),
+    ("i...,i...", [(3, 2, 1), (3, 1, 4)]),
+    ("...,...", [(2, 3), (3,)]),
+    ("ij...->", [(2, 3)]),
+    ("b...,b->...", [(2, 3), (2,)]),
+])
+def test_einsum_ellipsis(expr, shapes):
+    vals = [rand(s, mx.float64, seed=i) for i, s in enumerate(shapes)]
+    got = mx.einsum(expr, *[mx.array(v) for v in vals])
+    assert_close(got, np.einsum(expr, *vals))
+
+
+def test_einsum_ellipsis_errors():
+    with pytest.raises(ValueError, match=r"\[einsum\] Operand 0 has shape "
+                       r"\(2\) but its subscripts 'ij...' name 2 axes"):
+        mx.einsum("ij...", mx.zeros((2,)))
+    with pytest.raises(ValueError, match=r"\[einsum\]"):
+        mx.einsum("...,...", mx.zeros((2,)), mx.zeros((3,)))
+    with pytest.raises(ValueError, match=r"\[einsum\] The output of "
+                       r"'ij...->' has no '...' for the 1 axes under '...' "
+                       r"\(4\)"):
+        mx.einsum("ij...->", mx.zeros((2, 3, 4)))
