@@ -88,8 +88,10 @@ void init_ops_elementwise(py::module_& m) {
       "Replace NaN and infinities with finite numbers.");
   m.def(
       "bitwise_invert",
-      [](const fx::array& a, fx::StreamOrDevice) { return ~a; }, "a"_a,
-      py::pos_only(), py::kw_only(), "stream"_a = py::none());
+      [](const fx::array& a, fx::StreamOrDevice s) {
+        return fx::bitwise_invert(a, s);
+      },
+      "a"_a, py::pos_only(), py::kw_only(), "stream"_a = py::none());
 
 #define FLUXION_BINARY(NAME, FN)                                        \
   m.def(NAME, &binary<FN>, "a"_a, "b"_a, py::pos_only(), py::kw_only(), \

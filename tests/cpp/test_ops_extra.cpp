@@ -59,6 +59,19 @@ TEST(ElemExtra, NanToNum) {
             (std::vector<int32_t>{4, 5}));
 }
 
+TEST(ElemExtra, BitwiseInvert) {
+  EXPECT_EQ(to_vector<uint8_t>(bitwise_invert(array({0, 5}, {2}, uint8))),
+            (std::vector<uint8_t>{255, 250}));
+  EXPECT_EQ(to_vector<int32_t>(bitwise_invert(array({1, -2}, {2}))),
+            (std::vector<int32_t>{-2, 1}));
+  EXPECT_EQ(to_vector<bool>(bitwise_invert(array({true, false}, {2}))),
+            (std::vector<bool>{false, true}));
+  expect_error<std::invalid_argument>(
+      [] { bitwise_invert(array(1.0f)); },
+      "[bitwise_invert] Only integer and boolean types are supported; got "
+      "float32.");
+}
+
 std::vector<double> values(const array& a) { return to_vector<double>(a); }
 
 double mean_of(const std::vector<double>& v) {
