@@ -164,7 +164,8 @@ array right_shift(const array& a, const array& b, StreamOrDevice s) {
 
 array operator-(const array& a) { return negative(a); }
 array operator!(const array& a) { return logical_not(a); }
-array operator~(const array& a) {
+array operator~(const array& a) { return bitwise_invert(a); }
+array bitwise_invert(const array& a, StreamOrDevice s) {
   if (is_inexact(a.dtype())) {
     throw std::invalid_argument(
         std::string("[bitwise_invert] Only integer and boolean types are "
@@ -172,10 +173,10 @@ array operator~(const array& a) {
         dtype_name(a.dtype()) + ".");
   }
   if (a.dtype() == bool_) {
-    return logical_not(a);
+    return logical_not(a, s);
   }
   // ~x == x ^ all-ones, for signed and unsigned alike.
-  return bitwise_xor(a, array(-1, a.dtype()));
+  return bitwise_xor(a, array(-1, a.dtype()), s);
 }
 
 // --- transformation rules ---

@@ -39,6 +39,8 @@ array bitwise_or(const array& a, const array& b, StreamOrDevice s = {});
 array bitwise_xor(const array& a, const array& b, StreamOrDevice s = {});
 array left_shift(const array& a, const array& b, StreamOrDevice s = {});
 array right_shift(const array& a, const array& b, StreamOrDevice s = {});
+// ~a for integers and booleans (logical not).
+array bitwise_invert(const array& a, StreamOrDevice s = {});
 
 // A C++ scalar as a weakly typed operand next to `like`: `x * 2` keeps x's
 // dtype, `int_array * 2.5` is float32 (Python-scalar semantics).

@@ -10,8 +10,12 @@
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
+#include "fluxion/ops/indexing.h"
+#include "fluxion/ops/linalg_lapack.h"
 #include "fluxion/ops/misc.h"
+#include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/sort.h"
 #include "fluxion/ops/unary.h"
 
 namespace fluxion::random {
@@ -364,6 +368,216 @@ array bernoulli(const std::optional<array>& key, StreamOrDevice s) {
   return bernoulli(array(0.5f), Shape{}, key, s);
 }
 
+namespace {
+
+// `shape` broadcast with `other` must be `shape` itself.
+bool broadcasts_to(const Shape& other, const Shape& shape, const char* op) {
+  try {
+    return broadcast_shapes(shape, other, op) == shape;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+array truncated_normal(const array& lower, const array& upper,
+                       const std::optional<Shape>& shape, Dtype dtype,
+                       const std::optional<array>& key, StreamOrDevice s) {
+  const char* op = "random.truncated_normal";
+  check_floating(dtype, op);
+  Shape bounds;
+  try {
+    bounds = broadcast_shapes(lower.shape(), upper.shape(), op);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(
+        op_tag(op) + "lower with shape " + shape_str(lower.shape()) +
+        " and upper with shape " + shape_str(upper.shape()) +
+        " cannot be broadcast together.");
+  }
+  Shape out_shape = shape.value_or(bounds);
+  check_shape(out_shape, op);
+  if (!broadcasts_to(bounds, out_shape, op)) {
+    throw std::invalid_argument(
+        op_tag(op) + "Cannot generate values of shape " + shape_str(out_shape) +
+        " from bounds of shape " + shape_str(bounds) + ".");
+  }
+  auto k = resolve_key(key, op);
+  auto st = to_stream(s);
+  Dtype t = normal_compute_type(dtype);
+  auto sqrt2 = array(std::sqrt(2.0), t);
+  auto lo = astype(lower, t, st);
+  auto hi = astype(upper, t, st);
+  // u uniform between the CDF values (as erf) of the bounds.
+  auto a = erf(divide(lo, sqrt2, st), st);
+  auto b = erf(divide(hi, sqrt2, st), st);
+  auto u = uniform_impl(a, b, out_shape, t, k, op, st);
+  auto z = multiply(erfinv(u, st), sqrt2, st);
+  // Rounding in erf/erfinv may step just outside the bounds.
+  return astype(minimum(maximum(z, lo, st), hi, st), dtype, st);
+}
+
+array gumbel(const Shape& shape, Dtype dtype, const std::optional<array>& key,
+             StreamOrDevice s) {
+  const char* op = "random.gumbel";
+  check_floating(dtype, op);
+  check_shape(shape, op);
+  auto st = to_stream(s);
+  Dtype t = normal_compute_type(dtype);
+  // u in [tiny, 1): both logarithms stay finite.
+  auto u = uniform_impl(array(float_info(t).min_normal, t), array(1.0, t),
+                        shape, t, key, op, st);
+  return astype(negative(log(negative(log(u, st), st), st), st), dtype, st);
+}
+
+array laplace(const Shape& shape, Dtype dtype, float loc, float scale,
+              const std::optional<array>& key, StreamOrDevice s) {
+  const char* op = "random.laplace";
+  check_floating(dtype, op);
+  check_shape(shape, op);
+  auto st = to_stream(s);
+  Dtype t = normal_compute_type(dtype);
+  double lo =
+      t == float64 ? std::nextafter(-1.0, 0.0) : std::nextafter(-1.0f, 0.0f);
+  // Inverse CDF on u in (-1, 1): -sign(u) log(1 - |u|) is finite.
+  auto u = uniform_impl(array(lo, t), array(1.0, t), shape, t, key, op, st);
+  auto z = multiply(negative(sign(u, st), st),
+                    log1p(negative(abs(u, st), st), st), st);
+  z = add(multiply(z, array(scale, t), st), array(loc, t), st);
+  return astype(z, dtype, st);
+}
+
+array categorical(const array& logits, int axis,
+                  const std::optional<Shape>& shape,
+                  std::optional<int> num_samples,
+                  const std::optional<array>& key, StreamOrDevice s) {
+  const char* op = "random.categorical";
+  if (shape && num_samples) {
+    throw std::invalid_argument(
+        op_tag(op) + "At most one of shape or num_samples can be given.");
+  }
+  if (logits.ndim() == 0) {
+    throw std::invalid_argument(op_tag(op) +
+                                "logits must have at least one dimension.");
+  }
+  if (is_complex(logits.dtype())) {
+    throw std::invalid_argument(op_tag(op) + "logits must be real; got dtype " +
+                                dtype_name(logits.dtype()) + ".");
+  }
+  int ax = normalize_axis(axis, logits.ndim(), op);
+  if (logits.shape()[ax] == 0) {
+    throw std::invalid_argument(
+        op_tag(op) + "No categories along axis " + std::to_string(axis) +
+        " of logits with shape " + shape_str(logits.shape()) + ".");
+  }
+  Shape reduced = logits.shape();
+  reduced.erase(reduced.begin() + ax);
+  auto st = to_stream(s);
+  array l = logits;
+  Shape out_shape = reduced;
+  if (num_samples) {
+    if (*num_samples < 0) {
+      throw std::invalid_argument(op_tag(op) +
+                                  "num_samples must be non-negative; got " +
+                                  std::to_string(*num_samples) + ".");
+    }
+    out_shape.push_back(*num_samples);
+    l = expand_dims(logits, -1, st);
+  } else if (shape) {
+    check_shape(*shape, op);
+    if (!broadcasts_to(reduced, *shape, op)) {
+      throw std::invalid_argument(
+          op_tag(op) + "shape " + shape_str(*shape) +
+          " does not broadcast with the logits' shape without the axis, " +
+          shape_str(reduced) + ".");
+    }
+    out_shape = *shape;
+  }
+  // The category axis of the noise, placed so that the logits align with
+  // the noise from the right.
+  int offset = static_cast<int>(out_shape.size()) - (l.ndim() - 1) + ax;
+  Shape noise_shape = out_shape;
+  noise_shape.insert(noise_shape.begin() + offset, logits.shape()[ax]);
+  Dtype t = logits.dtype() == float64 ? float64 : float32;
+  auto g = gumbel(noise_shape, t, key, st);
+  return argmax(add(g, astype(l, t, st), st), offset, false, st);
+}
+
+array permutation(const array& x, int axis, const std::optional<array>& key,
+                  StreamOrDevice s) {
+  const char* op = "random.permutation";
+  if (x.ndim() == 0) {
+    throw std::invalid_argument(op_tag(op) +
+                                "x must have at least one dimension.");
+  }
+  int ax = normalize_axis(axis, x.ndim(), op);
+  auto k = resolve_key(key, op);
+  auto st = to_stream(s);
+  // Sorting 32 random bits: ties (equal words) are rare and resolved by
+  // position, so the permutation is uniform up to them.
+  auto order = argsort(make_bits({x.shape()[ax]}, 4, k, st), 0, st);
+  return take(x, order, ax, st);
+}
+
+array permutation(int n, const std::optional<array>& key, StreamOrDevice s) {
+  if (n < 0) {
+    throw std::invalid_argument(
+        "[random.permutation] n must be non-negative; got " +
+        std::to_string(n) + ".");
+  }
+  return permutation(arange(n, s), 0, key, s);
+}
+
+array multivariate_normal(const array& mean, const array& cov,
+                          const Shape& shape, Dtype dtype,
+                          const std::optional<array>& key, StreamOrDevice s) {
+  const char* op = "random.multivariate_normal";
+  if (dtype != float32 && dtype != float64) {
+    throw std::invalid_argument(op_tag(op) +
+                                "dtype must be float32 or float64; got " +
+                                dtype_name(dtype) + ".");
+  }
+  check_shape(shape, op);
+  if (mean.ndim() < 1) {
+    throw std::invalid_argument(
+        op_tag(op) + "mean must have at least one dimension; got shape " +
+        shape_str(mean.shape()) + ".");
+  }
+  int n = mean.shape().back();
+  if (cov.ndim() < 2 || cov.shape()[cov.ndim() - 1] != n ||
+      cov.shape()[cov.ndim() - 2] != n) {
+    throw std::invalid_argument(
+        op_tag(op) + "cov must have shape (..., " + std::to_string(n) + ", " +
+        std::to_string(n) + ") for mean of shape " + shape_str(mean.shape()) +
+        "; got " + shape_str(cov.shape()) + ".");
+  }
+  Shape batch;
+  try {
+    batch =
+        broadcast_shapes(Shape(mean.shape().begin(), mean.shape().end() - 1),
+                         Shape(cov.shape().begin(), cov.shape().end() - 2), op);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(op_tag(op) + "The batch shapes of mean " +
+                                shape_str(mean.shape()) + " and cov " +
+                                shape_str(cov.shape()) +
+                                " cannot be broadcast together.");
+  }
+  if (!broadcasts_to(batch, shape, op)) {
+    throw std::invalid_argument(op_tag(op) + "shape " + shape_str(shape) +
+                                " does not broadcast with the batch shape " +
+                                shape_str(batch) + " of mean and cov.");
+  }
+  auto k = resolve_key(key, op);
+  auto st = to_stream(s);
+  Shape out_shape = shape;
+  out_shape.push_back(n);
+  auto l = linalg::cholesky(astype(cov, dtype, st), false, st);
+  auto z = standard_normal(out_shape, dtype, k, st);
+  // (L z)_i = sum_j L_ij z_j, broadcasting the batch dimensions.
+  auto lz = sum(multiply(l, expand_dims(z, -2, st), st), -1, false, st);
+  return add(astype(mean, dtype, st), lz, st);
+}
+
 bool RandomBits::is_equivalent(const Primitive& o) const {
   if (typeid(o) != typeid(*this)) {
     return false;
@@ -407,10 +621,10 @@ std::pair<std::vector<array>, std::vector<int>> RandomBits::vmap(
       axes[0] <= 0 ? inputs[0] : moveaxis(inputs[0], axes[0], 0, stream());
   auto shape = output_shapes({keys})[0];
   return std::make_pair(
-      std::vector<array>{array(
-          std::move(shape), bits_dtype(width_),
-          std::make_shared<RandomBits>(stream(), shape_, width_, offset_),
-          {keys})},
+      std::vector<array>{
+          array(std::move(shape), bits_dtype(width_),
+                std::make_shared<RandomBits>(stream(), shape_, width_, offset_),
+                {keys})},
       std::vector<int>{0});
 }
 

@@ -52,6 +52,44 @@ array bernoulli(const array& p, const std::optional<array>& key = std::nullopt,
 array bernoulli(const std::optional<array>& key = std::nullopt,
                 StreamOrDevice s = {});  // p = 0.5, scalar
 
+// Standard normal values restricted to [lower, upper] (broadcast to `shape`,
+// or to each other when `shape` is absent), by inverting the CDF.
+array truncated_normal(const array& lower, const array& upper,
+                       const std::optional<Shape>& shape = std::nullopt,
+                       Dtype dtype = float32,
+                       const std::optional<array>& key = std::nullopt,
+                       StreamOrDevice s = {});
+// Standard Gumbel samples: -log(-log(u)).
+array gumbel(const Shape& shape = {}, Dtype dtype = float32,
+             const std::optional<array>& key = std::nullopt,
+             StreamOrDevice s = {});
+array laplace(const Shape& shape = {}, Dtype dtype = float32, float loc = 0.0f,
+              float scale = 1.0f,
+              const std::optional<array>& key = std::nullopt,
+              StreamOrDevice s = {});
+// Indices along `axis` drawn with probabilities softmax(logits) (Gumbel-max).
+// The output shape is `shape`, which must broadcast with the logits' shape
+// without `axis`; or that shape with `num_samples` appended; or, with
+// neither, the logits' shape without `axis`.
+array categorical(const array& logits, int axis = -1,
+                  const std::optional<Shape>& shape = std::nullopt,
+                  std::optional<int> num_samples = std::nullopt,
+                  const std::optional<array>& key = std::nullopt,
+                  StreamOrDevice s = {});
+// `x` shuffled along `axis`; an int n shuffles arange(n).
+array permutation(const array& x, int axis = 0,
+                  const std::optional<array>& key = std::nullopt,
+                  StreamOrDevice s = {});
+array permutation(int n, const std::optional<array>& key = std::nullopt,
+                  StreamOrDevice s = {});
+// mean + L z with L the Cholesky factor of `cov` (symmetric positive
+// definite, (..., n, n)) and z standard normal; the output shape is `shape`
+// broadcast with the batch shapes of mean (..., n) and cov, then n.
+array multivariate_normal(const array& mean, const array& cov,
+                          const Shape& shape = {}, Dtype dtype = float32,
+                          const std::optional<array>& key = std::nullopt,
+                          StreamOrDevice s = {});
+
 // The threefry-2x32 block function with 20 rounds (Salmon et al., "Parallel
 // random numbers: as easy as 1, 2, 3"): a keyed pseudo-random permutation
 // of 64-bit counters, which every generator here is built on.

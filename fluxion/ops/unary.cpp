@@ -1,6 +1,7 @@
 #include "fluxion/ops/unary.h"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <string>
 
@@ -158,6 +159,81 @@ array isinf(const array& a, StreamOrDevice s) {
 }
 array isfinite(const array& a, StreamOrDevice s) {
   return make_unary<IsFinite>(a, bool_, s);
+}
+namespace {
+
+array signed_inf(const array& a, bool positive, const char* op,
+                 StreamOrDevice s) {
+  if (is_complex(a.dtype())) {
+    throw std::invalid_argument(std::string("[") + op +
+                                "] complex inputs are not supported, got " +
+                                dtype_name(a.dtype()) + ".");
+  }
+  if (!is_inexact(a.dtype())) {
+    return full(a.shape(), false, bool_, s);
+  }
+  auto zero = array(0, a.dtype());
+  return logical_and(isinf(a, s),
+                     positive ? greater(a, zero, s) : less(a, zero, s), s);
+}
+
+// The multiplier is rounded in the result dtype, as MLX does.
+array scale_float(const array& a, double factor, StreamOrDevice s) {
+  Dtype t = is_inexact(a.dtype()) ? a.dtype() : float32;
+  return multiply(astype(a, t, s), array(factor, t), s);
+}
+
+double finite_max(Dtype t) {
+  switch (t) {
+    case float16:
+      return 65504.0;
+    case bfloat16:
+      return 3.3895313892515355e38;
+    case float64:
+      return std::numeric_limits<double>::max();
+    default:
+      return std::numeric_limits<float>::max();
+  }
+}
+
+array nan_to_num_real(const array& a, double nan, double posinf, double neginf,
+                      StreamOrDevice s) {
+  Dtype t = a.dtype();
+  auto out = where(isnan(a, s), array(nan, t), a, s);
+  out = where(isposinf(a, s), array(posinf, t), out, s);
+  return where(isneginf(a, s), array(neginf, t), out, s);
+}
+
+}  // namespace
+
+array isposinf(const array& a, StreamOrDevice s) {
+  return signed_inf(a, true, "isposinf", s);
+}
+array isneginf(const array& a, StreamOrDevice s) {
+  return signed_inf(a, false, "isneginf", s);
+}
+array degrees(const array& a, StreamOrDevice s) {
+  return scale_float(a, 180.0 / std::numbers::pi, s);
+}
+array radians(const array& a, StreamOrDevice s) {
+  return scale_float(a, std::numbers::pi / 180.0, s);
+}
+array nan_to_num(const array& a, double nan, std::optional<double> posinf,
+                 std::optional<double> neginf, StreamOrDevice s) {
+  if (!is_inexact(a.dtype())) {
+    return a;
+  }
+  Dtype part = is_complex(a.dtype()) ? float32 : a.dtype();
+  double hi = posinf.value_or(finite_max(part));
+  double lo = neginf.value_or(-finite_max(part));
+  if (!is_complex(a.dtype())) {
+    return nan_to_num_real(a, nan, hi, lo, s);
+  }
+  auto re = nan_to_num_real(real(a, s), nan, hi, lo, s);
+  auto im = nan_to_num_real(imag(a, s), nan, hi, lo, s);
+  return add(
+      astype(re, complex64, s),
+      multiply(astype(im, complex64, s), array(complex64_t(0.0f, 1.0f)), s), s);
 }
 array conjugate(const array& a, StreamOrDevice s) {
   return make_unary<Conjugate>(a, a.dtype(), s);

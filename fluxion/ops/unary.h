@@ -46,6 +46,19 @@ array logical_not(const array& a, StreamOrDevice s = {});
 array isnan(const array& a, StreamOrDevice s = {});
 array isinf(const array& a, StreamOrDevice s = {});
 array isfinite(const array& a, StreamOrDevice s = {});
+// isinf(a) and a > 0 (a < 0): false for integers; complex is rejected.
+array isposinf(const array& a, StreamOrDevice s = {});
+array isneginf(const array& a, StreamOrDevice s = {});
+// Angle conversions; integers give float32.
+array degrees(const array& a, StreamOrDevice s = {});
+array radians(const array& a, StreamOrDevice s = {});
+// NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (absent: the
+// dtype's largest and lowest finite values); complex inputs are treated
+// part by part, integers are returned unchanged.
+array nan_to_num(const array& a, double nan = 0.0,
+                 std::optional<double> posinf = std::nullopt,
+                 std::optional<double> neginf = std::nullopt,
+                 StreamOrDevice s = {});
 array conjugate(const array& a, StreamOrDevice s = {});
 array real(const array& a, StreamOrDevice s = {});
 array imag(const array& a, StreamOrDevice s = {});

@@ -59,6 +59,10 @@ void init_ops_elementwise(py::module_& m) {
   FLUXION_UNARY("isnan", fx::isnan)
   FLUXION_UNARY("isinf", fx::isinf)
   FLUXION_UNARY("isfinite", fx::isfinite)
+  FLUXION_UNARY("isposinf", fx::isposinf)
+  FLUXION_UNARY("isneginf", fx::isneginf)
+  FLUXION_UNARY("degrees", fx::degrees)
+  FLUXION_UNARY("radians", fx::radians)
   FLUXION_UNARY("conjugate", fx::conjugate)
   FLUXION_UNARY("conj", fx::conjugate)
   FLUXION_UNARY("real", fx::real)
@@ -74,9 +78,20 @@ void init_ops_elementwise(py::module_& m) {
       "a"_a, py::pos_only(), "decimals"_a = 0, py::kw_only(),
       "stream"_a = py::none(), "Round half to even to ``decimals`` places.");
   m.def(
+      "nan_to_num",
+      [](const fx::array& a, double nan, std::optional<double> posinf,
+         std::optional<double> neginf, fx::StreamOrDevice s) {
+        return fx::nan_to_num(a, nan, posinf, neginf, s);
+      },
+      "a"_a, py::pos_only(), "nan"_a = 0.0f, "posinf"_a = py::none(),
+      "neginf"_a = py::none(), py::kw_only(), "stream"_a = py::none(),
+      "Replace NaN and infinities with finite numbers.");
+  m.def(
       "bitwise_invert",
-      [](const fx::array& a, fx::StreamOrDevice) { return ~a; }, "a"_a,
-      py::pos_only(), py::kw_only(), "stream"_a = py::none());
+      [](const fx::array& a, fx::StreamOrDevice s) {
+        return fx::bitwise_invert(a, s);
+      },
+      "a"_a, py::pos_only(), py::kw_only(), "stream"_a = py::none());
 
 #define FLUXION_BINARY(NAME, FN)                                        \
   m.def(NAME, &binary<FN>, "a"_a, "b"_a, py::pos_only(), py::kw_only(), \

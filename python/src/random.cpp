@@ -139,4 +139,75 @@ void init_random(py::module_& parent) {
       },
       "p"_a = 0.5, "shape"_a = py::none(), key, s,
       "Booleans that are True with probability p.");
+  m.def(
+      "truncated_normal",
+      [](py::handle lower, py::handle upper,
+         std::optional<fxpy::ShapeArg> shape, std::optional<fx::Dtype> dtype,
+         std::optional<fx::array> k, fx::StreamOrDevice st) {
+        fx::Dtype t = dtype.value_or(fx::float32);
+        std::optional<fx::Shape> sh;
+        if (shape) {
+          sh = fxpy::to_shape(*shape);
+        }
+        return fr::truncated_normal(fxpy::to_array(lower, t),
+                                    fxpy::to_array(upper, t), sh, t, resolve(k),
+                                    st);
+      },
+      "lower"_a, "upper"_a, "shape"_a = py::none(), "dtype"_a = fx::float32,
+      key, s, "Standard normal samples restricted to [lower, upper].");
+  m.def(
+      "gumbel",
+      [](const fxpy::ShapeArg& shape, std::optional<fx::Dtype> dtype,
+         std::optional<fx::array> k, fx::StreamOrDevice st) {
+        return fr::gumbel(fxpy::to_shape(shape), dtype.value_or(fx::float32),
+                          resolve(k), st);
+      },
+      "shape"_a = fx::Shape{}, "dtype"_a = fx::float32, key, s,
+      "Standard Gumbel samples.");
+  m.def(
+      "laplace",
+      [](const fxpy::ShapeArg& shape, std::optional<fx::Dtype> dtype, float loc,
+         float scale, std::optional<fx::array> k, fx::StreamOrDevice st) {
+        return fr::laplace(fxpy::to_shape(shape), dtype.value_or(fx::float32),
+                           loc, scale, resolve(k), st);
+      },
+      "shape"_a = fx::Shape{}, "dtype"_a = fx::float32, "loc"_a = 0.0f,
+      "scale"_a = 1.0f, key, s, "Laplace samples.");
+  m.def(
+      "categorical",
+      [](py::handle logits, int axis, std::optional<fxpy::ShapeArg> shape,
+         std::optional<int> num_samples, std::optional<fx::array> k,
+         fx::StreamOrDevice st) {
+        std::optional<fx::Shape> sh;
+        if (shape) {
+          sh = fxpy::to_shape(*shape);
+        }
+        return fr::categorical(fxpy::to_array(logits), axis, sh, num_samples,
+                               resolve(k), st);
+      },
+      "logits"_a, "axis"_a = -1, "shape"_a = py::none(),
+      "num_samples"_a = py::none(), key, s,
+      "Indices sampled with probabilities softmax(logits) along ``axis``.");
+  m.def(
+      "permutation",
+      [](py::handle x, int axis, std::optional<fx::array> k,
+         fx::StreamOrDevice st) {
+        if (py::isinstance<py::int_>(x) && !py::isinstance<py::bool_>(x)) {
+          return fr::permutation(x.cast<int>(), resolve(k), st);
+        }
+        return fr::permutation(fxpy::to_array(x), axis, resolve(k), st);
+      },
+      "x"_a, "axis"_a = 0, key, s,
+      "A random permutation of ``arange(x)`` or of ``x`` along ``axis``.");
+  m.def(
+      "multivariate_normal",
+      [](py::handle mean, py::handle cov, const fxpy::ShapeArg& shape,
+         std::optional<fx::Dtype> dtype, std::optional<fx::array> k,
+         fx::StreamOrDevice st) {
+        return fr::multivariate_normal(
+            fxpy::to_array(mean), fxpy::to_array(cov), fxpy::to_shape(shape),
+            dtype.value_or(fx::float32), resolve(k), st);
+      },
+      "mean"_a, "cov"_a, "shape"_a = fx::Shape{}, "dtype"_a = fx::float32, key,
+      s, "Samples of a multivariate normal with mean and covariance cov.");
 }
