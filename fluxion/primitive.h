@@ -73,6 +73,21 @@ class Primitive {
   FLUXION_DECLARE_JVP         \
   FLUXION_DECLARE_VMAP
 
+// An elementwise primitive NAME deriving from BASE (UnaryPrimitive or
+// BinaryPrimitive): its output dtype is OUT, an expression of the input
+// dtype `in`; the rest declares the rules NAME defines.
+#define FLUXION_ELEMENTWISE_PRIMITIVE(BASE, NAME, OUT, ...)     \
+  class NAME : public BASE {                                    \
+   public:                                                      \
+    using BASE::BASE;                                           \
+    void eval_cpu(const std::vector<array>& inputs,             \
+                  std::vector<array>& outputs) override;        \
+    const char* name() const override { return #NAME; }         \
+    __VA_ARGS__                                                 \
+   protected:                                                   \
+    Dtype output_dtype(Dtype in) const override { return OUT; } \
+  };
+
 // The tag used in error messages thrown from a transformation rule.
 std::string rule_error(const char* rule, const Primitive& p);
 

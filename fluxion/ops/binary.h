@@ -126,17 +126,8 @@ class BinaryPrimitive : public Primitive,
 
 // NAME's output dtype is OUT, an expression of the input dtype `in`; the
 // rest declares the rules NAME defines (none: zero derivatives).
-#define FLUXION_BINARY_PRIMITIVE(NAME, OUT, ...)                \
-  class NAME : public BinaryPrimitive {                         \
-   public:                                                      \
-    using BinaryPrimitive::BinaryPrimitive;                     \
-    void eval_cpu(const std::vector<array>& inputs,             \
-                  std::vector<array>& outputs) override;        \
-    const char* name() const override { return #NAME; }         \
-    __VA_ARGS__                                                 \
-   protected:                                                   \
-    Dtype output_dtype(Dtype in) const override { return OUT; } \
-  };
+#define FLUXION_BINARY_PRIMITIVE(NAME, OUT, ...) \
+  FLUXION_ELEMENTWISE_PRIMITIVE(BinaryPrimitive, NAME, OUT, __VA_ARGS__)
 // A smooth op: its partial derivatives.
 #define FLUXION_PARTIAL                                                 \
  protected:                                                             \

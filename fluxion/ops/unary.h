@@ -103,17 +103,8 @@ class UnaryPrimitive : public Primitive,
 
 // NAME's output dtype is OUT, an expression of the input dtype `in`; the
 // rest declares the rules NAME defines (none: a zero derivative).
-#define FLUXION_UNARY_PRIMITIVE(NAME, OUT, ...)                 \
-  class NAME : public UnaryPrimitive {                          \
-   public:                                                      \
-    using UnaryPrimitive::UnaryPrimitive;                       \
-    void eval_cpu(const std::vector<array>& inputs,             \
-                  std::vector<array>& outputs) override;        \
-    const char* name() const override { return #NAME; }         \
-    __VA_ARGS__                                                 \
-   protected:                                                   \
-    Dtype output_dtype(Dtype in) const override { return OUT; } \
-  };
+#define FLUXION_UNARY_PRIMITIVE(NAME, OUT, ...) \
+  FLUXION_ELEMENTWISE_PRIMITIVE(UnaryPrimitive, NAME, OUT, __VA_ARGS__)
 // A smooth op: its derivative.
 #define FLUXION_DERIVATIVE                                          \
  protected:                                                         \
