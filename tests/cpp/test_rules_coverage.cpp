@@ -8,47 +8,14 @@
 #include <regex>
 #include <set>
 
-#include "transform_checks.h"
+#include "op_cases.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
 
 namespace {
 
-struct OpCase {
-  std::string name;
-  Fn f;
-  std::vector<array> inputs;
-  bool grads = true;        // finite-difference checks apply
-  bool second_order = false;
-  double tol = 1e-6;
-  double eps = 1e-6;  // finite-difference step
-};
-
-array rnd(const Shape& shape, unsigned seed, Dtype t = float64) {
-  std::mt19937 gen(seed);
-  return random_like(zeros(shape, t), gen);
-}
-array positive(const Shape& shape, unsigned seed) {
-  return abs(rnd(shape, seed)) + 0.5;
-}
-array unit(const Shape& shape, unsigned seed) {  // in (-0.8, 0.8)
-  return tanh(rnd(shape, seed)) * 0.8;
-}
-array ints(const Shape& shape, unsigned seed, Dtype t = int32) {
-  return astype(floor(rnd(shape, seed) * 4.0), t);
-}
-
-Fn unary(UnaryFn g) {
-  return [g](const std::vector<array>& x) { return std::vector<array>{g(x[0])}; };
-}
-Fn binary(std::function<array(const array&, const array&)> g) {
-  return [g](const std::vector<array>& x) {
-    return std::vector<array>{g(x[0], x[1])};
-  };
-}
-
-std::vector<OpCase> cases() {
+std::vector<OpCase> core_cases() {
   std::vector<OpCase> c;
   Shape s{3, 4};
   auto add_unary = [&](const std::string& name, UnaryFn g, array x,
@@ -384,6 +351,16 @@ std::vector<OpCase> cases() {
                    return std::vector<array>{real(w), imag(w)};
                  },
                  {rnd({3, 3}, 144)}, true, false, 1e-3, 1e-3});
+  }
+  return c;
+}
+
+// The core table plus every family's registered table (op_cases.h).
+std::vector<OpCase> cases() {
+  auto c = core_cases();
+  for (auto& family : op_case_registry()) {
+    auto more = family();
+    c.insert(c.end(), more.begin(), more.end());
   }
   return c;
 }
