@@ -251,3 +251,15 @@ TEST(Compile, ConcurrentCallsFromThreads) {
   }
   EXPECT_EQ(ok, (std::vector<int>{10, 10, 10, 10}));
 }
+
+TEST(Compile, SlicedInputsTakeTheStridedPath) {
+  auto f = compile(gelu_fn());
+  auto x = randn({3, 4, 3}, 30);
+  for (int i = 0; i < 3; ++i) {
+    auto s = slice(x, {0, 0, i}, {3, 4, i + 1});
+    s = reshape(s, {3, 4});  // a strided view with an offset
+    expect_close(f({s})[0], to_vector<double>(gelu(s)), 1e-5, 1e-6);
+    auto t = transpose(slice(x, {0, 0, i}, {3, 4, i + 1}), {2, 1, 0});
+    expect_close(f({t})[0], to_vector<double>(gelu(t)), 1e-5, 1e-6);
+  }
+}

@@ -122,6 +122,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
       dims[d] *= dims[d + 1];
       dims.erase(dims.begin() + d + 1);
       for (auto& s : st) {
+        s[d] = s[d + 1];  // the merged axis steps like the inner one
         s.erase(s.begin() + d + 1);
       }
     }
