@@ -381,11 +381,12 @@ TEST(FastSdpa, FusedMatchesComposed) {
   struct Case {
     int B, Hq, Hk, Lq, Lk, D, Dv;
   };
-  std::vector<Case> cases{{1, 2, 2, 8, 8, 8, 8},
-                          {2, 4, 1, 3, 9, 13, 5},
-                          {1, 8, 2, 1, 70, 16, 16},
-                          {1, 2, 2, 70, 45, 7, 7},
-                          {2, 3, 3, 33, 33, 64, 32}};
+  // Covers the three schedules: Lq <= 4 (decoding), small products, and
+  // large ones (chunks of queries; the last case has several chunks).
+  std::vector<Case> cases{
+      {1, 2, 2, 8, 8, 8, 8},     {2, 4, 1, 3, 9, 13, 5},
+      {1, 8, 2, 1, 70, 16, 16},  {1, 2, 2, 70, 45, 7, 7},
+      {2, 3, 3, 33, 33, 64, 32}, {1, 2, 1, 300, 200, 48, 40}};
   for (Dtype t : kFloatTypes) {
     for (auto& c : cases) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " Lq=" + std::to_string(c.Lq) +

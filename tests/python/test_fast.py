@@ -178,6 +178,7 @@ SDPA_SHAPES = [
     (2, 8, 2, 5, 11, 13, 6),  # GQA, Lq != Lk, D not a multiple of 8
     (1, 4, 1, 1, 50, 16, 16),  # decoding
     (1, 2, 2, 40, 40, 64, 64),  # more than one query block
+    (1, 2, 1, 300, 200, 48, 40),  # large products, several chunks
 ]
 
 
