@@ -77,9 +77,10 @@ def np_sdpa(q, k, v, scale, mask=None):
         s = np.where(mask, s, -np.inf)
     elif mask is not None:
         s = s + mask
-    s = s - s.max(-1, keepdims=True)
-    p = np.exp(s)
-    p /= p.sum(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):  # rows without keys are nan
+        s = s - s.max(-1, keepdims=True)
+        p = np.exp(s)
+        p /= p.sum(-1, keepdims=True)
     return p @ v
 
 
