@@ -1,6 +1,7 @@
 // The mx.fast submodule: fused layer_norm, rms_norm, rope and
 // scaled_dot_product_attention (MLX's names and keyword-only parameters).
 #include "fluxion/ops/fast.h"
+
 #include "python/src/convert.h"
 
 namespace ff = fluxion::fast;

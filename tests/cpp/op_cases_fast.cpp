@@ -123,7 +123,7 @@ std::vector<OpCase> fast_cases() {
        sdpa("causal", 0.4f),
        {rnd({2, 2, 1, 3}, 33), rnd({2, 1, 6, 3}, 34), rnd({2, 1, 6, 3}, 35)},
        true,
-       false});
+       true});
   return c;
 }
 

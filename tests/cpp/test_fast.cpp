@@ -543,3 +543,42 @@ TEST(FastSdpa, Errors) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(FastPrimitives, EquivalenceAndOutputShapes) {
+  auto x = randn({2, 3, 4, 8}, 110);
+  auto prim = [](const array& a) -> const Primitive& { return a.primitive(); };
+  auto l1 = fx::layer_norm(x, std::nullopt, std::nullopt, 1e-5f);
+  auto l2 = fx::layer_norm(x * 2.0f, std::nullopt, std::nullopt, 1e-5f);
+  auto l3 = fx::layer_norm(x, std::nullopt, std::nullopt, 1e-4f);
+  EXPECT_TRUE(prim(l1).is_equivalent(prim(l2)));
+  EXPECT_FALSE(prim(l1).is_equivalent(prim(l3)));
+  auto r1 = fx::rms_norm(x, std::nullopt, 1e-5f);
+  EXPECT_FALSE(prim(r1).is_equivalent(prim(l1)));
+  EXPECT_FALSE(prim(r1).is_equivalent(prim(fx::rms_norm(x, ones({8}), 1e-5f))));
+  auto p1 = fx::rope(x, 8, false, 1e4f, 1.0f, 0);
+  EXPECT_TRUE(
+      prim(p1).is_equivalent(prim(fx::rope(x, 8, false, 1e4f, 1.0f, 3))));
+  EXPECT_FALSE(
+      prim(p1).is_equivalent(prim(fx::rope(x, 8, true, 1e4f, 1.0f, 0))));
+  EXPECT_FALSE(
+      prim(p1).is_equivalent(prim(fx::rope(x, 6, false, 1e4f, 1.0f, 0))));
+  EXPECT_FALSE(
+      prim(p1).is_equivalent(prim(fx::rope(x, 8, false, 1e3f, 1.0f, 0))));
+  auto k = randn({2, 3, 5, 8}, 111);
+  auto a1 = fx::scaled_dot_product_attention(x, k, k, 0.5f);
+  auto a2 = fx::scaled_dot_product_attention(x, k, k, 0.5f, "causal");
+  auto a3 = fx::scaled_dot_product_attention(x, k, k, 0.25f);
+  EXPECT_TRUE(prim(a1).is_equivalent(
+      prim(fx::scaled_dot_product_attention(k, k, k, 0.5f))));
+  EXPECT_FALSE(prim(a1).is_equivalent(prim(a2)));
+  EXPECT_FALSE(prim(a1).is_equivalent(prim(a3)));
+  auto v = randn({2, 3, 5, 6}, 112);
+  auto a4 = fx::scaled_dot_product_attention(x, k, v, 0.5f);
+  EXPECT_EQ(a4.shape(), (Shape{2, 3, 4, 6}));
+  EXPECT_EQ(a4.primitive().output_shapes(a4.inputs()),
+            std::vector<Shape>{a4.shape()});
+}
+
+}  // namespace
