@@ -186,6 +186,51 @@ def bench_per_example(batch=64, dim=100):
           f"(vmap/loop {t_vmap / t_loop:5.2f}x)")
 
 
+def bench_fast(n=4096, heads=16, length=1024, dim=64):
+    rng = np.random.default_rng(0)
+    xn = rng.standard_normal((n, n), dtype=np.float32)
+    wn = rng.standard_normal(n, dtype=np.float32)
+    bn = rng.standard_normal(n, dtype=np.float32)
+    x, w, b = mx.array(xn), mx.array(wn), mx.array(bn)
+
+    def np_layer_norm():
+        mu = xn.mean(-1, keepdims=True)
+        xc = xn - mu
+        return xc / np.sqrt((xc * xc).mean(-1, keepdims=True) + 1e-5) * wn + bn
+
+    res = {"fluxion": median_time(
+               lambda: mx.eval(mx.fast.layer_norm(x, w, b, 1e-5))),
+           "numpy": median_time(np_layer_norm)}
+    if torch is not None:
+        xt, wt, bt = (torch.from_numpy(a) for a in (xn, wn, bn))
+        res["torch"] = median_time(
+            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt, 1e-5))
+    report(f"fast.layer_norm {n}x{n}", res)
+
+    qn, kn, vn = (rng.standard_normal((1, heads, length, dim),
+                                      dtype=np.float32) for _ in range(3))
+    q, k, v = mx.array(qn), mx.array(kn), mx.array(vn)
+    scale = dim ** -0.5
+
+    def np_sdpa():
+        s = (qn * scale) @ np.swapaxes(kn, -1, -2)
+        s = np.exp(s - s.max(-1, keepdims=True))
+        return (s / s.sum(-1, keepdims=True)) @ vn
+
+    res = {"fluxion": median_time(lambda: mx.eval(
+               mx.fast.scaled_dot_product_attention(q, k, v, scale=scale))),
+           "numpy": median_time(np_sdpa)}
+    if torch is not None:
+        qt, kt, vt = (torch.from_numpy(a) for a in (qn, kn, vn))
+        f = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+        if f is None:  # older torch: the same computation composed
+            def f(a, b, c):
+                return torch.softmax((a * scale) @ b.transpose(-1, -2),
+                                     -1) @ c
+        res["torch"] = median_time(lambda: f(qt, kt, vt))
+    report(f"fast.sdpa h{heads} l{length} d{dim}", res)
+
+
 def main():
     print("torch:", "available" if torch is not None else "not installed "
           "(skipped)")
@@ -193,6 +238,7 @@ def main():
     bench_big_add()
     bench_mlp_step()
     bench_per_example()
+    bench_fast()
 
 
 if __name__ == "__main__":
