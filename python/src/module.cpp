@@ -37,6 +37,7 @@ PYBIND11_MODULE(core, m) {
   init_ops_array(m);
   init_ops_sort(m);
   init_linalg(m);
+  init_fft(m);
   init_random(m);
   init_transforms(m);
   m.attr("__version__") = "0.1.0";

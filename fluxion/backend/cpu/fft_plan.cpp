@@ -246,7 +246,7 @@ double Plan::direct_cost(int64_t n) {
     if (p > kMaxGenericRadix) {
       return std::numeric_limits<double>::infinity();
     }
-    per += p == 2 ? 9 : p == 3 ? 13 : p == 4 ? 12.5 : p == 5 ? 17 : 2.0 * p + 10;
+    per += p == 2 ? 9 : p == 3 ? 13 : p == 4 ? 12.5 : p == 5 ? 17 : 6.0 * p + 10;
   }
   return per * static_cast<double>(n);
 }
