@@ -47,8 +47,7 @@ array fit(const array& x, int ax, int len, Stream st) {
     return slice(x, start, stop, st);
   }
   if (have < len) {
-    return pad(x, {ax}, {0}, {len - have}, array(0, x.dtype()), "constant",
-               st);
+    return pad(x, {ax}, {0}, {len - have}, array(0, x.dtype()), "constant", st);
   }
   return x;
 }
@@ -85,9 +84,9 @@ array fft_impl(const array& a, const std::optional<Shape>& n,
   Shape len;
   for (size_t i = 0; i < axes.size(); ++i) {
     int d = a.shape(axes[i]);
-    len.push_back(n ? (*n)[i] : (real && inverse && i + 1 == axes.size())
-                                    ? 2 * (d - 1)
-                                    : d);
+    len.push_back(n                                           ? (*n)[i]
+                  : (real && inverse && i + 1 == axes.size()) ? 2 * (d - 1)
+                                                              : d);
     if (len.back() <= 0) {
       throw std::invalid_argument(
           err(op) + "Invalid number of data points " +
@@ -137,16 +136,16 @@ array shift_impl(const array& a, const std::vector<int>& axes_in, bool inv,
 
 namespace fft {
 
-#define FLUXION_FFTN_DEF(NAME, INV, REAL)                                     \
-  array NAME(const array& a, const Shape& n, const std::vector<int>& axes,    \
-             StreamOrDevice s) {                                              \
-    return fft_impl(a, n, axes, INV, REAL, #NAME, s);                         \
-  }                                                                           \
+#define FLUXION_FFTN_DEF(NAME, INV, REAL)                                      \
+  array NAME(const array& a, const Shape& n, const std::vector<int>& axes,     \
+             StreamOrDevice s) {                                               \
+    return fft_impl(a, n, axes, INV, REAL, #NAME, s);                          \
+  }                                                                            \
   array NAME(const array& a, const std::vector<int>& axes, StreamOrDevice s) { \
-    return fft_impl(a, std::nullopt, axes, INV, REAL, #NAME, s);              \
-  }                                                                           \
-  array NAME(const array& a, StreamOrDevice s) {                              \
-    return fft_impl(a, std::nullopt, all_axes(a), INV, REAL, #NAME, s);       \
+    return fft_impl(a, std::nullopt, axes, INV, REAL, #NAME, s);               \
+  }                                                                            \
+  array NAME(const array& a, StreamOrDevice s) {                               \
+    return fft_impl(a, std::nullopt, all_axes(a), INV, REAL, #NAME, s);        \
   }
 FLUXION_FFTN_DEF(fftn, false, false)
 FLUXION_FFTN_DEF(ifftn, true, false)
@@ -154,12 +153,12 @@ FLUXION_FFTN_DEF(rfftn, false, true)
 FLUXION_FFTN_DEF(irfftn, true, true)
 #undef FLUXION_FFTN_DEF
 
-#define FLUXION_FFT1_DEF(NAME, INV, REAL)                                  \
-  array NAME(const array& a, int n, int axis, StreamOrDevice s) {          \
-    return fft_impl(a, Shape{n}, {axis}, INV, REAL, #NAME, s);             \
-  }                                                                        \
-  array NAME(const array& a, int axis, StreamOrDevice s) {                 \
-    return fft_impl(a, std::nullopt, {axis}, INV, REAL, #NAME, s);         \
+#define FLUXION_FFT1_DEF(NAME, INV, REAL)                          \
+  array NAME(const array& a, int n, int axis, StreamOrDevice s) {  \
+    return fft_impl(a, Shape{n}, {axis}, INV, REAL, #NAME, s);     \
+  }                                                                \
+  array NAME(const array& a, int axis, StreamOrDevice s) {         \
+    return fft_impl(a, std::nullopt, {axis}, INV, REAL, #NAME, s); \
   }
 FLUXION_FFT1_DEF(fft, false, false)
 FLUXION_FFT1_DEF(ifft, true, false)
@@ -167,13 +166,13 @@ FLUXION_FFT1_DEF(rfft, false, true)
 FLUXION_FFT1_DEF(irfft, true, true)
 #undef FLUXION_FFT1_DEF
 
-#define FLUXION_FFT2_DEF(NAME, INV, REAL)                                     \
-  array NAME(const array& a, const Shape& n, const std::vector<int>& axes,    \
-             StreamOrDevice s) {                                              \
-    return fft_impl(a, n, axes, INV, REAL, #NAME, s);                         \
-  }                                                                           \
+#define FLUXION_FFT2_DEF(NAME, INV, REAL)                                      \
+  array NAME(const array& a, const Shape& n, const std::vector<int>& axes,     \
+             StreamOrDevice s) {                                               \
+    return fft_impl(a, n, axes, INV, REAL, #NAME, s);                          \
+  }                                                                            \
   array NAME(const array& a, const std::vector<int>& axes, StreamOrDevice s) { \
-    return fft_impl(a, std::nullopt, axes, INV, REAL, #NAME, s);              \
+    return fft_impl(a, std::nullopt, axes, INV, REAL, #NAME, s);               \
   }
 FLUXION_FFT2_DEF(fft2, false, false)
 FLUXION_FFT2_DEF(ifft2, true, false)
@@ -181,8 +180,7 @@ FLUXION_FFT2_DEF(rfft2, false, true)
 FLUXION_FFT2_DEF(irfft2, true, true)
 #undef FLUXION_FFT2_DEF
 
-array fftshift(const array& a, const std::vector<int>& axes,
-               StreamOrDevice s) {
+array fftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
   return shift_impl(a, axes, false, "fftshift", s);
 }
 array fftshift(const array& a, StreamOrDevice s) {
@@ -286,8 +284,8 @@ std::vector<array> FFT::vjp(const std::vector<array>& primals,
   // the frequencies irfftn counts twice.
   auto a = half_weights(n_, last, nd, 2.0f, st);
   auto y = fft::rfftn(astype(ct, float32, st), len, axes_, st);
-  auto scale = divide(astype(a, complex64, st),
-                      array(static_cast<float>(size)), st);
+  auto scale =
+      divide(astype(a, complex64, st), array(static_cast<float>(size)), st);
   return {multiply(conjugate(y, st), scale, st)};
 }
 
@@ -298,8 +296,7 @@ std::pair<std::vector<array>, std::vector<int>> FFT::vmap(
   for (int ax : axes_) {
     shifted.push_back(b >= 0 && ax >= b ? ax + 1 : ax);
   }
-  return {{make_fft(inputs[0], shifted, inverse_, real_, n_, stream())},
-          {b}};
+  return {{make_fft(inputs[0], shifted, inverse_, real_, n_, stream())}, {b}};
 }
 
 }  // namespace fluxion

@@ -18,7 +18,7 @@ namespace fluxion {
 
 namespace fft {
 
-#define FLUXION_FFTN_DECL(NAME)                                             \
+#define FLUXION_FFTN_DECL(NAME)                                            \
   array NAME(const array& a, const Shape& n, const std::vector<int>& axes, \
              StreamOrDevice s = {});                                       \
   array NAME(const array& a, const std::vector<int>& axes,                 \
@@ -31,7 +31,7 @@ FLUXION_FFTN_DECL(rfftn)
 FLUXION_FFTN_DECL(irfftn)
 #undef FLUXION_FFTN_DECL
 
-#define FLUXION_FFT1_DECL(NAME)                                    \
+#define FLUXION_FFT1_DECL(NAME)                                       \
   array NAME(const array& a, int n, int axis, StreamOrDevice s = {}); \
   array NAME(const array& a, int axis = -1, StreamOrDevice s = {});
 FLUXION_FFT1_DECL(fft)
@@ -40,7 +40,7 @@ FLUXION_FFT1_DECL(rfft)
 FLUXION_FFT1_DECL(irfft)
 #undef FLUXION_FFT1_DECL
 
-#define FLUXION_FFT2_DECL(NAME)                                             \
+#define FLUXION_FFT2_DECL(NAME)                                            \
   array NAME(const array& a, const Shape& n, const std::vector<int>& axes, \
              StreamOrDevice s = {});                                       \
   array NAME(const array& a, const std::vector<int>& axes = {-2, -1},      \

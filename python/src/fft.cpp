@@ -46,23 +46,24 @@ void init_fft(py::module_& parent) {
   auto m = parent.def_submodule(
       "fft", "Discrete Fourier transforms (as MLX's mx.fft).");
   const auto stream = "stream"_a = py::none();
-#define FLUXION_FFT1(NAME, DOC)                                            \
-  m.def(                                                                   \
-      #NAME,                                                               \
-      [](const fx::array& a, std::optional<int> n, int axis,               \
-         fx::StreamOrDevice st) {                                          \
-        return n ? ff::NAME(a, *n, axis, st) : ff::NAME(a, axis, st);      \
-      },                                                                   \
+#define FLUXION_FFT1(NAME, DOC)                                       \
+  m.def(                                                              \
+      #NAME,                                                          \
+      [](const fx::array& a, std::optional<int> n, int axis,          \
+         fx::StreamOrDevice st) {                                     \
+        return n ? ff::NAME(a, *n, axis, st) : ff::NAME(a, axis, st); \
+      },                                                              \
       "a"_a, "n"_a = py::none(), "axis"_a = -1, stream, DOC);
   FLUXION_FFT1(fft, "One-dimensional discrete Fourier transform.")
   FLUXION_FFT1(ifft, "One-dimensional inverse discrete Fourier transform.")
-  FLUXION_FFT1(rfft, "One-dimensional transform of a real input (n // 2 + 1 "
-                     "frequencies).")
+  FLUXION_FFT1(rfft,
+               "One-dimensional transform of a real input (n // 2 + 1 "
+               "frequencies).")
   FLUXION_FFT1(irfft, "Inverse of rfft: n real values (default 2 (m - 1)).")
 #undef FLUXION_FFT1
-#define FLUXION_FFTN(NAME, DEFAULT_AXES, DOC)                             \
-  m.def(#NAME, &nd<ff::NAME, ff::NAME>, "a"_a,                   \
-        "s"_a = py::none(), "axes"_a = DEFAULT_AXES, stream, DOC);
+#define FLUXION_FFTN(NAME, DEFAULT_AXES, DOC)                      \
+  m.def(#NAME, &nd<ff::NAME, ff::NAME>, "a"_a, "s"_a = py::none(), \
+        "axes"_a = DEFAULT_AXES, stream, DOC);
   const auto last2 = std::vector<int>{-2, -1};
   FLUXION_FFTN(fft2, last2, "Two-dimensional discrete Fourier transform.")
   FLUXION_FFTN(ifft2, last2, "Two-dimensional inverse transform.")

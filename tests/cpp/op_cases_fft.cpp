@@ -21,9 +21,8 @@ Fn of_real(std::function<array(const array&)> g) {
   return [g](const std::vector<array>& x) { return parts(g(x[0])); };
 }
 Fn of_complex(std::function<array(const array&)> g) {
-  return [g](const std::vector<array>& x) {
-    return parts(g(cplx(x[0], x[1])));
-  };
+  return
+      [g](const std::vector<array>& x) { return parts(g(cplx(x[0], x[1]))); };
 }
 // A real-valued output of a complex input (irfft).
 Fn real_of_complex(std::function<array(const array&)> g) {
@@ -42,14 +41,15 @@ std::vector<OpCase> fft_cases() {
   };
   add("fft", of_real([](auto& x) { return fft::fft(x); }), {rnd({4, 6}, 1)},
       true);
-  add("fft_complex_pad",
-      of_complex([](auto& z) { return fft::fft(z, 6, 0); }),
+  add("fft_complex_pad", of_complex([](auto& z) { return fft::fft(z, 6, 0); }),
       {rnd({4, 5}, 2), rnd({4, 5}, 3)}, true);
   add("ifft_crop", of_complex([](auto& z) { return fft::ifft(z, 3, -1); }),
       {rnd({3, 5}, 4), rnd({3, 5}, 5)});
   add("fft2", of_complex([](auto& z) { return fft::fft2(z); }),
       {rnd({3, 4, 5}, 6), rnd({3, 4, 5}, 7)});
-  add("ifftn_axes", of_complex([](auto& z) { return fft::ifftn(z, {2, 0}); }),
+  add("ifftn_axes", of_complex([](auto& z) {
+        return fft::ifftn(z, {2, 0});
+      }),
       {rnd({3, 4, 5}, 8), rnd({3, 4, 5}, 9)});
   add("fftn_prime", of_complex([](auto& z) { return fft::fftn(z); }),
       {rnd({7, 11}, 10), rnd({7, 11}, 11)});
@@ -57,7 +57,9 @@ std::vector<OpCase> fft_cases() {
       {rnd({3, 8}, 12)}, true);
   add("rfft_odd", of_real([](auto& x) { return fft::rfft(x, 7, 0); }),
       {rnd({5, 3}, 13)});
-  add("rfftn", of_real([](auto& x) { return fft::rfftn(x, {1, 0}); }),
+  add("rfftn", of_real([](auto& x) {
+        return fft::rfftn(x, {1, 0});
+      }),
       {rnd({4, 6}, 14)});
   add("rfft2_s", of_real([](auto& x) {
         return fft::rfft2(x, {3, 5}, {-2, -1});
@@ -65,11 +67,11 @@ std::vector<OpCase> fft_cases() {
       {rnd({2, 4, 6}, 15)});
   add("irfft_even", real_of_complex([](auto& z) { return fft::irfft(z); }),
       {rnd({3, 5}, 16), rnd({3, 5}, 17)}, true);
-  add("irfft_odd",
-      real_of_complex([](auto& z) { return fft::irfft(z, 9, 0); }),
+  add("irfft_odd", real_of_complex([](auto& z) { return fft::irfft(z, 9, 0); }),
       {rnd({5, 2}, 18), rnd({5, 2}, 19)});
-  add("irfftn",
-      real_of_complex([](auto& z) { return fft::irfftn(z, {4, 6}, {0, 1}); }),
+  add("irfftn", real_of_complex([](auto& z) {
+        return fft::irfftn(z, {4, 6}, {0, 1});
+      }),
       {rnd({4, 4}, 20), rnd({4, 4}, 21)});
   add("irfft2", real_of_complex([](auto& z) { return fft::irfft2(z); }),
       {rnd({2, 3, 3}, 22), rnd({2, 3, 3}, 23)});

@@ -35,7 +35,8 @@ cvec random_cvec(int64_t n, unsigned seed) {
 std::vector<complex64_t> to_c64(const cvec& v) {
   std::vector<complex64_t> out;
   for (auto x : v) {
-    out.emplace_back(static_cast<float>(x.real()), static_cast<float>(x.imag()));
+    out.emplace_back(static_cast<float>(x.real()),
+                     static_cast<float>(x.imag()));
   }
   return out;
 }
@@ -133,8 +134,9 @@ cvec hermitian(const cvec& half, int64_t n) {
   return full;
 }
 
-const std::vector<int> kLengths = {1,  2,  3,   4,   5,   7,   8,   12,   16,  17,
-                                   30, 64, 97,  100, 127, 128, 210, 1000, 1009, 4096};
+const std::vector<int> kLengths = {1,   2,   3,   4,    5,    7,   8,
+                                   12,  16,  17,  30,   64,   97,  100,
+                                   127, 128, 210, 1000, 1009, 4096};
 
 }  // namespace
 
@@ -163,8 +165,8 @@ TEST(FFT, RealLengths) {
     expect_cclose(y, half, "rfft " + std::to_string(n));
 
     auto spec = random_cvec(n / 2 + 1, n + 2);
-    auto back = fft::irfft(array(to_c64(spec).begin(), {n / 2 + 1}, complex64),
-                           n, -1);
+    auto back =
+        fft::irfft(array(to_c64(spec).begin(), {n / 2 + 1}, complex64), n, -1);
     ASSERT_EQ(back.shape(), Shape{n});
     expect_rclose(back, dft(hermitian(spec, n), true),
                   "irfft " + std::to_string(n));
@@ -253,8 +255,8 @@ TEST(FFT, RealMultiAxis) {
   // irfftn on a complex spectrum: ifft over axis 0, irfft over axis 1.
   const Shape hs{3, 5};
   auto spec = random_cvec(15, 13);
-  auto y = fft::irfftn(array(to_c64(spec).begin(), hs, complex64), {3, 8},
-                       {0, 1});
+  auto y =
+      fft::irfftn(array(to_c64(spec).begin(), hs, complex64), {3, 8}, {0, 1});
   auto t = dft_axis(spec, hs, 0, true);
   cvec want;
   for (int i = 0; i < 3; ++i) {
@@ -323,7 +325,8 @@ TEST(FFT, Dtypes) {
     auto a = array(vals.begin(), {5}, t);
     auto y = fft::fft(a);
     EXPECT_EQ(y.dtype(), complex64) << dtype_name(t);
-    expect_cclose(y, dft(c, false), std::string("fft of ") + dtype_name(t), 1e-3);
+    expect_cclose(y, dft(c, false), std::string("fft of ") + dtype_name(t),
+                  1e-3);
     auto r = fft::rfft(a);
     EXPECT_EQ(r.dtype(), complex64);
     auto full = dft(c, false);
@@ -373,24 +376,29 @@ TEST(FFT, Shift) {
     }
   }
   expect_close(fft::ifftshift(a, {-1}), want, 0, 0, "ifftshift axis -1");
-  expect_error<std::out_of_range>([&] { fft::fftshift(a, {2}); },
-                                  "[fftshift]");
+  expect_error<std::out_of_range>([&] { fft::fftshift(a, {2}); }, "[fftshift]");
   expect_error<std::out_of_range>([&] { fft::ifftshift(a, {-3}); },
                                   "[ifftshift]");
 }
 
 TEST(FFT, Errors) {
   auto a = zeros({4, 6}, complex64);
-  expect_error<std::out_of_range>([&] { fft::fft(a, 2); }, "[fft] Invalid axis 2");
+  expect_error<std::out_of_range>([&] { fft::fft(a, 2); },
+                                  "[fft] Invalid axis 2");
   expect_error<std::out_of_range>([&] { fft::rfft2(a, {0, -3}); }, "[rfft2]");
   expect_error<std::invalid_argument>([&] { fft::fft(a, 0, -1); },
                                       "[fft] Invalid number of data points 0");
-  expect_error<std::invalid_argument>([&] { fft::ifft(a, -2, 0); },
-                                      "[ifft] Invalid number of data points -2");
-  expect_error<std::invalid_argument>([&] { fft::fftn(a, {1, -1}); },
-                                      "[fftn] Received duplicate axes (1,-1)");
   expect_error<std::invalid_argument>(
-      [&] { fft::ifft2(a, {2, 2, 2}, {0, 1}); },
+      [&] { fft::ifft(a, -2, 0); }, "[ifft] Invalid number of data points -2");
+  expect_error<std::invalid_argument>(
+      [&] {
+        fft::fftn(a, {1, -1});
+      },
+      "[fftn] Received duplicate axes (1,-1)");
+  expect_error<std::invalid_argument>(
+      [&] {
+        fft::ifft2(a, {2, 2, 2}, {0, 1});
+      },
       "[ifft2] Shape s (2,2,2) and axes (0,1) must have the same length");
   expect_error<std::invalid_argument>(
       [&] { fft::irfft(zeros({1}, complex64)); },

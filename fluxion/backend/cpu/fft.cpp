@@ -6,6 +6,8 @@
 // are transformed in place of the gather when source and destination
 // differ. Blocks are spread over the thread pool. The first pass reads the
 // input and writes the output; later passes work in place on the output.
+#include "fluxion/ops/fft.h"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -13,7 +15,6 @@
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/fft_plan.h"
 #include "fluxion/backend/cpu/thread_pool.h"
-#include "fluxion/ops/fft.h"
 
 namespace fluxion {
 
@@ -39,7 +40,7 @@ Geometry geometry(const Shape& shape, int ax) {
   return g;
 }
 
-// Runs `line(in, out, work)` on every line along `ax`: `src` has n_in
+// Runs `line(in, out, work, parallel)` on every line along `ax`: `src` has n_in
 // elements along it, `dst` n_out, other dimensions as in `shape`. `src` and
 // `dst` may be the same buffer (then n_in == n_out). Outputs are scaled by
 // `scale`.
@@ -51,8 +52,10 @@ void axis_pass(const In* src, Out* dst, const Shape& shape, int ax,
   if (g.outer * g.inner == 0) {
     return;
   }
-  bool direct = g.inner == 1 && static_cast<const void*>(src) !=
-                                    static_cast<const void*>(dst);
+  // Fewer lines than threads: the threads split each transform instead.
+  bool par = g.outer * g.inner < cpu::num_threads();
+  bool direct = g.inner == 1 &&
+                static_cast<const void*>(src) != static_cast<const void*>(dst);
   int64_t b = std::min(kBlock, g.inner);
   int64_t per_outer = (g.inner + b - 1) / b;
   int64_t blocks = g.outer * per_outer;
@@ -68,7 +71,7 @@ void axis_pass(const In* src, Out* dst, const Shape& shape, int ax,
       const In* s = src + o * n_in * g.inner + i0;
       Out* d = dst + o * n_out * g.inner + i0;
       if (direct) {
-        line(s, d, work.data());
+        line(s, d, work.data(), par);
         if (scale != 1.0f) {
           for (int64_t t = 0; t < n_out; ++t) {
             d[t] *= scale;
@@ -83,7 +86,7 @@ void axis_pass(const In* src, Out* dst, const Shape& shape, int ax,
         }
       }
       for (int64_t j = 0; j < cnt; ++j) {
-        line(gin.data() + j * n_in, gout.data() + j * n_out, work.data());
+        line(gin.data() + j * n_in, gout.data() + j * n_out, work.data(), par);
       }
       for (int64_t t = 0; t < n_out; ++t) {
         Out* row = d + t * g.inner;
@@ -106,8 +109,8 @@ void complex_passes(const cfloat* src, cfloat* dst, const Shape& shape,
     auto plan = cpu::fft::get_plan(n, inverse);
     float scale = inverse ? 1.0f / static_cast<float>(n) : 1.0f;
     axis_pass(src, dst, shape, ax, n, n, plan->work_size(), scale,
-              [&](const cfloat* in, cfloat* out, cfloat* work) {
-                plan->execute(in, out, work);
+              [&](const cfloat* in, cfloat* out, cfloat* work, bool par) {
+                plan->execute(in, out, work, par);
               });
     src = dst;
   }
@@ -136,8 +139,8 @@ void FFT::eval_cpu(const std::vector<array>& inputs,
     auto plan = cpu::fft::get_real_plan(n, false);
     axis_pass(in.data<float>(), out.data<cfloat>(), out.shape(), last, n, m,
               plan->work_size(), 1.0f,
-              [&](const float* x, cfloat* y, cfloat* work) {
-                plan->forward(x, y, work);
+              [&](const float* x, cfloat* y, cfloat* work, bool par) {
+                plan->forward(x, y, work, par);
               });
     if (!rest.empty()) {
       complex_passes(out.data<cfloat>(), out.data<cfloat>(), out.shape(), rest,
@@ -155,10 +158,10 @@ void FFT::eval_cpu(const std::vector<array>& inputs,
     spec = tmp.data();
   }
   auto plan = cpu::fft::get_real_plan(n, true);
-  axis_pass(spec, out.data<float>(), out.shape(), last, m, n,
-            plan->work_size(), 1.0f / static_cast<float>(n),
-            [&](const cfloat* x, float* y, cfloat* work) {
-              plan->backward(x, y, work);
+  axis_pass(spec, out.data<float>(), out.shape(), last, m, n, plan->work_size(),
+            1.0f / static_cast<float>(n),
+            [&](const cfloat* x, float* y, cfloat* work, bool par) {
+              plan->backward(x, y, work, par);
             });
 }
 

@@ -12,13 +12,28 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <numbers>
+#include <type_traits>
 #include <utility>
 
+#include "fluxion/backend/cpu/thread_pool.h"
+
+#define FLUXION_FFT_ISA base
+#include "fluxion/backend/cpu/fft_stages.h"
+#undef FLUXION_FFT_ISA
+
 namespace fluxion::cpu::fft {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// fft_avx2.cpp: the same stage compiled for AVX2 + FMA.
+void stage_avx2(bool inverse, int p, int64_t l, int64_t m, const cfloat* tw,
+                const float* cs, const float* sn, const cfloat* src,
+                cfloat* dst, int64_t k0, int64_t k1, int64_t r0, int64_t r1);
+#endif
 
 namespace {
 
@@ -28,16 +43,6 @@ inline cfloat cmul(cfloat a, cfloat b) {
   return {a.real() * b.real() - a.imag() * b.imag(),
           a.real() * b.imag() + a.imag() * b.real()};
 }
-// Multiplication by -i (forward) or +i (inverse).
-template <bool Inv>
-inline cfloat rot(cfloat a) {
-  if constexpr (Inv) {
-    return {-a.imag(), a.real()};
-  } else {
-    return {a.imag(), -a.real()};
-  }
-}
-
 cfloat unit_root(int64_t num, int64_t den, bool inverse) {
   // exp(-+ 2 pi i num / den), with num reduced first for accuracy.
   num %= den;
@@ -86,158 +91,6 @@ double bluestein_cost(int64_t n) {
   return 2 * Plan::direct_cost(m) + 12.0 * m + 8.0 * n;
 }
 
-// One radix-p stage over k in [0, l), r in [0, m). T: twiddles present
-// (false for k = 0, where they are all 1).
-template <bool Inv>
-struct Butterflies {
-  template <bool T>
-  static void r2(const cfloat* s, cfloat* d, const cfloat* tw, int64_t m,
-                 int64_t lm) {
-    for (int64_t r = 0; r < m; ++r) {
-      cfloat a0 = s[r], a1 = s[m + r];
-      if constexpr (T) {
-        a1 = cmul(a1, tw[0]);
-      }
-      d[r] = a0 + a1;
-      d[lm + r] = a0 - a1;
-    }
-  }
-  template <bool T>
-  static void r3(const cfloat* s, cfloat* d, const cfloat* tw, int64_t m,
-                 int64_t lm) {
-    constexpr float h = 0.86602540378443864676f;  // sin(2 pi / 3)
-    for (int64_t r = 0; r < m; ++r) {
-      cfloat a0 = s[r], a1 = s[m + r], a2 = s[2 * m + r];
-      if constexpr (T) {
-        a1 = cmul(a1, tw[0]);
-        a2 = cmul(a2, tw[1]);
-      }
-      cfloat t = a1 + a2;
-      cfloat mid = a0 - 0.5f * t;
-      cfloat dd = rot<Inv>(a1 - a2) * h;
-      d[r] = a0 + t;
-      d[lm + r] = mid + dd;
-      d[2 * lm + r] = mid - dd;
-    }
-  }
-  template <bool T>
-  static void r4(const cfloat* s, cfloat* d, const cfloat* tw, int64_t m,
-                 int64_t lm) {
-    for (int64_t r = 0; r < m; ++r) {
-      cfloat a0 = s[r], a1 = s[m + r], a2 = s[2 * m + r], a3 = s[3 * m + r];
-      if constexpr (T) {
-        a1 = cmul(a1, tw[0]);
-        a2 = cmul(a2, tw[1]);
-        a3 = cmul(a3, tw[2]);
-      }
-      cfloat t0 = a0 + a2, t1 = a0 - a2, t2 = a1 + a3;
-      cfloat t3 = rot<Inv>(a1 - a3);
-      d[r] = t0 + t2;
-      d[lm + r] = t1 + t3;
-      d[2 * lm + r] = t0 - t2;
-      d[3 * lm + r] = t1 - t3;
-    }
-  }
-  template <bool T>
-  static void r5(const cfloat* s, cfloat* d, const cfloat* tw, int64_t m,
-                 int64_t lm) {
-    constexpr float c1 = 0.30901699437494742410f;   // cos(2 pi / 5)
-    constexpr float c2 = -0.80901699437494742410f;  // cos(4 pi / 5)
-    constexpr float s1 = 0.95105651629515357212f;   // sin(2 pi / 5)
-    constexpr float s2 = 0.58778525229247312917f;   // sin(4 pi / 5)
-    for (int64_t r = 0; r < m; ++r) {
-      cfloat a0 = s[r], a1 = s[m + r], a2 = s[2 * m + r], a3 = s[3 * m + r],
-             a4 = s[4 * m + r];
-      if constexpr (T) {
-        a1 = cmul(a1, tw[0]);
-        a2 = cmul(a2, tw[1]);
-        a3 = cmul(a3, tw[2]);
-        a4 = cmul(a4, tw[3]);
-      }
-      cfloat sa = a1 + a4, da = a1 - a4, sb = a2 + a3, db = a2 - a3;
-      cfloat e1 = a0 + c1 * sa + c2 * sb;
-      cfloat e2 = a0 + c2 * sa + c1 * sb;
-      cfloat o1 = rot<Inv>(s1 * da + s2 * db);
-      cfloat o2 = rot<Inv>(s2 * da - s1 * db);
-      d[r] = a0 + sa + sb;
-      d[lm + r] = e1 + o1;
-      d[2 * lm + r] = e2 + o2;
-      d[3 * lm + r] = e2 - o2;
-      d[4 * lm + r] = e1 - o1;
-    }
-  }
-  // Any odd p: pairs (q, p - q) share cosines and sines.
-  static void generic(const cfloat* s, cfloat* d, const cfloat* tw, int64_t m,
-                      int64_t lm, int p, const float* cs, const float* sn,
-                      bool twiddle) {
-    cfloat a[kMaxGenericRadix];
-    cfloat sum[kMaxGenericRadix / 2 + 1], dif[kMaxGenericRadix / 2 + 1];
-    int h = p / 2;
-    for (int64_t r = 0; r < m; ++r) {
-      a[0] = s[r];
-      for (int q = 1; q < p; ++q) {
-        a[q] = twiddle ? cmul(s[q * m + r], tw[q - 1]) : s[q * m + r];
-      }
-      cfloat total = a[0];
-      for (int q = 1; q <= h; ++q) {
-        sum[q] = a[q] + a[p - q];
-        dif[q] = a[q] - a[p - q];
-        total += sum[q];
-      }
-      d[r] = total;
-      for (int u = 1; u <= h; ++u) {
-        cfloat e = a[0], o = 0;
-        int j = 0;
-        for (int q = 1; q <= h; ++q) {
-          j += u;
-          if (j >= p) {
-            j -= p;
-          }
-          e += cs[j] * sum[q];
-          o += sn[j] * dif[q];
-        }
-        o = rot<Inv>(o);
-        d[u * lm + r] = e + o;
-        d[(p - u) * lm + r] = e - o;
-      }
-    }
-  }
-};
-
-template <bool Inv>
-void stage_impl(int p, int64_t l, int64_t m, const cfloat* tw,
-                const float* cs, const float* sn, const cfloat* src,
-                cfloat* dst) {
-  using B = Butterflies<Inv>;
-  int64_t lm = l * m;
-  for (int64_t k = 0; k < l; ++k) {
-    const cfloat* s = src + k * p * m;
-    cfloat* d = dst + k * m;
-    const cfloat* t = tw + k * (p - 1);
-    bool twiddle = k > 0;
-    switch (p) {
-      case 2:
-        twiddle ? B::template r2<true>(s, d, t, m, lm)
-                : B::template r2<false>(s, d, t, m, lm);
-        break;
-      case 3:
-        twiddle ? B::template r3<true>(s, d, t, m, lm)
-                : B::template r3<false>(s, d, t, m, lm);
-        break;
-      case 4:
-        twiddle ? B::template r4<true>(s, d, t, m, lm)
-                : B::template r4<false>(s, d, t, m, lm);
-        break;
-      case 5:
-        twiddle ? B::template r5<true>(s, d, t, m, lm)
-                : B::template r5<false>(s, d, t, m, lm);
-        break;
-      default:
-        B::generic(s, d, t, m, lm, p, cs, sn, twiddle);
-    }
-  }
-}
-
 }  // namespace
 
 double Plan::direct_cost(int64_t n) {
@@ -246,7 +99,11 @@ double Plan::direct_cost(int64_t n) {
     if (p > kMaxGenericRadix) {
       return std::numeric_limits<double>::infinity();
     }
-    per += p == 2 ? 9 : p == 3 ? 13 : p == 4 ? 12.5 : p == 5 ? 17 : 6.0 * p + 10;
+    per += p == 2   ? 9
+           : p == 3 ? 13
+           : p == 4 ? 12.5
+           : p == 5 ? 17
+                    : 6.0 * p + 10;
   }
   return per * static_cast<double>(n);
 }
@@ -294,17 +151,61 @@ Plan::Plan(int64_t n, bool inverse) : n_(n), inverse_(inverse) {
   work_ = n;
 }
 
-void Plan::run_stage(const Stage& st, const cfloat* src, cfloat* dst) const {
-  if (inverse_) {
-    stage_impl<true>(st.p, st.l, st.m, st.tw.data(), st.cs.data(),
-                     st.sn.data(), src, dst);
+namespace {
+
+using StageFn = void (*)(bool, int, int64_t, int64_t, const cfloat*,
+                         const float*, const float*, const cfloat*, cfloat*,
+                         int64_t, int64_t, int64_t, int64_t);
+
+// FLUXION_FFT_DISABLE_AVX2=1 forces the baseline kernels (for testing them
+// on machines with AVX2).
+StageFn pick_stage() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  const char* off = std::getenv("FLUXION_FFT_DISABLE_AVX2");
+  bool disabled = off != nullptr && off[0] != '\0' && off[0] != '0';
+  if (!disabled && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("fma")) {
+    return &stage_avx2;
+  }
+#endif
+  return &base::stage;
+}
+
+// Elements below which a stage stays on one thread.
+constexpr int64_t kStageGrain = 1 << 15;
+
+}  // namespace
+
+void Plan::run_stage(const Stage& st, const cfloat* src, cfloat* dst,
+                     bool parallel) const {
+  static const StageFn fn = pick_stage();
+  const cfloat* tw = st.tw.data();
+  const float* cs = st.cs.data();
+  const float* sn = st.sn.data();
+  if (!parallel || n_ < 2 * kStageGrain) {
+    fn(inverse_, st.p, st.l, st.m, tw, cs, sn, src, dst, 0, st.l, 0, st.m);
+    return;
+  }
+  // Split the longer of the two independent loops.
+  if (st.l >= st.m) {
+    int64_t grain = std::max<int64_t>(1, kStageGrain / (st.p * st.m));
+    parallel_for(st.l, grain, [&](int64_t k0, int64_t k1) {
+      fn(inverse_, st.p, st.l, st.m, tw, cs, sn, src, dst, k0, k1, 0, st.m);
+    });
   } else {
-    stage_impl<false>(st.p, st.l, st.m, st.tw.data(), st.cs.data(),
-                      st.sn.data(), src, dst);
+    // Chunks of 8 columns keep vectors whole.
+    int64_t cols = (st.m + 7) / 8;
+    int64_t grain = std::max<int64_t>(1, kStageGrain / (st.p * st.l * 8));
+    parallel_for(cols, grain, [&](int64_t c0, int64_t c1) {
+      fn(inverse_, st.p, st.l, st.m, tw, cs, sn, src, dst, 0, st.l, c0 * 8,
+         std::min(st.m, c1 * 8));
+    });
   }
 }
 
-void Plan::bluestein(const cfloat* in, cfloat* out, cfloat* work) const {
+void Plan::bluestein(const cfloat* in, cfloat* out, cfloat* work,
+                     bool parallel) const {
   cfloat* a = work;
   cfloat* b = work + m_;
   cfloat* sub = work + 2 * m_;
@@ -312,19 +213,20 @@ void Plan::bluestein(const cfloat* in, cfloat* out, cfloat* work) const {
     a[j] = cmul(in[j], chirp_[j]);
   }
   std::fill(a + n_, a + m_, cfloat(0));
-  sub_fwd_->execute(a, b, sub);
+  sub_fwd_->execute(a, b, sub, parallel);
   for (int64_t j = 0; j < m_; ++j) {
     b[j] = cmul(b[j], kernel_[j]);
   }
-  sub_inv_->execute(b, a, sub);
+  sub_inv_->execute(b, a, sub, parallel);
   for (int64_t k = 0; k < n_; ++k) {
     out[k] = cmul(a[k], chirp_[k]);
   }
 }
 
-void Plan::execute(const cfloat* in, cfloat* out, cfloat* work) const {
+void Plan::execute(const cfloat* in, cfloat* out, cfloat* work,
+                   bool parallel) const {
   if (m_ > 0) {
-    bluestein(in, out, work);
+    bluestein(in, out, work, parallel);
     return;
   }
   size_t s = stages_.size();
@@ -336,7 +238,7 @@ void Plan::execute(const cfloat* in, cfloat* out, cfloat* work) const {
   const cfloat* src = in;
   for (size_t i = 0; i < s; ++i) {
     cfloat* dst = ((s - 1 - i) % 2 == 0) ? out : work;
-    run_stage(stages_[i], src, dst);
+    run_stage(stages_[i], src, dst, parallel);
     src = dst;
   }
 }
@@ -399,11 +301,12 @@ RealPlan::RealPlan(int64_t n, bool inverse) : n_(n) {
   }
 }
 
-void RealPlan::forward(const float* in, cfloat* out, cfloat* work) const {
+void RealPlan::forward(const float* in, cfloat* out, cfloat* work,
+                       bool parallel) const {
   if (n_ % 2 == 0) {
     int64_t h = n_ / 2;
     cfloat* z = work;
-    plan_->execute(reinterpret_cast<const cfloat*>(in), z, work + h);
+    plan_->execute(reinterpret_cast<const cfloat*>(in), z, work + h, parallel);
     for (int64_t k = 0; k <= h; ++k) {
       cfloat zk = z[k == h ? 0 : k];
       cfloat zc = std::conj(z[k == 0 ? 0 : h - k]);
@@ -418,11 +321,12 @@ void RealPlan::forward(const float* in, cfloat* out, cfloat* work) const {
   for (int64_t j = 0; j < n_; ++j) {
     x[j] = cfloat(in[j], 0.0f);
   }
-  plan_->execute(x, y, work + 2 * n_);
+  plan_->execute(x, y, work + 2 * n_, parallel);
   std::copy(y, y + n_ / 2 + 1, out);
 }
 
-void RealPlan::backward(const cfloat* in, float* out, cfloat* work) const {
+void RealPlan::backward(const cfloat* in, float* out, cfloat* work,
+                        bool parallel) const {
   if (n_ % 2 == 0) {
     // 2 Z_k = (X_k + conj X_{h-k}) + i conj(w^k) (X_k - conj X_{h-k}); the
     // unnormalized inverse of 2Z is n times the packed output, which is
@@ -437,7 +341,7 @@ void RealPlan::backward(const cfloat* in, float* out, cfloat* work) const {
       cfloat o = cmul(std::conj(w_[k]), xk - xc);
       z[k] = e + cfloat(-o.imag(), o.real());
     }
-    plan_->execute(z, reinterpret_cast<cfloat*>(out), work + h);
+    plan_->execute(z, reinterpret_cast<cfloat*>(out), work + h, parallel);
     return;
   }
   cfloat* x = work;
@@ -447,7 +351,7 @@ void RealPlan::backward(const cfloat* in, float* out, cfloat* work) const {
     x[k] = in[k];
     x[n_ - k] = std::conj(in[k]);
   }
-  plan_->execute(x, y, work + 2 * n_);
+  plan_->execute(x, y, work + 2 * n_, parallel);
   for (int64_t j = 0; j < n_; ++j) {
     out[j] = y[j].real();
   }

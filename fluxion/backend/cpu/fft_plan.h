@@ -28,21 +28,26 @@ class Plan {
   int64_t work_size() const { return work_; }
   // out = DFT(in), unnormalized (exp(-2 pi i jk/n) forward, + inverse).
   // `in` is left unchanged; `in`, `out` and `work` must not overlap.
-  void execute(const cfloat* in, cfloat* out, cfloat* work) const;
+  // `parallel`: spread each stage of a long transform over the threads
+  // (for a single transform; batches parallelize over lines instead).
+  void execute(const cfloat* in, cfloat* out, cfloat* work,
+               bool parallel = false) const;
 
   // Rough cost in butterfly operations, for choosing between algorithms.
   static double direct_cost(int64_t n);
 
  private:
   struct Stage {
-    int p;              // radix
-    int64_t l;          // length of the sub-transforms already done
-    int64_t m;          // n / (l * p)
-    std::vector<cfloat> tw;  // w_{l p}^{q k}: [k][q - 1], k < l, 1 <= q < p
+    int p;                      // radix
+    int64_t l;                  // length of the sub-transforms already done
+    int64_t m;                  // n / (l * p)
+    std::vector<cfloat> tw;     // w_{l p}^{q k}: [k][q - 1], k < l, 1 <= q < p
     std::vector<float> cs, sn;  // cos, sin(2 pi j / p) (generic radix)
   };
-  void run_stage(const Stage& st, const cfloat* src, cfloat* dst) const;
-  void bluestein(const cfloat* in, cfloat* out, cfloat* work) const;
+  void run_stage(const Stage& st, const cfloat* src, cfloat* dst,
+                 bool parallel) const;
+  void bluestein(const cfloat* in, cfloat* out, cfloat* work,
+                 bool parallel) const;
 
   int64_t n_;
   bool inverse_;
@@ -67,8 +72,10 @@ class RealPlan {
  public:
   RealPlan(int64_t n, bool inverse);
   int64_t work_size() const { return work_; }
-  void forward(const float* in, cfloat* out, cfloat* work) const;
-  void backward(const cfloat* in, float* out, cfloat* work) const;
+  void forward(const float* in, cfloat* out, cfloat* work,
+               bool parallel = false) const;
+  void backward(const cfloat* in, float* out, cfloat* work,
+                bool parallel = false) const;
 
  private:
   int64_t n_;
