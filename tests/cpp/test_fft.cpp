@@ -1,11 +1,13 @@
 // mx.fft against a naive O(n^2) DFT computed here in double precision, for
-// lengths with every kind of factorization (radix 2, 3, 4, 5, generic
-// primes, Bluestein), batches, every memory layout, cropping and padding,
-// input dtypes and the error paths.
+// lengths with every kind of factorization (radix 2, 3, 4, 5; 7, 17 and 210
+// use the generic odd radix; 97, 127, 1009 and 1000003 run Bluestein),
+// batches, every memory layout, cropping and padding, input dtypes and the
+// error paths.
 #include <cmath>
 #include <complex>
 #include <numbers>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "fluxion/ops/fft.h"
@@ -407,6 +409,24 @@ TEST(FFT, Errors) {
       [&] { fft::rfftn(a, Shape{}, std::vector<int>{}); }, "[rfftn]");
   expect_error<std::invalid_argument>([&] { fft::fft(zeros({0})); },
                                       "[fft] Invalid number of data points 0");
+}
+
+TEST(FFT, PrimitiveParameters) {
+  auto x = zeros({4, 6}, float32);
+  auto y = fft::rfft(x, 0);
+  auto z = fft::rfft(x, 0);
+  auto w = fft::rfft(x, 1);
+  EXPECT_TRUE(y.primitive().is_equivalent(z.primitive()));
+  EXPECT_FALSE(y.primitive().is_equivalent(w.primitive()));
+  EXPECT_EQ(y.primitive().output_shapes(y.inputs()),
+            (std::vector<Shape>{{3, 6}}));
+  auto b = fft::irfft(y, 5, 0);
+  EXPECT_EQ(b.primitive().output_shapes(b.inputs()),
+            (std::vector<Shape>{{5, 6}}));
+  EXPECT_FALSE(b.primitive().is_equivalent(fft::irfft(y, 4, 0).primitive()));
+  std::ostringstream os;
+  b.primitive().print(os);
+  EXPECT_EQ(os.str(), "FFT(axes=(0), inverse, real, n=5)");
 }
 
 TEST(FFT, ConcurrentPlans) {
