@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fluxion/allocator.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/fft_plan.h"
 #include "fluxion/backend/cpu/thread_pool.h"
@@ -23,6 +24,28 @@ namespace {
 using cpu::fft::cfloat;
 
 constexpr int64_t kBlock = 8;
+// Contiguous lines up to this length are transposed into blocks and
+// transformed together; longer ones one at a time, in place.
+constexpr int64_t kBatchContiguous = 256;
+
+// Uninitialized scratch from the caching allocator (a std::vector would
+// zero it, which costs as much as a pass of a long transform).
+template <typename T>
+class Scratch {
+ public:
+  explicit Scratch(int64_t n)
+      : bytes_(std::max<size_t>(n * sizeof(T), 1)),
+        p_(static_cast<T*>(allocator::malloc(bytes_))) {}
+  ~Scratch() { allocator::free(p_, bytes_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* data() const { return p_; }
+  T& operator[](int64_t i) const { return p_[i]; }
+
+ private:
+  size_t bytes_;
+  T* p_;
+};
 
 struct Geometry {
   int64_t outer = 1;
@@ -61,9 +84,9 @@ void axis_pass(const In* src, Out* dst, const Shape& shape, int ax,
   int64_t blocks = g.outer * per_outer;
   int64_t grain = std::max<int64_t>(1, (1 << 15) / (b * (n_in + n_out)));
   cpu::parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
-    std::vector<cfloat> work(work_size);
-    std::vector<In> gin(direct ? 0 : b * n_in);
-    std::vector<Out> gout(direct ? 0 : b * n_out);
+    Scratch<cfloat> work(work_size);
+    Scratch<In> gin(direct ? 0 : b * n_in);
+    Scratch<Out> gout(direct ? 0 : b * n_out);
     for (int64_t blk = begin; blk < end; ++blk) {
       int64_t o = blk / per_outer;
       int64_t i0 = (blk % per_outer) * b;
@@ -98,6 +121,57 @@ void axis_pass(const In* src, Out* dst, const Shape& shape, int ax,
   });
 }
 
+// Complex transforms along `ax` by blocks of lines transformed together
+// (Plan::execute_batch): a block is gathered element-major, transform j's
+// element t at [t * b + j], which is a plain copy of b adjacent elements per
+// t when the axis is not the innermost one.
+void batched_pass(const cfloat* src, cfloat* dst, const Shape& shape, int ax,
+                  const cpu::fft::Plan& plan, float scale) {
+  auto g = geometry(shape, ax);
+  int64_t n = shape[ax];
+  if (g.outer * g.inner == 0) {
+    return;
+  }
+  int64_t want = std::clamp<int64_t>(4096 / n, 8, 64);
+  // Lines in a block are `ls` apart; blocks never straddle an outer index
+  // when inner > 1.
+  bool inner_lines = g.inner > 1;
+  int64_t b = std::min(want, inner_lines ? g.inner : g.outer);
+  int64_t ls = inner_lines ? 1 : n;
+  int64_t ts = inner_lines ? g.inner : 1;
+  int64_t per_outer = inner_lines ? (g.inner + b - 1) / b : 1;
+  int64_t blocks = inner_lines ? g.outer * per_outer : (g.outer + b - 1) / b;
+  int64_t grain = std::max<int64_t>(1, (1 << 15) / (b * n));
+  cpu::parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
+    Scratch<cfloat> in(n * b), out(n * b), work(n * b);
+    for (int64_t blk = begin; blk < end; ++blk) {
+      int64_t base, cnt;
+      if (inner_lines) {
+        int64_t o = blk / per_outer;
+        int64_t i0 = (blk % per_outer) * b;
+        cnt = std::min(b, g.inner - i0);
+        base = o * n * g.inner + i0;
+      } else {
+        cnt = std::min(b, g.outer - blk * b);
+        base = blk * b * n;
+      }
+      for (int64_t t = 0; t < n; ++t) {
+        const cfloat* row = src + base + t * ts;
+        for (int64_t j = 0; j < cnt; ++j) {
+          in[t * cnt + j] = row[j * ls];
+        }
+      }
+      plan.execute_batch(in.data(), out.data(), work.data(), cnt);
+      for (int64_t t = 0; t < n; ++t) {
+        cfloat* row = dst + base + t * ts;
+        for (int64_t j = 0; j < cnt; ++j) {
+          row[j * ls] = out[t * cnt + j] * scale;
+        }
+      }
+    }
+  });
+}
+
 // Complex transforms along `axes` of a row-contiguous complex array of
 // shape `shape`, from `src` into `dst` (the first pass) and then in place.
 void complex_passes(const cfloat* src, cfloat* dst, const Shape& shape,
@@ -108,6 +182,13 @@ void complex_passes(const cfloat* src, cfloat* dst, const Shape& shape,
     int64_t n = shape[ax];
     auto plan = cpu::fft::get_plan(n, inverse);
     float scale = inverse ? 1.0f / static_cast<float>(n) : 1.0f;
+    auto g = geometry(shape, ax);
+    // Short contiguous lines, or strided ones: transformed in blocks.
+    if (plan->batchable() && (g.inner > 1 || n <= kBatchContiguous)) {
+      batched_pass(src, dst, shape, ax, *plan, scale);
+      src = dst;
+      continue;
+    }
     axis_pass(src, dst, shape, ax, n, n, plan->work_size(), scale,
               [&](const cfloat* in, cfloat* out, cfloat* work, bool par) {
                 plan->execute(in, out, work, par);
@@ -151,9 +232,8 @@ void FFT::eval_cpu(const std::vector<array>& inputs,
   // Inverse: the complex axes first (into a scratch copy), then the real
   // one.
   const cfloat* spec = in.data<cfloat>();
-  std::vector<cfloat> tmp;
+  Scratch<cfloat> tmp(rest.empty() ? 0 : in.size());
   if (!rest.empty()) {
-    tmp.resize(in.size());
     complex_passes(spec, tmp.data(), in.shape(), rest, true);
     spec = tmp.data();
   }

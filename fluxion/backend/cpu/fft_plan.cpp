@@ -243,6 +243,27 @@ void Plan::execute(const cfloat* in, cfloat* out, cfloat* work,
   }
 }
 
+void Plan::execute_batch(const cfloat* in, cfloat* out, cfloat* work,
+                         int64_t b) const {
+  static const StageFn fn = pick_stage();
+  size_t s = stages_.size();
+  if (s == 0) {
+    std::copy(in, in + n_ * b, out);
+    return;
+  }
+  // Element t of transform j at t * b + j: with columns r' = r * b + j the
+  // Stockham indices are those of a stage with m * b columns.
+  const cfloat* src = in;
+  for (size_t i = 0; i < s; ++i) {
+    const Stage& st = stages_[i];
+    cfloat* dst = ((s - 1 - i) % 2 == 0) ? out : work;
+    int64_t mb = st.m * b;
+    fn(inverse_, st.p, st.l, mb, st.tw.data(), st.cs.data(), st.sn.data(), src,
+       dst, 0, st.l, 0, mb);
+    src = dst;
+  }
+}
+
 namespace {
 
 template <typename P>

@@ -33,6 +33,14 @@ class Plan {
   void execute(const cfloat* in, cfloat* out, cfloat* work,
                bool parallel = false) const;
 
+  // Whether execute_batch applies (a Stockham plan, not Bluestein).
+  bool batchable() const { return m_ == 0; }
+  // `b` interleaved transforms: element t of transform j at [t * b + j]
+  // (in and out). A stage then is the same stage with m * b columns, so
+  // every stage runs in whole vectors. Needs n * b complex of work.
+  void execute_batch(const cfloat* in, cfloat* out, cfloat* work,
+                     int64_t b) const;
+
   // Rough cost in butterfly operations, for choosing between algorithms.
   static double direct_cost(int64_t n);
 

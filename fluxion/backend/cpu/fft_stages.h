@@ -128,7 +128,12 @@ FLUXION_FFT_TGT inline V rot(V a) {
 }
 #else
 using V = S;
+using VTw = STw;
 #endif
+
+FLUXION_FFT_TGT inline VTw twiddle_of(cf w) {
+  return twiddle(static_cast<V*>(nullptr), w);
+}
 
 // Butterflies at position r; Vec is V or S, T: apply twiddles.
 template <bool Inv, bool T, typename Vec, typename Tw>
@@ -206,42 +211,69 @@ FLUXION_FFT_TGT inline void bf5(const cf* s, cf* d, int64_t m, int64_t lm,
   (e1 - o1).store(d + 4 * lm + r);
 }
 
-// Any odd p, scalar: pairs (q, p - q) share cosines and sines.
+// Any odd p: pairs (q, p - q) share cosines and sines. One butterfly at r
+// (Vec wide); `a`, `sum`, `dif` are scratch of p entries.
+template <bool Inv, typename Vec, typename Tw>
+FLUXION_FFT_TGT inline void bf_generic_at(const cf* s, cf* d, int64_t m,
+                                          int64_t lm, const Tw* t, bool twiddle,
+                                          int p, const float* cs,
+                                          const float* sn, int64_t r, Vec* a,
+                                          Vec* sum, Vec* dif) {
+  int h = p / 2;
+  a[0] = Vec::load(s + r);
+  for (int q = 1; q < p; ++q) {
+    Vec x = Vec::load(s + q * m + r);
+    a[q] = twiddle ? cmul(x, t[q - 1]) : x;
+  }
+  Vec total = a[0];
+  for (int q = 1; q <= h; ++q) {
+    sum[q] = a[q] + a[p - q];
+    dif[q] = a[q] - a[p - q];
+    total = total + sum[q];
+  }
+  total.store(d + r);
+  for (int u = 1; u <= h; ++u) {
+    Vec e = a[0] + sum[1] * cs[u];
+    Vec o = dif[1] * sn[u];
+    int j = u;
+    for (int q = 2; q <= h; ++q) {
+      j += u;
+      if (j >= p) {
+        j -= p;
+      }
+      e = e + sum[q] * cs[j];
+      o = o + dif[q] * sn[j];
+    }
+    o = rot<Inv>(o);
+    (e + o).store(d + u * lm + r);
+    (e - o).store(d + (p - u) * lm + r);
+  }
+}
+
 template <bool Inv>
 FLUXION_FFT_TGT inline void bf_generic(const cf* s, cf* d, int64_t m,
                                        int64_t lm, const cf* tw, bool twiddle,
                                        int p, const float* cs, const float* sn,
                                        int64_t r0, int64_t r1) {
   constexpr int kMax = 128;
-  cf a[kMax], sum[kMax / 2 + 1], dif[kMax / 2 + 1];
-  int h = p / 2;
-  for (int64_t r = r0; r < r1; ++r) {
-    a[0] = s[r];
-    for (int q = 1; q < p; ++q) {
-      a[q] = twiddle ? cmul(S{s[q * m + r]}, STw{tw[q - 1]}).v : s[q * m + r];
+  V va[kMax], vsum[kMax / 2 + 1], vdif[kMax / 2 + 1];
+  S sa[kMax], ssum[kMax / 2 + 1], sdif[kMax / 2 + 1];
+  VTw vt[kMax];
+  STw st[kMax];
+  if (twiddle) {
+    for (int q = 0; q < p - 1; ++q) {
+      vt[q] = twiddle_of(tw[q]);
+      st[q] = STw{tw[q]};
     }
-    cf total = a[0];
-    for (int q = 1; q <= h; ++q) {
-      sum[q] = a[q] + a[p - q];
-      dif[q] = a[q] - a[p - q];
-      total += sum[q];
-    }
-    d[r] = total;
-    for (int u = 1; u <= h; ++u) {
-      cf e = a[0], o = 0;
-      int j = 0;
-      for (int q = 1; q <= h; ++q) {
-        j += u;
-        if (j >= p) {
-          j -= p;
-        }
-        e += cs[j] * sum[q];
-        o += sn[j] * dif[q];
-      }
-      o = rot<Inv>(S{o}).v;
-      d[u * lm + r] = e + o;
-      d[(p - u) * lm + r] = e - o;
-    }
+  }
+  int64_t r = r0;
+  for (; r + V::W <= r1; r += V::W) {
+    bf_generic_at<Inv, V>(s, d, m, lm, vt, twiddle, p, cs, sn, r, va, vsum,
+                          vdif);
+  }
+  for (; r < r1; ++r) {
+    bf_generic_at<Inv, S>(s, d, m, lm, st, twiddle, p, cs, sn, r, sa, ssum,
+                          sdif);
   }
 }
 
@@ -266,7 +298,7 @@ FLUXION_FFT_TGT inline void column(const cf* s, cf* d, int64_t m, int64_t lm,
   STw st[P - 1];
   if constexpr (T) {
     for (int q = 0; q < P - 1; ++q) {
-      vt[q] = twiddle(static_cast<V*>(nullptr), tw[q]);
+      vt[q] = twiddle_of(tw[q]);
       st[q] = STw{tw[q]};
     }
   }
