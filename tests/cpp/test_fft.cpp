@@ -222,6 +222,23 @@ TEST(FFT, AxesLayoutsAndBatches) {
   }
 }
 
+TEST(FFT, BlocksOfLines) {
+  // Blocks of lines transformed together, with partial last blocks, along
+  // inner and outer axes, including length-1 axes and generic radices.
+  for (Shape shape : {Shape{130, 7}, Shape{5, 70, 3}, Shape{2, 67, 11},
+                      Shape{4, 1, 3}, Shape{200, 2}}) {
+    auto x = random_cvec(shape_size(shape), 16);
+    auto a = array(to_c64(x).begin(), shape, complex64);
+    for (int ax = 0; ax < static_cast<int>(shape.size()); ++ax) {
+      expect_cclose(
+          fft::ifft(a, ax), dft_axis(x, shape, ax, true),
+          "ifft " + shape_text(shape) + " axis " + std::to_string(ax));
+      expect_cclose(fft::fft(a, ax), dft_axis(x, shape, ax, false),
+                    "fft " + shape_text(shape) + " axis " + std::to_string(ax));
+    }
+  }
+}
+
 TEST(FFT, RealMultiAxis) {
   const Shape shape{4, 6, 10};
   auto x = random_cvec(shape_size(shape), 12);
