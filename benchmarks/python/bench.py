@@ -229,6 +229,35 @@ def bench_fast(n=4096, heads=16, length=1024, dim=64):
                                      -1) @ c
         res["torch"] = median_time(lambda: f(qt, kt, vt))
     report(f"fast.sdpa h{heads} l{length} d{dim}", res)
+def bench_fft():
+    # NumPy < 2 computes every transform in complex128 (pocketfft in double);
+    # torch.fft (pocketfft in single precision on the CPU) is the
+    # like-for-like complex64 reference when installed.
+    rng = np.random.default_rng(0)
+
+    def cplx(*shape):
+        return (rng.standard_normal(shape)
+                + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+    cases = [
+        ("fft 2^20 complex64", cplx(1 << 20), "fft", {}),
+        ("rfft 2^20 float32",
+         rng.standard_normal(1 << 20).astype(np.float32), "rfft", {}),
+        ("fft prime 1000003 complex64", cplx(1000003), "fft", {}),
+        ("fft 4096x1024 last axis", cplx(4096, 1024), "fft", {}),
+    ]
+    for name, x, fn, kw in cases:
+        xa = mx.array(x)
+        mx.eval(xa)
+        f = getattr(mx.fft, fn)
+        res = {"fluxion": median_time(lambda: mx.eval(f(xa, **kw)), 5, 1),
+               "numpy": median_time(lambda: getattr(np.fft, fn)(x, **kw), 5,
+                                    1)}
+        if torch is not None:
+            xt = torch.from_numpy(x)
+            tf = getattr(torch.fft, fn)
+            res["torch"] = median_time(lambda: tf(xt, **kw), 5, 1)
+        report(name, res)
 
 
 def main():
@@ -239,6 +268,7 @@ def main():
     bench_mlp_step()
     bench_per_example()
     bench_fast()
+    bench_fft()
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ PYBIND11_MODULE(core, m) {
   init_ops_sort(m);
   init_linalg(m);
   init_fast(m);
+  init_fft(m);
   init_random(m);
   init_transforms(m);
   m.attr("__version__") = "0.1.0";
