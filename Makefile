@@ -33,6 +33,8 @@ demo: build
 
 bench: build
 	$(BUILD)/fluxion_bench
+	PYTHONPATH=$(BUILD)/python /usr/bin/python3 benchmarks/python/bench.py
+	PYTHONPATH=$(BUILD)/python /usr/bin/python3 benchmarks/python/bench_compile.py
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')

@@ -102,11 +102,14 @@ bool build(const std::string& source, const std::string& cxx,
   std::string cmd = quote(cxx) + " " + flags + " -o " + quote(tmp.string()) +
                     " " + quote(src.string()) + " >/dev/null 2>&1";
   int rc = std::system(cmd.c_str());
-  std::filesystem::remove(src, ec);
   if (rc != 0) {
+    std::filesystem::remove(src, ec);
     std::filesystem::remove(tmp, ec);
     return false;
   }
+  // The source stays next to its library, for reading what was generated.
+  auto kept = lib;
+  std::filesystem::rename(src, kept.replace_extension(".cpp"), ec);
   std::filesystem::rename(tmp, lib, ec);
   if (ec) {
     std::filesystem::remove(tmp, ec);
