@@ -89,12 +89,16 @@ struct Emitter {
       if (n == "Exp") return exp(in, x);
       if (n == "Tanh") {
         if (in == float64) return "__builtin_tanh(" + x + ")";
-        helpers.insert("exp");
+        helpers.insert("exp_neg");
         helpers.insert("tanh");
         return "fx_tanh(" + x + ")";
       }
       if (n == "Sigmoid") {
-        std::string e = exp(in, "-" + call("fabs", in, x));
+        std::string e = "__builtin_exp(-" + call("fabs", in, x) + ")";
+        if (in != float64) {
+          helpers.insert("exp_neg");
+          e = "fx_exp_neg(-" + call("fabs", in, x) + ")";
+        }
         return "fx_sigmoid_" + fsuffix(in) + "(" + x + ", " + e + ")";
       }
       if (n == "Sqrt") return call("sqrt", in, x);
@@ -208,12 +212,34 @@ static inline float fx_exp(float x) {
   return x != x ? x : y;
 }
 )"},
+    {"exp_neg", R"(
+// exp of c <= 0 (nan passes through), for tanh and sigmoid: inputs below
+// -87 give exp(-87), below every float32 tanh/sigmoid resolution; with no
+// overflow to handle, one scale and no selects.
+static inline float fx_exp_neg(float c) {
+  c = c < -87.0f ? -87.0f : c;
+  float n = __builtin_rintf(c * 1.44269504088896341f);
+  float r = __builtin_fmaf(n, -0.693359375f, c);
+  r = __builtin_fmaf(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
+  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
+  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
+  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
+  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
+  p = __builtin_fmaf(p, r * r, r) + 1.0f;
+  int b = ((int)n + 127) << 23;
+  float s;
+  __builtin_memcpy(&s, &b, 4);
+  return p * s;
+}
+)"},
     {"tanh", R"(
 // tanh: an odd Taylor polynomial near 0, (1 - e^-2|x|) / (1 + e^-2|x|)
 // elsewhere.
 static inline float fx_tanh(float x) {
   float a = __builtin_fabsf(x);
-  float t = fx_exp(-2.0f * a);
+  float t = fx_exp_neg(-2.0f * a);
   float big = (1.0f - t) / (1.0f + t);
   float z = x * x;
   float p = 62.0f / 2835.0f;
