@@ -27,6 +27,7 @@ struct CacheEntry {
   std::vector<Shape> shapes;  // only ndims count when shapeless
   std::vector<uint64_t> constants;
   detail::Ir ir;
+  bool cacheable = true;
 };
 
 struct FunctionCache {
@@ -59,18 +60,25 @@ bool matches(const CacheEntry& e, const std::vector<array>& inputs,
 // Post-order over the traced graph: every array reached becomes a value;
 // arrays with data or without a primitive are constants, the placeholders
 // are the inputs.
+// An array from an enclosing transformation (a tracer that does not depend
+// on the inputs) is kept as a constant, and `captures_tracer` is set: such a
+// trace is right for this call only, and is not cached.
 detail::Ir build_ir(const std::vector<array>& tracers,
-                    const std::vector<array>& outputs) {
+                    const std::vector<array>& outputs, bool& captures_tracer) {
   detail::Ir ir;
   std::unordered_map<uintptr_t, int> index;
+  std::vector<bool> depends;  // on an input, per value
   auto add_value = [&](const array& a) {
     int v = static_cast<int>(ir.values.size());
     ir.values.push_back({a.shape(), a.dtype(), std::nullopt});
+    depends.push_back(false);
     index[a.id()] = v;
     return v;
   };
+  captures_tracer = false;
   for (auto& t : tracers) {
     ir.inputs.push_back(add_value(t));
+    depends.back() = true;
   }
   std::vector<std::pair<array, size_t>> stack;
   for (auto& out : outputs) {
@@ -96,14 +104,26 @@ detail::Ir build_ir(const std::vector<array>& tracers,
       if (leaf) {
         int v = add_value(node);
         ir.values[v].constant = node;
+        captures_tracer = captures_tracer || node.is_tracer();
         continue;
       }
       detail::IrNode n{node.primitive_ptr(), {}, {}};
+      bool d = false;
       for (auto& in : node.inputs()) {
         n.inputs.push_back(index.at(in.id()));
+        d = d || depends[n.inputs.back()];
+      }
+      if (!d && node.is_tracer()) {
+        captures_tracer = true;
+        for (auto& o : node.outputs()) {
+          int v = add_value(o);
+          ir.values[v].constant = o;
+        }
+        continue;
       }
       for (auto& o : node.outputs()) {
         n.outputs.push_back(add_value(o));
+        depends.back() = d;
       }
       ir.nodes.push_back(std::move(n));
     }
@@ -162,7 +182,9 @@ std::shared_ptr<const CacheEntry> trace(const Fn& fun,
     entry->shapes.push_back(in.shape());
   }
   entry->constants = std::move(constants);
-  entry->ir = build_ir(tracers, outputs);
+  bool captures_tracer = false;
+  entry->ir = build_ir(tracers, outputs, captures_tracer);
+  entry->cacheable = !captures_tracer;
   if (shapeless) {
     check_shapeless(entry->ir);
   }
@@ -184,8 +206,10 @@ std::shared_ptr<const CacheEntry> find_or_trace(
   }
   // Traced without the lock: `fun` may call other compiled functions.
   auto entry = trace(fun, inputs, shapeless, constants);
-  std::lock_guard<std::mutex> lock(cache_mutex);
-  cache()[id].entries.push_back(entry);
+  if (entry->cacheable) {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    cache()[id].entries.push_back(entry);
+  }
   return entry;
 }
 

@@ -294,3 +294,31 @@ TEST(Compile, GeneratedTranscendentalsAreAccurate) {
     expect_close(got, to_vector<double>(op(x)), 1e-6, 1e-37);
   }
 }
+
+// A compiled function that closes over a tracer of an enclosing grad or
+// vmap sees it as a constant for that call only (never cached), so the
+// enclosing transformation stays right.
+TEST(Compile, ClosingOverOuterTracers) {
+  auto x = randn({4}, 40, float64);
+  auto w = randn({4}, 41, float64);
+  auto loss = [&](const std::vector<array>& p) {
+    auto f = compile([&](const std::vector<array>& in) {
+      return std::vector<array>{tanh(in[0] * p[0]) + p[0]};
+    });
+    return sum(f({x})[0]);
+  };
+  auto g = grad(loss, std::vector<int>{0})({w})[0];
+  auto expected = grad(
+      [&](const std::vector<array>& p) { return sum(tanh(x * p[0]) + p[0]); },
+      std::vector<int>{0})({w})[0];
+  expect_close(g, to_vector<double>(expected), 1e-12, 1e-12);
+  // vmap over the captured array.
+  auto ws = randn({3, 4}, 42, float64);
+  auto v = vmap([&](const std::vector<array>& p) {
+    auto f = compile([&](const std::vector<array>& in) {
+      return std::vector<array>{exp(in[0] * p[0]) * 2.0};
+    });
+    return f({x});
+  }, {0})({ws})[0];
+  expect_close(v, to_vector<double>(exp(x * ws) * 2.0), 1e-12, 1e-12);
+}
