@@ -7,10 +7,10 @@
 
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
+#include "fluxion/ops/conv_impl.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/shape.h"
-#include "fluxion/ops/conv_impl.h"
 
 namespace fluxion {
 
@@ -24,8 +24,8 @@ Shape output_shape(const Shape& in, const Shape& wt, const ConvParams& p) {
   int d = static_cast<int>(in.size()) - 2;
   Shape out{in[0]};
   for (int i = 0; i < d; ++i) {
-    int span = dilated_size(in[i + 1], p.input_dilation[i]) +
-               p.padding_lo[i] + p.padding_hi[i];
+    int span = dilated_size(in[i + 1], p.input_dilation[i]) + p.padding_lo[i] +
+               p.padding_hi[i];
     int k = dilated_size(wt[i + 1], p.kernel_dilation[i]);
     out.push_back(span < k ? 0 : (span - k) / p.stride[i] + 1);
   }
@@ -48,8 +48,8 @@ std::string prefix(const char* op) { return std::string("[") + op + "] "; }
 
 // One value per spatial axis: an empty vector means `fill`, a single value
 // applies to all axes.
-std::vector<int> per_axis(std::vector<int> v, int d, int fill,
-                          const char* what, const char* op) {
+std::vector<int> per_axis(std::vector<int> v, int d, int fill, const char* what,
+                          const char* op) {
   if (v.empty()) {
     return std::vector<int>(d, fill);
   }
@@ -118,9 +118,9 @@ array checked_conv(array in, array wt, ConvParams p, int spatial,
   int cin = in.shape(-1);
   int cout = wt.shape(0);
   if (p.groups < 1) {
-    throw std::invalid_argument(prefix(op) + "Received groups = " +
-                                std::to_string(p.groups) +
-                                ": it must be positive.");
+    throw std::invalid_argument(
+        prefix(op) + "Received groups = " + std::to_string(p.groups) +
+        ": it must be positive.");
   }
   if (cin % p.groups != 0 || cout % p.groups != 0) {
     throw std::invalid_argument(
@@ -176,8 +176,8 @@ void check_padding(const std::vector<int>& lo, const std::vector<int>& hi,
 
 }  // namespace conv_detail
 
-using conv_detail::checked_conv;
 using conv_detail::check_padding;
+using conv_detail::checked_conv;
 using conv_detail::ConvParams;
 
 namespace {
@@ -186,8 +186,13 @@ array conv_nd(const array& in, const array& wt, std::vector<int> stride,
               std::vector<int> padding, std::vector<int> dilation, int groups,
               int d, const char* op, StreamOrDevice s) {
   check_padding(padding, padding, op);
-  ConvParams p{std::move(stride), padding, padding, std::move(dilation),
-               {},     groups,  false};
+  ConvParams p{std::move(stride),
+               padding,
+               padding,
+               std::move(dilation),
+               {},
+               groups,
+               false};
   return checked_conv(in, wt, std::move(p), d, op, to_stream(s));
 }
 
@@ -225,12 +230,11 @@ array conv_transpose_nd(const array& in, const array& wt,
       hi[i] = span - padding[i] + output_padding[i];
     }
   }
-  ConvParams p{std::vector<int>(d, 1), lo, hi, std::move(dilation),
+  ConvParams p{std::vector<int>(d, 1), lo,     hi,  std::move(dilation),
                std::move(stride),      groups, true};
   for (int x : p.input_dilation) {
     if (x < 1) {
-      throw std::invalid_argument(std::string("[") + op +
-                                  "] Received stride " +
+      throw std::invalid_argument(std::string("[") + op + "] Received stride " +
                                   vec_str(p.input_dilation) +
                                   ": it must be positive.");
     }
@@ -281,9 +285,12 @@ array conv_general(array input, array weight, std::vector<int> stride,
                    std::vector<int> input_dilation, int groups, bool flip,
                    StreamOrDevice s) {
   check_padding(padding_lo, padding_hi, "conv_general");
-  ConvParams p{std::move(stride),          std::move(padding_lo),
-               std::move(padding_hi),      std::move(kernel_dilation),
-               std::move(input_dilation),  groups,
+  ConvParams p{std::move(stride),
+               std::move(padding_lo),
+               std::move(padding_hi),
+               std::move(kernel_dilation),
+               std::move(input_dilation),
+               groups,
                flip};
   return checked_conv(input, weight, std::move(p), input.ndim() - 2,
                       "conv_general", to_stream(s));
@@ -342,15 +349,14 @@ array conv_transpose3d(const array& input, const array& weight, int stride,
 array convolve(const array& a, const array& v, const std::string& mode,
                StreamOrDevice s) {
   if (a.ndim() != 1 || v.ndim() != 1) {
-    throw std::invalid_argument(
-        "[convolve] Received arrays of shapes " + shape_str(a.shape()) +
-        " and " + shape_str(v.shape()) + ": both must be 1-D.");
-  }
-  if (a.size() == 0 || v.size() == 0) {
     throw std::invalid_argument("[convolve] Received arrays of shapes " +
                                 shape_str(a.shape()) + " and " +
-                                shape_str(v.shape()) +
-                                ": inputs cannot be empty.");
+                                shape_str(v.shape()) + ": both must be 1-D.");
+  }
+  if (a.size() == 0 || v.size() == 0) {
+    throw std::invalid_argument(
+        "[convolve] Received arrays of shapes " + shape_str(a.shape()) +
+        " and " + shape_str(v.shape()) + ": inputs cannot be empty.");
   }
   if (mode != "full" && mode != "same" && mode != "valid") {
     throw std::invalid_argument("[convolve] Received mode '" + mode +
@@ -369,8 +375,9 @@ array convolve(const array& a, const array& v, const std::string& mode,
     lo = m - 1 - hi;
   }
   ConvParams p{{1}, {lo}, {hi}, {1}, {1}, 1, true};
-  auto out = checked_conv(reshape(x, {1, -1, 1}, st), reshape(k, {1, -1, 1}, st),
-                          std::move(p), 1, "convolve", st);
+  auto out =
+      checked_conv(reshape(x, {1, -1, 1}, st), reshape(k, {1, -1, 1}, st),
+                   std::move(p), 1, "convolve", st);
   return reshape(out, {-1}, st);
 }
 

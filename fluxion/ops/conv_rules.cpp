@@ -22,9 +22,9 @@ using conv_detail::make_conv;
 namespace {
 
 ConvParams params_of(const Convolution& c) {
-  return {c.stride(),         c.padding_lo(), c.padding_hi(),
-          c.kernel_dilation(), c.input_dilation(), c.groups(),
-          c.flip()};
+  return {
+      c.stride(),         c.padding_lo(), c.padding_hi(), c.kernel_dilation(),
+      c.input_dilation(), c.groups(),     c.flip()};
 }
 
 // `a` reversed along axes [first, first + n).
@@ -46,7 +46,8 @@ array input_grad(const array& x, const array& w, const array& ct,
   int d = x.ndim() - 2;
   int g = p.groups;
   int cout = w.shape(0), cin_g = w.shape(-1);
-  // [C_out, K..., C_in/g] -> [g, C_in/g, K..., C_out/g] -> [C_in, K..., C_out/g]
+  // [C_out, K..., C_in/g] -> [g, C_in/g, K..., C_out/g] -> [C_in, K...,
+  // C_out/g]
   Shape split{g, cout / g};
   for (int i = 0; i < d; ++i) {
     split.push_back(w.shape(i + 1));
@@ -194,8 +195,7 @@ std::pair<std::vector<array>, std::vector<int>> Convolution::vmap(
     auto y = make_conv(reshape(x, folded, s), inputs[1], p, s);
     Shape ys = y.shape();
     ys[0] = x.shape(1);
-    return {{reshape(y, rules::prepend(b, ys), s)},
-            {0}};
+    return {{reshape(y, rules::prepend(b, ys), s)}, {0}};
   }
   // A batched weight: batch element j becomes groups j * g ... j * g + g - 1
   // of one convolution over the channels of every batch element.

@@ -29,8 +29,8 @@ array rand_array(const Shape& shape, unsigned seed, Dtype t = float64) {
 // The definition: out[n, o..., co] = sum over taps k and group channels c
 // of x_dilated_padded[n, o * stride + k' * kdil, g * cin_g + c] *
 // w[co, k..., c], k' = K - 1 - k when flipped.
-std::vector<double> naive_conv(const array& x, const array& w,
-                               const Params& p, Shape& out_shape) {
+std::vector<double> naive_conv(const array& x, const array& w, const Params& p,
+                               Shape& out_shape) {
   int d = x.ndim() - 2;
   auto xv = to_vector<double>(x);
   auto wv = to_vector<double>(w);
@@ -89,9 +89,13 @@ void expect_conv(const array& got, const array& x, const array& w,
 
 Params uniform(int d, int s, int lo, int hi, int kd, int id, int groups,
                bool flip) {
-  return {std::vector<int>(d, s), std::vector<int>(d, lo),
-          std::vector<int>(d, hi), std::vector<int>(d, kd),
-          std::vector<int>(d, id), groups, flip};
+  return {std::vector<int>(d, s),
+          std::vector<int>(d, lo),
+          std::vector<int>(d, hi),
+          std::vector<int>(d, kd),
+          std::vector<int>(d, id),
+          groups,
+          flip};
 }
 
 }  // namespace
@@ -118,14 +122,13 @@ TEST(Conv, GeneralAllOptionCombinations) {
                 Params p = uniform(d, s, pad, pad / 2, kd, id, groups, flip);
                 auto y = conv_general(x, w, p.stride, p.lo, p.hi, p.kdil,
                                       p.idil, groups, flip);
-                expect_conv(y, x, w, p, 1e-10,
-                            "d=" + std::to_string(d) + " s=" +
-                                std::to_string(s) + " pad=" +
-                                std::to_string(pad) + " kd=" +
-                                std::to_string(kd) + " id=" +
-                                std::to_string(id) + " g=" +
-                                std::to_string(groups) + " flip=" +
-                                std::to_string(flip));
+                expect_conv(
+                    y, x, w, p, 1e-10,
+                    "d=" + std::to_string(d) + " s=" + std::to_string(s) +
+                        " pad=" + std::to_string(pad) + " kd=" +
+                        std::to_string(kd) + " id=" + std::to_string(id) +
+                        " g=" + std::to_string(groups) +
+                        " flip=" + std::to_string(flip));
               }
   }
 }
@@ -156,9 +159,9 @@ TEST(Conv, Wrappers) {
   auto x3 = rand_array({1, 4, 5, 6, 2}, 25);
   auto w3 = rand_array({3, 2, 2, 3, 2}, 26);
   expect_conv(conv3d(x3, w3), x3, w3, uniform(3, 1, 0, 0, 1, 1, 1, false));
-  expect_conv(conv3d(x3, w3, {1, 2, 1}, {0, 1, 1}, {2, 1, 1}), x3, w3,
-              Params{{1, 2, 1}, {0, 1, 1}, {0, 1, 1}, {2, 1, 1}, {1, 1, 1}, 1,
-                     false});
+  expect_conv(
+      conv3d(x3, w3, {1, 2, 1}, {0, 1, 1}, {2, 1, 1}), x3, w3,
+      Params{{1, 2, 1}, {0, 1, 1}, {0, 1, 1}, {2, 1, 1}, {1, 1, 1}, 1, false});
   expect_conv(conv3d(x3, w3, 2, 1), x3, w3,
               uniform(3, 2, 1, 1, 1, 1, 1, false));
 }
@@ -253,11 +256,10 @@ TEST(Conv, Transpose) {
             }
             Shape shape;
             auto want = naive_transpose(x, w, sv, pv, dv, ov, groups, shape);
-            std::string what = "d=" + std::to_string(d) +
-                               " s=" + std::to_string(s) +
-                               " pad=" + std::to_string(pad) +
-                               " dil=" + std::to_string(dil) +
-                               " g=" + std::to_string(groups);
+            std::string what =
+                "d=" + std::to_string(d) + " s=" + std::to_string(s) +
+                " pad=" + std::to_string(pad) + " dil=" + std::to_string(dil) +
+                " g=" + std::to_string(groups);
             ASSERT_EQ(y.shape(), shape) << what;
             expect_close(y, want, 1e-10, 1e-10, what);
           }
@@ -327,8 +329,7 @@ TEST(Conv, LargeBlockedAndDepthwise) {
               uniform(2, 2, 1, 1, 1, 1, 64, false), 1e-4);
   // Pointwise (1x1) reads the input in place.
   auto w1 = rand_array({5, 1, 1, 32}, 55, float32);
-  expect_conv(conv2d(x, w1), x, w1, uniform(2, 1, 0, 0, 1, 1, 1, false),
-              1e-4);
+  expect_conv(conv2d(x, w1), x, w1, uniform(2, 1, 0, 0, 1, 1, 1, false), 1e-4);
 }
 
 TEST(Conv, EmptyAndEdgeShapes) {
@@ -356,43 +357,67 @@ TEST(Conv, Errors) {
   expect_error<std::invalid_argument>([&] { conv2d(x, w, 1, 0, 1, 2); },
                                       "C_in / groups = 2");
   expect_error<std::invalid_argument>(
-      [&] { conv2d(x, rand_array({4, 3, 3, 3}, 73)); }, "(4 channels)");
+      [&] {
+        conv2d(x, rand_array({4, 3, 3, 3}, 73));
+      },
+      "(4 channels)");
   expect_error<std::invalid_argument>(
-      [&] { conv2d(x, rand_array({4, 7, 3, 4}, 74)); },
+      [&] {
+        conv2d(x, rand_array({4, 7, 3, 4}, 74));
+      },
       "[conv2d] Received an input of shape (2,6,6,4) and a weight");
   expect_error<std::invalid_argument>(
-      [&] { conv2d(rand_array({6, 6, 4}, 75), w); }, "needs 4 dimensions");
+      [&] {
+        conv2d(rand_array({6, 6, 4}, 75), w);
+      },
+      "needs 4 dimensions");
   expect_error<std::invalid_argument>(
-      [&] { conv2d(x, rand_array({4, 3, 4}, 76)); }, "[conv2d] Received a weight");
+      [&] {
+        conv2d(x, rand_array({4, 3, 4}, 76));
+      },
+      "[conv2d] Received a weight");
   expect_error<std::invalid_argument>(
       [&] { conv2d(astype(x, int32), astype(w, int32)); }, "floating-point");
   expect_error<std::invalid_argument>(
-      [&] { conv1d(rand_array({1, 4, 1}, 1), rand_array({1, 0, 1}, 2)); },
+      [&] {
+        conv1d(rand_array({1, 4, 1}, 1), rand_array({1, 0, 1}, 2));
+      },
       "empty spatial");
+  expect_error<std::invalid_argument>([&] { conv3d(x, w); }, "[conv3d]");
   expect_error<std::invalid_argument>(
-      [&] { conv3d(x, w); }, "[conv3d]");
+      [&] {
+        conv_general(x, w, {1, 1, 1});
+      },
+      "[conv_general] Received stride");
   expect_error<std::invalid_argument>(
-      [&] { conv_general(x, w, {1, 1, 1}); }, "[conv_general] Received stride");
+      [&] { conv_general(x, w, {1}, {0}, {-1}, {}, {}, 1, false, {}); },
+      "[conv_general]");
   expect_error<std::invalid_argument>(
-      [&] { conv_general(x, w, {1}, {0}, {-1}, {}, {}, 1, false, {}); }, "[conv_general]");
+      [&] { conv_general(x, w, {}, {}, {}, {}, {0}, 1, false, {}); },
+      "input dilation");
   expect_error<std::invalid_argument>(
-      [&] { conv_general(x, w, {}, {}, {}, {}, {0}, 1, false, {}); }, "input dilation");
-  expect_error<std::invalid_argument>(
-      [&] { conv_general(rand_array({2, 2}, 3), rand_array({2, 2}, 4)); },
+      [&] {
+        conv_general(rand_array({2, 2}, 3), rand_array({2, 2}, 4));
+      },
       "1 to 3 spatial");
   expect_error<std::invalid_argument>(
       [&] { conv_transpose2d(x, w, 2, 0, 1, 2); }, "[conv_transpose2d]");
   expect_error<std::invalid_argument>(
-      [&] { conv_transpose1d(rand_array({1, 4, 1}, 5), rand_array({1, 2, 1}, 6),
-                             1, -1); },
+      [&] {
+        conv_transpose1d(rand_array({1, 4, 1}, 5), rand_array({1, 2, 1}, 6), 1,
+                         -1);
+      },
       "[conv_transpose1d] Received padding");
-  expect_error<std::invalid_argument>(
-      [&] { conv_transpose3d(x, w); }, "[conv_transpose3d]");
+  expect_error<std::invalid_argument>([&] { conv_transpose3d(x, w); },
+                                      "[conv_transpose3d]");
   auto a = array({1.0, 2.0});
   expect_error<std::invalid_argument>(
-      [&] { convolve(reshape(a, {1, 2}), a); }, "[convolve]");
-  expect_error<std::invalid_argument>(
-      [&] { convolve(a, zeros({0}, float64)); }, "cannot be empty");
+      [&] {
+        convolve(reshape(a, {1, 2}), a);
+      },
+      "[convolve]");
+  expect_error<std::invalid_argument>([&] { convolve(a, zeros({0}, float64)); },
+                                      "cannot be empty");
   expect_error<std::invalid_argument>([&] { convolve(a, a, "wide"); },
                                       "[convolve] Received mode 'wide'");
   expect_error<std::invalid_argument>(

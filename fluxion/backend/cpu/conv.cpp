@@ -10,8 +10,11 @@
 // group's weights [C_out/g, K0*K1*K2*C_in/g]^T straight into the output.
 // Large blocks: im2col over the thread pool, then a gemm OpenBLAS spreads
 // over its own threads. Thin products: blocks small enough that OpenBLAS
-// stays single-threaded, whole (block, group) units over the pool. A 1x1 convolution without stride, padding or
-// dilation reads the input in place as the im2col matrix.
+// stays single-threaded, whole (block, group) units over the pool. A 1x1
+// convolution without stride, padding or dilation reads the input in place as
+// the im2col matrix.
+#include "fluxion/ops/conv.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -21,7 +24,6 @@
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/thread_pool.h"
-#include "fluxion/ops/conv.h"
 
 namespace fluxion {
 
@@ -34,8 +36,8 @@ constexpr int64_t kBlockElems = 1 << 19;
 
 void gemm_nt(int m, int n, int k, const float* a, int lda, const float* b,
              int ldb, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, lda,
-              b, ldb, 0.0f, c, ldc);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, lda, b,
+              ldb, 0.0f, c, ldc);
 }
 void gemm_nt(int m, int n, int k, const double* a, int lda, const double* b,
              int ldb, double* c, int ldc) {
@@ -127,8 +129,8 @@ void im2col(const Geometry& g, const T* x, int grp, int64_t r0, int64_t r1,
     const int* t0 = g.tap[0].data() + static_cast<size_t>(o0) * g.K[0];
     const int* t1 = g.tap[1].data() + static_cast<size_t>(o1) * g.K[1];
     const int* t2 = g.tap[2].data() + static_cast<size_t>(o2) * g.K[2];
-    const T* xn = x + n * g.L[0] * g.L[1] * int64_t{g.L[2]} * g.cin +
-                  int64_t{grp} * cg;
+    const T* xn =
+        x + n * g.L[0] * g.L[1] * int64_t{g.L[2]} * g.cin + int64_t{grp} * cg;
     for (int k0 = 0; k0 < g.K[0]; ++k0) {
       int i0 = t0[k0];
       for (int k1 = 0; k1 < g.K[1]; ++k1) {
@@ -153,7 +155,7 @@ void im2col(const Geometry& g, const T* x, int grp, int64_t r0, int64_t r1,
 
 template <typename T>
 void conv_blocks(const Geometry& g, const T* x, const T* w, T* y,
-              bool pointwise) {
+                 bool pointwise) {
   const int64_t rows = g.n * g.positions();
   const int64_t cols = g.cols();
   if (rows == 0 || g.cout == 0) {
@@ -171,10 +173,9 @@ void conv_blocks(const Geometry& g, const T* x, const T* w, T* y,
   // units spread over the pool. Otherwise large blocks, one after another.
   const int64_t per_row = std::max<int64_t>(g.cout_g * cols, 1);
   const bool thin = kSmallGemm / per_row >= 64;
-  int64_t block =
-      thin ? std::min(rows, kSmallGemm / per_row)
-           : std::clamp<int64_t>(kBlockElems / cols, std::min<int64_t>(rows, 64),
-                                 rows);
+  int64_t block = thin ? std::min(rows, kSmallGemm / per_row)
+                       : std::clamp<int64_t>(kBlockElems / cols,
+                                             std::min<int64_t>(rows, 64), rows);
   int64_t nblocks = (rows + block - 1) / block;
   auto run_unit = [&](int64_t b, int grp, T* col, bool parallel_im2col) {
     int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
