@@ -133,6 +133,43 @@ TEST(Conv, GeneralAllOptionCombinations) {
   }
 }
 
+// One channel per group in and out (single-channel signals and depthwise
+// convolutions) takes a direct kernel: the same sweep over its options.
+TEST(Conv, DepthwiseAllOptionCombinations) {
+  unsigned seed = 500;
+  for (int d = 1; d <= 3; ++d)
+    for (int c : {1, 3})
+      for (int s : {1, 2})
+        for (int pad : {0, 2})
+          for (int kd : {1, 2})
+            for (int id : {1, 2})
+              for (bool flip : {false, true}) {
+                Shape xs{2}, ws{c};
+                for (int i = 0; i < d; ++i) {
+                  xs.push_back(6 - i);
+                  ws.push_back(3 - (i % 2));
+                }
+                xs.push_back(c);
+                ws.push_back(1);
+                auto x = rand_array(xs, seed++);
+                auto w = rand_array(ws, seed++);
+                Params p = uniform(d, s, pad, 1, kd, id, c, flip);
+                auto y = conv_general(x, w, p.stride, p.lo, p.hi, p.kdil,
+                                      p.idil, c, flip);
+                expect_conv(y, x, w, p, 1e-10,
+                            "d=" + std::to_string(d) + " c=" +
+                                std::to_string(c) + " s=" + std::to_string(s) +
+                                " pad=" + std::to_string(pad) +
+                                " kd=" + std::to_string(kd) +
+                                " id=" + std::to_string(id) +
+                                " flip=" + std::to_string(flip));
+                auto yf =
+                    conv_general(astype(x, float32), astype(w, float32),
+                                 p.stride, p.lo, p.hi, p.kdil, p.idil, c, flip);
+                expect_conv(yf, x, w, p, 1e-5, "float32");
+              }
+}
+
 TEST(Conv, PerAxisParameters) {
   auto x = rand_array({1, 7, 9, 3}, 11);
   auto w = rand_array({2, 3, 2, 3}, 12);

@@ -65,6 +65,8 @@ array compute_copy(const array& a, Dtype t) {
 struct Geometry {
   int64_t n, cin, cout, groups, cin_g, cout_g;
   int L[3], K[3], O[3];
+  int s[3], lo[3], kd[3], id[3];
+  bool flip;
   // tap[d][o * K[d] + k]: the input index read by output o at tap k along
   // axis d, or -1 (padding or a hole of the input dilation).
   std::vector<int> tap[3];
@@ -74,7 +76,7 @@ struct Geometry {
 };
 
 Geometry geometry(const array& x, const array& w, const array& y,
-                  const Convolution& c) {
+                  const Convolution& c, bool with_last_table) {
   Geometry g;
   int d = x.ndim() - 2;
   int pad = 3 - d;
@@ -89,11 +91,15 @@ Geometry geometry(const array& x, const array& w, const array& y,
     g.L[a] = i < 0 ? 1 : x.shape(i + 1);
     g.K[a] = i < 0 ? 1 : w.shape(i + 1);
     g.O[a] = i < 0 ? 1 : y.shape(i + 1);
-    int s = i < 0 ? 1 : c.stride()[i];
-    int lo = i < 0 ? 0 : c.padding_lo()[i];
-    int kd = i < 0 ? 1 : c.kernel_dilation()[i];
-    int id = i < 0 ? 1 : c.input_dilation()[i];
-    bool flip = i >= 0 && c.flip();
+    int s = g.s[a] = i < 0 ? 1 : c.stride()[i];
+    int lo = g.lo[a] = i < 0 ? 0 : c.padding_lo()[i];
+    int kd = g.kd[a] = i < 0 ? 1 : c.kernel_dilation()[i];
+    int id = g.id[a] = i < 0 ? 1 : c.input_dilation()[i];
+    bool flip = g.flip = c.flip();
+    flip = flip && i >= 0;
+    if (a == 2 && !with_last_table && id == 1) {
+      continue;  // the depthwise kernel computes axis 2 ranges itself
+    }
     auto& t = g.tap[a];
     t.resize(static_cast<size_t>(g.O[a]) * g.K[a]);
     for (int o = 0; o < g.O[a]; ++o) {
@@ -101,7 +107,9 @@ Geometry geometry(const array& x, const array& w, const array& y,
         int kk = flip ? g.K[a] - 1 - k : k;
         int64_t j = int64_t{o} * s - lo + int64_t{kk} * kd;
         int idx = -1;
-        if (j >= 0 && j % id == 0 && j / id < g.L[a]) {
+        if (id == 1) {
+          idx = j >= 0 && j < g.L[a] ? static_cast<int>(j) : -1;
+        } else if (j >= 0 && j % id == 0 && j / id < g.L[a]) {
           idx = static_cast<int>(j / id);
         }
         t[static_cast<size_t>(o) * g.K[a] + k] = idx;
@@ -153,12 +161,107 @@ void im2col(const Geometry& g, const T* x, int grp, int64_t r0, int64_t r1,
   }
 }
 
+// One input and one output channel per group (depthwise convolutions,
+// single-channel signals): a gemm per group would multiply by a
+// [taps x 1] matrix, so each output row is accumulated directly, tap by
+// tap, vectorized over the channels (contiguous in input and output).
+template <typename T>
+void depthwise(const Geometry& g, const T* x, const T* w, T* y) {
+  const int64_t taps = g.taps();
+  const int64_t C = g.cin;
+  const int64_t lines = g.n * g.O[0] * g.O[1];
+  const int O2 = g.O[2], K2 = g.K[2], L2 = g.L[2];
+  const int64_t s2 = g.s[2];
+  std::vector<T> wt(static_cast<size_t>(taps * C));  // [tap][channel]
+  for (int64_t c = 0; c < C; ++c) {
+    for (int64_t t = 0; t < taps; ++t) {
+      wt[t * C + c] = w[c * taps + t];
+    }
+  }
+  int64_t grain =
+      std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(taps * C * O2, 1));
+  cpu::parallel_for(lines, grain, [&](int64_t l0, int64_t l1) {
+    for (int64_t l = l0; l < l1; ++l) {
+      int64_t n = l / (int64_t{g.O[0]} * g.O[1]);
+      int o1 = static_cast<int>(l % g.O[1]);
+      int o0 = static_cast<int>(l / g.O[1] % g.O[0]);
+      T* out = y + l * O2 * C;
+      std::fill(out, out + O2 * C, T(0));
+      const int* t0 = g.tap[0].data() + static_cast<size_t>(o0) * g.K[0];
+      const int* t1 = g.tap[1].data() + static_cast<size_t>(o1) * g.K[1];
+      const T* xn = x + n * g.L[0] * g.L[1] * int64_t{L2} * C;
+      for (int k0 = 0; k0 < g.K[0]; ++k0) {
+        for (int k1 = 0; k1 < g.K[1]; ++k1) {
+          if (t0[k0] < 0 || t1[k1] < 0) {
+            continue;
+          }
+          const T* row = xn + (int64_t{t0[k0]} * g.L[1] + t1[k1]) * L2 * C;
+          for (int k2 = 0; k2 < K2; ++k2) {
+            const T* wk =
+                wt.data() + ((int64_t{k0} * g.K[1] + k1) * K2 + k2) * C;
+            if (g.id[2] != 1) {
+              const int* t2 = g.tap[2].data() + k2;
+              for (int o2 = 0; o2 < O2; ++o2) {
+                int i2 = t2[static_cast<size_t>(o2) * K2];
+                if (i2 >= 0) {
+                  const T* in = row + int64_t{i2} * C;
+                  T* o = out + int64_t{o2} * C;
+                  for (int64_t c = 0; c < C; ++c) {
+                    o[c] += in[c] * wk[c];
+                  }
+                }
+              }
+              continue;
+            }
+            // Input index o2 * s2 + base: valid for o2 in [first, last).
+            int kk = g.flip ? K2 - 1 - k2 : k2;
+            int64_t base = int64_t{kk} * g.kd[2] - g.lo[2];
+            int64_t first = base >= 0 ? 0 : (-base + s2 - 1) / s2;
+            int64_t last =
+                L2 - 1 - base < 0
+                    ? 0
+                    : std::min<int64_t>(O2, (L2 - 1 - base) / s2 + 1);
+            if (first >= last) {
+              continue;
+            }
+            if (C == 1) {
+              T wv = wk[0];
+              const T* in = row + base;
+              if (s2 == 1) {
+                for (int64_t o2 = first; o2 < last; ++o2) {
+                  out[o2] += in[o2] * wv;
+                }
+              } else {
+                for (int64_t o2 = first; o2 < last; ++o2) {
+                  out[o2] += in[o2 * s2] * wv;
+                }
+              }
+              continue;
+            }
+            for (int64_t o2 = first; o2 < last; ++o2) {
+              const T* in = row + (o2 * s2 + base) * C;
+              T* o = out + o2 * C;
+              for (int64_t c = 0; c < C; ++c) {
+                o[c] += in[c] * wk[c];
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 template <typename T>
 void conv_blocks(const Geometry& g, const T* x, const T* w, T* y,
                  bool pointwise) {
   const int64_t rows = g.n * g.positions();
   const int64_t cols = g.cols();
   if (rows == 0 || g.cout == 0) {
+    return;
+  }
+  if (g.cin_g == 1 && g.cout_g == 1) {
+    depthwise(g, x, w, y);
     return;
   }
   if (pointwise) {
@@ -225,8 +328,10 @@ void Convolution::eval_cpu(const std::vector<array>& inputs,
   if (direct) {
     y.set_data(y.nbytes());
   }
-  auto g = geometry(x, w, y, *this);
-  bool pointwise = g.taps() == 1 && g.groups == 1;
+  const int64_t groups = groups_;
+  const bool depthwise_path = x.shape(-1) == groups && w.shape(0) == groups;
+  auto g = geometry(x, w, y, *this, !depthwise_path);
+  bool pointwise = g.taps() == 1 && g.groups == 1 && !depthwise_path;
   for (int a = 0; a < 3 && pointwise; ++a) {
     pointwise = g.L[a] == g.O[a];
     for (int o = 0; o < g.O[a] && pointwise; ++o) {
