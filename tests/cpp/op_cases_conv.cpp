@@ -83,6 +83,10 @@ std::vector<OpCase> conv_cases() {
   add(
       "convolve_full", [](auto& a, auto& v) { return convolve(a, v); }, {3},
       {5}, 29);
+  add(
+      "conv2d_depthwise",
+      [](auto& x, auto& w) { return conv2d(x, w, 2, 1, 1, 3); }, {1, 5, 4, 3},
+      {3, 3, 2, 1}, 31, true);
   return c;
 }
 
