@@ -364,6 +364,14 @@ TEST(Conv, LargeBlockedAndDepthwise) {
   auto xd = rand_array({2, 20, 20, 64}, 54, float32);
   expect_conv(conv2d(xd, wd, 2, 1, 1, 64), xd, wd,
               uniform(2, 2, 1, 1, 1, 1, 64, false), 1e-4);
+  // Grouped, large enough for the sequential blocked path.
+  auto wg = rand_array({64, 3, 3, 16}, 56, float32);
+  expect_conv(conv2d(x, wg, 1, 1, 1, 2), x, wg,
+              uniform(2, 1, 1, 1, 1, 1, 2, false), 1e-4);
+  // A strided 1x1 convolution goes through im2col.
+  auto w1s = rand_array({5, 1, 1, 32}, 57, float32);
+  expect_conv(conv2d(x, w1s, 2), x, w1s, uniform(2, 2, 0, 0, 1, 1, 1, false),
+              1e-4);
   // Pointwise (1x1) reads the input in place.
   auto w1 = rand_array({5, 1, 1, 32}, 55, float32);
   expect_conv(conv2d(x, w1), x, w1, uniform(2, 1, 0, 0, 1, 1, 1, false), 1e-4);

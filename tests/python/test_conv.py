@@ -342,3 +342,21 @@ def test_grads_against_torch():
                      argnums=(0, 1))(mx.array(x), mx.array(w))
     assert_close(gx, np.moveaxis(tx.grad.numpy(), 1, -1))
     assert_close(gw, np.moveaxis(tw.grad.numpy(), 1, -1))
+
+
+def test_depthwise_against_torch():
+    torch = pytest.importorskip("torch")
+    x = rng_array((2, 9, 8, 6), 120)
+    w = rng_array((6, 3, 3, 1), 121)
+    kw = dict(stride=[2, 1], padding=(1, 2), groups=6)
+    tx = torch.tensor(np.moveaxis(x, -1, 1), requires_grad=True)
+    tw = torch.tensor(np.moveaxis(w, -1, 1), requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, tw, stride=(2, 1), padding=(1, 2),
+                                    groups=6)
+    torch.sum(torch.tanh(ty)).backward()
+    assert_close(mx.conv2d(mx.array(x), mx.array(w), **kw),
+                 np.moveaxis(ty.detach().numpy(), 1, -1))
+    gx, gw = mx.grad(lambda a, b: mx.sum(mx.tanh(mx.conv2d(a, b, **kw))),
+                     argnums=(0, 1))(mx.array(x), mx.array(w))
+    assert_close(gx, np.moveaxis(tx.grad.numpy(), 1, -1))
+    assert_close(gw, np.moveaxis(tw.grad.numpy(), 1, -1))

@@ -18,6 +18,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <vector>
 
@@ -264,7 +265,7 @@ void conv_blocks(const Geometry& g, const T* x, const T* w, T* y,
     depthwise(g, x, w, y);
     return;
   }
-  if (pointwise) {
+  if (pointwise && rows <= INT_MAX) {
     // The input is its own im2col matrix [rows, C_in].
     gemm_nt(static_cast<int>(rows), static_cast<int>(g.cout),
             static_cast<int>(g.cin), x, static_cast<int>(g.cin), w,
