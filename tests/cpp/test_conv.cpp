@@ -492,3 +492,21 @@ TEST(Conv, GradientOfInputIsTransposedConv) {
   });
   expect_close(grads[0], want, 1e-10, 1e-10);
 }
+
+TEST(Conv, PrimitiveEquivalenceAndShapes) {
+  auto x = rand_array({1, 6, 5, 2}, 91);
+  auto w = rand_array({2, 3, 2, 2}, 92);
+  auto a = conv2d(x, w, 2, 1);
+  auto b = conv2d(x, w, 2, 1);
+  auto c = conv2d(x, w, 1, 1);
+  auto f = conv_general(x, w, {2}, {1}, {1}, {1}, {1}, 1, true, {});
+  EXPECT_TRUE(a.primitive().is_equivalent(b.primitive()));
+  EXPECT_FALSE(a.primitive().is_equivalent(c.primitive()));
+  EXPECT_FALSE(a.primitive().is_equivalent(f.primitive()));
+  EXPECT_FALSE(a.primitive().is_equivalent(exp(x).primitive()));
+  EXPECT_EQ(a.primitive().output_shapes({x, w}), std::vector<Shape>{a.shape()});
+  EXPECT_EQ(a.shape(), (Shape{1, 3, 3, 2}));
+  std::ostringstream os;
+  a.primitive().print(os);
+  EXPECT_NE(os.str().find("stride=(2,2)"), std::string::npos) << os.str();
+}
