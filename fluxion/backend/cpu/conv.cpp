@@ -53,6 +53,13 @@ array scratch(const Shape& shape, Dtype dtype) {
   return a;
 }
 
+// Scratch for im2col blocks, from the caching allocator (no page faults
+// on every call, as a fresh multi-MiB malloc would have).
+template <typename T>
+array col_buffer(int64_t n) {
+  return scratch({static_cast<int32_t>(n)}, sizeof(T) == 4 ? float32 : float64);
+}
+
 // `a` row-major in dtype `t` (itself when it already is).
 array compute_copy(const array& a, Dtype t) {
   if (a.dtype() == t && a.flags().row_contiguous) {
@@ -300,17 +307,17 @@ void conv_blocks(const Geometry& g, const T* x, const T* w, T* y,
     int64_t units = nblocks * g.groups;
     int64_t grain = std::max<int64_t>(1, (1 << 16) / (block * per_row));
     cpu::parallel_for(units, grain, [&](int64_t lo, int64_t hi) {
-      std::vector<T> col(static_cast<size_t>(block * cols));
+      array col = col_buffer<T>(block * cols);
       for (int64_t u = lo; u < hi; ++u) {
-        run_unit(u / g.groups, static_cast<int>(u % g.groups), col.data(),
+        run_unit(u / g.groups, static_cast<int>(u % g.groups), col.data<T>(),
                  false);
       }
     });
   } else {
-    std::vector<T> col(static_cast<size_t>(block * cols));
+    array col = col_buffer<T>(block * cols);
     for (int64_t b = 0; b < nblocks; ++b) {
       for (int grp = 0; grp < g.groups; ++grp) {
-        run_unit(b, grp, col.data(), true);
+        run_unit(b, grp, col.data<T>(), true);
       }
     }
   }
