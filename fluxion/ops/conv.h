@@ -54,7 +54,9 @@ array conv_general(array input, array weight, std::vector<int> stride,
                    std::vector<int> kernel_dilation = {},
                    std::vector<int> input_dilation = {}, int groups = 1,
                    bool flip = false, StreamOrDevice s = {});
-// Symmetric padding.
+// Symmetric padding. (As in MLX, a call with braced lists for both
+// padding_lo/padding_hi and fewer than ten arguments can be ambiguous
+// between the two overloads; spell out every argument, stream included.)
 array conv_general(const array& input, const array& weight,
                    std::vector<int> stride = {}, std::vector<int> padding = {},
                    std::vector<int> kernel_dilation = {},
