@@ -388,6 +388,49 @@ int main() {
     row("cumsum_16M_f32", "GB/s", gb / t, t, "C++ prefix-sum loop", t_ref);
   }
 
+  // 4c. conv2d: N=8, 56x56, 64 -> 64 channels, 3x3, stride 1, pad 1,
+  // float32, against im2col + one cblas_sgemm written here.
+  {
+    const int N = 8, H = 56, W = 56, C = 64, O = 64, K = 3;
+    array x = random::normal({N, H, W, C});
+    array w = random::normal({O, K, K, C});
+    eval(x, w);
+    double t = median_seconds([&] { conv2d(x, w, 1, 1).eval(); }, 9, 2);
+    const float* px = x.data<float>();
+    const float* pw = w.data<float>();
+    const int cols = K * K * C;
+    const int64_t rows = int64_t{N} * H * W;
+    std::vector<float> col(rows * cols), out(rows * O);
+    double t_ref = median_seconds(
+        [&] {
+          for (int64_t r = 0; r < rows; ++r) {
+            int n = static_cast<int>(r / (H * W));
+            int oh = static_cast<int>(r / W % H), ow = static_cast<int>(r % W);
+            float* dst = col.data() + r * cols;
+            for (int kh = 0; kh < K; ++kh) {
+              for (int kw = 0; kw < K; ++kw, dst += C) {
+                int ih = oh - 1 + kh, iw = ow - 1 + kw;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+                  std::fill(dst, dst + C, 0.0f);
+                } else {
+                  std::copy_n(px + ((int64_t{n} * H + ih) * W + iw) * C, C,
+                              dst);
+                }
+              }
+            }
+          }
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+                      static_cast<int>(rows), O, cols, 1.0f, col.data(), cols,
+                      pw, cols, 0.0f, out.data(), O);
+        },
+        9, 2);
+    double gflop = 2.0 * rows * O * cols / 1e9;
+    row("conv2d_8x56x56x64_3x3", "GFLOP/s", gflop / t, t,
+        "im2col + OpenBLAS sgemm", t_ref);
+    std::printf("%-26s %10.3f %-7s (fluxion %.2f ms, reference %.2f ms)\n", "",
+                gflop / t_ref, "GFLOP/s", t * 1e3, t_ref * 1e3);
+  }
+
   // 5. Peak memory of a 100-op elementwise chain over a 16M array.
   {
     array a = random::uniform({n});

@@ -258,6 +258,30 @@ def bench_fft():
             tf = getattr(torch.fft, fn)
             res["torch"] = median_time(lambda: tf(xt, **kw), 5, 1)
         report(name, res)
+def bench_conv2d(n=8, hw=56, c=64, k=3):
+    """conv2d forward, channels last, against torch's NCHW conv2d (skipped
+    without torch: NumPy has no convolution of this kind)."""
+    if torch is None:
+        print(f"{'conv2d 8x56x56x64, 3x3':<34}skipped (torch not installed)")
+        return
+    rng = np.random.default_rng(2)
+    x_np = rng.normal(size=(n, hw, hw, c)).astype(np.float32)
+    w_np = rng.normal(size=(c, k, k, c)).astype(np.float32)
+    x, w = mx.array(x_np), mx.array(w_np)
+    xt = torch.from_numpy(np.ascontiguousarray(x_np.transpose(0, 3, 1, 2)))
+    wt = torch.from_numpy(np.ascontiguousarray(w_np.transpose(0, 3, 1, 2)))
+    mx.eval(x, w)
+    out = np.array(mx.conv2d(x, w, padding=1))
+    ref = torch.nn.functional.conv2d(xt, wt, padding=1).numpy()
+    assert np.allclose(out, ref.transpose(0, 2, 3, 1), rtol=1e-3, atol=1e-3)
+
+    def torch_conv():
+        with torch.no_grad():
+            torch.nn.functional.conv2d(xt, wt, padding=1)
+
+    res = {"fluxion": median_time(lambda: mx.eval(mx.conv2d(x, w, padding=1))),
+           "torch": median_time(torch_conv)}
+    report("conv2d 8x56x56x64, 3x3, pad 1", res)
 
 
 def main():
@@ -269,6 +293,7 @@ def main():
     bench_per_example()
     bench_fast()
     bench_fft()
+    bench_conv2d()
 
 
 if __name__ == "__main__":

@@ -142,6 +142,7 @@ void init_ops_shape(py::module_& m);
 void init_ops_misc(py::module_& m);
 void init_ops_array(py::module_& m);
 void init_ops_sort(py::module_& m);
+void init_ops_conv(py::module_& m);
 void init_linalg(py::module_& m);
 void init_fast(py::module_& m);
 void init_fft(py::module_& m);

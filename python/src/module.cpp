@@ -36,6 +36,7 @@ PYBIND11_MODULE(core, m) {
   init_ops_misc(m);
   init_ops_array(m);
   init_ops_sort(m);
+  init_ops_conv(m);
   init_linalg(m);
   init_fast(m);
   init_fft(m);

@@ -1,0 +1,45 @@
+// Internals shared by the convolution ops, their rules and tests: the
+// primitive's parameters and a builder that skips the public checks (the
+// gradient rules need negative padding, that is cropping).
+#pragma once
+
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/device.h"
+
+namespace fluxion::conv_detail {
+
+struct ConvParams {
+  std::vector<int> stride;
+  std::vector<int> padding_lo;
+  std::vector<int> padding_hi;
+  std::vector<int> kernel_dilation;
+  std::vector<int> input_dilation;
+  int groups = 1;
+  bool flip = false;
+};
+
+// (n - 1) * dilation + 1, or 0 for n = 0.
+int dilated_size(int n, int dilation);
+
+// [N, out spatial..., C_out] for an input and weight shape (parameters
+// given per spatial axis).
+Shape output_shape(const Shape& in, const Shape& wt, const ConvParams& p);
+
+// The Convolution node, without checks: `in` and `wt` share a dtype and
+// the parameters have one entry per spatial axis.
+array make_conv(const array& in, const array& wt, const ConvParams& p,
+                Stream s);
+
+// Checks shapes, channels, groups, strides and dilations (one value or one
+// per axis), promotes both arrays to their common float type, and builds
+// the node. Errors start with "[op] ".
+array checked_conv(array in, array wt, ConvParams p, int spatial,
+                   const char* op, Stream s);
+
+// Throws "[op] ... padding must be non-negative".
+void check_padding(const std::vector<int>& lo, const std::vector<int>& hi,
+                   const char* op);
+
+}  // namespace fluxion::conv_detail
