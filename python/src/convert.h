@@ -146,3 +146,4 @@ void init_linalg(py::module_& m);
 void init_random(py::module_& m);
 void init_transforms(py::module_& m);
 void init_io(py::module_& m);
+void init_quantized(py::module_& m);

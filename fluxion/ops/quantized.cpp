@@ -1,0 +1,277 @@
+// quantize and dequantize (composites of public ops) and quantized_matmul
+// (the QuantizedMatmul primitive and its rules). See quantized.h for the
+// scheme.
+#include "fluxion/ops/quantized.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "fluxion/ops/binary.h"
+#include "fluxion/ops/common.h"
+#include "fluxion/ops/creation.h"
+#include "fluxion/ops/misc.h"
+#include "fluxion/ops/reduce.h"
+#include "fluxion/ops/shape.h"
+#include "fluxion/ops/unary.h"
+
+namespace fluxion {
+
+namespace {
+
+std::string dtype_str(Dtype t) {
+  std::ostringstream os;
+  os << t;
+  return os.str();
+}
+
+void check_params(const char* op, int group_size, int bits) {
+  if (group_size != 32 && group_size != 64 && group_size != 128) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] The requested group size " +
+        std::to_string(group_size) +
+        " is not supported. The supported group sizes are 32, 64 and 128.");
+  }
+  if (bits != 2 && bits != 4 && bits != 8) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] The requested number of bits " +
+        std::to_string(bits) +
+        " is not supported. The supported bits are 2, 4 and 8.");
+  }
+}
+
+// The shapes of a packed matrix and its scales/biases must agree.
+void check_packed(const char* op, const array& w, const array& scales,
+                  const array& biases, int group_size, int bits) {
+  if (w.dtype() != uint32) {
+    throw std::invalid_argument(std::string("[") + op +
+                                "] The matrix should be given as a uint32 "
+                                "but received " +
+                                dtype_str(w.dtype()) + ".");
+  }
+  if (scales.shape() != biases.shape()) {
+    throw std::invalid_argument(
+        std::string("[") + op +
+        "] Scales and biases should have the same shape. Received scales "
+        "with shape " +
+        shape_str(scales.shape()) + " and biases with shape " +
+        shape_str(biases.shape()) + ".");
+  }
+  bool ok = w.ndim() >= 1 && w.ndim() == scales.ndim();
+  for (int d = 0; ok && d + 1 < w.ndim(); ++d) {
+    ok = w.shape(d) == scales.shape(d);
+  }
+  ok = ok && int64_t{w.shape(-1)} * (32 / bits) ==
+                 int64_t{scales.shape(-1)} * group_size;
+  if (!ok) {
+    throw std::invalid_argument(
+        std::string("[") + op +
+        "] The shapes of the matrix and scales are incompatible given the "
+        "quantization parameters: w.shape() == " +
+        shape_str(w.shape()) +
+        " and scales.shape() == " + shape_str(scales.shape()) +
+        " with group_size=" + std::to_string(group_size) +
+        " and bits=" + std::to_string(bits) + ".");
+  }
+}
+
+}  // namespace
+
+std::tuple<array, array, array> quantize(const array& w, int group_size,
+                                         int bits, StreamOrDevice s) {
+  check_params("quantize", group_size, bits);
+  if (!is_floating_point(w.dtype())) {
+    throw std::invalid_argument(
+        "[quantize] Only real floating types can be quantized but w has "
+        "type " +
+        dtype_str(w.dtype()) + ".");
+  }
+  if (w.ndim() < 2) {
+    throw std::invalid_argument(
+        "[quantize] The matrix to be quantized must have at least 2 "
+        "dimensions but it has shape " +
+        shape_str(w.shape()) + ".");
+  }
+  if (w.shape(-1) % group_size != 0) {
+    throw std::invalid_argument(
+        "[quantize] The last dimension of the matrix needs to be divisible "
+        "by the quantization group size " +
+        std::to_string(group_size) +
+        ". However the provided matrix has shape " + shape_str(w.shape()) +
+        ".");
+  }
+  Dtype ct = w.dtype() == float64 ? float64 : float32;
+  int K = w.shape(-1);
+  int el = 32 / bits;
+  Shape gshape = w.shape();
+  gshape.back() = K / group_size;
+  gshape.push_back(group_size);
+  array g = reshape(astype(w, ct, s), gshape, s);
+  array n_bins(static_cast<double>((1 << bits) - 1), ct);
+  array zero(0.0, ct);
+  array w_max = max(g, -1, true, s);
+  array w_min = min(g, -1, true, s);
+  array mask = greater(abs(w_min, s), abs(w_max, s), s);
+  array scale =
+      maximum(divide(subtract(w_max, w_min, s), n_bins, s), array(1e-7, ct), s);
+  scale = where(mask, scale, negative(scale, s), s);
+  array edge = where(mask, w_min, w_max, s);
+  array q0 = round(divide(edge, scale, s), 0, s);
+  array nonzero = not_equal(q0, zero, s);
+  scale =
+      where(nonzero, divide(edge, where(nonzero, q0, scale, s), s), scale, s);
+  array bias = where(nonzero, edge, zero, s);
+  array q = clip(round(divide(subtract(g, bias, s), scale, s), 0, s), zero,
+                 n_bins, s);
+  Shape pshape = w.shape();
+  pshape.back() = K / el;
+  pshape.push_back(el);
+  q = reshape(astype(q, uint32, s), pshape, s);
+  array shifts = arange(0.0, 32.0, static_cast<double>(bits), uint32, s);
+  array packed = sum(left_shift(q, shifts, s), -1, false, s);
+  array scales = astype(squeeze(scale, -1, s), w.dtype(), s);
+  array biases = astype(squeeze(bias, -1, s), w.dtype(), s);
+  return {packed, scales, biases};
+}
+
+array dequantize(const array& w, const array& scales, const array& biases,
+                 int group_size, int bits, StreamOrDevice s) {
+  check_params("dequantize", group_size, bits);
+  check_packed("dequantize", w, scales, biases, group_size, bits);
+  if (!is_floating_point(scales.dtype()) || biases.dtype() != scales.dtype()) {
+    throw std::invalid_argument(
+        "[dequantize] Scales and biases must share a real floating dtype; "
+        "got " +
+        dtype_str(scales.dtype()) + " and " + dtype_str(biases.dtype()) + ".");
+  }
+  int el = 32 / bits;
+  array shifts = arange(0.0, 32.0, static_cast<double>(bits), uint32, s);
+  array mask(static_cast<uint32_t>((1u << bits) - 1));
+  array q = bitwise_and(right_shift(expand_dims(w, -1, s), shifts, s), mask, s);
+  Shape gshape = scales.shape();
+  gshape.push_back(group_size);
+  // Half types compute in float32 and round once.
+  Dtype ct = scales.dtype() == float64 ? float64 : float32;
+  q = reshape(astype(q, ct, s), gshape, s);
+  array out = add(multiply(q, expand_dims(astype(scales, ct, s), -1, s), s),
+                  expand_dims(astype(biases, ct, s), -1, s), s);
+  Shape oshape = w.shape();
+  oshape.back() = w.shape(-1) * el;
+  return astype(reshape(out, oshape, s), scales.dtype(), s);
+}
+
+array quantized_matmul(const array& x, const array& w, const array& scales,
+                       const array& biases, bool transpose, int group_size,
+                       int bits, StreamOrDevice s) {
+  const char* op = "quantized_matmul";
+  check_params(op, group_size, bits);
+  if (w.dtype() != uint32) {
+    throw std::invalid_argument(
+        "[quantized_matmul] The weight matrix should be uint32 but received " +
+        dtype_str(w.dtype()) + ".");
+  }
+  if (w.ndim() != 2) {
+    throw std::invalid_argument(
+        "[quantized_matmul] The quantized matrix must be 2-D; got shape " +
+        shape_str(w.shape()) + ".");
+  }
+  check_packed(op, w, scales, biases, group_size, bits);
+  if (x.ndim() < 1) {
+    throw std::invalid_argument(
+        "[quantized_matmul] x must have at least 1 dimension; got a scalar.");
+  }
+  int K = transpose ? w.shape(1) * (32 / bits) : w.shape(0);
+  int N = transpose ? w.shape(0) : w.shape(1) * (32 / bits);
+  if (x.shape(-1) != K) {
+    throw std::invalid_argument(
+        "[quantized_matmul] The last dimension of x (shape " +
+        shape_str(x.shape()) + ") does not match the quantized matrix (" +
+        std::to_string(transpose ? N : K) + ", " +
+        std::to_string(transpose ? K : N) + ") expanded from shape " +
+        shape_str(w.shape()) + " with group_size=" +
+        std::to_string(group_size) + ", bits=" + std::to_string(bits) +
+        " and transpose=" + (transpose ? "true" : "false") + ".");
+  }
+  Dtype dt = result_type({x, scales, biases});
+  if (!is_floating_point(dt)) {
+    throw std::invalid_argument(
+        "[quantized_matmul] Only real floating types are supported but x, "
+        "scales and biases promote to " +
+        dtype_str(dt) + ".");
+  }
+  Shape out = x.shape();
+  out.back() = N;
+  return array(
+      std::move(out), dt,
+      std::make_shared<QuantizedMatmul>(to_stream(s), group_size, bits,
+                                        transpose),
+      {astype(x, dt, s), w, astype(scales, dt, s), astype(biases, dt, s)});
+}
+
+bool QuantizedMatmul::is_equivalent(const Primitive& o) const {
+  if (typeid(o) != typeid(*this)) {
+    return false;
+  }
+  auto& q = static_cast<const QuantizedMatmul&>(o);
+  return q.group_size_ == group_size_ && q.bits_ == bits_ &&
+         q.transpose_ == transpose_;
+}
+
+std::vector<Shape> QuantizedMatmul::output_shapes(
+    const std::vector<array>& in) {
+  Shape out = in[0].shape();
+  out.back() = transpose_ ? in[1].shape(0) : in[1].shape(1) * (32 / bits_);
+  return {out};
+}
+
+// Linear in x: d(x W^T)/dx applied to g is g W, a quantized matmul with the
+// other transpose.
+std::vector<array> QuantizedMatmul::vjp(const std::vector<array>& primals,
+                                        const std::vector<array>& cotangents,
+                                        const std::vector<int>& argnums,
+                                        const std::vector<array>&) {
+  std::vector<array> out;
+  for (int a : argnums) {
+    if (a != 0) {
+      throw std::invalid_argument(
+          "[quantized_matmul] Cannot compute the VJP with respect to the "
+          "quantized matrix, its scales or its biases (argument " +
+          std::to_string(a) + "); only with respect to x.");
+    }
+    out.push_back(quantized_matmul(cotangents[0], primals[1], primals[2],
+                                   primals[3], !transpose_, group_size_, bits_,
+                                   stream()));
+  }
+  return out;
+}
+
+std::vector<array> QuantizedMatmul::jvp(const std::vector<array>& primals,
+                                        const std::vector<array>& tangents,
+                                        const std::vector<int>& argnums) {
+  for (int a : argnums) {
+    if (a != 0) {
+      throw std::invalid_argument(
+          "[quantized_matmul] Cannot compute the JVP with respect to the "
+          "quantized matrix, its scales or its biases (argument " +
+          std::to_string(a) + "); only with respect to x.");
+    }
+  }
+  return {quantized_matmul(tangents[0], primals[1], primals[2], primals[3],
+                           transpose_, group_size_, bits_, stream())};
+}
+
+std::pair<std::vector<array>, std::vector<int>> QuantizedMatmul::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  for (size_t i = 1; i < axes.size(); ++i) {
+    if (axes[i] >= 0) {
+      throw std::invalid_argument(
+          "[quantized_matmul] vmap over the quantized matrix, its scales or "
+          "its biases is not supported; only over x.");
+    }
+  }
+  array x = axes[0] > 0 ? moveaxis(inputs[0], axes[0], 0, stream()) : inputs[0];
+  return {{quantized_matmul(x, inputs[1], inputs[2], inputs[3], transpose_,
+                            group_size_, bits_, stream())},
+          {axes[0] >= 0 ? 0 : -1}};
+}
+
+}  // namespace fluxion
