@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -89,7 +90,8 @@ FileWriter::~FileWriter() {
 
 void FileWriter::write(const char* src, size_t n) {
   while (n > 0) {
-    ssize_t r = ::write(fd_, src, n);
+    // Chunks of at most 8 MiB (one huge write is slower on Linux).
+    ssize_t r = ::write(fd_, src, std::min<size_t>(n, size_t{1} << 23));
     if (r < 0 && errno == EINTR) {
       continue;
     }

@@ -58,7 +58,13 @@ void write_safetensors(
                    {"data_offsets", {offset, offset + a.nbytes()}}};
     offset += a.nbytes();
   }
-  std::string text = header.dump();
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const json::exception& e) {  // e.g. a name that is not UTF-8
+    throw std::invalid_argument(
+        std::string("[save_safetensors] Cannot write the header: ") + e.what());
+  }
   text.append((8 - text.size() % 8) % 8, ' ');  // data 8-byte aligned
   std::string len;
   for (int i = 0; i < 8; ++i) {

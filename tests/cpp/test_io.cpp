@@ -435,6 +435,11 @@ TEST_F(IoTest, SafetensorsErrors) {
         save_safetensors(path("r.safetensors"), {{"__metadata__", array({1})}});
       },
       "[save_safetensors]");
+  expect_error<std::invalid_argument>(
+      [&] {
+        save_safetensors(path("u.safetensors"), {{"\xff", array({1})}});
+      },
+      "[save_safetensors] Cannot write the header");
 }
 
 TEST_F(IoTest, MemoryReaderAndWriter) {

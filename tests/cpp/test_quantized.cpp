@@ -339,3 +339,34 @@ TEST(Quantized, Errors) {
       },
       "[quantized_matmul] Only real floating");
 }
+
+TEST(Quantized, TilesWithRemainders) {
+  // transpose: K = 1024 makes tiles of 1024 rows of w, N = 1100 leaves 76.
+  {
+    auto [wq, s, b] = quantize(randn({1100, 1024}, 21), 64, 4);
+    auto wd = dequantize(wq, s, b, 64, 4);
+    auto x = randn({5, 1024}, 22);
+    expect_close(quantized_matmul(x, wq, s, b, true, 64, 4),
+                 to_vector<double>(matmul(x, transpose(wd))), 1e-4, 2e-3);
+  }
+  // no transpose: K = 2048 rows, groups of 128 columns, 4 groups per tile,
+  // N = 640 columns = 5 groups (a tile of 4 and one of 1).
+  {
+    auto [wq, s, b] = quantize(randn({2048, 640}, 23), 128, 8);
+    auto wd = dequantize(wq, s, b, 128, 8);
+    auto x = randn({3, 2048}, 24);
+    expect_close(quantized_matmul(x, wq, s, b, false, 128, 8),
+                 to_vector<double>(matmul(x, wd)), 1e-4, 2e-3);
+  }
+  // A sliced (non-contiguous) packed matrix.
+  {
+    auto [wq, s, b] = quantize(randn({16, 128}, 25), 32, 2);
+    auto ws = slice(wq, {0, 0}, {16, 8}, {2, 1});
+    auto ss = slice(s, {0, 0}, {16, 4}, {2, 1});
+    auto bs = slice(b, {0, 0}, {16, 4}, {2, 1});
+    auto wd = dequantize(ws, ss, bs, 32, 2);
+    auto x = randn({2, 128}, 26);
+    expect_close(quantized_matmul(x, ws, ss, bs, true, 32, 2),
+                 to_vector<double>(matmul(x, transpose(wd))), 1e-4, 1e-3);
+  }
+}
