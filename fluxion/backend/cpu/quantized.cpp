@@ -1,10 +1,11 @@
 // CPU kernel of QuantizedMatmul. The quantized matrix is never dequantized
 // whole: tiles of it (a few rows, or a block of columns) are unpacked into a
 // per-thread buffer and multiplied right away:
-//  - transpose with few rows of x (M <= 4, the decoding case): each row of
-//    w is unpacked into an L1-sized buffer and dotted with the rows of x
-//    (eight independent accumulators, so the loop vectorizes without
-//    reassociating a single sum);
+//  - transpose with few rows of x (M <= 4, the decoding case): per row of
+//    w, per group, the dot products of the rows of x with the integer
+//    values q (AVX2+FMA when the CPU has them: quantized_avx2.cpp; else the
+//    row is unpacked into an L1-sized buffer and dotted with eight
+//    accumulators), then s * (x . q) + b * sum(x) per group;
 //  - otherwise: tiles of 64 rows of w (transpose) or of >= 256 columns
 //    (no transpose) are unpacked and handed to BLAS (gemm).
 // Tiles are spread over the thread pool. Half types compute in float32.
@@ -17,6 +18,7 @@
 
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
+#include "fluxion/backend/cpu/quantized_simd.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 
 namespace fluxion {
@@ -141,19 +143,35 @@ void qmm(const C* x, const uint32_t* w, const S* sc, const S* bi, C* out, int M,
         }
       }
       int64_t grain = std::max<int64_t>(1, (1 << 16) / std::max(K, 1));
+      cpu::qsimd::RowDotsFn simd = nullptr;
+      if constexpr (std::is_same_v<C, float>) {
+        simd = cpu::qsimd::row_dots(bits, M);
+      }
       cpu::parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
-        std::vector<C> row(K);
+        std::vector<C> row(K), dots(int64_t{M} * groups);
         for (int64_t n = n0; n < n1; ++n) {
-          unpack_q(bits, w + n * words, K, row.data());
           const S* sn = sc + n * groups;
           const S* bn = bi + n * groups;
+          if constexpr (std::is_same_v<C, float>) {
+            if (simd) {
+              simd(w + n * words, x, K, gs, dots.data());
+            }
+          }
+          if (!simd) {
+            unpack_q(bits, w + n * words, K, row.data());
+            for (int m = 0; m < M; ++m) {
+              for (int64_t g = 0; g < groups; ++g) {
+                dots[m * groups + g] =
+                    dot(x + int64_t{m} * K + g * gs, row.data() + g * gs, gs);
+              }
+            }
+          }
           for (int m = 0; m < M; ++m) {
-            const C* xm = x + int64_t{m} * K;
+            const C* dm = dots.data() + m * groups;
             const C* xsm = xs.data() + m * groups;
             C acc = 0;
             for (int64_t g = 0; g < groups; ++g) {
-              acc += static_cast<C>(sn[g]) *
-                         dot(xm + g * gs, row.data() + g * gs, gs) +
+              acc += static_cast<C>(sn[g]) * dm[g] +
                      static_cast<C>(bn[g]) * xsm[g];
             }
             out[int64_t{m} * N + n] = acc;
