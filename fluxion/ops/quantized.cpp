@@ -3,12 +3,14 @@
 // scheme.
 #include "fluxion/ops/quantized.h"
 
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
+#include "fluxion/ops/linalg.h"
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
@@ -223,23 +225,67 @@ std::vector<Shape> QuantizedMatmul::output_shapes(
   return {out};
 }
 
-// Linear in x: d(x W^T)/dx applied to g is g W, a quantized matmul with the
-// other transpose.
+namespace {
+
+[[noreturn]] void no_rule_for_w(const char* rule) {
+  throw std::invalid_argument(
+      std::string("[quantized_matmul] Cannot compute the ") + rule +
+      " with respect to the quantized matrix (argument 1): its values are "
+      "integers.");
+}
+
+// `a` (shaped like the dense matrix: rows x cols, groups along the columns)
+// split into groups: [rows, cols / group_size, group_size].
+array by_group(const array& a, const array& scales, int group_size,
+               const Stream& s) {
+  Shape shape = scales.shape();
+  shape.push_back(group_size);
+  return reshape(a, shape, s);
+}
+
+}  // namespace
+
+// Everything is linear in x, in the scales and in the biases. With G the
+// cotangent and W = s * q + b (per group):
+//  - x: G @ W (transpose) or G @ W^T, a quantized matmul with the other
+//    transpose;
+//  - scales: sum over each group of P * q, and biases: sum over each group
+//    of P, where P = G^T @ x (transpose) or x^T @ G is the cotangent of the
+//    dense W (as in MLX).
 std::vector<array> QuantizedMatmul::vjp(const std::vector<array>& primals,
                                         const std::vector<array>& cotangents,
                                         const std::vector<int>& argnums,
                                         const std::vector<array>&) {
+  const array &x = primals[0], &w = primals[1], &scales = primals[2],
+              &biases = primals[3], &g = cotangents[0];
+  Stream s = stream();
+  std::optional<array> dense_cot;  // P, by group
+  auto p = [&]() -> const array& {
+    if (!dense_cot) {
+      array g2 = reshape(g, {-1, g.shape(-1)}, s);
+      array x2 = reshape(x, {-1, x.shape(-1)}, s);
+      array pm = transpose_ ? matmul(transpose(g2, s), x2, s)
+                            : matmul(transpose(x2, s), g2, s);
+      dense_cot = by_group(pm, scales, group_size_, s);
+    }
+    return *dense_cot;
+  };
   std::vector<array> out;
   for (int a : argnums) {
-    if (a != 0) {
-      throw std::invalid_argument(
-          "[quantized_matmul] Cannot compute the VJP with respect to the "
-          "quantized matrix, its scales or its biases (argument " +
-          std::to_string(a) + "); only with respect to x.");
+    if (a == 0) {
+      out.push_back(quantized_matmul(g, w, scales, biases, !transpose_,
+                                     group_size_, bits_, s));
+    } else if (a == 1) {
+      no_rule_for_w("VJP");
+    } else if (a == 2) {
+      array q =
+          by_group(dequantize(w, ones_like(scales, s), zeros_like(biases, s),
+                              group_size_, bits_, s),
+                   scales, group_size_, s);
+      out.push_back(sum(multiply(p(), q, s), -1, false, s));
+    } else {
+      out.push_back(sum(p(), -1, false, s));
     }
-    out.push_back(quantized_matmul(cotangents[0], primals[1], primals[2],
-                                   primals[3], !transpose_, group_size_, bits_,
-                                   stream()));
   }
   return out;
 }
@@ -247,16 +293,35 @@ std::vector<array> QuantizedMatmul::vjp(const std::vector<array>& primals,
 std::vector<array> QuantizedMatmul::jvp(const std::vector<array>& primals,
                                         const std::vector<array>& tangents,
                                         const std::vector<int>& argnums) {
-  for (int a : argnums) {
-    if (a != 0) {
-      throw std::invalid_argument(
-          "[quantized_matmul] Cannot compute the JVP with respect to the "
-          "quantized matrix, its scales or its biases (argument " +
-          std::to_string(a) + "); only with respect to x.");
+  const array &x = primals[0], &w = primals[1], &scales = primals[2],
+              &biases = primals[3];
+  Stream s = stream();
+  std::optional<array> out;
+  auto accumulate = [&](array t) { out = out ? add(*out, t, s) : t; };
+  // x @ dW^T (transpose) or x @ dW for a dense tangent dW of the matrix.
+  auto times = [&](const array& dw) {
+    return matmul(x, transpose_ ? transpose(dw, s) : dw, s);
+  };
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    const array& t = tangents[i];
+    if (argnums[i] == 0) {
+      accumulate(quantized_matmul(t, w, scales, biases, transpose_, group_size_,
+                                  bits_, s));
+    } else if (argnums[i] == 1) {
+      no_rule_for_w("JVP");
+    } else if (argnums[i] == 2) {
+      accumulate(times(
+          dequantize(w, t, zeros_like(biases, s), group_size_, bits_, s)));
+    } else {
+      Shape gshape = scales.shape();
+      gshape.push_back(group_size_);
+      Shape dense = scales.shape();
+      dense.back() *= group_size_;
+      accumulate(times(
+          reshape(broadcast_to(expand_dims(t, -1, s), gshape, s), dense, s)));
     }
   }
-  return {quantized_matmul(tangents[0], primals[1], primals[2], primals[3],
-                           transpose_, group_size_, bits_, stream())};
+  return {*out};
 }
 
 std::pair<std::vector<array>, std::vector<int>> QuantizedMatmul::vmap(

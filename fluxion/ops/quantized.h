@@ -48,10 +48,12 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
                        StreamOrDevice s = {});
 
 // Inputs: x (computation dtype), w (uint32), scales, biases (same dtype as
-// x). Rules for x only (linear in x: the vjp is a quantized matmul with the
-// other transpose, the jvp a quantized matmul of the tangent, vmap moves the
-// batch axis of x to the front); derivatives with respect to w, scales or
-// biases and vmap over them raise std::invalid_argument, as in MLX.
+// x). The product is linear in x, scales and biases: vjp and jvp exist for
+// all three (x: a quantized matmul with the other transpose; scales and
+// biases: through the cotangent of the dense matrix, as in MLX); w holds
+// integers, so derivatives with respect to it raise std::invalid_argument.
+// vmap maps x (its batch axis moves to the front); vmap over w, scales or
+// biases raises std::invalid_argument.
 class QuantizedMatmul : public Primitive {
  public:
   QuantizedMatmul(Stream s, int group_size, int bits, bool transpose)

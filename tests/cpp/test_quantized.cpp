@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "fluxion/ops/quantized.h"
-#include "test_utils.h"
+#include "transform_checks.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
@@ -254,16 +254,49 @@ TEST(Quantized, Transformations) {
   expect_close(
       out, to_vector<double>(matmul(transpose(xs, {2, 0, 1}), transpose(wd))),
       1e-4, 1e-3);
-  // Not with respect to the quantized matrix, scales or biases.
+  // Scales and biases: reverse and forward mode against finite
+  // differences (float64, with x), and against P = G^T x summed by group.
+  auto [wq64, s64, b64] = quantize(randn({6, 64}, 12, float64), 32, 2);
+  {
+    Fn qf = [&](const std::vector<array>& in) {
+      return std::vector<array>{
+          quantized_matmul(in[0], wq64, in[1], in[2], true, 32, 2)};
+    };
+    check_grads(qf, {randn({2, 3, 64}, 13, float64), s64, b64}, 1e-6, 1e-6,
+                {0, 1, 2});
+  }
+  {
+    auto [wn, sn, bn] = quantize(randn({5, 64}, 14, float64), 32, 8);
+    Fn qf = [&](const std::vector<array>& in) {
+      return std::vector<array>{
+          quantized_matmul(in[0], wn, in[1], in[2], false, 32, 8)};
+    };
+    check_grads(qf, {randn({3, 5}, 15, float64), sn, bn}, 1e-6, 1e-6,
+                {0, 1, 2});
+  }
   Fn h = [&](const std::vector<array>& in) {
     return std::vector<array>{
-        sum(quantized_matmul(x, wq, in[0], b, true, 32, 4))};
+        sum(quantized_matmul(x, wq, in[0], in[1], true, 32, 4))};
   };
-  expect_error<std::invalid_argument>(
-      [&] { vjp(h, {s}, {array(1.0f)}); },
-      "[quantized_matmul] Cannot compute the VJP");
-  expect_error<std::invalid_argument>(
-      [&] { jvp(h, {s}, {s}); }, "[quantized_matmul] Cannot compute the JVP");
+  auto [outs, grads] = vjp(h, {s, b}, {array(1.0f)});
+  // d/db[n, g] = sum over the group of sum_m x[m, k]; d/ds adds q.
+  auto xg = sum(reshape(x, {3, 2, 32}), {0, 2});  // per group
+  auto q =
+      reshape(dequantize(wq, ones_like(s), zeros_like(b), 32, 4), {16, 2, 32});
+  expect_close(grads[1], to_vector<double>(broadcast_to(xg, {16, 2})), 1e-5,
+               1e-4);
+  expect_close(grads[0],
+               to_vector<double>(sum(q * reshape(sum(x, 0), {1, 2, 32}), -1)),
+               1e-5, 1e-4);
+  // Not with respect to the packed integers.
+  Fn hw = [&](const std::vector<array>& in) {
+    return std::vector<array>{
+        sum(quantized_matmul(x, in[0], s, b, true, 32, 4))};
+  };
+  expect_error<std::invalid_argument>([&] { vjp(hw, {wq}, {array(1.0f)}); },
+                                      "[quantized_matmul]");
+  expect_error<std::invalid_argument>([&] { jvp(hw, {wq}, {wq}); },
+                                      "[quantized_matmul]");
   Fn vb = [&](const std::vector<array>& in) {
     return std::vector<array>{quantized_matmul(x, wq, s, in[0], true, 32, 4)};
   };

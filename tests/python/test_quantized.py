@@ -141,9 +141,21 @@ def test_grad_and_vmap_wrt_x():
     assert out.shape == (5, 24)
     np.testing.assert_allclose(np.array(out), np.array(xs).T @ wd.T,
                                rtol=1e-4, atol=1e-3)
+    # Gradients with respect to scales and biases (linear in both).
+    def loss(sc, bi):
+        return (mx.quantized_matmul(x, wq, sc, bi, group_size=32) ** 2).sum()
+    gs_, gb_ = mx.grad(loss, argnums=(0, 1))(s, b)
+    y = xn @ wd.T                                   # (2, 24)
+    p = (2 * y).T @ xn                              # dense cotangent (24, 64)
+    q = np_dequantize(np.array(wq), np.ones((24, 2)), np.zeros((24, 2)), 32, 4)
+    np.testing.assert_allclose(np.array(gb_), p.reshape(24, 2, 32).sum(-1),
+                               rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(np.array(gs_),
+                               (p * q).reshape(24, 2, 32).sum(-1),
+                               rtol=1e-4, atol=1e-2)
     with pytest.raises(ValueError, match=r"\[quantized_matmul\] Cannot"):
-        mx.grad(lambda sc: mx.quantized_matmul(x, wq, sc, b, group_size=32)
-                .sum())(s)
+        mx.grad(lambda w: mx.quantized_matmul(x, w, s, b, group_size=32)
+                .sum())(wq)
     with pytest.raises(ValueError, match=r"\[quantized_matmul\] vmap over"):
         mx.vmap(lambda bb: mx.quantized_matmul(x, wq, s, bb, group_size=32))(
             mx.stack([b, b]))
