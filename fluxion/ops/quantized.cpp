@@ -324,19 +324,57 @@ std::vector<array> QuantizedMatmul::jvp(const std::vector<array>& primals,
   return {*out};
 }
 
+// Batched x alone: its batch axis moves to the front and the product
+// broadcasts over it. Batched scales or biases give one matrix per batch
+// element: dequantized, [B, K, N], and multiplied densely (a documented
+// fallback: the packed matrix is shared, only the scales/biases vary).
 std::pair<std::vector<array>, std::vector<int>> QuantizedMatmul::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  for (size_t i = 1; i < axes.size(); ++i) {
-    if (axes[i] >= 0) {
-      throw std::invalid_argument(
-          "[quantized_matmul] vmap over the quantized matrix, its scales or "
-          "its biases is not supported; only over x.");
-    }
+  Stream s = stream();
+  if (axes[1] >= 0) {
+    throw std::invalid_argument(
+        "[quantized_matmul] vmap over the quantized matrix is not supported "
+        "(over x, scales and biases it is).");
   }
-  array x = axes[0] > 0 ? moveaxis(inputs[0], axes[0], 0, stream()) : inputs[0];
-  return {{quantized_matmul(x, inputs[1], inputs[2], inputs[3], transpose_,
-                            group_size_, bits_, stream())},
-          {axes[0] >= 0 ? 0 : -1}};
+  const array& w = inputs[1];
+  if (axes[2] < 0 && axes[3] < 0) {
+    array x = axes[0] > 0 ? moveaxis(inputs[0], axes[0], 0, s) : inputs[0];
+    return {{quantized_matmul(x, w, inputs[2], inputs[3], transpose_,
+                              group_size_, bits_, s)},
+            {0}};
+  }
+  int B = axes[2] >= 0 ? inputs[2].shape(axes[2]) : inputs[3].shape(axes[3]);
+  auto batched = [&](const array& a, int axis) {
+    if (axis >= 0) {
+      return moveaxis(a, axis, 0, s);
+    }
+    Shape shape = a.shape();
+    shape.insert(shape.begin(), B);
+    return broadcast_to(expand_dims(a, 0, s), shape, s);
+  };
+  array sc = batched(inputs[2], axes[2]);
+  array bi = batched(inputs[3], axes[3]);
+  array wb = batched(w, -1);
+  array dense = dequantize(wb, sc, bi, group_size_, bits_, s);  // [B, R, C]
+  if (transpose_) {
+    dense = swapaxes(dense, -1, -2, s);  // [B, K, N]
+  }
+  // x: [B or 1, L..., K] against [B, 1..., K, N].
+  array x = axes[0] >= 0 ? moveaxis(inputs[0], axes[0], 0, s)
+                         : expand_dims(inputs[0], 0, s);
+  int r = x.ndim() - 1;  // x's own ndim
+  if (r == 1) {
+    array out = matmul(expand_dims(x, 1, s), dense, s);
+    return {{squeeze(out, 1, s)}, {0}};
+  }
+  std::vector<int> ones;
+  for (int i = 0; i < r - 2; ++i) {
+    ones.push_back(1 + i);
+  }
+  if (!ones.empty()) {
+    dense = expand_dims(dense, ones, s);
+  }
+  return {{matmul(x, dense, s)}, {0}};
 }
 
 }  // namespace fluxion

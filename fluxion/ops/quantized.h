@@ -52,8 +52,9 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
 // all three (x: a quantized matmul with the other transpose; scales and
 // biases: through the cotangent of the dense matrix, as in MLX); w holds
 // integers, so derivatives with respect to it raise std::invalid_argument.
-// vmap maps x (its batch axis moves to the front); vmap over w, scales or
-// biases raises std::invalid_argument.
+// vmap maps x (its batch axis moves to the front), and scales or biases
+// (one dequantized matrix per batch element, multiplied densely); vmap over
+// w raises std::invalid_argument.
 class QuantizedMatmul : public Primitive {
  public:
   QuantizedMatmul(Stream s, int group_size, int bits, bool transpose)

@@ -297,14 +297,26 @@ TEST(Quantized, Transformations) {
                                       "[quantized_matmul]");
   expect_error<std::invalid_argument>([&] { jvp(hw, {wq}, {wq}); },
                                       "[quantized_matmul]");
+  // vmap over biases: one dense matrix per batch element.
   Fn vb = [&](const std::vector<array>& in) {
     return std::vector<array>{quantized_matmul(x, wq, s, in[0], true, 32, 4)};
   };
+  auto b2 = stack({b, b + 1.0f});
+  auto vout = vmap(vb)({b2})[0];
+  EXPECT_EQ(vout.shape(), (Shape{2, 3, 16}));
+  expect_close(
+      take(vout, 1, 0),
+      to_vector<double>(quantized_matmul(x, wq, s, b + 1.0f, true, 32, 4)),
+      1e-4, 1e-3);
+  Fn vw = [&](const std::vector<array>& in) {
+    return std::vector<array>{quantized_matmul(x, in[0], s, b, true, 32, 4)};
+  };
   expect_error<std::invalid_argument>(
       [&] {
-        vmap(vb)({stack({b, b})});
+        vmap(vw)({stack({wq, wq})});
       },
-      "[quantized_matmul] vmap over");
+      "[quantized_matmul] vmap over the "
+      "quantized matrix");
 }
 
 TEST(Quantized, Errors) {

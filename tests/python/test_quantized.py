@@ -1,6 +1,6 @@
 """mx.quantize / mx.dequantize / mx.quantized_matmul against a NumPy
 reference of MLX's affine scheme, error bounds, dense products, gradients
-and vmap with respect to x, and the error paths."""
+and vmap (x, scales, biases), and the error paths."""
 
 import numpy as np
 import pytest
@@ -156,9 +156,18 @@ def test_grad_and_vmap_wrt_x():
     with pytest.raises(ValueError, match=r"\[quantized_matmul\] Cannot"):
         mx.grad(lambda w: mx.quantized_matmul(x, w, s, b, group_size=32)
                 .sum())(wq)
+    # vmap over biases (one dense matrix per batch element), not over w.
+    bb = mx.stack([b, b + 1])
+    out = mx.vmap(lambda c: mx.quantized_matmul(x, wq, s, c, group_size=32))(
+        bb)
+    assert out.shape == (2, 2, 24)
+    np.testing.assert_allclose(
+        np.array(out[1]),
+        np.array(mx.quantized_matmul(x, wq, s, b + 1, group_size=32)),
+        rtol=1e-4, atol=1e-3)
     with pytest.raises(ValueError, match=r"\[quantized_matmul\] vmap over"):
-        mx.vmap(lambda bb: mx.quantized_matmul(x, wq, s, bb, group_size=32))(
-            mx.stack([b, b]))
+        mx.vmap(lambda w: mx.quantized_matmul(x, w, s, b, group_size=32))(
+            mx.stack([wq, wq]))
 
 
 def test_errors():
