@@ -140,7 +140,14 @@ py::object load(py::handle file, std::optional<std::string> format,
   if (auto path = as_path(file)) {
     reader = std::make_shared<fx::io::FileReader>(*path);
   } else {
-    py::bytes data = file.attr("read")();
+    py::object got = file.attr("read")();
+    if (!py::isinstance<py::bytes>(got)) {
+      throw py::type_error(
+          "[load] The file object must be opened in binary mode (its read() "
+          "returned " +
+          type_name(got) + ", not bytes).");
+    }
+    py::bytes data = got;
     reader = std::make_shared<fx::io::MemoryReader>(
         data.cast<std::string>(), name.empty() ? "<file object>" : name);
   }

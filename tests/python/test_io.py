@@ -161,6 +161,16 @@ def test_format_argument_and_file_objects(tmp_path):
         mx.save(f, a)
     with open(tmp_path / "f.npy", "rb") as f:
         same(mx.load(f), a)
+    # NumPy's archives from memory, and a text-mode file.
+    buf = io.BytesIO()
+    np.savez_compressed(buf, v=np.arange(4.0))
+    buf.seek(0)
+    assert mx.load(buf, format="npz")["v"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="Could not infer the format"):
+        mx.load(io.BytesIO(b"abc"))
+    with open(tmp_path / "f.npy", "r", encoding="latin-1") as f:
+        with pytest.raises(TypeError, match="binary mode"):
+            mx.load(f)
     with pytest.raises(TypeError, match=r"\[save\] file must be"):
         mx.save(3, a)
     with pytest.raises(TypeError, match=r"\[load\] file must be"):
