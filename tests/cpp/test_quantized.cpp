@@ -217,14 +217,22 @@ TEST(Quantized, LayoutsBatchesAndDtypes) {
   // Half types compute in float32; the output has their dtype.
   for (Dtype t : {float16, bfloat16, float64}) {
     auto [hq, hs, hb] = quantize(astype(w, t), 64, 4);
-    auto x = astype(randn({3, 128}, 7), t);
-    auto y = quantized_matmul(x, hq, hs, hb);
-    EXPECT_EQ(y.dtype(), t);
     auto wd64 = ref_dequantize(hq, hs, hb, 64, 4);
-    auto ref = matmul(astype(x, float64),
-                      transpose(array(wd64.begin(), {40, 128}, float64)));
-    expect_close(y, to_vector<double>(ref), t == float64 ? 1e-12 : 1e-2,
-                 t == float64 ? 1e-12 : 1e-2);
+    for (int m : {3, 24}) {  // the row-by-row and the BLAS path
+      auto x = astype(randn({m, 128}, 7), t);
+      auto y = quantized_matmul(x, hq, hs, hb);
+      EXPECT_EQ(y.dtype(), t);
+      auto ref = matmul(astype(x, float64),
+                        transpose(array(wd64.begin(), {40, 128}, float64)));
+      expect_close(y, to_vector<double>(ref), t == float64 ? 1e-12 : 1e-2,
+                   t == float64 ? 1e-12 : 1e-2);
+      auto x2 = astype(randn({m, 40}, 8), t);
+      auto ref2 =
+          matmul(astype(x2, float64), array(wd64.begin(), {40, 128}, float64));
+      expect_close(quantized_matmul(x2, hq, hs, hb, false),
+                   to_vector<double>(ref2), t == float64 ? 1e-12 : 1e-2,
+                   t == float64 ? 1e-12 : 1e-2);
+    }
   }
   // float32 x with float16 scales promotes to float32.
   auto [hq, hs, hb] = quantize(astype(w, float16), 64, 4);

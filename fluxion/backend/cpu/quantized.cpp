@@ -1,19 +1,21 @@
 // CPU kernel of QuantizedMatmul. The quantized matrix is never dequantized
-// whole: tiles of it (a few rows, or a block of columns) are unpacked into a
-// per-thread buffer and multiplied right away:
-//  - transpose with few rows of x (M <= 4, the decoding case): per row of
-//    w, per group, the dot products of the rows of x with the integer
-//    values q (AVX2+FMA when the CPU has them: quantized_avx2.cpp; else the
-//    row is unpacked into an L1-sized buffer and dotted with eight
-//    accumulators), then s * (x . q) + b * sum(x) per group;
-//  - otherwise: tiles of 64 rows of w (transpose) or of >= 256 columns
-//    (no transpose) are unpacked and handed to BLAS (gemm).
-// Tiles are spread over the thread pool. Half types compute in float32.
+// whole:
+//  - transpose with few rows of x (up to 4; up to 16 with AVX2, in blocks
+//    of 4): per row of w and per group, the dot products of the rows of x
+//    with the integer values q (AVX2+FMA when the CPU has them:
+//    quantized_avx2.cpp; else the row is unpacked into an L1-sized buffer
+//    and dotted with eight accumulators), then s * (x . q) + b * sum(x);
+//    rows of w are spread over the thread pool;
+//  - otherwise: tiles of about 1Mi values (rows of w when transposed, whole
+//    groups of columns when not) are unpacked in parallel into a float
+//    buffer (AVX2 when the scales are float32) and handed to BLAS gemm.
+// Half types compute in float32.
 #include "fluxion/ops/quantized.h"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "fluxion/backend/common/dispatch.h"
@@ -75,6 +77,21 @@ void unpack_q(int bits, const uint32_t* w, int64_t n, C* dst) {
 template <typename C, typename S>
 void unpack(int bits, const uint32_t* w, const S* sc, const S* bi, int gs,
             int64_t ngroups, C* dst) {
+  if constexpr (std::is_same_v<C, float> && std::is_same_v<S, float>) {
+    static const std::array<cpu::qsimd::UnpackFn, 9> fns = {
+        nullptr,
+        nullptr,
+        cpu::qsimd::unpack(2),
+        nullptr,
+        cpu::qsimd::unpack(4),
+        nullptr,
+        nullptr,
+        nullptr,
+        cpu::qsimd::unpack(8)};
+    if (fns[bits]) {
+      return fns[bits](w, sc, bi, gs, ngroups, dst);
+    }
+  }
   unpack_q(bits, w, ngroups * gs, dst);
   for (int64_t g = 0; g < ngroups; ++g) {
     const C s = static_cast<C>(sc[g]);
@@ -85,6 +102,9 @@ void unpack(int bits, const uint32_t* w, const S* sc, const S* bi, int gs,
     }
   }
 }
+
+// Rows of x up to which the AVX2 row-by-row path beats unpacking for BLAS.
+constexpr int kSimdRows = 16;
 
 // Values per unpacked tile on the gemm path (4 MiB of float32).
 constexpr int64_t kTileElems = int64_t{1} << 20;
@@ -128,7 +148,15 @@ void qmm(const C* x, const uint32_t* w, const S* sc, const S* bi, C* out, int M,
   const int el = 32 / bits;
   if (transpose) {
     const int64_t words = K / el, groups = K / gs;
-    if (M <= 4) {
+    // The row-by-row path: up to 4 rows of x, or kSimdRows in blocks of 4
+    // with AVX2 (past that, unpacking tiles for BLAS pays off).
+    std::array<cpu::qsimd::RowDotsFn, 5> simd{};
+    if constexpr (std::is_same_v<C, float>) {
+      for (int r = 1; r <= 4; ++r) {
+        simd[r] = cpu::qsimd::row_dots(bits, r);
+      }
+    }
+    if (M <= (simd[4] ? kSimdRows : 4)) {
       // sum_k x_k (s q_k + b) = s * (x . q) + b * sum(x) per group: the
       // group sums of x are computed once.
       std::vector<C> xs(int64_t{M} * groups);
@@ -143,21 +171,22 @@ void qmm(const C* x, const uint32_t* w, const S* sc, const S* bi, C* out, int M,
         }
       }
       int64_t grain = std::max<int64_t>(1, (1 << 16) / std::max(K, 1));
-      cpu::qsimd::RowDotsFn simd = nullptr;
-      if constexpr (std::is_same_v<C, float>) {
-        simd = cpu::qsimd::row_dots(bits, M);
-      }
       cpu::parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
         std::vector<C> row(K), dots(int64_t{M} * groups);
         for (int64_t n = n0; n < n1; ++n) {
           const S* sn = sc + n * groups;
           const S* bn = bi + n * groups;
+          bool done = false;
           if constexpr (std::is_same_v<C, float>) {
-            if (simd) {
-              simd(w + n * words, x, K, gs, dots.data());
+            if (simd[4]) {
+              for (int m0 = 0; m0 < M; m0 += 4) {
+                simd[std::min(4, M - m0)](w + n * words, x + int64_t{m0} * K, K,
+                                          gs, dots.data() + m0 * groups);
+              }
+              done = true;
             }
           }
-          if (!simd) {
+          if (!done) {
             unpack_q(bits, w + n * words, K, row.data());
             for (int m = 0; m < M; ++m) {
               for (int64_t g = 0; g < groups; ++g) {

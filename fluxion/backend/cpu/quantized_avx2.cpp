@@ -74,6 +74,18 @@ void row_dots_impl(const uint32_t* w, const float* x, int64_t K, int gs,
 }
 
 template <int bits>
+void unpack_impl(const uint32_t* w, const float* scales, const float* biases,
+                 int gs, int64_t ngroups, float* dst) {
+  for (int64_t g = 0; g < ngroups; ++g) {
+    __m256 s = _mm256_set1_ps(scales[g]);
+    __m256 b = _mm256_set1_ps(biases[g]);
+    for (int64_t v = g * gs; v < (g + 1) * gs; v += 8) {
+      _mm256_storeu_ps(dst + v, _mm256_fmadd_ps(unpack8<bits>(w, v), s, b));
+    }
+  }
+}
+
+template <int bits>
 RowDotsFn for_rows(int M) {
   switch (M) {
     case 1:
@@ -90,6 +102,22 @@ RowDotsFn for_rows(int M) {
 }
 
 }  // namespace
+
+UnpackFn unpack(int bits) {
+  if (!has_avx2()) {
+    return nullptr;
+  }
+  switch (bits) {
+    case 2:
+      return &unpack_impl<2>;
+    case 4:
+      return &unpack_impl<4>;
+    case 8:
+      return &unpack_impl<8>;
+    default:
+      return nullptr;
+  }
+}
 
 RowDotsFn row_dots(int bits, int M) {
   if (!has_avx2()) {

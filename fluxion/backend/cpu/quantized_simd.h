@@ -13,4 +13,12 @@ using RowDotsFn = void (*)(const uint32_t* w, const float* x, int64_t K, int gs,
 
 RowDotsFn row_dots(int bits, int M);
 
+// dst[i] = scale * q[i] + bias for `ngroups` groups of `gs` packed values at
+// `w` with one float32 scale and bias each.
+using UnpackFn = void (*)(const uint32_t* w, const float* scales,
+                          const float* biases, int gs, int64_t ngroups,
+                          float* dst);
+
+UnpackFn unpack(int bits);
+
 }  // namespace fluxion::cpu::qsimd
