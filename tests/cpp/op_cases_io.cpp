@@ -16,6 +16,14 @@ std::vector<OpCase> io_cases() {
   auto dir = std::filesystem::temp_directory_path() /
              ("fluxion_op_cases_io_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
+  // Removed when the test program exits (the cases load from it until then).
+  static struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
   std::string npy = (dir / "w.npy").string();
   std::string st = (dir / "w.safetensors").string();
   save(npy, rnd({3, 4}, 71));
