@@ -3,7 +3,8 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ ccache pkg-config libopenblas-dev \
 	liblapacke-dev libsleef-dev libgtest-dev googletest \
-	pybind11-dev python3-dev python3-numpy python3-pytest python3-sklearn
+	pybind11-dev python3-dev python3-numpy python3-pytest python3-sklearn \
+	zlib1g-dev nlohmann-json3-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build test demo bench clean format

@@ -17,6 +17,7 @@
 
 #include "fluxion/fluxion.h"
 #include "fluxion/ops/fast.h"
+#include "fluxion/ops/quantized.h"
 
 using namespace fluxion;
 
@@ -353,6 +354,26 @@ int main() {
         "%-26s %10.3f %-7s %-22s ratio = %.2f\n", "",
         np_get("matmul_1024_f32") > 0 ? gflop / np_get("matmul_1024_f32") : 0.0,
         "GFLOP/s", "numpy", t / np_get("matmul_1024_f32"));
+  }
+
+  // 4a. 4-bit quantized matmul (group 64) against the dense float32
+  // matmul of the same shapes: x (M x 4096) @ W^T, W 4096 x 4096.
+  {
+    const int k = 4096;
+    array w = random::normal({k, k});
+    auto [wq, scales, biases] = quantize(w, 64, 4);
+    array wt = transpose(w);
+    eval(w, wq, scales, biases);
+    for (int m : {1, 32}) {
+      array x = random::normal({m, k});
+      x.eval();
+      double t = median_seconds(
+          [&] { quantized_matmul(x, wq, scales, biases).eval(); }, 9, 2);
+      double t_ref = median_seconds([&] { matmul(x, wt).eval(); }, 9, 2);
+      std::string name = "qmm_4bit_" + std::to_string(m) + "x4096x4096";
+      double gflop = 2.0 * m * k * k / 1e9;
+      row(name.c_str(), "GFLOP/s", gflop / t, t, "dense f32 matmul", t_ref);
+    }
   }
 
   // 4b. Sort of 1M float32 (one row) and cumsum of 16M float32.

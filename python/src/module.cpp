@@ -42,5 +42,7 @@ PYBIND11_MODULE(core, m) {
   init_fft(m);
   init_random(m);
   init_transforms(m);
+  init_io(m);
+  init_quantized(m);
   m.attr("__version__") = "0.1.0";
 }

@@ -92,7 +92,7 @@ def check_functions(obj, nodes):
         if name in ("eval", "async_eval", "print_graph", "export_to_dot",
                     "atleast_1d", "atleast_2d", "atleast_3d",
                     "broadcast_arrays", "meshgrid", "einsum",
-                    "einsum_path"):
+                    "einsum_path", "savez", "savez_compressed"):
             continue  # *args: named differently by pybind11
         assert bound == stubbed, name
 

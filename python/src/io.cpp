@@ -1,0 +1,229 @@
+// Array files: mx.save / mx.load / mx.savez / mx.savez_compressed /
+// mx.save_safetensors. `file` is a str, an os.PathLike (pathlib.Path) or a
+// binary file-like object (with write() to save, read() to load; loading
+// from one reads all its bytes into memory, the arrays stay lazy).
+#include "fluxion/ops/io.h"
+
+#include "python/src/convert.h"
+
+namespace {
+
+using ArrayMap = std::unordered_map<std::string, fx::array>;
+
+std::optional<std::string> as_path(py::handle f) {
+  if (py::isinstance<py::str>(f)) {
+    return f.cast<std::string>();
+  }
+  if (py::hasattr(f, "__fspath__")) {
+    py::object p = py::module_::import("os").attr("fspath")(f);
+    if (py::isinstance<py::str>(p)) {
+      return p.cast<std::string>();
+    }
+  }
+  return std::nullopt;
+}
+
+std::string type_name(py::handle h) {
+  return py::str(py::type::of(h).attr("__name__")).cast<std::string>();
+}
+
+[[noreturn]] void bad_file(const char* op, py::handle f, const char* need) {
+  throw py::type_error(std::string("[") + op +
+                       "] file must be a str, a pathlib.Path or a binary "
+                       "file-like object with " +
+                       need + "(); got " + type_name(f) + ".");
+}
+
+// Saves through `write` to a path, or into memory and then file.write().
+template <typename PathFn, typename WriterFn>
+void save_to(const char* op, py::handle file, PathFn to_path,
+             WriterFn to_writer) {
+  if (auto path = as_path(file)) {
+    py::gil_scoped_release nogil;
+    to_path(*path);
+    return;
+  }
+  if (!py::hasattr(file, "write")) {
+    bad_file(op, file, "write");
+  }
+  auto w = std::make_shared<fx::io::MemoryWriter>();
+  {
+    py::gil_scoped_release nogil;
+    to_writer(w);
+  }
+  file.attr("write")(py::bytes(w->bytes()));
+}
+
+ArrayMap to_map(const py::dict& d, const char* op) {
+  ArrayMap out;
+  for (auto [k, v] : d) {
+    if (!py::isinstance<py::str>(k)) {
+      throw py::type_error(std::string("[") + op +
+                           "] array names must be str; got " + type_name(k) +
+                           ".");
+    }
+    fx::array a = fxpy::to_array(v);
+    fxpy::eval_nogil(a);
+    out.insert_or_assign(k.cast<std::string>(), a);
+  }
+  return out;
+}
+
+// savez's names: positional arrays become arr_0, arr_1, ...
+ArrayMap savez_map(const py::args& args, const py::kwargs& kwargs,
+                   const char* op) {
+  py::dict d;
+  for (size_t i = 0; i < args.size(); ++i) {
+    d[py::str("arr_" + std::to_string(i))] = args[i];
+  }
+  for (auto [k, v] : kwargs) {
+    if (d.contains(k)) {
+      throw std::invalid_argument(std::string("[") + op +
+                                  "] Cannot use un-named variables and the "
+                                  "keyword " +
+                                  py::str(k).cast<std::string>() + ".");
+    }
+    d[k] = v;
+  }
+  return to_map(d, op);
+}
+
+py::dict to_dict(const ArrayMap& m) {
+  std::vector<std::string> keys;
+  for (auto& [k, v] : m) {
+    keys.push_back(k);
+  }
+  std::sort(keys.begin(), keys.end());
+  py::dict d;
+  for (auto& k : keys) {
+    d[py::str(k)] = m.at(k);
+  }
+  return d;
+}
+
+py::object load(py::handle file, std::optional<std::string> format,
+                bool return_metadata, fx::StreamOrDevice s) {
+  std::shared_ptr<fx::io::Reader> reader;
+  std::string name;
+  if (auto path = as_path(file)) {
+    name = *path;
+  } else if (py::hasattr(file, "read")) {
+    if (py::hasattr(file, "name") &&
+        py::isinstance<py::str>(file.attr("name"))) {
+      name = file.attr("name").cast<std::string>();
+    }
+  } else {
+    bad_file("load", file, "read");
+  }
+  if (!format) {
+    auto dot = name.rfind('.');
+    auto slash = name.rfind('/');
+    if (dot == std::string::npos ||
+        (slash != std::string::npos && dot < slash)) {
+      throw std::invalid_argument(
+          "[load] Could not infer the format of '" +
+          (name.empty() ? std::string("<file object>") : name) +
+          "' from its extension; pass format='npy', 'npz' or "
+          "'safetensors'.");
+    }
+    format = name.substr(dot + 1);
+  }
+  if (*format != "npy" && *format != "npz" && *format != "safetensors") {
+    throw std::invalid_argument("[load] Unsupported file format '" + *format +
+                                "' (supported: npy, npz, safetensors).");
+  }
+  if (return_metadata && *format != "safetensors") {
+    throw std::invalid_argument(
+        "[load] Metadata is not supported for format '" + *format +
+        "' (only safetensors has it).");
+  }
+  if (auto path = as_path(file)) {
+    reader = std::make_shared<fx::io::FileReader>(*path);
+  } else {
+    py::object got = file.attr("read")();
+    if (!py::isinstance<py::bytes>(got)) {
+      throw py::type_error(
+          "[load] The file object must be opened in binary mode (its read() "
+          "returned " +
+          type_name(got) + ", not bytes).");
+    }
+    py::bytes data = got;
+    reader = std::make_shared<fx::io::MemoryReader>(
+        data.cast<std::string>(), name.empty() ? "<file object>" : name);
+  }
+  if (*format == "npy") {
+    return py::cast(fx::load(reader, s));
+  }
+  if (*format == "npz") {
+    return to_dict(fx::load_npz(reader, s));
+  }
+  auto [arrays, metadata] = fx::load_safetensors(reader, s);
+  if (!return_metadata) {
+    return to_dict(arrays);
+  }
+  return py::make_tuple(to_dict(arrays), py::cast(metadata));
+}
+
+}  // namespace
+
+void init_io(py::module_& m) {
+  m.def(
+      "save",
+      [](py::handle file, py::handle arr) {
+        fx::array a = fxpy::to_array(arr);
+        fxpy::eval_nogil(a);
+        save_to(
+            "save", file, [&](const std::string& p) { fx::save(p, a); },
+            [&](auto w) { fx::save(w, a); });
+      },
+      "file"_a, "arr"_a,
+      "Save an array to a binary file in .npy format (\".npy\" is appended "
+      "to a path without it).");
+  m.def("load", &load, "file"_a, py::pos_only(), "format"_a = py::none(),
+        "return_metadata"_a = false, py::kw_only(), "stream"_a = py::none(),
+        "Load arrays from a .npy, .npz or .safetensors file (lazily: data is "
+        "read when the arrays are evaluated). The format comes from the "
+        "extension unless `format` is given. Returns an array for .npy and a "
+        "dict of arrays otherwise; with return_metadata=True a safetensors "
+        "file also gives its metadata dict.");
+#define FLUXION_SAVEZ(NAME)                                                 \
+  m.def(                                                                    \
+      #NAME,                                                                \
+      [](py::handle file, py::args args, py::kwargs kwargs) {               \
+        ArrayMap arrays = savez_map(args, kwargs, #NAME);                   \
+        save_to(                                                            \
+            #NAME, file,                                                    \
+            [&](const std::string& path) { fx::NAME(path, arrays); },       \
+            [&](auto w) { fx::NAME(w, arrays); });                          \
+      },                                                                    \
+      "file"_a,                                                             \
+      "Save several arrays to a .npz archive; positional arrays are named " \
+      "arr_0, arr_1, ... (\".npz\" is appended to a path without it).");
+  FLUXION_SAVEZ(savez)
+  FLUXION_SAVEZ(savez_compressed)
+#undef FLUXION_SAVEZ
+  m.def(
+      "save_safetensors",
+      [](py::handle file, py::dict arrays, std::optional<py::dict> metadata) {
+        ArrayMap a = to_map(arrays, "save_safetensors");
+        std::unordered_map<std::string, std::string> meta;
+        if (metadata) {
+          for (auto [k, v] : *metadata) {
+            if (!py::isinstance<py::str>(k) || !py::isinstance<py::str>(v)) {
+              throw std::invalid_argument(
+                  "[save_safetensors] Metadata keys and values must be str; "
+                  "got " +
+                  type_name(k) + ": " + type_name(v) + ".");
+            }
+            meta[k.cast<std::string>()] = v.cast<std::string>();
+          }
+        }
+        save_to(
+            "save_safetensors", file,
+            [&](const std::string& p) { fx::save_safetensors(p, a, meta); },
+            [&](auto w) { fx::save_safetensors(w, a, meta); });
+      },
+      "file"_a, "arrays"_a, "metadata"_a = py::none(),
+      "Save a dict of arrays (and optional str metadata) in safetensors "
+      "format (\".safetensors\" is appended to a path without it).");
+}
