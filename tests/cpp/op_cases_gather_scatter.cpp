@@ -2,6 +2,7 @@
 // with broadcast indices, windows (slice sizes > 1), every scatter kind,
 // duplicate and negative indices.
 #include "fluxion/ops/gather_scatter.h"
+#include "fluxion/ops/indexing.h"
 #include "op_cases.h"
 
 using namespace fluxion;
@@ -68,6 +69,12 @@ std::vector<OpCase> gather_scatter_cases() {
               {0}, rnd({4, 1, 3}, 213));
   add_scatter("scatter_min_duplicates", &scatter_min, rnd({5, 3}, 214), {dup},
               {0}, rnd({4, 1, 3}, 217));
+  c.push_back({"take_mode_wrap_clip",
+               [](const std::vector<array>& x) {
+                 return std::vector<array>{take(x[0], x[1], 1, "wrap"),
+                                           take(x[0], x[1], 0, "clip")};
+               },
+               {rnd({3, 4}, 218), array({5, -1, 9, 2})}});
   return c;
 }
 

@@ -517,3 +517,36 @@ TEST(GatherScatter, Vmap) {
     expect_close(take(w, b, 0), to_vector<double>(want));
   }
 }
+
+TEST(TakeMode, WrapClipRaise) {
+  auto a = iota({4, 3});
+  // wrap: any integer, Python's modulo.
+  auto w = take(a, array({5, -1, -9, 12}), 0, "wrap");
+  EXPECT_EQ(w.shape(), Shape({4, 3}));
+  expect_close(w, {3, 4, 5, 9, 10, 11, 9, 10, 11, 0, 1, 2});
+  // clip: negative indices go to 0 (NumPy), large ones to n - 1.
+  auto c = take(a, array({-1, 7, 1}, int8), 1, "clip");
+  expect_close(c, {0, 2, 1, 3, 5, 4, 6, 8, 7, 9, 11, 10});
+  auto u = take(a, array({200, 1}, uint8), "clip");
+  expect_close(u, {11, 1});
+  auto f = take(a, array({13, -13}), "wrap");  // flattened, size 12
+  expect_close(f, {1, 11});
+  expect_close(take(a, array({-1}), 0, "raise"), {9, 10, 11});
+  expect_error<std::invalid_argument>(
+      [&] { take(a, array({0}), 0, "nearest"); },
+      "[take] Unknown mode 'nearest'; expected 'raise', 'wrap' or 'clip'.");
+  expect_error<std::out_of_range>(
+      [&] {
+        take(zeros({0, 2}), array({0}), 0, "clip");
+      },
+      "[take] Cannot take from the empty axis 0 with mode 'clip'.");
+  expect_error<std::invalid_argument>(
+      [&] { take(a, array({0.5f}), 0, "wrap"); },
+      "[take] Indices must be of an integer type; got float32.");
+  expect_error<std::out_of_range>(
+      [&] { take(a, array({0}), 3, "wrap"); },
+      "[take] Invalid axis 3 for array with 2 dimensions.");
+  expect_error<std::out_of_range>(
+      [&] { take(a, array({4}), 0, "raise").eval(); },
+      "[take] Index 4 is out of bounds for axis 0 with size 4.");
+}

@@ -64,20 +64,57 @@ class WindowError {
   int64_t n_ = 0, size_ = 0;
 };
 
-// The windows' start offsets into an array with strides `st`, for index
-// rows [begin, end). f(row, offset) is called for valid rows only.
+// The windows' start offsets into an array with strides `stride`, for
+// index rows [begin, end). f(row, offset) is called for valid rows only.
+// The index shape is collapsed over all index arrays, so that rows run as
+// tight inner loops; K > 0 fixes the number of index arrays at compile time.
 struct Windows {
-  const std::vector<array>* idx;  // k index arrays of shape B
+  std::vector<const void*> ptr;  // k index arrays' data
   std::vector<int> axes;
-  Shape B;
+  Shape B;                               // collapsed index shape
+  std::vector<Strides> st;               // per index, over collapsed B
   std::vector<int64_t> n, size, stride;  // per index: axis length, window
 
-  template <typename I, typename F>
-  void walk(int64_t begin, int64_t end, WindowError& err, F&& f) const {
-    const size_t k = idx->size();
+  Windows(const std::vector<array>& idx, std::vector<int> ax, const Shape& b)
+      : axes(std::move(ax)) {
+    // Drop unit dims, merge dims contiguous in every index array.
+    for (size_t d = 0; d < b.size(); ++d) {
+      if (b[d] == 1) {
+        continue;
+      }
+      bool merge = !B.empty();
+      for (size_t i = 0; i < idx.size() && merge; ++i) {
+        merge = st[i].back() == idx[i].strides()[d] * b[d];
+      }
+      if (merge) {
+        B.back() *= b[d];
+        for (size_t i = 0; i < idx.size(); ++i) {
+          st[i].back() = idx[i].strides()[d];
+        }
+      } else {
+        B.push_back(b[d]);
+        st.resize(idx.size());
+        for (size_t i = 0; i < idx.size(); ++i) {
+          st[i].push_back(idx[i].strides()[d]);
+        }
+      }
+    }
+    if (B.empty()) {
+      B.push_back(1);
+      st.assign(idx.size(), Strides{0});
+    }
+    for (auto& x : idx) {
+      ptr.push_back(x.raw_data());
+    }
+  }
+
+  template <typename I, int K, typename F>
+  void walk_k(int64_t begin, int64_t end, WindowError& err, F&& f) const {
+    const size_t k = K > 0 ? K : ptr.size();
     const int nd = static_cast<int>(B.size());
-    std::vector<const I*> ptr(k);
-    std::vector<int64_t> off(k, 0);
+    const int64_t inner = B[nd - 1];
+    std::vector<const I*> p(k);
+    std::vector<int64_t> lim(k), ist(k);
     std::vector<int32_t> pos(nd, 0);
     int64_t r = begin;
     for (int d = nd - 1; d >= 0; --d) {
@@ -85,50 +122,66 @@ struct Windows {
       r /= B[d];
     }
     for (size_t i = 0; i < k; ++i) {
-      ptr[i] = (*idx)[i].data<I>();
-      for (int d = 0; d < nd; ++d) {
-        off[i] += pos[d] * (*idx)[i].strides()[d];
+      p[i] = static_cast<const I*>(ptr[i]);
+      for (int d = 0; d < nd - 1; ++d) {
+        p[i] += pos[d] * st[i][d];
       }
+      lim[i] = n[i] - size[i];  // last valid start
+      ist[i] = st[i][nd - 1];
     }
-    for (int64_t row = begin; row < end; ++row) {
-      int64_t o = 0;
-      bool ok = true;
-      for (size_t i = 0; i < k; ++i) {
-        I raw = ptr[i][off[i]];
-        int64_t v;
-        int64_t limit = n[i] - size[i];  // last valid start
-        if constexpr (std::is_unsigned_v<I>) {
-          ok = static_cast<uint64_t>(raw) <= static_cast<uint64_t>(limit) &&
-               limit >= 0;
-          v = static_cast<int64_t>(raw);
-        } else {
-          v = static_cast<int64_t>(raw);
-          if (v < 0) {
-            v += n[i];
+    int64_t row = begin;
+    while (row < end) {
+      int64_t j0 = pos[nd - 1];
+      int64_t j1 = std::min<int64_t>(inner, j0 + (end - row));
+      for (int64_t j = j0; j < j1; ++j, ++row) {
+        int64_t o = 0;
+        bool ok = true;
+        for (size_t i = 0; i < k; ++i) {
+          I raw = p[i][j * ist[i]];
+          int64_t v = static_cast<int64_t>(raw);
+          if constexpr (std::is_unsigned_v<I>) {
+            ok = lim[i] >= 0 &&
+                 static_cast<uint64_t>(raw) <= static_cast<uint64_t>(lim[i]);
+          } else {
+            v += v < 0 ? n[i] : 0;
+            ok = v >= 0 && v <= lim[i];
           }
-          ok = v >= 0 && v <= limit;
+          if (!ok) {
+            err.record(row, raw, axes[i], n[i], size[i]);
+            break;
+          }
+          o += v * stride[i];
         }
-        if (!ok) {
-          err.record(row, raw, axes[i], n[i], size[i]);
-          break;
+        if (ok) {
+          f(row, o);
         }
-        o += v * stride[i];
       }
-      if (ok) {
-        f(row, o);
-      }
-      for (int d = nd - 1; d >= 0; --d) {
+      // Next outer position.
+      pos[nd - 1] = 0;
+      for (int d = nd - 2; d >= 0; --d) {
         if (++pos[d] < B[d]) {
           for (size_t i = 0; i < k; ++i) {
-            off[i] += (*idx)[i].strides()[d];
+            p[i] += st[i][d];
           }
           break;
         }
         for (size_t i = 0; i < k; ++i) {
-          off[i] -= (B[d] - 1) * (*idx)[i].strides()[d];
+          p[i] -= (B[d] - 1) * st[i][d];
         }
         pos[d] = 0;
       }
+    }
+  }
+
+  template <typename I, typename F>
+  void walk(int64_t begin, int64_t end, WindowError& err, F&& f) const {
+    switch (ptr.size()) {
+      case 1:
+        return walk_k<I, 1>(begin, end, err, f);
+      case 2:
+        return walk_k<I, 2>(begin, end, err, f);
+      default:
+        return walk_k<I, 0>(begin, end, err, f);
     }
   }
 };
@@ -203,13 +256,13 @@ void Gather::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
     return;
   }
   std::vector<array> idx(in.begin() + 1, in.end());
-  Windows w{&idx, axes_, idx.empty() ? Shape{} : idx[0].shape(), {}, {}, {}};
+  Windows w(idx, axes_, idx.empty() ? Shape{} : idx[0].shape());
   for (size_t i = 0; i < axes_.size(); ++i) {
     w.n.push_back(a.shape(axes_[i]));
     w.size.push_back(slice_sizes_[axes_[i]]);
     w.stride.push_back(a.strides()[axes_[i]]);
   }
-  const int64_t rows = numel(w.B);
+  const int64_t rows = o.size() / std::max<int64_t>(numel(slice_sizes_), 1);
   const int64_t S = numel(slice_sizes_);
   Shape sl = slice_sizes_;
   std::array<Strides, 2> st{a.strides(), row_strides(slice_sizes_)};
@@ -274,7 +327,7 @@ void Scatter::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
     return;
   }
   const Strides ost = row_strides(o.shape());
-  Windows w{&idx, axes_, B, {}, {}, {}};
+  Windows w(idx, axes_, B);
   bool unit_windows = true;
   for (size_t i = 0; i < k; ++i) {
     w.n.push_back(o.shape(axes_[i]));
