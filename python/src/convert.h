@@ -145,3 +145,4 @@ void init_ops_sort(py::module_& m);
 void init_linalg(py::module_& m);
 void init_random(py::module_& m);
 void init_transforms(py::module_& m);
+void init_ops_extras(py::module_& m);

@@ -39,5 +39,6 @@ PYBIND11_MODULE(core, m) {
   init_linalg(m);
   init_random(m);
   init_transforms(m);
+  init_ops_extras(m);
   m.attr("__version__") = "0.1.0";
 }
