@@ -28,10 +28,10 @@ Shape view_shape(const array& a, Dtype dtype) {
     return a.shape();
   }
   if (a.ndim() == 0) {
-    throw std::invalid_argument(
-        std::string("[view] A scalar of dtype ") + dtype_name(a.dtype()) +
-        " cannot be viewed as " + dtype_name(dtype) +
-        " (the item sizes differ).");
+    throw std::invalid_argument(std::string("[view] A scalar of dtype ") +
+                                dtype_name(a.dtype()) +
+                                " cannot be viewed as " + dtype_name(dtype) +
+                                " (the item sizes differ).");
   }
   int64_t bytes = static_cast<int64_t>(a.shape(-1)) * in;
   if (bytes % out != 0) {
@@ -127,7 +127,8 @@ array hadamard_transform(const array& a, std::optional<float> scale,
         "[hadamard_transform] complex64 is not supported.");
   }
   Dtype t = is_floating_point(a.dtype()) ? a.dtype() : float32;
-  float sc = scale.value_or(1.0f / std::sqrt(static_cast<float>(n)));
+  double sc = scale ? static_cast<double>(*scale)
+                    : 1.0 / std::sqrt(static_cast<double>(n));
   auto s = to_stream(sd);
   return array(a.shape(), t, std::make_shared<Hadamard>(s, sc),
                {astype(a, t, s)});
@@ -250,7 +251,8 @@ array segmented_mm(const array& a, const array& b, const array& segments,
   if (segments.ndim() == 0 || segments.shape(-1) != 2 ||
       !is_integral(segments.dtype())) {
     throw std::invalid_argument(
-        std::string("[segmented_mm] segments must be integer pairs of shape (..., 2); got ") +
+        std::string("[segmented_mm] segments must be integer pairs of shape "
+                    "(..., 2); got ") +
         dtype_name(segments.dtype()) + " of shape " +
         shape_str(segments.shape()) + ".");
   }
@@ -266,8 +268,8 @@ array segmented_mm(const array& a, const array& b, const array& segments,
   array end = slice(segments, zero, stop, s);
   array k = reshape(arange(0, K, s), with_last(one, K), s);
   Dtype t = promote_types(a.dtype(), b.dtype());
-  array mask = astype(
-      logical_and(greater_equal(k, start, s), less(k, end, s), s), t, s);
+  array mask =
+      astype(logical_and(greater_equal(k, start, s), less(k, end, s), s), t, s);
   // (..., 1, K) * (M, K) -> (..., M, K), then @ (K, N).
   return matmul(multiply(expand_dims(mask, -2, s), a, s), b, s);
 }
@@ -275,8 +277,7 @@ array segmented_mm(const array& a, const array& b, const array& segments,
 array block_masked_mm(const array& a, const array& b, int block_size,
                       const std::optional<array>& mask_out,
                       const std::optional<array>& mask_lhs,
-                      const std::optional<array>& mask_rhs,
-                      StreamOrDevice sd) {
+                      const std::optional<array>& mask_rhs, StreamOrDevice sd) {
   auto s = to_stream(sd);
   if (block_size != 32 && block_size != 64) {
     throw std::invalid_argument(
@@ -295,10 +296,10 @@ array block_masked_mm(const array& a, const array& b, int block_size,
                    int c) {
     if (m && (m->ndim() < 2 || m->shape(-2) != blocks(r) ||
               m->shape(-1) != blocks(c))) {
-      throw std::invalid_argument(
-          std::string("[block_masked_mm] ") + name + " of shape " +
-          shape_str(m->shape()) + " must end in (" +
-          std::to_string(blocks(r)) + "," + std::to_string(blocks(c)) + ").");
+      throw std::invalid_argument(std::string("[block_masked_mm] ") + name +
+                                  " of shape " + shape_str(m->shape()) +
+                                  " must end in (" + std::to_string(blocks(r)) +
+                                  "," + std::to_string(blocks(c)) + ").");
     }
   };
   check(mask_out, "mask_out", M, N);
@@ -311,9 +312,9 @@ array block_masked_mm(const array& a, const array& b, int block_size,
                 ? apply_mask(b, expand_mask(*mask_rhs, block_size, K, N, s), s)
                 : b;
   array out = matmul(x, y, s);
-  return mask_out ? apply_mask(out,
-                               expand_mask(*mask_out, block_size, M, N, s), s)
-                  : out;
+  return mask_out
+             ? apply_mask(out, expand_mask(*mask_out, block_size, M, N, s), s)
+             : out;
 }
 
 bool SearchSorted::is_equivalent(const Primitive& o) const {
@@ -331,8 +332,7 @@ bool AsStrided::is_equivalent(const Primitive& o) const {
     return false;
   }
   auto& p = static_cast<const AsStrided&>(o);
-  return p.shape_ == shape_ && p.strides_ == strides_ &&
-         p.offset_ == offset_;
+  return p.shape_ == shape_ && p.strides_ == strides_ && p.offset_ == offset_;
 }
 
 bool View::is_equivalent(const Primitive& o) const {
@@ -346,8 +346,7 @@ std::vector<Shape> View::output_shapes(const std::vector<array>& in) {
 
 bool Contiguous::is_equivalent(const Primitive& o) const {
   return typeid(*this) == typeid(o) &&
-         static_cast<const Contiguous&>(o).allow_col_major_ ==
-             allow_col_major_;
+         static_cast<const Contiguous&>(o).allow_col_major_ == allow_col_major_;
 }
 
 }  // namespace fluxion

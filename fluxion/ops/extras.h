@@ -92,7 +92,7 @@ class SearchSorted : public Primitive {
 
 class Hadamard : public Primitive {
  public:
-  Hadamard(Stream s, float scale) : Primitive(s), scale_(scale) {}
+  Hadamard(Stream s, double scale) : Primitive(s), scale_(scale) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Hadamard"; }
@@ -103,7 +103,7 @@ class Hadamard : public Primitive {
   }
 
  private:
-  float scale_;
+  double scale_;
 };
 
 class AsStrided : public Primitive {

@@ -11,8 +11,8 @@ void init_ops_extras(py::module_& m) {
          std::optional<fx::array> sorter, fx::StreamOrDevice st) {
         return fx::searchsorted(a, v, side, sorter, st);
       },
-      "a"_a, "v"_a, py::pos_only(), "side"_a = "left",
-      "sorter"_a = py::none(), py::kw_only(), s,
+      "a"_a, "v"_a, py::pos_only(), "side"_a = "left", "sorter"_a = py::none(),
+      py::kw_only(), s,
       R"doc(Insertion positions of ``v`` in ``a``, sorted ascending along its
 last axis (NumPy's searchsorted; MLX has none). ``side="left"`` puts a
 value before equal elements, ``"right"`` after them; NaNs sort last. A 1-D
@@ -22,7 +22,9 @@ leading dimensions broadcast against a's. ``sorter`` is an argsort of
   m.def(
       "hadamard_transform",
       [](const fx::array& a, std::optional<float> scale,
-         fx::StreamOrDevice st) { return fx::hadamard_transform(a, scale, st); },
+         fx::StreamOrDevice st) {
+        return fx::hadamard_transform(a, scale, st);
+      },
       "a"_a, "scale"_a = py::none(), py::kw_only(), s,
       R"doc(The Walsh-Hadamard transform along the last axis (a power of two),
 times ``scale`` (default ``1/sqrt(n)``).)doc");
@@ -69,9 +71,9 @@ by the ratio of the item sizes.)doc");
       "The shape that the given shapes broadcast to.");
   m.def(
       "gather_mm",
-      [](const fx::array& a, const fx::array& b,
-         std::optional<fx::array> lhs, std::optional<fx::array> rhs,
-         bool sorted_indices, fx::StreamOrDevice st) {
+      [](const fx::array& a, const fx::array& b, std::optional<fx::array> lhs,
+         std::optional<fx::array> rhs, bool sorted_indices,
+         fx::StreamOrDevice st) {
         return fx::gather_mm(a, b, lhs, rhs, sorted_indices, st);
       },
       "a"_a, "b"_a, py::pos_only(), "lhs_indices"_a = py::none(),
@@ -83,7 +85,9 @@ select every batch in order.)doc");
   m.def(
       "segmented_mm",
       [](const fx::array& a, const fx::array& b, const fx::array& segments,
-         fx::StreamOrDevice st) { return fx::segmented_mm(a, b, segments, st); },
+         fx::StreamOrDevice st) {
+        return fx::segmented_mm(a, b, segments, st);
+      },
       "a"_a, "b"_a, py::pos_only(), "segments"_a, py::kw_only(), s,
       R"doc(For each ``[start, end)`` pair of ``segments`` (shape (..., 2)),
 ``a[:, start:end] @ b[start:end, :]``.)doc");

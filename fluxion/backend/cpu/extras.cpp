@@ -1,4 +1,6 @@
 // Kernels of SearchSorted, Hadamard, AsStrided, View and Contiguous.
+#include "fluxion/ops/extras.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -6,7 +8,6 @@
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/thread_pool.h"
-#include "fluxion/ops/extras.h"
 
 namespace fluxion {
 
@@ -98,8 +99,7 @@ void SearchSorted::eval_cpu(const std::vector<array>& in,
       const T* vp = v.data<T>();
       int32_t* op = o.data<int32_t>();
       cpu::parallel_for(
-          rows,
-          std::max<int64_t>(1, cpu::kElementwiseGrain / (m * 8 + 1)),
+          rows, std::max<int64_t>(1, cpu::kElementwiseGrain / (m * 8 + 1)),
           [&](int64_t b, int64_t e) {
             for (int64_t r = b; r < e; ++r) {
               const T* row = ap + row_offset(r, a.shape(), a.strides());
@@ -136,7 +136,7 @@ void Hadamard::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   }
   const int64_t n = o.shape(-1);
   const int64_t rows = static_cast<int64_t>(o.size()) / n;
-  const float scale = scale_;
+  const double scale = scale_;
   dispatch<FloatTypes>(o.dtype(), "hadamard_transform", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -185,8 +185,8 @@ void AsStrided::eval_cpu(const std::vector<array>& in,
   const array& a = in[0];
   array c = a.flags().row_contiguous ? a : cpu::ensure_row_contiguous(a);
   size_t ds = span_of(shape_, strides_);
-  out[0].copy_shared_buffer(c, strides_, layout_flags(shape_, strides_, ds),
-                            ds, static_cast<int64_t>(offset_));
+  out[0].copy_shared_buffer(c, strides_, layout_flags(shape_, strides_, ds), ds,
+                            static_cast<int64_t>(offset_));
 }
 
 void View::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
