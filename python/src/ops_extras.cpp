@@ -47,6 +47,13 @@ times ``scale`` (default ``1/sqrt(n)``).)doc");
       "a"_a, "dtype"_a, py::kw_only(), s,
       R"doc(The bytes of ``a`` read as ``dtype``; the last axis is rescaled
 by the ratio of the item sizes.)doc");
+  auto cls = py::reinterpret_borrow<py::class_<fx::array>>(m.attr("array"));
+  cls.def(
+      "view",
+      [](const fx::array& a, fx::Dtype dtype, fx::StreamOrDevice st) {
+        return fx::view(a, dtype, st);
+      },
+      "dtype"_a, py::kw_only(), s, "The array's bytes read as ``dtype``.");
   m.def(
       "contiguous",
       [](const fx::array& a, bool allow_col_major, fx::StreamOrDevice st) {

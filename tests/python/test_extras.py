@@ -114,6 +114,9 @@ def test_view_against_numpy(src, dst):
 
 
 def test_view_scalar_and_errors():
+    np.testing.assert_array_equal(
+        np.array(mx.array([1.0, 2.0]).view(mx.int32)),
+        np.array([1.0, 2.0], np.float32).view(np.int32))
     assert mx.view(1.0, mx.int32).item() == np.float32(1.0).view(np.int32)
     with pytest.raises(ValueError, match=r"\[view\] The last axis"):
         mx.view(mx.zeros((3,), mx.int8), mx.int16)
