@@ -347,6 +347,24 @@ TEST(Scatter, LargeParallelPaths) {
     expect_close(out, naive_scatter(av, as, idx, uv, {0}, {1, 5000}, k.r), 0, 0,
                  k.name);
   }
+  // A middle indexed axis: the window (30, 1, 100) has two dimensions that
+  // do not merge, so the chunked path walks slice rows.
+  {
+    Shape bs{30, 5, 100};
+    auto kv = random_ints(9, -5, 4, 9);
+    std::vector<Idx> kidx = {{kv, {9}}};
+    std::vector<double> wv(9 * 3000);
+    for (size_t i = 0; i < wv.size(); ++i) {
+      wv[i] = static_cast<double>((i * 31) % 17) - 8;
+    }
+    auto bv = iota_vec(15000);
+    for (auto& k : kKinds) {
+      auto out = k.f(iota(bs, float64), arrays(kidx),
+                     array(wv.begin(), {9, 30, 1, 100}, float64), {1}, {});
+      expect_close(out, naive_scatter(bv, bs, kidx, wv, {1}, {30, 1, 100}, k.r),
+                   1e-12, 0, k.name);
+    }
+  }
   // Many scalar updates with heavy duplication (the S == 1 path).
   auto jv = random_ints(100000, 0, 99, 6);
   std::vector<double> ones(100000, 1.0);
