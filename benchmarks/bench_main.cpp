@@ -5,8 +5,8 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fluxion/fluxion.h"
+#include "fluxion/ops/fast.h"
 
 using namespace fluxion;
 
@@ -39,9 +40,9 @@ double median_seconds(const std::function<void()>& f, int repeat = 15,
 
 std::map<std::string, double> numpy_reference() {
   std::map<std::string, double> out;
-  std::string cmd =
-      "/usr/bin/python3 " FLUXION_SOURCE_DIR "/benchmarks/numpy_ref.py "
-      "2>/dev/null";
+  std::string cmd = "/usr/bin/python3 " FLUXION_SOURCE_DIR
+                    "/benchmarks/numpy_ref.py "
+                    "2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) {
     return out;
@@ -161,10 +162,11 @@ void transform_benchmarks() {
           eval(all);
         },
         5, 1);
-    std::printf("%-26s %10.3f %-7s loop of grad %.3f ms  vmap speed-up = "
-                "%.1fx\n",
-                "per_example_grads_b128", t_vmap * 1e3, "ms", t_loop * 1e3,
-                t_loop / t_vmap);
+    std::printf(
+        "%-26s %10.3f %-7s loop of grad %.3f ms  vmap speed-up = "
+        "%.1fx\n",
+        "per_example_grads_b128", t_vmap * 1e3, "ms", t_loop * 1e3,
+        t_loop / t_vmap);
   }
   // Hessian of a 512-variable function.
   {
@@ -181,6 +183,75 @@ void transform_benchmarks() {
 }
 
 }  // namespace
+
+// Fused mx.fast primitives against the same operations composed from
+// public ops, in the same run.
+void fast_benchmarks() {
+  auto compare = [](const char* name, const std::function<array()>& fused,
+                    const std::function<array()>& composed, double flop) {
+    double t = median_seconds([&] { fused().eval(); }, 9, 2);
+    double t_ref = median_seconds([&] { composed().eval(); }, 9, 2);
+    if (flop > 0) {
+      row(name, "GFLOP/s", flop / t / 1e9, t, "composed ops", t_ref);
+    } else {
+      row(name, "ms", t * 1e3, t, "composed ops", t_ref);
+    }
+  };
+  {
+    const int B = 1, H = 16, L = 1024, D = 64;
+    array q = random::normal({B, H, L, D});
+    array k = random::normal({B, H, L, D});
+    array v = random::normal({B, H, L, D});
+    eval(q, k, v);
+    const float sc = 0.125f;
+    const double flop = 4.0 * B * H * L * L * D;
+    compare(
+        "sdpa_b1_h16_l1024_d64",
+        [&] { return fast::scaled_dot_product_attention(q, k, v, sc); },
+        [&] {
+          return fast::scaled_dot_product_attention_composed(q, k, v, sc);
+        },
+        flop);
+    compare(
+        "sdpa_causal_l1024",
+        [&] {
+          return fast::scaled_dot_product_attention(q, k, v, sc, "causal");
+        },
+        [&] {
+          return fast::scaled_dot_product_attention_composed(q, k, v, sc,
+                                                             "causal");
+        },
+        flop / 2);
+  }
+  {
+    const int H = 16, Lk = 4096, D = 64;
+    array q = random::normal({1, H, 1, D});
+    array k = random::normal({1, H, Lk, D});
+    array v = random::normal({1, H, Lk, D});
+    eval(q, k, v);
+    compare(
+        "sdpa_decode_lk4096",
+        [&] { return fast::scaled_dot_product_attention(q, k, v, 0.125f); },
+        [&] {
+          return fast::scaled_dot_product_attention_composed(q, k, v, 0.125f);
+        },
+        0);
+  }
+  {
+    const int m = 4096;
+    array x = random::normal({m, m});
+    array w = random::normal({m});
+    array b = random::normal({m});
+    eval(x, w, b);
+    compare(
+        "layer_norm_4096x4096",
+        [&] { return fast::layer_norm(x, w, b, 1e-5f); },
+        [&] { return fast::layer_norm_composed(x, w, b, 1e-5f); }, 0);
+    compare(
+        "rms_norm_4096x4096", [&] { return fast::rms_norm(x, w, 1e-5f); },
+        [&] { return fast::rms_norm_composed(x, w, 1e-5f); }, 0);
+  }
+}
 
 int main() {
   std::printf("Fluxion benchmarks (median of repeated runs)\n");
@@ -217,10 +288,10 @@ int main() {
           (void)sink;
         },
         50, 5);
-    row("chain_1000_adds", "us/op", t / n_ops * 1e6, t / n_ops,
-        "numpy (us/op)", np_get("chain_1000_adds"));
-    std::printf("%-26s %10.3f %-7s %-22s ratio = %.2f\n", "", t_ref / n_ops * 1e6,
-                "us/op", "eager C++ loop", t / t_ref);
+    row("chain_1000_adds", "us/op", t / n_ops * 1e6, t / n_ops, "numpy (us/op)",
+        np_get("chain_1000_adds"));
+    std::printf("%-26s %10.3f %-7s %-22s ratio = %.2f\n", "",
+                t_ref / n_ops * 1e6, "us/op", "eager C++ loop", t / t_ref);
   }
 
   const int n = 1 << 24;
@@ -278,11 +349,10 @@ int main() {
         7, 2);
     double gflop = 2.0 * m * m * m / 1e9;
     row("matmul_1024_f32", "GFLOP/s", gflop / t, t, "OpenBLAS sgemm", t_ref);
-    std::printf("%-26s %10.3f %-7s %-22s ratio = %.2f\n", "",
-                np_get("matmul_1024_f32") > 0
-                    ? gflop / np_get("matmul_1024_f32")
-                    : 0.0,
-                "GFLOP/s", "numpy", t / np_get("matmul_1024_f32"));
+    std::printf(
+        "%-26s %10.3f %-7s %-22s ratio = %.2f\n", "",
+        np_get("matmul_1024_f32") > 0 ? gflop / np_get("matmul_1024_f32") : 0.0,
+        "GFLOP/s", "numpy", t / np_get("matmul_1024_f32"));
   }
 
   // 4b. Sort of 1M float32 (one row) and cumsum of 16M float32.
@@ -335,6 +405,7 @@ int main() {
     std::printf("%-26s %10.2f %-7s (target: at most 3 incl. the input)\n",
                 "chain_100_ops_16M_peak", peak_buffers + 1.0, "buffers");
   }
+  fast_benchmarks();
   transform_benchmarks();
   return 0;
 }

@@ -3,6 +3,8 @@
 
 #include "fluxion/allocator.h"
 #include "fluxion/array.h"
+#include "fluxion/compile.h"
+#include "fluxion/compiled.h"
 #include "fluxion/device.h"
 #include "fluxion/dtype.h"
 #include "fluxion/graph_utils.h"

@@ -43,6 +43,10 @@ class Primitive {
     return typeid(*this) == typeid(other);
   }
 
+  // False when the output shape is a parameter fixed when the graph was
+  // built (Reshape, Slice...): shapeless compile rejects such primitives.
+  virtual bool shapeless_ok() const { return true; }
+
   virtual const char* name() const = 0;
   // Name plus parameters, for graph printing.
   virtual void print(std::ostream& os) const { os << name(); }

@@ -186,6 +186,80 @@ def bench_per_example(batch=64, dim=100):
           f"(vmap/loop {t_vmap / t_loop:5.2f}x)")
 
 
+def bench_fast(n=4096, heads=16, length=1024, dim=64):
+    rng = np.random.default_rng(0)
+    xn = rng.standard_normal((n, n), dtype=np.float32)
+    wn = rng.standard_normal(n, dtype=np.float32)
+    bn = rng.standard_normal(n, dtype=np.float32)
+    x, w, b = mx.array(xn), mx.array(wn), mx.array(bn)
+
+    def np_layer_norm():
+        mu = xn.mean(-1, keepdims=True)
+        xc = xn - mu
+        return xc / np.sqrt((xc * xc).mean(-1, keepdims=True) + 1e-5) * wn + bn
+
+    res = {"fluxion": median_time(
+               lambda: mx.eval(mx.fast.layer_norm(x, w, b, 1e-5))),
+           "numpy": median_time(np_layer_norm)}
+    if torch is not None:
+        xt, wt, bt = (torch.from_numpy(a) for a in (xn, wn, bn))
+        res["torch"] = median_time(
+            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt, 1e-5))
+    report(f"fast.layer_norm {n}x{n}", res)
+
+    qn, kn, vn = (rng.standard_normal((1, heads, length, dim),
+                                      dtype=np.float32) for _ in range(3))
+    q, k, v = mx.array(qn), mx.array(kn), mx.array(vn)
+    scale = dim ** -0.5
+
+    def np_sdpa():
+        s = (qn * scale) @ np.swapaxes(kn, -1, -2)
+        s = np.exp(s - s.max(-1, keepdims=True))
+        return (s / s.sum(-1, keepdims=True)) @ vn
+
+    res = {"fluxion": median_time(lambda: mx.eval(
+               mx.fast.scaled_dot_product_attention(q, k, v, scale=scale))),
+           "numpy": median_time(np_sdpa)}
+    if torch is not None:
+        qt, kt, vt = (torch.from_numpy(a) for a in (qn, kn, vn))
+        f = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+        if f is None:  # older torch: the same computation composed
+            def f(a, b, c):
+                return torch.softmax((a * scale) @ b.transpose(-1, -2),
+                                     -1) @ c
+        res["torch"] = median_time(lambda: f(qt, kt, vt))
+    report(f"fast.sdpa h{heads} l{length} d{dim}", res)
+def bench_fft():
+    # NumPy < 2 computes every transform in complex128 (pocketfft in double);
+    # torch.fft (pocketfft in single precision on the CPU) is the
+    # like-for-like complex64 reference when installed.
+    rng = np.random.default_rng(0)
+
+    def cplx(*shape):
+        return (rng.standard_normal(shape)
+                + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+    cases = [
+        ("fft 2^20 complex64", cplx(1 << 20), "fft", {}),
+        ("rfft 2^20 float32",
+         rng.standard_normal(1 << 20).astype(np.float32), "rfft", {}),
+        ("fft prime 1000003 complex64", cplx(1000003), "fft", {}),
+        ("fft 4096x1024 last axis", cplx(4096, 1024), "fft", {}),
+    ]
+    for name, x, fn, kw in cases:
+        xa = mx.array(x)
+        mx.eval(xa)
+        f = getattr(mx.fft, fn)
+        res = {"fluxion": median_time(lambda: mx.eval(f(xa, **kw)), 5, 1),
+               "numpy": median_time(lambda: getattr(np.fft, fn)(x, **kw), 5,
+                                    1)}
+        if torch is not None:
+            xt = torch.from_numpy(x)
+            tf = getattr(torch.fft, fn)
+            res["torch"] = median_time(lambda: tf(xt, **kw), 5, 1)
+        report(name, res)
+
+
 def main():
     print("torch:", "available" if torch is not None else "not installed "
           "(skipped)")
@@ -193,6 +267,8 @@ def main():
     bench_big_add()
     bench_mlp_step()
     bench_per_example()
+    bench_fast()
+    bench_fft()
 
 
 if __name__ == "__main__":

@@ -120,6 +120,7 @@ inline std::pair<uint32_t, uint32_t> threefry2x32(
 // offset i yields that row alone.
 class RandomBits : public Primitive {
  public:
+  bool shapeless_ok() const override { return false; }
   RandomBits(Stream s, Shape shape, int width, uint64_t offset = 0)
       : Primitive(s),
         shape_(std::move(shape)),

@@ -85,6 +85,7 @@ array atleast_3d(const array& a, StreamOrDevice s = {});
 
 class Reshape : public Primitive {
  public:
+  bool shapeless_ok() const override { return false; }
   Reshape(Stream s, Shape shape) : Primitive(s), shape_(std::move(shape)) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
@@ -168,6 +169,7 @@ class Squeeze : public Primitive {
 
 class Slice : public Primitive {
  public:
+  bool shapeless_ok() const override { return false; }
   Slice(Stream s, Shape start, Shape stop, Shape strides)
       : Primitive(s),
         start_(std::move(start)),
@@ -189,6 +191,7 @@ class Slice : public Primitive {
 
 class SliceUpdate : public Primitive {
  public:
+  bool shapeless_ok() const override { return false; }
   SliceUpdate(Stream s, Shape start, Shape stop, Shape strides)
       : Primitive(s),
         start_(std::move(start)),

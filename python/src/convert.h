@@ -143,6 +143,8 @@ void init_ops_misc(py::module_& m);
 void init_ops_array(py::module_& m);
 void init_ops_sort(py::module_& m);
 void init_linalg(py::module_& m);
+void init_fast(py::module_& m);
+void init_fft(py::module_& m);
 void init_random(py::module_& m);
 void init_transforms(py::module_& m);
 void init_ops_extras(py::module_& m);

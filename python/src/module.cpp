@@ -37,6 +37,8 @@ PYBIND11_MODULE(core, m) {
   init_ops_array(m);
   init_ops_sort(m);
   init_linalg(m);
+  init_fast(m);
+  init_fft(m);
   init_random(m);
   init_transforms(m);
   init_ops_extras(m);

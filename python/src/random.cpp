@@ -37,7 +37,14 @@ fx::array next_key() {
   // so that two threads never draw with the same key.
   while (true) {
     py::object current = state()[0];
-    auto key = key_words(fxpy::to_array(current));
+    fx::array k = fxpy::to_array(current);
+    if (k.is_tracer()) {
+      // Under compile the state is an input of the trace: split lazily.
+      auto [next, draw] = fr::split(k);
+      state()[0] = py::cast(next);
+      return draw;
+    }
+    auto key = key_words(k);
     if (state()[0].ptr() != current.ptr()) {
       continue;
     }

@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 
+#include "fluxion/compile.h"
 #include "op_cases.h"
 
 using namespace fluxion;
@@ -496,6 +497,19 @@ TEST_P(RulesTable, GradientsAndVmap) {
       return vjp(f, x, cts).second;
     };
     check_grads(g, c.inputs, 1e-5);
+  }
+  // compile: the same outputs as eager evaluation (fused kernels may round
+  // differently only in float32 transcendentals).
+  {
+    auto eager = c.f(c.inputs);
+    auto compiled = compile(c.f)(c.inputs);
+    ASSERT_EQ(eager.size(), compiled.size());
+    for (size_t i = 0; i < eager.size(); ++i) {
+      EXPECT_EQ(eager[i].shape(), compiled[i].shape());
+      EXPECT_EQ(eager[i].dtype(), compiled[i].dtype());
+      EXPECT_TRUE(allclose(compiled[i], eager[i], 1e-5, 1e-7, true).item<bool>())
+          << "compiled output " << i << " differs from eager";
+    }
   }
   // vmap: batch each input in turn (3 variants stacked on axis 0, and on the
   // last axis), the others unmapped; then all inputs batched together.

@@ -1,0 +1,154 @@
+// Building generated kernels: the system compiler makes a shared library,
+// kept in a versioned on-disk cache keyed by a hash of the source, the
+// compiler and its flags, so a later process only pays for dlopen.
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "fluxion/backend/cpu/codegen.h"
+
+namespace fluxion::cpu {
+
+namespace {
+
+// Bump when the kernel calling convention changes.
+constexpr const char* kCacheVersion = "v1";
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h = (h ^ c) * 1099511628211ull;
+  }
+  return h;
+}
+
+std::string compiler() {
+  if (const char* c = std::getenv("FLUXION_CXX")) {
+    return c;
+  }
+  return "g++";
+}
+
+std::string flags() {
+  std::string f =
+      "-O3 -shared -fPIC -fno-math-errno -fno-trapping-math -fwrapv "
+      "-fno-semantic-interposition";
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    f += " -mavx2 -mfma -mf16c";
+  }
+  return f;
+}
+
+std::filesystem::path cache_dir() {
+  std::filesystem::path base;
+  if (const char* d = std::getenv("FLUXION_CACHE_DIR")) {
+    base = d;
+  } else if (const char* home = std::getenv("HOME")) {
+    base = std::filesystem::path(home) / ".cache" / "fluxion";
+  } else {
+    base = std::filesystem::temp_directory_path() / "fluxion-cache";
+  }
+  return base / kCacheVersion;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
+// Loads `lib`'s entry points; false when it is not a usable kernel.
+bool open_kernel(const std::filesystem::path& lib, Kernel& k) {
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    return false;
+  }
+  k.contiguous =
+      reinterpret_cast<ContiguousKernel>(dlsym(h, "fx_contiguous"));
+  k.strided = reinterpret_cast<StridedKernel>(dlsym(h, "fx_strided"));
+  // Libraries stay loaded for the life of the process, like the kernels.
+  return k.contiguous && k.strided;
+}
+
+// Compiles `source` into `lib`; writes go to unique temporary names that
+// are renamed into place, so concurrent processes never see half a file.
+bool build(const std::string& source, const std::string& cxx,
+           const std::string& flags, const std::filesystem::path& lib) {
+  std::error_code ec;
+  std::filesystem::create_directories(lib.parent_path(), ec);
+  std::ostringstream tag;
+  tag << "." << getpid() << "." << std::this_thread::get_id();
+  auto src = lib.parent_path() / (lib.stem().string() + tag.str() + ".cpp");
+  auto tmp = lib.parent_path() / (lib.stem().string() + tag.str() + ".so");
+  {
+    std::ofstream out(src);
+    out << source;
+    if (!out) {
+      return false;
+    }
+  }
+  std::string cmd = quote(cxx) + " " + flags + " -o " + quote(tmp.string()) +
+                    " " + quote(src.string()) + " >/dev/null 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::filesystem::remove(src, ec);
+  if (rc != 0) {
+    std::filesystem::remove(tmp, ec);
+    return false;
+  }
+  std::filesystem::rename(tmp, lib, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return false;
+  }
+  return true;
+}
+
+struct Slot {
+  std::once_flag once;
+  bool ok = false;
+  Kernel kernel;
+};
+
+}  // namespace
+
+const Kernel* load_kernel(const std::string& source) {
+  static std::mutex mutex;
+  static auto* slots =
+      new std::unordered_map<std::string, std::shared_ptr<Slot>>();
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& s = (*slots)[source];
+    if (!s) {
+      s = std::make_shared<Slot>();
+    }
+    slot = s;
+  }
+  std::call_once(slot->once, [&] {
+    std::string cxx = compiler();
+    std::string f = flags();
+    std::ostringstream name;
+    name << std::hex << fnv1a(source + "\n" + cxx + "\n" + f) << ".so";
+    auto lib = cache_dir() / name.str();
+    if (std::filesystem::exists(lib) && open_kernel(lib, slot->kernel)) {
+      slot->ok = true;
+      return;
+    }
+    slot->ok = build(source, cxx, f, lib) && open_kernel(lib, slot->kernel);
+  });
+  return slot->ok ? &slot->kernel : nullptr;
+}
+
+}  // namespace fluxion::cpu

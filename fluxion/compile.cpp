@@ -1,0 +1,239 @@
+// compile: tracing into an Ir, the per-function cache, and replay.
+#include "fluxion/compile.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "fluxion/compile_ir.h"
+#include "fluxion/primitive.h"
+
+namespace fluxion {
+
+namespace {
+
+std::atomic<bool>& enabled_flag() {
+  static std::atomic<bool> enabled{std::getenv("FLUXION_DISABLE_COMPILE") ==
+                                   nullptr};
+  return enabled;
+}
+
+std::atomic<uint64_t> trace_count{0};
+
+struct CacheEntry {
+  std::vector<Dtype> dtypes;
+  std::vector<Shape> shapes;  // only ndims count when shapeless
+  std::vector<uint64_t> constants;
+  detail::Ir ir;
+};
+
+struct FunctionCache {
+  std::vector<std::shared_ptr<const CacheEntry>> entries;
+};
+
+std::mutex cache_mutex;
+std::unordered_map<std::uintptr_t, FunctionCache>& cache() {
+  static auto* c = new std::unordered_map<std::uintptr_t, FunctionCache>();
+  return *c;
+}
+
+bool matches(const CacheEntry& e, const std::vector<array>& inputs,
+             bool shapeless, const std::vector<uint64_t>& constants) {
+  if (e.dtypes.size() != inputs.size() || e.constants != constants) {
+    return false;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (e.dtypes[i] != inputs[i].dtype()) {
+      return false;
+    }
+    if (shapeless ? e.shapes[i].size() != inputs[i].shape().size()
+                  : e.shapes[i] != inputs[i].shape()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Post-order over the traced graph: every array reached becomes a value;
+// arrays with data or without a primitive are constants, the placeholders
+// are the inputs.
+detail::Ir build_ir(const std::vector<array>& tracers,
+                    const std::vector<array>& outputs) {
+  detail::Ir ir;
+  std::unordered_map<uintptr_t, int> index;
+  auto add_value = [&](const array& a) {
+    int v = static_cast<int>(ir.values.size());
+    ir.values.push_back({a.shape(), a.dtype(), std::nullopt});
+    index[a.id()] = v;
+    return v;
+  };
+  for (auto& t : tracers) {
+    ir.inputs.push_back(add_value(t));
+  }
+  std::vector<std::pair<array, size_t>> stack;
+  for (auto& out : outputs) {
+    if (index.count(out.id())) {
+      continue;
+    }
+    stack.emplace_back(out, 0);
+    while (!stack.empty()) {
+      auto& [a, next] = stack.back();
+      bool leaf = !a.has_primitive() || a.is_available();
+      if (!leaf && next < a.inputs().size()) {
+        const array& in = a.inputs()[next++];
+        if (!index.count(in.id())) {
+          stack.emplace_back(in, 0);
+        }
+        continue;
+      }
+      array node = a;
+      stack.pop_back();
+      if (index.count(node.id())) {
+        continue;  // reached again through a sibling
+      }
+      if (leaf) {
+        int v = add_value(node);
+        ir.values[v].constant = node;
+        continue;
+      }
+      detail::IrNode n{node.primitive_ptr(), {}, {}};
+      for (auto& in : node.inputs()) {
+        n.inputs.push_back(index.at(in.id()));
+      }
+      for (auto& o : node.outputs()) {
+        n.outputs.push_back(add_value(o));
+      }
+      ir.nodes.push_back(std::move(n));
+    }
+  }
+  for (auto& out : outputs) {
+    ir.outputs.push_back(index.at(out.id()));
+  }
+  return ir;
+}
+
+// Shapeless tapes may not hold primitives whose shapes were fixed when
+// traced, unless they only see constants.
+void check_shapeless(const detail::Ir& ir) {
+  std::vector<bool> depends(ir.values.size(), false);
+  for (int v : ir.inputs) {
+    depends[v] = true;
+  }
+  for (auto& n : ir.nodes) {
+    bool d = false;
+    for (int v : n.inputs) {
+      d = d || depends[v];
+    }
+    for (int v : n.outputs) {
+      depends[v] = d;
+    }
+    if (d && !n.prim->shapeless_ok()) {
+      std::ostringstream msg;
+      msg << "[compile] Cannot compile with shapeless=True: the primitive "
+          << n.prim->name()
+          << " fixes its output shape when traced, so it cannot follow new "
+             "input shapes. Compile without shapeless, or avoid the op.";
+      throw std::invalid_argument(msg.str());
+    }
+  }
+}
+
+std::shared_ptr<const CacheEntry> trace(const Fn& fun,
+                                        const std::vector<array>& inputs,
+                                        bool shapeless,
+                                        std::vector<uint64_t> constants) {
+  std::vector<array> tracers;
+  for (auto& in : inputs) {
+    array t(in.shape(), in.dtype(), nullptr, {});
+    t.set_tracer(true);
+    tracers.push_back(t);
+  }
+  std::vector<array> outputs;
+  {
+    detail::InTracing tracing;
+    outputs = fun(tracers);
+  }
+  ++trace_count;
+  auto entry = std::make_shared<CacheEntry>();
+  for (auto& in : inputs) {
+    entry->dtypes.push_back(in.dtype());
+    entry->shapes.push_back(in.shape());
+  }
+  entry->constants = std::move(constants);
+  entry->ir = build_ir(tracers, outputs);
+  if (shapeless) {
+    check_shapeless(entry->ir);
+  }
+  detail::simplify_ir(entry->ir, shapeless);
+  detail::fuse_ir(entry->ir, shapeless);
+  return entry;
+}
+
+std::shared_ptr<const CacheEntry> find_or_trace(
+    const Fn& fun, std::uintptr_t id, const std::vector<array>& inputs,
+    bool shapeless, const std::vector<uint64_t>& constants) {
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    for (auto& e : cache()[id].entries) {
+      if (matches(*e, inputs, shapeless, constants)) {
+        return e;
+      }
+    }
+  }
+  // Traced without the lock: `fun` may call other compiled functions.
+  auto entry = trace(fun, inputs, shapeless, constants);
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  cache()[id].entries.push_back(entry);
+  return entry;
+}
+
+}  // namespace
+
+void disable_compile() { enabled_flag() = false; }
+void enable_compile() { enabled_flag() = true; }
+bool compile_enabled() { return enabled_flag(); }
+
+namespace detail {
+
+Fn compile(Fn fun, std::uintptr_t fun_id, bool shapeless,
+           std::vector<uint64_t> constants) {
+  return [fun = std::move(fun), fun_id, shapeless,
+          constants = std::move(constants)](const std::vector<array>& inputs) {
+    if (!compile_enabled()) {
+      return fun(inputs);
+    }
+    auto entry = find_or_trace(fun, fun_id, inputs, shapeless, constants);
+    return run_ir(entry->ir, inputs, shapeless);
+  };
+}
+
+void compile_erase(std::uintptr_t fun_id) {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  cache().erase(fun_id);
+}
+
+void compile_clear_cache() {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  cache().clear();
+}
+
+uint64_t compile_trace_count() { return trace_count; }
+
+}  // namespace detail
+
+Fn compile(Fn fun, bool shapeless) {
+  // A private id whose cache is erased with the last copy of the function.
+  auto token = std::shared_ptr<int>(new int(0), [](int* p) {
+    detail::compile_erase(reinterpret_cast<std::uintptr_t>(p));
+    delete p;
+  });
+  auto id = reinterpret_cast<std::uintptr_t>(token.get());
+  auto compiled = detail::compile(std::move(fun), id, shapeless, {});
+  return [token, compiled](const std::vector<array>& inputs) {
+    return compiled(inputs);
+  };
+}
+
+}  // namespace fluxion

@@ -1,0 +1,38 @@
+// compile (design.md §4): trace a function once per input signature into a
+// tape, simplify it, fuse its elementwise runs into generated kernels, and
+// replay the tape on later calls.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fluxion/transforms.h"
+
+namespace fluxion {
+
+// A function with the same results as `fun`, traced on the first call for
+// each combination of input dtypes and shapes (only ndims and dtypes when
+// `shapeless`). The cache lives as long as the returned function.
+Fn compile(Fn fun, bool shapeless = false);
+
+// Globally turn compilation off (compiled functions then run `fun`
+// eagerly) or back on. FLUXION_DISABLE_COMPILE in the environment starts
+// with it off.
+void disable_compile();
+void enable_compile();
+bool compile_enabled();
+
+namespace detail {
+
+// For bindings: the cache is keyed by `fun_id` (e.g. a Python function's
+// id) and `constants` (hashes of the non-array arguments and of the input
+// tree structure), and lives until `compile_erase(fun_id)`.
+Fn compile(Fn fun, std::uintptr_t fun_id, bool shapeless,
+           std::vector<uint64_t> constants);
+void compile_erase(std::uintptr_t fun_id);
+void compile_clear_cache();
+// How many times functions have been traced (for tests of the cache).
+uint64_t compile_trace_count();
+
+}  // namespace detail
+}  // namespace fluxion

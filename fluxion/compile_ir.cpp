@@ -1,0 +1,259 @@
+// Replaying and simplifying compile's tape (compile_ir.h).
+#include "fluxion/compile_ir.h"
+
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <typeindex>
+
+#include "fluxion/graph_utils.h"
+#include "fluxion/ops/binary.h"
+#include "fluxion/ops/common.h"
+#include "fluxion/ops/misc.h"
+#include "fluxion/ops/shape.h"
+#include "fluxion/ops/unary.h"
+#include "fluxion/primitive.h"
+
+namespace fluxion::detail {
+
+namespace {
+
+bool is_broadcast(const Primitive& p) {
+  return dynamic_cast<const Broadcast*>(&p) != nullptr;
+}
+
+// Elementwise nodes: every input has the output's shape, so a broadcast
+// feeding one can take the shape its partners have now.
+bool is_elementwise(const Primitive& p) {
+  return dynamic_cast<const UnaryPrimitive*>(&p) ||
+         dynamic_cast<const BinaryPrimitive*>(&p) ||
+         dynamic_cast<const Select*>(&p) || dynamic_cast<const AsType*>(&p) ||
+         std::strcmp(p.name(), "Compiled") == 0;
+}
+
+// A shapeless replay keeps broadcasts pending until their consumer shows
+// the shape to broadcast to.
+struct Pending {
+  array input;
+  Shape traced_input_shape;
+  Shape traced_shape;
+};
+
+array settle(const Pending& p, const char* consumer) {
+  if (p.input.shape() != p.traced_input_shape) {
+    std::ostringstream msg;
+    msg << "[compile] shapeless: cannot infer the shape to broadcast an input "
+        << "of shape " << p.input.shape() << " to (traced: "
+        << p.traced_input_shape << " to " << p.traced_shape << ") for "
+        << consumer << ".";
+    throw std::invalid_argument(msg.str());
+  }
+  return broadcast_to(p.input, p.traced_shape);
+}
+
+}  // namespace
+
+std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
+                          bool shapeless) {
+  std::vector<std::optional<array>> env(ir.values.size());
+  std::map<int, Pending> pending;
+  for (size_t i = 0; i < ir.inputs.size(); ++i) {
+    env[ir.inputs[i]] = inputs[i];
+  }
+  for (size_t v = 0; v < ir.values.size(); ++v) {
+    if (ir.values[v].constant) {
+      env[v] = *ir.values[v].constant;
+    }
+  }
+  for (auto& n : ir.nodes) {
+    auto& p = *n.prim;
+    if (shapeless && is_broadcast(p)) {
+      int in = n.inputs[0];
+      pending.insert_or_assign(
+          n.outputs[0], Pending{*env[in], ir.values[in].shape,
+                                ir.values[n.outputs[0]].shape});
+      continue;
+    }
+    std::vector<array> ins;
+    std::vector<int> waiting;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      auto it = pending.find(n.inputs[i]);
+      if (it == pending.end()) {
+        ins.push_back(*env[n.inputs[i]]);
+      } else {
+        ins.push_back(it->second.input);
+        waiting.push_back(static_cast<int>(i));
+      }
+    }
+    if (!waiting.empty()) {
+      // Elementwise partners with settled shapes fix the target shape.
+      bool known = is_elementwise(p) && waiting.size() < ins.size();
+      Shape target;
+      if (known) {
+        for (size_t i = 0; i < ins.size(); ++i) {
+          target = broadcast_shapes(target, ins[i].shape(), "compile");
+        }
+      }
+      for (int i : waiting) {
+        auto& pend = pending.at(n.inputs[i]);
+        ins[i] = known ? broadcast_to(pend.input, target)
+                       : settle(pend, p.name());
+      }
+    }
+    std::vector<Shape> shapes;
+    std::vector<Dtype> dtypes;
+    if (shapeless) {
+      shapes = p.output_shapes(ins);
+    }
+    for (int v : n.outputs) {
+      if (!shapeless) {
+        shapes.push_back(ir.values[v].shape);
+      }
+      dtypes.push_back(ir.values[v].dtype);
+    }
+    auto outs = array::make_arrays(std::move(shapes), dtypes, n.prim, ins);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      env[n.outputs[i]] = outs[i];
+    }
+  }
+  std::vector<array> outs;
+  for (int v : ir.outputs) {
+    auto it = pending.find(v);
+    outs.push_back(it == pending.end() ? *env[v] : settle(it->second, "output"));
+  }
+  return outs;
+}
+
+namespace {
+
+// Union-find style aliasing: a removed value points to its replacement.
+int resolve(std::vector<int>& alias, int v) {
+  while (alias[v] != v) {
+    v = alias[v] = alias[alias[v]];
+  }
+  return v;
+}
+
+bool same_scalar(const IrValue& a, const IrValue& b) {
+  if (!a.constant || !b.constant || a.dtype != b.dtype || a.shape != b.shape ||
+      a.constant->size() != 1 || b.constant->size() != 1 ||
+      !a.constant->is_available() || !b.constant->is_available()) {
+    return false;
+  }
+  return std::memcmp(a.constant->raw_data(), b.constant->raw_data(),
+                     a.dtype.size) == 0;
+}
+
+// Nodes that return their input unchanged (in value and derivative).
+bool is_noop(const IrNode& n, const Ir& ir, bool shapeless) {
+  if (n.inputs.size() != 1 || n.outputs.size() != 1) {
+    return false;
+  }
+  auto& in = ir.values[n.inputs[0]];
+  auto& out = ir.values[n.outputs[0]];
+  if (in.shape != out.shape || in.dtype != out.dtype) {
+    return false;
+  }
+  auto& p = *n.prim;
+  return dynamic_cast<const Copy*>(&p) || dynamic_cast<const AsType*>(&p) ||
+         (!shapeless && (is_broadcast(p) || dynamic_cast<const Reshape*>(&p)));
+}
+
+}  // namespace
+
+void simplify_ir(Ir& ir, bool shapeless) {
+  std::vector<int> alias(ir.values.size());
+  for (size_t v = 0; v < alias.size(); ++v) {
+    alias[v] = static_cast<int>(v);
+  }
+  // Equal scalar constants.
+  std::vector<int> scalars;
+  for (size_t v = 0; v < ir.values.size(); ++v) {
+    if (!ir.values[v].constant || ir.values[v].constant->size() != 1) {
+      continue;
+    }
+    bool merged = false;
+    for (int s : scalars) {
+      if (same_scalar(ir.values[s], ir.values[v])) {
+        alias[v] = s;
+        merged = true;
+        break;
+      }
+    }
+    if (!merged) {
+      scalars.push_back(static_cast<int>(v));
+    }
+  }
+  // No-ops, then common subexpressions (same primitive on the same inputs).
+  std::map<std::pair<std::type_index, std::vector<int>>, std::vector<size_t>>
+      seen;
+  std::vector<IrNode> kept;
+  for (auto& n : ir.nodes) {
+    for (auto& v : n.inputs) {
+      v = resolve(alias, v);
+    }
+    if (is_noop(n, ir, shapeless)) {
+      alias[n.outputs[0]] = n.inputs[0];
+      continue;
+    }
+    auto key = std::make_pair(std::type_index(typeid(*n.prim)), n.inputs);
+    auto& candidates = seen[key];
+    bool merged = false;
+    for (size_t k : candidates) {
+      auto& m = kept[k];
+      if (m.outputs.size() != n.outputs.size() ||
+          !m.prim->is_equivalent(*n.prim)) {
+        continue;
+      }
+      bool same = true;
+      for (size_t i = 0; i < n.outputs.size(); ++i) {
+        auto& a = ir.values[m.outputs[i]];
+        auto& b = ir.values[n.outputs[i]];
+        same = same && a.shape == b.shape && a.dtype == b.dtype;
+      }
+      if (same) {
+        for (size_t i = 0; i < n.outputs.size(); ++i) {
+          alias[n.outputs[i]] = m.outputs[i];
+        }
+        merged = true;
+        break;
+      }
+    }
+    if (!merged) {
+      candidates.push_back(kept.size());
+      kept.push_back(std::move(n));
+    }
+  }
+  for (auto& v : ir.outputs) {
+    v = resolve(alias, v);
+  }
+  // Drop nodes nothing uses any more (walking backwards).
+  std::vector<bool> used(ir.values.size(), false);
+  for (int v : ir.outputs) {
+    used[v] = true;
+  }
+  std::vector<IrNode> live;
+  for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+    bool any = false;
+    for (int v : it->outputs) {
+      any = any || used[v];
+    }
+    if (!any) {
+      continue;
+    }
+    for (int v : it->inputs) {
+      used[v] = true;
+    }
+    live.push_back(std::move(*it));
+  }
+  ir.nodes.assign(std::make_move_iterator(live.rbegin()),
+                  std::make_move_iterator(live.rend()));
+  // Constants no longer referenced release their arrays.
+  for (size_t v = 0; v < ir.values.size(); ++v) {
+    if (!used[v] && ir.values[v].constant) {
+      ir.values[v].constant.reset();
+    }
+  }
+}
+
+}  // namespace fluxion::detail

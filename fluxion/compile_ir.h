@@ -1,0 +1,49 @@
+// The tape that `compile` traces a function into: values (inputs, captured
+// constants, intermediate results) and the nodes that produce them, in
+// topological order. Simplification and fusion rewrite it; `run_ir` replays
+// it on new inputs, building an ordinary lazy graph whose nodes share the
+// traced primitives.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "fluxion/array.h"
+
+namespace fluxion::detail {
+
+struct IrValue {
+  Shape shape;
+  Dtype dtype;
+  std::optional<array> constant;  // a captured array (no primitive)
+};
+
+struct IrNode {
+  std::shared_ptr<Primitive> prim;
+  std::vector<int> inputs;   // value indices
+  std::vector<int> outputs;  // value indices, in sibling order
+};
+
+struct Ir {
+  std::vector<IrValue> values;
+  std::vector<IrNode> nodes;  // topological order
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+};
+
+// Replays `ir` on `inputs`. With `shapeless`, output shapes come from each
+// primitive's `output_shapes` (broadcasts feeding elementwise nodes follow
+// their partners' new shapes); otherwise the traced shapes are reused.
+std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
+                          bool shapeless);
+
+// Rewrites: equal scalar constants merged, common subexpressions merged
+// (`Primitive::is_equivalent` on the same inputs), no-op nodes dropped,
+// unused nodes removed.
+void simplify_ir(Ir& ir, bool shapeless);
+
+// Runs of elementwise nodes become one `Compiled` node (compiled.h).
+void fuse_ir(Ir& ir, bool shapeless);
+
+}  // namespace fluxion::detail

@@ -1,0 +1,226 @@
+// The Compiled primitive's rules, and the fusion pass that creates it.
+#include "fluxion/compiled.h"
+
+#include <algorithm>
+#include <cstring>
+#include <queue>
+
+#include "fluxion/backend/cpu/codegen.h"
+#include "fluxion/ops/common.h"
+#include "fluxion/ops/creation.h"
+#include "fluxion/ops/shape.h"
+#include "fluxion/transforms.h"
+
+namespace fluxion {
+
+Compiled::Compiled(Stream s, detail::Ir tape)
+    : Primitive(s), tape_(std::move(tape)) {
+  source_ = cpu::kernel_source(tape_);
+}
+
+std::vector<array> Compiled::replay(const std::vector<array>& inputs) const {
+  bool same = true;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    same = same && inputs[i].shape() == tape_.values[tape_.inputs[i]].shape;
+  }
+  return detail::run_ir(tape_, inputs, /*shapeless=*/!same);
+}
+
+std::vector<Shape> Compiled::output_shapes(const std::vector<array>& inputs) {
+  bool same = true;
+  Shape s;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    same = same && inputs[i].shape() == tape_.values[tape_.inputs[i]].shape;
+    s = broadcast_shapes(s, inputs[i].shape(), "Compiled");
+  }
+  return {same ? tape_.values[tape_.outputs[0]].shape : s};
+}
+
+bool Compiled::is_equivalent(const Primitive& other) const {
+  return this == &other;
+}
+
+void Compiled::print(std::ostream& os) const {
+  os << "Compiled(";
+  for (size_t i = 0; i < tape_.nodes.size(); ++i) {
+    os << (i ? "," : "") << tape_.nodes[i].prim->name();
+  }
+  os << ")";
+}
+
+std::vector<array> Compiled::vjp(const std::vector<array>& primals,
+                                 const std::vector<array>& cotangents,
+                                 const std::vector<int>& argnums,
+                                 const std::vector<array>&) {
+  auto f = [this](const std::vector<array>& x) { return replay(x); };
+  auto grads = fluxion::vjp(f, primals, cotangents).second;
+  std::vector<array> out;
+  for (int a : argnums) {
+    out.push_back(grads[a]);
+  }
+  return out;
+}
+
+std::vector<array> Compiled::jvp(const std::vector<array>& primals,
+                                 const std::vector<array>& tangents,
+                                 const std::vector<int>& argnums) {
+  std::vector<array> all;
+  for (auto& p : primals) {
+    all.push_back(zeros_like(p));
+  }
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    all[argnums[i]] = tangents[i];
+  }
+  auto f = [this](const std::vector<array>& x) { return replay(x); };
+  return fluxion::jvp(f, primals, all).second;
+}
+
+std::pair<std::vector<array>, std::vector<int>> Compiled::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto f = [this](const std::vector<array>& x) { return replay(x); };
+  return {fluxion::vmap(f, axes, {0})(inputs), {0}};
+}
+
+namespace detail {
+
+namespace {
+
+bool fusable(const IrNode& n, const Ir& ir) {
+  if (n.outputs.size() != 1) {
+    return false;
+  }
+  std::vector<Dtype> in;
+  for (int v : n.inputs) {
+    in.push_back(ir.values[v].dtype);
+  }
+  // Elementwise nodes see inputs of their output's shape.
+  for (int v : n.inputs) {
+    if (ir.values[v].shape != ir.values[n.outputs[0]].shape) {
+      return false;
+    }
+  }
+  return cpu::can_generate(*n.prim, in, ir.values[n.outputs[0]].dtype);
+}
+
+bool absorbable_broadcast(const IrNode& n, const Ir& ir, bool shapeless) {
+  return !shapeless && std::strcmp(n.prim->name(), "Broadcast") == 0;
+}
+
+}  // namespace
+
+void fuse_ir(Ir& ir, bool shapeless) {
+  int count = static_cast<int>(ir.nodes.size());
+  std::vector<int> producer(ir.values.size(), -1);
+  std::vector<std::vector<int>> consumers(ir.values.size());
+  for (int i = 0; i < count; ++i) {
+    for (int v : ir.nodes[i].outputs) {
+      producer[v] = i;
+    }
+    for (int v : ir.nodes[i].inputs) {
+      consumers[v].push_back(i);
+    }
+  }
+  std::vector<bool> is_output(ir.values.size(), false);
+  for (int v : ir.outputs) {
+    is_output[v] = true;
+  }
+  std::vector<int> group_of(count, -1);  // root index of a node's group
+  std::vector<std::optional<IrNode>> replacement(count);
+  for (int r = count - 1; r >= 0; --r) {
+    if (group_of[r] != -1 || !fusable(ir.nodes[r], ir)) {
+      continue;
+    }
+    const Shape& shape = ir.values[ir.nodes[r].outputs[0]].shape;
+    std::vector<int> members{r};
+    std::vector<bool> in_group(count, false);
+    in_group[r] = true;
+    std::priority_queue<int> frontier;
+    auto push_inputs = [&](int k) {
+      for (int v : ir.nodes[k].inputs) {
+        if (producer[v] >= 0) {
+          frontier.push(producer[v]);
+        }
+      }
+    };
+    push_inputs(r);
+    while (!frontier.empty()) {
+      int k = frontier.top();
+      frontier.pop();
+      auto& n = ir.nodes[k];
+      if (in_group[k] || group_of[k] != -1 || n.outputs.size() != 1) {
+        continue;
+      }
+      int v = n.outputs[0];
+      if (is_output[v] || ir.values[v].shape != shape ||
+          !(fusable(n, ir) || absorbable_broadcast(n, ir, shapeless))) {
+        continue;
+      }
+      bool inside = std::all_of(consumers[v].begin(), consumers[v].end(),
+                                [&](int c) { return in_group[c]; });
+      if (!inside) {
+        continue;
+      }
+      in_group[k] = true;
+      members.push_back(k);
+      push_inputs(k);
+    }
+    int ops = 0;
+    for (int k : members) {
+      ops += std::strcmp(ir.nodes[k].prim->name(), "Broadcast") != 0;
+    }
+    if (ops < 2) {
+      continue;  // nothing to fuse
+    }
+    std::sort(members.begin(), members.end());
+    // The fused tape: values renumbered, outside values become inputs.
+    Ir tape;
+    std::unordered_map<int, int> local;
+    std::vector<int> outer_inputs;
+    auto value = [&](int v) {
+      auto it = local.find(v);
+      if (it != local.end()) {
+        return it->second;
+      }
+      int l = static_cast<int>(tape.values.size());
+      tape.values.push_back({ir.values[v].shape, ir.values[v].dtype, {}});
+      local[v] = l;
+      return l;
+    };
+    for (int k : members) {
+      for (int v : ir.nodes[k].inputs) {
+        if (!local.count(v) && (producer[v] < 0 || !in_group[producer[v]])) {
+          tape.inputs.push_back(value(v));
+          outer_inputs.push_back(v);
+        }
+      }
+      IrNode n{ir.nodes[k].prim, {}, {}};
+      for (int v : ir.nodes[k].inputs) {
+        n.inputs.push_back(value(v));
+      }
+      n.outputs.push_back(value(ir.nodes[k].outputs[0]));
+      tape.nodes.push_back(std::move(n));
+    }
+    tape.outputs.push_back(local.at(ir.nodes[r].outputs[0]));
+    auto prim = std::make_shared<Compiled>(ir.nodes[r].prim->stream(),
+                                           std::move(tape));
+    if (prim->source().empty()) {
+      continue;
+    }
+    for (int k : members) {
+      group_of[k] = r;
+    }
+    replacement[r] = IrNode{prim, outer_inputs, ir.nodes[r].outputs};
+  }
+  std::vector<IrNode> nodes;
+  for (int i = 0; i < count; ++i) {
+    if (replacement[i]) {
+      nodes.push_back(std::move(*replacement[i]));
+    } else if (group_of[i] == -1) {
+      nodes.push_back(std::move(ir.nodes[i]));
+    }
+  }
+  ir.nodes = std::move(nodes);
+}
+
+}  // namespace detail
+}  // namespace fluxion

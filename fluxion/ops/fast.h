@@ -1,0 +1,203 @@
+// Fused operations of common layers (MLX's `mx.fast`): layer and RMS
+// normalization, rotary position embeddings and scaled dot-product
+// attention. Each is one primitive with its own CPU kernel; each also has a
+// composed version built from public ops (`*_composed`), which is what the
+// fused kernels are tested against and what the derivative rules use for
+// intermediate quantities.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/device.h"
+#include "fluxion/primitive.h"
+
+namespace fluxion::fast {
+
+// Normalizes over the last axis: (x - mean) / sqrt(var + eps) * weight +
+// bias. weight and bias are 1-D with the last axis' size. Computes in
+// float32 for float16/bfloat16 inputs; the output dtype is the common dtype
+// of x and the given weight and bias.
+array layer_norm(const array& x, const std::optional<array>& weight,
+                 const std::optional<array>& bias, float eps,
+                 StreamOrDevice s = {});
+
+// x / sqrt(mean(x^2) + eps) * weight over the last axis.
+array rms_norm(const array& x, const std::optional<array>& weight, float eps,
+               StreamOrDevice s = {});
+
+// Rotary position embedding of the first `dims` features of the last axis
+// (x has at least 3 dimensions). Feature pairs (x[2i], x[2i+1]) when
+// `traditional`, else (x[i], x[i + dims/2]), are rotated by the angle
+// (offset + l) * scale * f_i, l being the index along axis -2 and f_i =
+// base^(-2i/dims), or 1 / freqs[i] when `freqs` (dims/2 values) is given.
+// An array offset is an integer scalar or a vector with one offset per
+// element of axis 0.
+array rope(const array& x, int dims, bool traditional,
+           std::optional<float> base, float scale, int offset,
+           const std::optional<array>& freqs = std::nullopt,
+           StreamOrDevice s = {});
+array rope(const array& x, int dims, bool traditional,
+           std::optional<float> base, float scale, const array& offset,
+           const std::optional<array>& freqs = std::nullopt,
+           StreamOrDevice s = {});
+
+// softmax(scale * q @ k^T + mask) @ v with q [B, Hq, Lq, D], k [B, Hkv, Lk,
+// D], v [B, Hkv, Lk, Dv] and Hq a multiple of Hkv (grouped-query attention:
+// query head h uses key/value head h / (Hq / Hkv)). `mask_mode` is "" (no
+// mask unless `mask` is given), "causal" (query i sees keys j <= i + Lk -
+// Lq) or "array" (`mask` required). A boolean mask keeps the True
+// positions, another mask is added to the scores; either broadcasts to
+// [B, Hq, Lq, Lk]. A row that sees no key is nan (as the composed form).
+array scaled_dot_product_attention(
+    const array& queries, const array& keys, const array& values, float scale,
+    const std::string& mask_mode = "",
+    const std::optional<array>& mask = std::nullopt, StreamOrDevice s = {});
+
+// The same operations composed from public ops (same validation).
+array layer_norm_composed(const array& x, const std::optional<array>& weight,
+                          const std::optional<array>& bias, float eps,
+                          StreamOrDevice s = {});
+array rms_norm_composed(const array& x, const std::optional<array>& weight,
+                        float eps, StreamOrDevice s = {});
+array rope_composed(const array& x, int dims, bool traditional,
+                    std::optional<float> base, float scale, const array& offset,
+                    const std::optional<array>& freqs = std::nullopt,
+                    StreamOrDevice s = {});
+array scaled_dot_product_attention_composed(
+    const array& queries, const array& keys, const array& values, float scale,
+    const std::string& mask_mode = "",
+    const std::optional<array>& mask = std::nullopt, StreamOrDevice s = {});
+
+// Inputs: x, then weight and bias when present (all of the output dtype).
+// Gradients in closed form; vmap folds batch axes into the leading ones
+// (a batched weight or bias is applied outside the primitive).
+class LayerNorm : public Primitive {
+ public:
+  LayerNorm(Stream s, float eps, bool has_weight, bool has_bias)
+      : Primitive(s), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "LayerNorm"; }
+  FLUXION_DECLARE_RULES
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+  float eps() const { return eps_; }
+  bool has_weight() const { return has_weight_; }
+  bool has_bias() const { return has_bias_; }
+
+ private:
+  float eps_;
+  bool has_weight_;
+  bool has_bias_;
+};
+
+// Inputs: x, then weight when present.
+class RMSNorm : public Primitive {
+ public:
+  RMSNorm(Stream s, float eps, bool has_weight)
+      : Primitive(s), eps_(eps), has_weight_(has_weight) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "RMSNorm"; }
+  FLUXION_DECLARE_RULES
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+  float eps() const { return eps_; }
+  bool has_weight() const { return has_weight_; }
+
+ private:
+  float eps_;
+  bool has_weight_;
+};
+
+// Inputs: x, offset (int32, size 1 or x.shape(0)), then freqs when present.
+// `forward` false rotates by the negated angles (the vjp: the rotation's
+// transpose is its inverse).
+class RoPE : public Primitive {
+ public:
+  RoPE(Stream s, int dims, bool traditional, float base, float scale,
+       bool forward, bool has_freqs)
+      : Primitive(s),
+        dims_(dims),
+        traditional_(traditional),
+        base_(base),
+        scale_(scale),
+        forward_(forward),
+        has_freqs_(has_freqs) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "RoPE"; }
+  FLUXION_DECLARE_RULES
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+  int dims() const { return dims_; }
+  bool traditional() const { return traditional_; }
+  float base() const { return base_; }
+  float scale() const { return scale_; }
+  bool forward() const { return forward_; }
+  bool has_freqs() const { return has_freqs_; }
+
+ private:
+  int dims_;
+  bool traditional_;
+  float base_;
+  float scale_;
+  bool forward_;
+  bool has_freqs_;
+};
+
+// Inputs: q, k, v (one floating dtype), then the mask broadcast to [B, Hq,
+// Lq, Lk] when there is one (bool, or the output dtype for an additive
+// mask).
+class ScaledDotProductAttention : public Primitive {
+ public:
+  enum MaskKind { None, Bool, Additive };
+  ScaledDotProductAttention(Stream s, float scale, bool causal, MaskKind mask)
+      : Primitive(s), scale_(scale), causal_(causal), mask_(mask) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "ScaledDotProductAttention"; }
+  FLUXION_DECLARE_RULES
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override;
+  float scale() const { return scale_; }
+  bool causal() const { return causal_; }
+  MaskKind mask_kind() const { return mask_; }
+
+ private:
+  float scale_;
+  bool causal_;
+  MaskKind mask_;
+};
+
+namespace detail {
+// The attention probabilities softmax(scale * q @ k^T + mask) of the
+// grouped layout: q [B, Hkv, R, Lq, D], k [B, Hkv, 1, Lk, D], mask [B, Hkv,
+// R, Lq, Lk] or absent; computed in float32 at least (precise softmax).
+array attention_probs(const array& q5, const array& k5,
+                      const std::optional<array>& mask5, bool is_bool,
+                      bool causal, float scale, Stream s);
+// The rotated halves and the pass-through rest of x for rope.
+struct RopeParts {
+  array x1, x2, rest;
+};
+RopeParts rope_split(const array& x, int dims, bool traditional, Stream s);
+array rope_join(const array& y1, const array& y2, const array& rest,
+                bool traditional, Stream s);
+// Angles [..., L, dims/2] (broadcastable against the halves of x).
+array rope_angles(const array& x, int dims, float base, float scale,
+                  const array& offset, const std::optional<array>& freqs,
+                  Stream s);
+}  // namespace detail
+
+}  // namespace fluxion::fast
