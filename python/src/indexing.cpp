@@ -288,6 +288,23 @@ fx::Shape window_shape(const fx::array& region, const Plan& p) {
   return U;
 }
 
+// True when an indexed axis has length 0: no window fits there, so with
+// no index rows there is nothing to read or write, and with some rows every
+// index is out of range (raised here, as no kernel will see them).
+bool empty_indexed_axis(const fx::array& region, const Plan& p,
+                        const char* op) {
+  for (int ax : p.adv_axes) {
+    if (region.shape(ax) == 0) {
+      if (fx::shape_size(p.B) > 0) {
+        index_error(op, "Index out of bounds for axis " + std::to_string(ax) +
+                            " with size 0.");
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
 // Move B's dims (first in `g`) to their place in the result, and add the
 // new axes.
 fx::array arrange_result(fx::array g, const Plan& p) {
@@ -336,6 +353,9 @@ fx::array get_item(const fx::array& a, py::handle index) {
   fx::Shape out_shape = p.B;
   for (int ax : p.rest_axes) {
     out_shape.push_back(region.shape(ax));
+  }
+  if (empty_indexed_axis(region, p, "getitem")) {
+    return arrange_result(fx::zeros(out_shape, a.dtype()), p);
   }
   fx::array g = fx::gather(region, p.adv_idx, p.adv_axes, U);
   return arrange_result(fx::reshape(g, out_shape), p);
@@ -388,6 +408,10 @@ fx::array update_item(const fx::array& a, py::handle index, py::handle value,
                             p.strides);
   }
   fx::array region = sliced(a, p);
+  if (empty_indexed_axis(region, p, op)) {
+    fit_value(v, p.result_shape);  // still a shape error if it cannot fit
+    return a;
+  }
   // The value in the [B..., rest...] layout, then as scatter updates
   // [B..., U...] (U: the window, 1 along the indexed axes).
   fx::array vr = fit_value(v, p.result_shape);

@@ -191,3 +191,20 @@ def test_take_mode_scalars_and_errors():
     g = mx.grad(lambda x: mx.take(x, mx.array([6, -1, 6]), 0,
                                   mode="wrap").sum())(mx.ones((5,)))
     assert g.tolist() == [0, 2, 0, 0, 1]
+
+
+def test_empty_indexed_axis():
+    x = mx.zeros((0, 3))
+    e = mx.array([], mx.int32)
+    assert x[e, e].shape == np.zeros((0, 3))[[], []].shape
+    assert x[e].shape == (0, 3)
+    assert x.at[e].add(1).shape == (0, 3)
+    assert x.at[e, e].add(1).shape == (0, 3)
+    y = mx.zeros((0, 3))
+    y[e, mx.array([], mx.int32)] = 5.0
+    assert y.shape == (0, 3)
+    with pytest.raises(IndexError, match=r"\[getitem\] Index out of bounds "
+                       r"for axis 0 with size 0"):
+        x[mx.array([0]), mx.array([1])]
+    with pytest.raises(IndexError, match=r"\[at\] Index out of bounds"):
+        x.at[mx.array([0]), 1].add(1.0)
