@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/misc.h"
@@ -92,6 +93,45 @@ array take(const array& a, int index, int axis, StreamOrDevice s) {
   start[ax] = i;
   stop[ax] = i + 1;
   return squeeze(slice(a, start, stop, s), ax, s);
+}
+
+array take(const array& a, const array& indices, int axis,
+           const std::string& mode, StreamOrDevice s) {
+  if (mode == "raise") {
+    return take(a, indices, axis, s);
+  }
+  if (mode != "wrap" && mode != "clip") {
+    throw std::invalid_argument("[take] Unknown mode '" + mode +
+                                "'; expected 'raise', 'wrap' or 'clip'.");
+  }
+  check_indices(indices, "take");
+  int ax = normalize_axis(axis, a.ndim(), "take");
+  int64_t n = a.shape(ax);
+  if (n == 0 && indices.size() > 0) {
+    throw std::out_of_range("[take] Cannot take from the empty axis " +
+                            std::to_string(ax) + " with mode '" + mode + "'.");
+  }
+  auto st = to_stream(s);
+  // Unsigned indices are never negative: compute in uint64, others in
+  // int64, so that neither the bound nor the values overflow.
+  bool u = is_unsigned(indices.dtype());
+  Dtype t = u ? uint64 : int64;
+  array idx = astype(indices, t, st);
+  array last(n == 0 ? 0 : n - 1, t);
+  if (mode == "wrap") {
+    idx = n == 0 ? idx : remainder(idx, array(n, t), st);
+  } else {
+    idx = minimum(idx, last, st);
+    if (!u) {
+      idx = maximum(idx, array(0, t), st);
+    }
+  }
+  return take(a, idx, ax, st);
+}
+
+array take(const array& a, const array& indices, const std::string& mode,
+           StreamOrDevice s) {
+  return take(reshape(a, {-1}, s), indices, 0, mode, s);
 }
 
 array take_along_axis(const array& a, const array& indices, int axis,

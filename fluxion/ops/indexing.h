@@ -1,6 +1,8 @@
 // Integer-array indexing along an axis.
 #pragma once
 
+#include <string>
+
 #include "fluxion/array.h"
 #include "fluxion/device.h"
 #include "fluxion/primitive.h"
@@ -16,6 +18,16 @@ array take(const array& a, const array& indices, int axis,
 // Flattened `a`.
 array take(const array& a, const array& indices, StreamOrDevice s = {});
 array take(const array& a, int index, int axis, StreamOrDevice s = {});
+// A Fluxion extension (NumPy's `mode`): "raise" is the plain take;
+// "wrap" reduces every index modulo the axis length (any integer is
+// valid); "clip" clamps to [0, n-1], so negative indices select the first
+// element, as in NumPy (they do not count from the end). With "wrap" or
+// "clip" an empty axis raises std::out_of_range unless there are no
+// indices.
+array take(const array& a, const array& indices, int axis,
+           const std::string& mode, StreamOrDevice s = {});
+array take(const array& a, const array& indices, const std::string& mode,
+           StreamOrDevice s = {});
 array take_along_axis(const array& a, const array& indices, int axis,
                       StreamOrDevice s = {});
 // A copy of `a` with `values` written at `indices` along `axis`.

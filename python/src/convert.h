@@ -150,3 +150,4 @@ void init_random(py::module_& m);
 void init_transforms(py::module_& m);
 void init_io(py::module_& m);
 void init_quantized(py::module_& m);
+void init_ops_extras(py::module_& m);

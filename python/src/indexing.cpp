@@ -4,14 +4,16 @@
 // per axis plus None items. Basic items (ints, slices) become one `slice`
 // view. Integer arrays follow NumPy's advanced indexing: all advanced
 // indices (ints count as 0-d arrays when an array is present) broadcast to
-// one shape B; the indexed axes are moved first, merged into one axis of
-// size P, and gathered (take) or scattered (put_along_axis,
-// scatter_add_axis) with linear indices. B's dimensions replace the indexed
-// axes in place when the advanced items are adjacent, else they go first.
+// one shape B. One array index is a `take` along its axis; several are one
+// multi-axis `gather`, and updates (`__setitem__`, `.at[]`) one `scatter_*`
+// over the indexed axes of the sliced region (windows of 1 along them, whole
+// along the sliced ones). B's dimensions replace the indexed axes in place when
+// the advanced items are adjacent, else they go first.
 #include <pybind11/numpy.h>
 
 #include <numeric>
 
+#include "fluxion/ops/gather_scatter.h"
 #include "python/src/convert.h"
 
 namespace {
@@ -273,45 +275,34 @@ Plan make_plan(const fx::array& a, const std::vector<Item>& items,
   return p;
 }
 
-// The advanced part: the sliced region with the indexed axes merged first
-// (shape [P, rest...]) and the linear indices (shape B). Invalid indices
-// become P, which take/put report as out of range when evaluated.
-struct Flat {
-  fx::array flat;
-  fx::array lin;
-  std::vector<int> perm;
-  fx::Shape moved_shape;  // region transposed by perm
-};
-
-Flat flatten_advanced(const fx::array& region, const Plan& p) {
-  std::vector<int> perm = p.adv_axes;
-  perm.insert(perm.end(), p.rest_axes.begin(), p.rest_axes.end());
-  fx::array moved = fx::transpose(region, perm);
-  int64_t P = 1;
+// The advanced part as gather/scatter operands on the sliced region (all
+// of a's axes, advanced ones kept whole): the index arrays, their axes, and
+// the window shape U (1 along indexed axes, whole along the others).
+// Negative indices wrap and out-of-range ones raise at eval, in the
+// gather/scatter kernels.
+fx::Shape window_shape(const fx::array& region, const Plan& p) {
+  fx::Shape U = region.shape();
   for (int ax : p.adv_axes) {
-    P *= region.shape(ax);
+    U[ax] = 1;
   }
-  fx::Dtype it = P >= INT32_MAX ? fx::int64 : fx::int32;
-  std::optional<fx::array> lin, valid;
-  for (size_t k = 0; k < p.adv_axes.size(); ++k) {
-    int n = region.shape(p.adv_axes[k]);
-    fx::array idx = fx::astype(p.adv_idx[k], it);
-    fx::array nn(n, it);
-    if (!fx::is_unsigned(p.adv_idx[k].dtype())) {
-      idx = fx::where(fx::less(idx, fx::array(0, it)), fx::add(idx, nn), idx);
+  return U;
+}
+
+// True when an indexed axis has length 0: no window fits there, so with
+// no index rows there is nothing to read or write, and with some rows every
+// index is out of range (raised here, as no kernel will see them).
+bool empty_indexed_axis(const fx::array& region, const Plan& p,
+                        const char* op) {
+  for (int ax : p.adv_axes) {
+    if (region.shape(ax) == 0) {
+      if (fx::shape_size(p.B) > 0) {
+        index_error(op, "Index out of bounds for axis " + std::to_string(ax) +
+                            " with size 0.");
+      }
+      return true;
     }
-    fx::array ok = fx::logical_and(fx::greater_equal(idx, fx::array(0, it)),
-                                   fx::less(idx, nn));
-    lin = lin ? fx::add(fx::multiply(*lin, nn), idx) : idx;
-    valid = valid ? fx::logical_and(*valid, ok) : ok;
   }
-  fx::array l = fx::where(*valid, *lin, fx::array(P, it));
-  fx::Shape flat_shape{static_cast<int32_t>(P)};
-  for (int ax : p.rest_axes) {
-    flat_shape.push_back(region.shape(ax));
-  }
-  return {fx::reshape(moved, flat_shape), fx::broadcast_to(l, p.B), perm,
-          moved.shape()};
+  return false;
 }
 
 // Move B's dims (first in `g`) to their place in the result, and add the
@@ -357,8 +348,17 @@ fx::array get_item(const fx::array& a, py::handle index) {
                : fx::expand_dims(fx::take(region, p.adv_idx[0], ax),
                                  p.none_pos);
   }
-  Flat f = flatten_advanced(region, p);
-  return arrange_result(fx::take(f.flat, f.lin, 0), p);
+  // Several array indices: one gather, shaped [B..., rest...].
+  fx::Shape U = window_shape(region, p);
+  fx::Shape out_shape = p.B;
+  for (int ax : p.rest_axes) {
+    out_shape.push_back(region.shape(ax));
+  }
+  if (empty_indexed_axis(region, p, "getitem")) {
+    return arrange_result(fx::zeros(out_shape, a.dtype()), p);
+  }
+  fx::array g = fx::gather(region, p.adv_idx, p.adv_axes, U);
+  return arrange_result(fx::reshape(g, out_shape), p);
 }
 
 // `value` as the update of the indexed region: broadcast to the result
@@ -408,8 +408,12 @@ fx::array update_item(const fx::array& a, py::handle index, py::handle value,
                             p.strides);
   }
   fx::array region = sliced(a, p);
-  Flat f = flatten_advanced(region, p);
-  // The value in the [B..., rest...] layout, then [N, rest...].
+  if (empty_indexed_axis(region, p, op)) {
+    fit_value(v, p.result_shape);  // still a shape error if it cannot fit
+    return a;
+  }
+  // The value in the [B..., rest...] layout, then as scatter updates
+  // [B..., U...] (U: the window, 1 along the indexed axes).
   fx::array vr = fit_value(v, p.result_shape);
   if (!p.none_pos.empty()) {
     vr = fx::squeeze(vr, p.none_pos);
@@ -428,60 +432,47 @@ fx::array update_item(const fx::array& a, py::handle index, py::handle value,
     }
     vr = fx::transpose(vr, perm);
   }
-  int32_t N = static_cast<int32_t>(fx::shape_size(p.B));
-  fx::Shape vals_shape = f.flat.shape();
-  vals_shape[0] = N;
-  fx::array vals = fx::reshape(vr, vals_shape);
-  fx::Shape idx_shape(vals_shape.size(), 1);
-  idx_shape[0] = N;
-  fx::array lin = fx::reshape(f.lin, {N});
-  fx::array idx = fx::broadcast_to(fx::reshape(lin, idx_shape), vals_shape);
-  fx::array out = f.flat;
+  fx::Shape U = window_shape(region, p);
+  fx::Shape upd_shape = p.B;
+  upd_shape.insert(upd_shape.end(), U.begin(), U.end());
+  fx::array upd = fx::reshape(vr, upd_shape);
+  const auto& idx = p.adv_idx;
+  const auto& axes = p.adv_axes;
+  fx::Dtype t = a.dtype();
+  // Duplicate indices: set keeps the last value in index order; the others
+  // combine every value (NumPy's ufunc.at), in one scatter.
+  fx::array out = region;
   switch (u) {
     case Update::set:
-      out = fx::put_along_axis(f.flat, idx, fx::astype(vals, a.dtype()), 0);
+      out = fx::scatter(region, idx, fx::astype(upd, t), axes);
       break;
     case Update::add:
-    case Update::subtract:
-      out = fx::scatter_add_axis(
-          f.flat, idx,
-          fx::astype(u == Update::add ? vals : fx::negative(vals), a.dtype()),
-          0);
+      out = fx::scatter_add(region, idx, fx::astype(upd, t), axes);
       break;
-    default: {
-      // Duplicate indices combine: each update is first reduced with every
-      // update at the same index (an N x N comparison), then applied once.
-      fx::Shape e_shape(vals_shape.size() + 1, 1);
-      e_shape[0] = e_shape[1] = N;
-      fx::array same = fx::reshape(
-          fx::equal(fx::reshape(lin, {N, 1}), fx::reshape(lin, {1, N})),
-          e_shape);
-      fx::Shape row_shape = vals_shape;
-      row_shape.insert(row_shape.begin(), 1);
-      fx::array others = fx::reshape(vals, row_shape);
-      fx::array mine = fx::expand_dims(vals, 1);
-      fx::array combined = vals;
-      if (u == Update::multiply || u == Update::divide) {
-        combined =
-            fx::prod(fx::where(same, others, fx::array(1, vals.dtype())), 1);
-      } else if (u == Update::maximum) {
-        combined = fx::max(fx::where(same, others, mine), 1);
+    case Update::subtract:
+      out =
+          fx::scatter_add(region, idx, fx::astype(fx::negative(upd), t), axes);
+      break;
+    case Update::maximum:
+      out = fx::scatter_max(region, idx, fx::astype(upd, t), axes);
+      break;
+    case Update::minimum:
+      out = fx::scatter_min(region, idx, fx::astype(upd, t), axes);
+      break;
+    default:
+      if (u == Update::multiply && upd.dtype() == t) {
+        out = fx::scatter_prod(region, idx, upd, axes);
       } else {
-        combined = fx::min(fx::where(same, others, mine), 1);
+        // The product of the values at each element (1 where none), then
+        // one multiply or divide in the values' type: x / v1 / v2 is
+        // computed as x / (v1 * v2).
+        fx::array prod = fx::scatter_prod(fx::ones(region.shape(), upd.dtype()),
+                                          idx, upd, axes);
+        out = fx::astype(apply(u, region, prod), t);
       }
-      fx::array cur = fx::take_along_axis(f.flat, idx, 0);
-      out = fx::put_along_axis(
-          f.flat, idx, fx::astype(apply(u, cur, combined), a.dtype()), 0);
-    }
   }
-  std::vector<int> inv(f.perm.size());
-  for (size_t i = 0; i < f.perm.size(); ++i) {
-    inv[f.perm[i]] = static_cast<int>(i);
-  }
-  fx::array new_region = fx::transpose(fx::reshape(out, f.moved_shape), inv);
-  return p.identity
-             ? new_region
-             : fx::slice_update(a, new_region, p.start, p.stop, p.strides);
+  return p.identity ? out
+                    : fx::slice_update(a, out, p.start, p.stop, p.strides);
 }
 
 // x.at[idx].add(v) and friends: functional updates returning new arrays.

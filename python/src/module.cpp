@@ -44,5 +44,6 @@ PYBIND11_MODULE(core, m) {
   init_transforms(m);
   init_io(m);
   init_quantized(m);
+  init_ops_extras(m);
   m.attr("__version__") = "0.1.0";
 }

@@ -150,15 +150,23 @@ void init_ops_misc(py::module_& m) {
   m.def(
       "take",
       [](const fx::array& a, py::handle indices, std::optional<int> axis,
-         fx::StreamOrDevice st) {
-        if (is_integer_scalar(indices) && axis) {
+         const std::string& mode, fx::StreamOrDevice st) {
+        if (mode == "raise" && is_integer_scalar(indices) && axis) {
           return fx::take(a, indices.cast<int>(), *axis, st);
         }
         fx::array idx = fxpy::to_array(indices);
-        return axis ? fx::take(a, idx, *axis, st) : fx::take(a, idx, st);
+        return axis ? fx::take(a, idx, *axis, mode, st)
+                    : fx::take(a, idx, mode, st);
       },
       "a"_a, py::pos_only(), "indices"_a, "axis"_a = py::none(), py::kw_only(),
-      s);
+      "mode"_a = "raise", s,
+      R"doc(Take elements along an axis (of the flattened array when ``axis``
+is None). Negative indices count from the end.
+
+``mode`` is a Fluxion extension (NumPy's): ``"raise"`` (default) raises for
+an index out of range, ``"wrap"`` reduces indices modulo the axis length,
+``"clip"`` clamps them to ``[0, n - 1]`` (negative indices then select the
+first element, as in NumPy).)doc");
   m.def(
       "take_along_axis",
       [](const fx::array& a, const fx::array& indices, std::optional<int> axis,

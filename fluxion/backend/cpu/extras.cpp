@@ -1,0 +1,212 @@
+// Kernels of SearchSorted, Hadamard, AsStrided, View and Contiguous.
+#include "fluxion/ops/extras.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/cpu/copy.h"
+#include "fluxion/backend/cpu/thread_pool.h"
+
+namespace fluxion {
+
+namespace {
+
+Strides row_major(const Shape& s) {
+  Strides st(s.size(), 1);
+  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) {
+    st[d] = st[d + 1] * s[d + 1];
+  }
+  return st;
+}
+
+// Offset of row `r` (an index over all but the last dimension).
+int64_t row_offset(int64_t r, const Shape& shape, const Strides& st) {
+  int64_t off = 0;
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) {
+    off += (r % shape[d]) * st[d];
+    r /= shape[d];
+  }
+  return off;
+}
+
+// The slots a strided view spans, for its flags: the element count when
+// its elements are dense at positive strides, else never equal to it (see
+// Reshape's view rule).
+size_t span_of(const Shape& shape, const Strides& strides) {
+  int64_t size = 1;
+  std::vector<std::pair<int64_t, int64_t>> dims;
+  bool positive = true;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    size *= shape[i];
+    if (shape[i] != 1) {
+      dims.emplace_back(std::abs(strides[i]), shape[i]);
+      positive &= strides[i] > 0;
+    }
+  }
+  if (size <= 1) {
+    return static_cast<size_t>(size);
+  }
+  std::sort(dims.begin(), dims.end());
+  bool dense = positive;
+  int64_t expect = 1, span = 1;
+  for (auto& [st, n] : dims) {
+    dense &= st == expect;
+    expect *= n;
+    span += (n - 1) * st;
+  }
+  if (dense) {
+    return static_cast<size_t>(size);
+  }
+  return static_cast<size_t>(span == size ? span + 1 : span);
+}
+
+}  // namespace
+
+// Binary search per value, rows in parallel. NaNs order last (NumPy).
+void SearchSorted::eval_cpu(const std::vector<array>& in,
+                            std::vector<array>& out) {
+  const array& a = in[0];
+  const array& v = in[1];
+  array& o = out[0];
+  o.set_data(o.nbytes());
+  if (o.size() == 0) {
+    return;
+  }
+  const int nd = a.ndim();
+  const int64_t n = a.shape(-1);
+  const int64_t m = v.shape(-1);
+  const int64_t rows = static_cast<int64_t>(o.size()) / m;
+  const int64_t as = a.strides()[nd - 1];
+  const int64_t vs = v.strides()[nd - 1];
+  const bool right = right_;
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_complex_v<T>) {
+      throw std::invalid_argument("[searchsorted] complex64 is not supported.");
+    } else {
+      using M = opmath_t<T>;
+      // x sorts before y: NaN is the largest value.
+      auto lt = [](M x, M y) {
+        if constexpr (is_float_v<T>) {
+          return x < y || (y != y && x == x);
+        } else {
+          return x < y;
+        }
+      };
+      const T* ap = a.data<T>();
+      const T* vp = v.data<T>();
+      int32_t* op = o.data<int32_t>();
+      cpu::parallel_for(
+          rows, std::max<int64_t>(1, cpu::kElementwiseGrain / (m * 8 + 1)),
+          [&](int64_t b, int64_t e) {
+            for (int64_t r = b; r < e; ++r) {
+              const T* row = ap + row_offset(r, a.shape(), a.strides());
+              const T* vals = vp + row_offset(r, v.shape(), v.strides());
+              for (int64_t j = 0; j < m; ++j) {
+                M x = static_cast<M>(vals[j * vs]);
+                int64_t lo = 0, hi = n;
+                while (lo < hi) {
+                  int64_t mid = lo + (hi - lo) / 2;
+                  M y = static_cast<M>(row[mid * as]);
+                  // left: first y with !(y < x); right: first with x < y.
+                  bool go_right = right ? !lt(x, y) : lt(y, x);
+                  if (go_right) {
+                    lo = mid + 1;
+                  } else {
+                    hi = mid;
+                  }
+                }
+                op[r * m + j] = static_cast<int32_t>(lo);
+              }
+            }
+          });
+    }
+  });
+}
+
+// The fast Walsh-Hadamard transform of each row, in place in the output
+// (half types through a float row).
+void Hadamard::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  array& o = out[0];
+  cpu::copy_to_row_contiguous(in[0], o);
+  if (o.size() == 0) {
+    return;
+  }
+  const int64_t n = o.shape(-1);
+  const int64_t rows = static_cast<int64_t>(o.size()) / n;
+  const double scale = scale_;
+  dispatch<FloatTypes>(o.dtype(), "hadamard_transform", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    T* p = o.data<T>();
+    auto fwht = [n](M* x) {
+      for (int64_t h = 1; h < n; h *= 2) {
+        for (int64_t i = 0; i < n; i += 2 * h) {
+          M* lo = x + i;
+          M* hi = x + i + h;
+          for (int64_t j = 0; j < h; ++j) {
+            M u = lo[j], w = hi[j];
+            lo[j] = u + w;
+            hi[j] = u - w;
+          }
+        }
+      }
+    };
+    cpu::parallel_for(
+        rows, std::max<int64_t>(1, cpu::kElementwiseGrain / (n * 4)),
+        [&](int64_t b, int64_t e) {
+          std::vector<M> buf(std::is_same_v<T, M> ? 0 : n);
+          for (int64_t r = b; r < e; ++r) {
+            T* row = p + r * n;
+            M* x;
+            if constexpr (std::is_same_v<T, M>) {
+              x = row;
+            } else {
+              for (int64_t j = 0; j < n; ++j) {
+                buf[j] = static_cast<M>(row[j]);
+              }
+              x = buf.data();
+            }
+            fwht(x);
+            for (int64_t j = 0; j < n; ++j) {
+              row[j] = static_cast<T>(x[j] * static_cast<M>(scale));
+            }
+          }
+        });
+  });
+}
+
+// A view of the row-major elements (the input is copied first when it is
+// not row-contiguous).
+void AsStrided::eval_cpu(const std::vector<array>& in,
+                         std::vector<array>& out) {
+  const array& a = in[0];
+  array c = a.flags().row_contiguous ? a : cpu::ensure_row_contiguous(a);
+  size_t ds = span_of(shape_, strides_);
+  out[0].copy_shared_buffer(c, strides_, layout_flags(shape_, strides_, ds), ds,
+                            static_cast<int64_t>(offset_));
+}
+
+void View::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  const array& a = in[0];
+  array& o = out[0];
+  array c = a.flags().row_contiguous ? a : cpu::ensure_row_contiguous(a);
+  Strides st = row_major(o.shape());
+  o.copy_shared_buffer(c, st, layout_flags(o.shape(), st, o.size()), o.size(),
+                       0);
+}
+
+void Contiguous::eval_cpu(const std::vector<array>& in,
+                          std::vector<array>& out) {
+  const array& a = in[0];
+  auto f = a.flags();
+  if (f.row_contiguous || (allow_col_major_ && f.col_contiguous)) {
+    out[0].copy_shared_buffer(a);
+  } else {
+    cpu::copy_to_row_contiguous(a, out[0]);
+  }
+}
+
+}  // namespace fluxion

@@ -1,0 +1,186 @@
+"""Ops added by the MLX audit, against NumPy: searchsorted,
+hadamard_transform, as_strided, view, contiguous, broadcast_shapes,
+gather_mm, segmented_mm, block_masked_mm (values, gradients, vmap)."""
+
+import numpy as np
+import pytest
+import fluxion.core as mx
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32,
+                                   np.int64, np.uint8, np.float16])
+def test_searchsorted_1d(side, dtype):
+    rng = np.random.default_rng(0)
+    a = np.sort(rng.integers(0, 20, size=50)).astype(dtype)
+    v = rng.integers(-2, 23, size=(4, 7)).astype(dtype)
+    got = mx.searchsorted(mx.array(a), mx.array(v), side)
+    np.testing.assert_array_equal(np.array(got), np.searchsorted(a, v, side))
+    assert got.dtype == mx.int32
+
+
+def test_searchsorted_nan_sorter_and_nd():
+    a = np.array([0.0, 1.0, 1.0, np.nan])
+    v = np.array([np.nan, 1.0, -np.inf, np.inf])
+    for side in ["left", "right"]:
+        np.testing.assert_array_equal(
+            np.array(mx.searchsorted(mx.array(a), mx.array(v), side=side)),
+            np.searchsorted(a, v, side=side))
+    u = np.array([5.0, 1.0, 4.0, 2.0])
+    order = np.argsort(u)
+    np.testing.assert_array_equal(
+        np.array(mx.searchsorted(mx.array(u), mx.array([3.0, 0.0, 6.0]),
+                                 sorter=mx.array(order))),
+        np.searchsorted(u, [3.0, 0.0, 6.0], sorter=order))
+    rng = np.random.default_rng(1)
+    rows = np.sort(rng.standard_normal((3, 10)), axis=-1)
+    vals = rng.standard_normal((1, 6))
+    got = np.array(mx.searchsorted(mx.array(rows), mx.array(vals), "right"))
+    want = np.stack([np.searchsorted(r, vals[0], "right") for r in rows])
+    np.testing.assert_array_equal(got, want)
+    # vmap over the values.
+    vm = mx.vmap(lambda x: mx.searchsorted(mx.array(rows[0]), x))(
+        mx.array(rng.standard_normal((4, 5))))
+    assert vm.shape == (4, 5)
+    with pytest.raises(ValueError, match=r"\[searchsorted\] side must be"):
+        mx.searchsorted(mx.array(a), mx.array(v), "up")
+
+
+def sylvester(n):
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.kron(np.array([[1, 1], [1, -1]]), h)
+    return h
+
+
+@pytest.mark.parametrize("n", [1, 4, 32, 256])
+def test_hadamard_transform(n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((3, n))
+    h = sylvester(n) / np.sqrt(n)
+    got = mx.hadamard_transform(mx.array(x))
+    np.testing.assert_allclose(np.array(got), x @ h.T, rtol=1e-12,
+                               atol=1e-12)
+    got32 = mx.hadamard_transform(mx.array(x.astype(np.float32)), scale=0.25)
+    np.testing.assert_allclose(np.array(got32), x @ (h.T * np.sqrt(n) * 0.25),
+                               rtol=1e-5, atol=1e-5)
+    # Gradient of sum(w * H x) is H^T w.
+    w = rng.standard_normal((3, n))
+    g = mx.grad(lambda t: (mx.hadamard_transform(t) * mx.array(w)).sum())(
+        mx.array(x))
+    np.testing.assert_allclose(np.array(g), w @ h, rtol=1e-12, atol=1e-12)
+    vm = mx.vmap(mx.hadamard_transform, in_axes=1)(mx.array(x.T.copy()))
+    np.testing.assert_allclose(np.array(vm), x @ h.T, rtol=1e-12, atol=1e-12)
+
+
+def test_hadamard_errors():
+    with pytest.raises(ValueError, match=r"only powers of two"):
+        mx.hadamard_transform(mx.zeros((2, 6)))
+
+
+def test_as_strided_against_numpy():
+    x = np.arange(20, dtype=np.float32)
+    win = np.lib.stride_tricks.as_strided(x[2:], shape=(5, 4),
+                                          strides=(12, 4))
+    got = mx.as_strided(mx.array(x), (5, 4), (3, 1), 2)
+    np.testing.assert_array_equal(np.array(got), win)
+    np.testing.assert_array_equal(
+        np.array(mx.as_strided(mx.array(x).reshape(4, 5))), x.reshape(4, 5))
+    g = mx.grad(lambda t: mx.as_strided(t, (5, 4), (3, 1), 2).sum())(
+        mx.array(x))
+    counts = np.zeros(20)
+    np.add.at(counts, (2 + np.arange(5)[:, None] * 3 + np.arange(4)).ravel(),
+              1)
+    np.testing.assert_array_equal(np.array(g), counts)
+    with pytest.raises(ValueError, match=r"\[as_strided\] The view"):
+        mx.as_strided(mx.array(x), (5, 4), (4, 1), 2)
+
+
+@pytest.mark.parametrize("src,dst", [(np.float32, np.uint32),
+                                     (np.int32, np.uint8),
+                                     (np.uint8, np.int16),
+                                     (np.float64, np.int64),
+                                     (np.float16, np.int16)])
+def test_view_against_numpy(src, dst):
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((4, 8)) * 50).astype(src)
+    got = mx.view(mx.array(x), getattr(mx, np.dtype(dst).name))
+    np.testing.assert_array_equal(np.array(got), x.view(dst))
+    # From a transposed (non-contiguous) array.
+    xt = x.T
+    got = mx.view(mx.array(x).T, getattr(mx, np.dtype(dst).name))
+    np.testing.assert_array_equal(np.array(got),
+                                  np.ascontiguousarray(xt).view(dst))
+
+
+def test_view_scalar_and_errors():
+    np.testing.assert_array_equal(
+        np.array(mx.array([1.0, 2.0]).view(mx.int32)),
+        np.array([1.0, 2.0], np.float32).view(np.int32))
+    assert mx.view(1.0, mx.int32).item() == np.float32(1.0).view(np.int32)
+    with pytest.raises(ValueError, match=r"\[view\] The last axis"):
+        mx.view(mx.zeros((3,), mx.int8), mx.int16)
+
+
+def test_contiguous_and_broadcast_shapes():
+    x = mx.arange(12).reshape(3, 4)
+    np.testing.assert_array_equal(np.array(mx.contiguous(x.T)),
+                                  np.arange(12).reshape(3, 4).T)
+    np.testing.assert_array_equal(
+        np.array(mx.contiguous(x.T, allow_col_major=True)),
+        np.arange(12).reshape(3, 4).T)
+    assert mx.broadcast_shapes((3, 1), (1, 4), (4,)) == \
+        np.broadcast_shapes((3, 1), (1, 4), (4,))
+    assert mx.broadcast_shapes((2, 3)) == (2, 3)
+    with pytest.raises(ValueError, match=r"\[broadcast_shapes\]"):
+        mx.broadcast_shapes((2,), (3,))
+
+
+def test_gather_mm():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 3, 5))
+    b = rng.standard_normal((2, 5, 6))
+    li = np.array([[3, 0], [1, 1]])
+    ri = np.array([1, 0])
+    got = mx.gather_mm(mx.array(a), mx.array(b), mx.array(li), mx.array(ri))
+    want = np.einsum("pqmk,pqkn->pqmn", a[li], b[np.broadcast_to(ri, li.shape)])
+    np.testing.assert_allclose(np.array(got), want, rtol=1e-12)
+    # Gradient against finite differences on a.
+    def f(x):
+        return (mx.gather_mm(x, mx.array(b), mx.array(li), mx.array(ri))
+                ** 2).sum()
+    g = np.array(mx.grad(f)(mx.array(a)))
+    eps = 1e-6
+    d = rng.standard_normal(a.shape)
+    fd = (f(mx.array(a + eps * d)).item() - f(mx.array(a - eps * d)).item()) \
+        / (2 * eps)
+    assert abs(fd - (g * d).sum()) < 1e-5 * max(1, abs(fd))
+    np.testing.assert_allclose(
+        np.array(mx.gather_mm(mx.array(a[:2]), mx.array(b))), a[:2] @ b,
+        rtol=1e-12)
+
+
+def test_segmented_mm():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 8))
+    b = rng.standard_normal((8, 2))
+    seg = np.array([[0, 3], [3, 8], [2, 2]])
+    got = mx.segmented_mm(mx.array(a), mx.array(b), mx.array(seg))
+    want = np.stack([a[:, s:e] @ b[s:e] for s, e in seg])
+    np.testing.assert_allclose(np.array(got), want, rtol=1e-12, atol=1e-14)
+
+
+def test_block_masked_mm():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 64, 96))
+    b = rng.standard_normal((2, 96, 64))
+    mo = rng.random((2, 2, 2)) > 0.3
+    ml = rng.random((2, 2, 3)) > 0.3
+    mr = rng.random((2, 3, 2)) > 0.3
+    got = mx.block_masked_mm(mx.array(a), mx.array(b), 32, mx.array(mo),
+                             mx.array(ml), mx.array(mr))
+    up = lambda m: np.repeat(np.repeat(m, 32, -2), 32, -1)
+    want = ((a * up(ml)) @ (b * up(mr))) * up(mo)
+    np.testing.assert_allclose(np.array(got), want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match=r"block sizes 32 and 64"):
+        mx.block_masked_mm(mx.array(a), mx.array(b), 8)
