@@ -43,9 +43,9 @@ array settle(const Pending& p, const char* consumer) {
   if (p.input.shape() != p.traced_input_shape) {
     std::ostringstream msg;
     msg << "[compile] shapeless: cannot infer the shape to broadcast an input "
-        << "of shape " << p.input.shape() << " to (traced: "
-        << p.traced_input_shape << " to " << p.traced_shape << ") for "
-        << consumer << ".";
+        << "of shape " << p.input.shape()
+        << " to (traced: " << p.traced_input_shape << " to " << p.traced_shape
+        << ") for " << consumer << ".";
     throw std::invalid_argument(msg.str());
   }
   return broadcast_to(p.input, p.traced_shape);
@@ -69,9 +69,9 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
     auto& p = *n.prim;
     if (shapeless && is_broadcast(p)) {
       int in = n.inputs[0];
-      pending.insert_or_assign(
-          n.outputs[0], Pending{*env[in], ir.values[in].shape,
-                                ir.values[n.outputs[0]].shape});
+      pending.insert_or_assign(n.outputs[0],
+                               Pending{*env[in], ir.values[in].shape,
+                                       ir.values[n.outputs[0]].shape});
       continue;
     }
     std::vector<array> ins;
@@ -96,8 +96,8 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
       }
       for (int i : waiting) {
         auto& pend = pending.at(n.inputs[i]);
-        ins[i] = known ? broadcast_to(pend.input, target)
-                       : settle(pend, p.name());
+        ins[i] =
+            known ? broadcast_to(pend.input, target) : settle(pend, p.name());
       }
     }
     std::vector<Shape> shapes;
@@ -119,7 +119,8 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
   std::vector<array> outs;
   for (int v : ir.outputs) {
     auto it = pending.find(v);
-    outs.push_back(it == pending.end() ? *env[v] : settle(it->second, "output"));
+    outs.push_back(it == pending.end() ? *env[v]
+                                       : settle(it->second, "output"));
   }
   return outs;
 }

@@ -201,8 +201,8 @@ void fuse_ir(Ir& ir, bool shapeless) {
       tape.nodes.push_back(std::move(n));
     }
     tape.outputs.push_back(local.at(ir.nodes[r].outputs[0]));
-    auto prim = std::make_shared<Compiled>(ir.nodes[r].prim->stream(),
-                                           std::move(tape));
+    auto prim =
+        std::make_shared<Compiled>(ir.nodes[r].prim->stream(), std::move(tape));
     if (prim->source().empty()) {
       continue;
     }

@@ -148,6 +148,7 @@ void init_fast(py::module_& m);
 void init_fft(py::module_& m);
 void init_random(py::module_& m);
 void init_transforms(py::module_& m);
+void init_compile(py::module_& m);
 void init_io(py::module_& m);
 void init_quantized(py::module_& m);
 void init_ops_extras(py::module_& m);

@@ -42,6 +42,7 @@ PYBIND11_MODULE(core, m) {
   init_fft(m);
   init_random(m);
   init_transforms(m);
+  init_compile(m);
   init_io(m);
   init_quantized(m);
   init_ops_extras(m);

@@ -101,9 +101,12 @@ TEST(Compile, ShapelessRejectsFixedShapes) {
         return std::vector<array>{reshape(x[0], {-1})};
       },
       true);
-  expect_error<std::invalid_argument>([&] { f({randn({2, 3}, 1)}); },
-                                      "[compile] Cannot compile with "
-                                      "shapeless=True: the primitive Reshape");
+  expect_error<std::invalid_argument>(
+      [&] {
+        f({randn({2, 3}, 1)});
+      },
+      "[compile] Cannot compile with "
+      "shapeless=True: the primitive Reshape");
 }
 
 TEST(Compile, CommonSubexpressionsAndConstantsMerge) {
@@ -169,8 +172,9 @@ TEST(Compile, EveryDtypeOfAddAndCompare) {
     auto b = astype(randn({33}, 2) * 3.0f, t);
     auto f = compile([](const std::vector<array>& x) {
       auto s = maximum(x[0], x[1]);
-      return std::vector<array>{where(greater(x[0], x[1]), s, minimum(x[0], x[1])),
-                                astype(equal(s, x[0]), float32) * 2.0f};
+      return std::vector<array>{
+          where(greater(x[0], x[1]), s, minimum(x[0], x[1])),
+          astype(equal(s, x[0]), float32) * 2.0f};
     });
     auto outs = f({a, b});
     auto s = maximum(a, b);
@@ -240,7 +244,8 @@ TEST(Compile, ConcurrentCallsFromThreads) {
         auto ref = to_vector<float>(gelu(x));
         bool same = true;
         for (size_t k = 0; k < out.size(); ++k) {
-          same = same && std::abs(out[k] - ref[k]) <= 1e-5f * (1 + std::abs(ref[k]));
+          same = same &&
+                 std::abs(out[k] - ref[k]) <= 1e-5f * (1 + std::abs(ref[k]));
         }
         ok[t] += same;
       }
@@ -314,11 +319,13 @@ TEST(Compile, ClosingOverOuterTracers) {
   expect_close(g, to_vector<double>(expected), 1e-12, 1e-12);
   // vmap over the captured array.
   auto ws = randn({3, 4}, 42, float64);
-  auto v = vmap([&](const std::vector<array>& p) {
-    auto f = compile([&](const std::vector<array>& in) {
-      return std::vector<array>{exp(in[0] * p[0]) * 2.0};
-    });
-    return f({x});
-  }, {0})({ws})[0];
+  auto v = vmap(
+      [&](const std::vector<array>& p) {
+        auto f = compile([&](const std::vector<array>& in) {
+          return std::vector<array>{exp(in[0] * p[0]) * 2.0};
+        });
+        return f({x});
+      },
+      {0})({ws})[0];
   expect_close(v, to_vector<double>(exp(x * ws) * 2.0), 1e-12, 1e-12);
 }

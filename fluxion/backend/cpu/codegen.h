@@ -25,9 +25,9 @@ using ContiguousKernel = void (*)(void* const* in, void* out, int64_t begin,
                                   int64_t end);
 // Strided: rows [row_begin, row_end) of a row-contiguous output of `shape`
 // (`ndim` >= 1); input k's element strides are strides[k * ndim + d].
-using StridedKernel = void (*)(void* const* in, void* out,
-                               const int64_t* shape, const int64_t* strides,
-                               int ndim, int64_t row_begin, int64_t row_end);
+using StridedKernel = void (*)(void* const* in, void* out, const int64_t* shape,
+                               const int64_t* strides, int ndim,
+                               int64_t row_begin, int64_t row_end);
 
 struct Kernel {
   ContiguousKernel contiguous = nullptr;

@@ -75,8 +75,7 @@ bool open_kernel(const std::filesystem::path& lib, Kernel& k) {
   if (!h) {
     return false;
   }
-  k.contiguous =
-      reinterpret_cast<ContiguousKernel>(dlsym(h, "fx_contiguous"));
+  k.contiguous = reinterpret_cast<ContiguousKernel>(dlsym(h, "fx_contiguous"));
   k.strided = reinterpret_cast<StridedKernel>(dlsym(h, "fx_strided"));
   // Libraries stay loaded for the life of the process, like the kernels.
   return k.contiguous && k.strided;

@@ -71,10 +71,9 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
     auto& traced = tape_.values[tape_.inputs[k]].shape;
     size_t traced_size = 1;
     for (auto d : traced) traced_size *= d;
-    bool ok = traced_size == 1
-                  ? inputs[k].size() == 1
-                  : inputs[k].shape() == shape &&
-                        inputs[k].flags().row_contiguous;
+    bool ok = traced_size == 1 ? inputs[k].size() == 1
+                               : inputs[k].shape() == shape &&
+                                     inputs[k].flags().row_contiguous;
     contiguous = contiguous && ok;
   }
   // Donate an input buffer of the output's size and dtype when possible.

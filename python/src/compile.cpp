@@ -1,0 +1,213 @@
+// mx.compile: arguments and captured state flattened into a C++ compiled
+// function (fluxion/compile.h); the Python function is traced on tracers
+// once per signature, and its output tree and captured outputs rebuilt.
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "python/src/transform_utils.h"
+#include "python/src/trees.h"
+
+namespace {
+
+using fxpy::rest;
+using fxpy::type_name_str;
+using fxpy::wrap;
+
+// --- compile ---
+
+void check_compile_args(py::handle obj) {
+  if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) {
+    for (auto item : obj) {
+      check_compile_args(item);
+    }
+  } else if (PyDict_Check(obj.ptr())) {
+    for (auto item : py::reinterpret_borrow<py::dict>(obj)) {
+      check_compile_args(item.second);
+    }
+  } else if (!fxpy::array_ptr(obj) && !py::isinstance<py::str>(obj) &&
+             !PyLong_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()) &&
+             !obj.is_none()) {
+    std::ostringstream msg;
+    msg << "[compile] Function arguments must be trees of arrays "
+        << "or constants (floats, ints, strings, or None), but received "
+        << "type " << type_name_str(obj) << ".";
+    throw std::invalid_argument(msg.str());
+  }
+}
+
+// The cache key's constants: the argument tree's shape and its non-array
+// leaves (a different constant or structure means a new trace).
+void hash_constants(py::handle obj, std::vector<uint64_t>& out) {
+  auto str_hash = [](py::handle o) {
+    return static_cast<uint64_t>(
+        std::hash<std::string>{}(py::str(o).cast<std::string>()));
+  };
+  if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) {
+    out.push_back(PyList_Check(obj.ptr()) ? 1 : 2);
+    out.push_back(py::len(obj));
+    for (auto item : obj) {
+      hash_constants(item, out);
+    }
+  } else if (PyDict_Check(obj.ptr())) {
+    out.push_back(3);
+    out.push_back(py::len(obj));
+    for (auto item : py::reinterpret_borrow<py::dict>(obj)) {
+      out.push_back(str_hash(item.first));
+      hash_constants(item.second, out);
+    }
+  } else if (fxpy::array_ptr(obj)) {
+    out.push_back(4);
+  } else if (PyBool_Check(obj.ptr())) {
+    out.push_back(5);
+    out.push_back(obj.ptr() == Py_True);
+  } else if (PyLong_Check(obj.ptr())) {
+    out.push_back(6);
+    out.push_back(static_cast<uint64_t>(obj.cast<int64_t>()));
+  } else if (PyFloat_Check(obj.ptr())) {
+    double d = obj.cast<double>();
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof(bits));
+    out.push_back(7);
+    out.push_back(bits);
+  } else if (py::isinstance<py::str>(obj)) {
+    out.push_back(8);
+    out.push_back(str_hash(obj));
+  } else {
+    out.push_back(9);  // None
+  }
+}
+
+// Output tree structures by (function id, constants): a cache hit does not
+// call the Python function, so the structure recorded by its trace is
+// reused.
+struct OutputStructure {
+  py::object tree;
+  size_t count;
+};
+std::map<std::pair<uintptr_t, std::vector<uint64_t>>, OutputStructure>&
+output_structures() {
+  static auto* m = new std::map<std::pair<uintptr_t, std::vector<uint64_t>>,
+                                OutputStructure>();
+  return *m;
+}
+
+// Forget a function's traces when it is garbage collected.
+void erase_when_collected(py::handle fun, uintptr_t id) {
+  static std::set<uintptr_t> watched;
+  if (watched.count(id)) {
+    return;
+  }
+  try {
+    auto erase = py::cpp_function([id] {
+      fx::detail::compile_erase(id);
+      auto& m = output_structures();
+      for (auto it = m.begin(); it != m.end();) {
+        it = it->first.first == id ? m.erase(it) : std::next(it);
+      }
+      watched.erase(id);
+    });
+    py::module_::import("weakref").attr("finalize")(fun, erase);
+    watched.insert(id);
+  } catch (const py::error_already_set&) {
+    // Not weak-referenceable: the traces live as long as the process.
+  }
+}
+
+// all_args: fun, inputs, outputs, shapeless, then the call's arguments.
+// Arguments and captured `inputs` become the traced function's inputs;
+// its outputs and the captured `outputs` come back and are put in place.
+py::object compiled_call(const py::args& all_args, const py::kwargs& kwargs) {
+  py::object fun = all_args[0];
+  py::object captured_in = all_args[1];
+  py::object captured_out = all_args[2];
+  bool shapeless = all_args[3].cast<bool>();
+  py::tuple args = rest(all_args, 4);
+  check_compile_args(args);
+  check_compile_args(kwargs);
+  if (!fx::compile_enabled()) {
+    return fun(*args, **kwargs);
+  }
+  py::tuple call = py::make_tuple(args, kwargs);
+  auto [arrays, structure] = fxpy::tree_flatten_with_structure(call, false);
+  std::vector<uint64_t> constants;
+  hash_constants(call, constants);
+  size_t n_args = arrays.size();
+  std::vector<fx::array> captured;
+  if (!captured_in.is_none()) {
+    captured = fxpy::tree_flatten(captured_in, false);
+  }
+  arrays.insert(arrays.end(), captured.begin(), captured.end());
+  auto id = reinterpret_cast<uintptr_t>(fun.ptr());
+  erase_when_collected(fun, id);
+  auto key = std::make_pair(id, constants);
+
+  fx::Fn traced = [&](const std::vector<fx::array>& tracers) {
+    py::tuple rebuilt =
+        fxpy::tree_unflatten_from_structure(structure, tracers, 0);
+    std::vector<fx::array> captured_tracers(tracers.begin() + n_args,
+                                            tracers.end());
+    if (!captured_in.is_none()) {
+      fxpy::tree_replace(captured_in, captured, captured_tracers);
+    }
+    py::object out;
+    std::vector<fx::array> outs;
+    try {
+      out = fun(*rebuilt[0], **rebuilt[1]);
+      auto [out_arrays, out_tree] =
+          fxpy::tree_flatten_with_structure(out, false);
+      outs = std::move(out_arrays);
+      output_structures()[key] = {out_tree, outs.size()};
+      if (!captured_out.is_none()) {
+        auto state = fxpy::tree_flatten(captured_out, false);
+        outs.insert(outs.end(), state.begin(), state.end());
+      }
+    } catch (...) {
+      if (!captured_in.is_none()) {
+        fxpy::tree_replace(captured_in, captured_tracers, captured);
+      }
+      throw;
+    }
+    if (!captured_in.is_none()) {
+      fxpy::tree_replace(captured_in, captured_tracers, captured);
+    }
+    return outs;
+  };
+  auto results = fx::detail::compile(traced, id, shapeless, constants)(arrays);
+  auto& st = output_structures().at(key);
+  std::vector<fx::array> own(results.begin(), results.begin() + st.count);
+  if (!captured_out.is_none()) {
+    std::vector<fx::array> state(results.begin() + st.count, results.end());
+    fxpy::tree_fill(captured_out, state);
+  }
+  return fxpy::tree_unflatten_from_structure(st.tree, own, 0);
+}
+
+}  // namespace
+
+void init_compile(py::module_& m) {
+  m.def(
+      "compile",
+      [](const py::function& fun, const py::object& inputs,
+         const py::object& outputs, bool shapeless) {
+        return wrap(py::cpp_function(&compiled_call), fun, inputs, outputs,
+                    shapeless);
+      },
+      "fun"_a, "inputs"_a = py::none(), "outputs"_a = py::none(),
+      "shapeless"_a = false,
+      "A function with the same results as ``fun``. ``inputs`` and "
+      "``outputs`` are trees (lists, dicts) of arrays or modules that "
+      "``fun`` reads or updates besides its arguments (captured state). "
+      "Arguments must be trees of arrays or constants (ints, floats, "
+      "strings, None). ``fun`` is traced once per signature (argument "
+      "dtypes and shapes, or only ndims with ``shapeless``, constants and "
+      "tree structure); its graph is simplified and runs of elementwise "
+      "ops are fused into generated kernels.");
+  m.def(
+      "disable_compile", [] { fx::disable_compile(); },
+      "Globally disable compilation (also FLUXION_DISABLE_COMPILE).");
+  m.def(
+      "enable_compile", [] { fx::enable_compile(); },
+      "Globally enable compilation, overriding FLUXION_DISABLE_COMPILE.");
+}
