@@ -571,7 +571,11 @@ array multivariate_normal(const array& mean, const array& cov,
   auto st = to_stream(s);
   Shape out_shape = shape;
   out_shape.push_back(n);
-  auto l = linalg::cholesky(astype(cov, dtype, st), false, st);
+  // cov = V diag(w) V^T, so L = V diag(sqrt(w)) has L L^T = cov: unlike a
+  // Cholesky factor this also covers singular (semi-definite) covariances.
+  auto [w, v] = linalg::eigh(astype(cov, dtype, st), "L", st);
+  auto root = sqrt(maximum(w, zeros_like(w, st), st), st);
+  auto l = multiply(v, expand_dims(root, -2, st), st);
   auto z = standard_normal(out_shape, dtype, k, st);
   // (L z)_i = sum_j L_ij z_j, broadcasting the batch dimensions.
   auto lz = sum(multiply(l, expand_dims(z, -2, st), st), -1, false, st);

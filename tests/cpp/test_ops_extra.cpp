@@ -156,3 +156,18 @@ TEST(RandomExtra, MultivariateNormal) {
 }
 
 }  // namespace
+
+// A singular (positive semi-definite) covariance: samples lie on the line
+// x1 = 2 x0 with the right variance (a Cholesky factor would fail here).
+TEST(RandomExtra, MultivariateNormalSingularCovariance) {
+  auto cov = array({1.0f, 2.0f, 2.0f, 4.0f}, {2, 2});
+  auto x = random::multivariate_normal(zeros({2}), cov, {20000}, float32,
+                                       random::key(7));
+  auto v = values(x);
+  double var0 = 0;
+  for (int i = 0; i < 20000; ++i) {
+    EXPECT_NEAR(v[2 * i + 1], 2.0 * v[2 * i], 1e-4 * (1 + std::abs(v[2 * i])));
+    var0 += v[2 * i] * v[2 * i];
+  }
+  EXPECT_NEAR(var0 / 20000, 1.0, 0.05);
+}
