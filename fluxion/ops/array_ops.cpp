@@ -250,7 +250,9 @@ EinsumSpec parse_einsum(const std::string& subscripts,
       char c = term[d];
       ++count[c];
       auto it = size.find(c);
-      if (it != size.end() && it->second != operands[i].shape(d)) {
+      int n = operands[i].shape(d);
+      // Size 1 broadcasts against any size (NumPy).
+      if (it != size.end() && it->second != n && it->second != 1 && n != 1) {
         throw std::invalid_argument(
             "[einsum] Index '" + std::string(1, c) + "' has size " +
             std::to_string(it->second) + " and size " +
@@ -258,7 +260,7 @@ EinsumSpec parse_einsum(const std::string& subscripts,
             std::to_string(i) + ", shape " + shape_str(operands[i].shape()) +
             ").");
       }
-      size[c] = operands[i].shape(d);
+      size[c] = it == size.end() ? n : std::max(it->second, n);
     }
   }
   if (arrow == std::string::npos) {
@@ -397,10 +399,28 @@ std::map<char, int> index_sizes(const EinsumSpec& spec,
   std::map<char, int> size;
   for (size_t i = 0; i < operands.size(); ++i) {
     for (size_t d = 0; d < spec.inputs[i].size(); ++d) {
-      size[spec.inputs[i][d]] = operands[i].shape(d);
+      int& n = size[spec.inputs[i][d]];  // size-1 axes broadcast
+      n = std::max(n, operands[i].shape(d));
     }
   }
   return size;
+}
+
+// Operands with a size-1 axis whose letter is larger elsewhere, broadcast.
+std::vector<array> broadcast_einsum_operands(const EinsumSpec& spec,
+                                             std::vector<array> ops,
+                                             StreamOrDevice s) {
+  auto size = index_sizes(spec, ops);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Shape target;
+    for (char c : spec.inputs[i]) {
+      target.push_back(size[c]);
+    }
+    if (target != ops[i].shape()) {
+      ops[i] = broadcast_to(ops[i], target, s);
+    }
+  }
+  return ops;
 }
 
 // Contracts two terms with no private letters: batch letters (in both,
@@ -603,6 +623,7 @@ array einsum(const std::string& subscripts, const std::vector<array>& operands,
   }
   auto [expanded, ops] = expand_ellipsis(subscripts, operands, s);
   auto spec = parse_einsum(expanded, ops);
+  ops = broadcast_einsum_operands(spec, std::move(ops), s);
   auto size = index_sizes(spec, ops);
   std::vector<Term> terms;
   std::vector<std::string> letters;

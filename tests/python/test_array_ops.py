@@ -134,6 +134,10 @@ EINSUM_CASES = [
     ("ij,kl->", [(2, 2), (3, 1)]),
     ("Ba,aB", [(2, 3), (3, 2)]),
     ("ba , a", [(2, 3), (3,)]),
+    # size-1 axes broadcast against the letter's size (NumPy)
+    ("ij,ij->ij", [(1, 3), (2, 3)]),
+    ("ij,jk->ik", [(2, 1), (3, 4)]),
+    ("bij,bjk->bik", [(1, 2, 3), (4, 3, 2)]),
 ]
 
 
