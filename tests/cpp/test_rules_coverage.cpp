@@ -357,13 +357,18 @@ std::vector<OpCase> core_cases() {
 }
 
 // The core table plus every family's registered table (op_cases.h).
-std::vector<OpCase> cases() {
-  auto c = core_cases();
-  for (auto& family : op_case_registry()) {
-    auto more = family();
-    c.insert(c.end(), more.begin(), more.end());
-  }
-  return c;
+// Built once per process: test names and every test read it (building it
+// per call made each test process's start quadratic in the table's size).
+const std::vector<OpCase>& cases() {
+  static const auto* all = [] {
+    auto* c = new std::vector<OpCase>(core_cases());
+    for (auto& family : op_case_registry()) {
+      auto more = family();
+      c->insert(c->end(), more.begin(), more.end());
+    }
+    return c;
+  }();
+  return *all;
 }
 
 // Primitive class names declared in the library's headers.
@@ -479,8 +484,7 @@ TEST(RulesCoverage, OutputShapesMatch) {
 class RulesTable : public ::testing::TestWithParam<int> {};
 
 TEST_P(RulesTable, GradientsAndVmap) {
-  auto all = cases();
-  auto& c = all[GetParam()];
+  auto& c = cases()[GetParam()];
   SCOPED_TRACE(c.name);
   if (c.grads) {
     check_grads(c.f, c.inputs, c.tol, c.eps);
