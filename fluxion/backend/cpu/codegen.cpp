@@ -103,7 +103,6 @@ struct Emitter {
       if (n == "Exp") return exp(in, x);
       if (n == "Tanh") {
         if (in == float64) return "__builtin_tanh(" + x + ")";
-        helpers.insert("exp_neg");
         helpers.insert("tanh");
         return "fx_tanh(" + x + ")";
       }
@@ -250,20 +249,26 @@ static inline float fx_exp_neg(float c) {
 }
 )"},
     {"tanh", R"(
-// tanh: an odd Taylor polynomial near 0, (1 - e^-2|x|) / (1 + e^-2|x|)
-// elsewhere.
+// tanh(a) = -m / (2 + m) with m = exp(-2a) - 1 computed without
+// cancellation (2^n (e^r - 1) + (2^n - 1)), so it is accurate near 0 too.
 static inline float fx_tanh(float x) {
-  float a = __builtin_fabsf(x);
-  float t = fx_exp_neg(-2.0f * a);
-  float big = (1.0f - t) / (1.0f + t);
-  float z = x * x;
-  float p = 62.0f / 2835.0f;
-  p = p * z - 17.0f / 315.0f;
-  p = p * z + 2.0f / 15.0f;
-  p = p * z - 1.0f / 3.0f;
-  float small = a + a * z * p;
-  float r = a < 0.3f ? small : big;
-  return __builtin_copysignf(r, x);
+  float c = -2.0f * __builtin_fabsf(x);
+  c = c < -87.0f ? -87.0f : c;
+  float n = __builtin_rintf(c * 1.44269504088896341f);
+  float r = __builtin_fmaf(n, -0.693359375f, c);
+  r = __builtin_fmaf(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
+  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
+  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
+  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
+  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
+  float u = __builtin_fmaf(p, r * r, r);  // e^r - 1
+  int b = ((int)n + 127) << 23;
+  float s;
+  __builtin_memcpy(&s, &b, 4);
+  float m = __builtin_fmaf(s, u, s - 1.0f);
+  return __builtin_copysignf(-m / (2.0f + m), x);
 }
 )"},
 };
