@@ -74,6 +74,7 @@ struct Emitter {
     if (t == float64) {
       return "__builtin_exp(" + x + ")";
     }
+    helpers.insert("exp_reduce");
     helpers.insert("exp");
     return "fx_exp(" + x + ")";
   }
@@ -103,12 +104,14 @@ struct Emitter {
       if (n == "Exp") return exp(in, x);
       if (n == "Tanh") {
         if (in == float64) return "__builtin_tanh(" + x + ")";
+        helpers.insert("exp_reduce");
         helpers.insert("tanh");
         return "fx_tanh(" + x + ")";
       }
       if (n == "Sigmoid") {
         std::string e = "__builtin_exp(-" + call("fabs", in, x) + ")";
         if (in != float64) {
+          helpers.insert("exp_reduce");
           helpers.insert("exp_neg");
           e = "fx_exp_neg(-" + call("fabs", in, x) + ")";
         }
@@ -198,54 +201,54 @@ std::string store(const std::string& x, Dtype t) {
   return x;
 }
 
+// Preamble functions by name, in dependency order. The exponentials share
+// one argument reduction: exp(c) = 2^n e^r with |r| <= ln2/2 and a degree-6
+// polynomial for e^r - 1 (Cephes' coefficients); all branch-free so that
+// loops vectorize.
 const char* kPreamble[][2] = {
-    {"exp", R"(
-// exp: 2^n * e^r with |r| <= ln2/2 and a degree-6 polynomial for e^r
-// (Cephes' coefficients); branch-free so loops vectorize.
-static inline float fx_exp(float x) {
-  float c = x > 88.72283935f ? 88.72283935f : x;
-  c = c < -87.33654785f ? -87.33654785f : c;
-  float n = __builtin_rintf(c * 1.44269504088896341f);
-  float r = __builtin_fmaf(n, -0.693359375f, c);
-  r = __builtin_fmaf(n, 2.12194440e-4f, r);
+    {"exp_reduce", R"(
+static inline float fx_expm1_r(float c, float* n) {
+  *n = __builtin_rintf(c * 1.44269504088896341f);
+  float r = __builtin_fmaf(*n, -0.693359375f, c);
+  r = __builtin_fmaf(*n, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
   p = __builtin_fmaf(p, r, 1.3981999507e-3f);
   p = __builtin_fmaf(p, r, 8.3334519073e-3f);
   p = __builtin_fmaf(p, r, 4.1665795894e-2f);
   p = __builtin_fmaf(p, r, 1.6666665459e-1f);
   p = __builtin_fmaf(p, r, 5.0000001201e-1f);
-  p = __builtin_fmaf(p, r * r, r) + 1.0f;
+  return __builtin_fmaf(p, r * r, r);
+}
+static inline float fx_pow2(int k) {
+  int b = (k + 127) << 23;
+  float s;
+  __builtin_memcpy(&s, &b, 4);
+  return s;
+}
+)"},
+    {"exp", R"(
+// n reaches 128 at the top of the range: scaled in two halves.
+static inline float fx_exp(float x) {
+  float c = x > 88.72283935f ? 88.72283935f : x;
+  c = c < -87.33654785f ? -87.33654785f : c;
+  float n;
+  float p = fx_expm1_r(c, &n) + 1.0f;
   int k = (int)n, h = k >> 1;
-  int b1 = (h + 127) << 23, b2 = (k - h + 127) << 23;
-  float s1, s2;
-  __builtin_memcpy(&s1, &b1, 4);
-  __builtin_memcpy(&s2, &b2, 4);
-  float y = p * s1 * s2;
+  float y = p * fx_pow2(h) * fx_pow2(k - h);
   y = x > 88.72283935f ? __builtin_inff() : y;
   y = x < -103.97208f ? 0.0f : y;
   return x != x ? x : y;
 }
 )"},
     {"exp_neg", R"(
-// exp of c <= 0 (nan passes through), for tanh and sigmoid: inputs below
-// -87 give exp(-87), below every float32 tanh/sigmoid resolution; with no
-// overflow to handle, one scale and no selects.
+// exp of c <= 0 (nan passes through), for sigmoid: inputs below -87 give
+// exp(-87), below float32 sigmoid's resolution; one scale, no selects.
 static inline float fx_exp_neg(float c) {
   c = c < -87.0f ? -87.0f : c;
-  float n = __builtin_rintf(c * 1.44269504088896341f);
-  float r = __builtin_fmaf(n, -0.693359375f, c);
-  r = __builtin_fmaf(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
-  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
-  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
-  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
-  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
-  p = __builtin_fmaf(p, r * r, r) + 1.0f;
-  int b = ((int)n + 127) << 23;
-  float s;
-  __builtin_memcpy(&s, &b, 4);
-  return p * s;
+  float n;
+  float u = fx_expm1_r(c, &n);
+  float s = fx_pow2((int)n);
+  return __builtin_fmaf(s, u, s);
 }
 )"},
     {"tanh", R"(
@@ -254,19 +257,9 @@ static inline float fx_exp_neg(float c) {
 static inline float fx_tanh(float x) {
   float c = -2.0f * __builtin_fabsf(x);
   c = c < -87.0f ? -87.0f : c;
-  float n = __builtin_rintf(c * 1.44269504088896341f);
-  float r = __builtin_fmaf(n, -0.693359375f, c);
-  r = __builtin_fmaf(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
-  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
-  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
-  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
-  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
-  float u = __builtin_fmaf(p, r * r, r);  // e^r - 1
-  int b = ((int)n + 127) << 23;
-  float s;
-  __builtin_memcpy(&s, &b, 4);
+  float n;
+  float u = fx_expm1_r(c, &n);
+  float s = fx_pow2((int)n);
   float m = __builtin_fmaf(s, u, s - 1.0f);
   return __builtin_copysignf(-m / (2.0f + m), x);
 }
