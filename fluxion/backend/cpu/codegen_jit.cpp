@@ -38,15 +38,28 @@ std::string compiler() {
   return "g++";
 }
 
+// Kernels are built on the machine that runs them, so they may use all of
+// its instruction set (AVX-512 where present doubles the vector width).
 std::string flags() {
-  std::string f =
-      "-O3 -shared -fPIC -fno-math-errno -fno-trapping-math -fwrapv "
-      "-fno-semantic-interposition";
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    f += " -mavx2 -mfma -mf16c";
-  }
-  return f;
+  return "-O3 -march=native -shared -fPIC -fno-math-errno "
+         "-fno-trapping-math -fwrapv -fno-semantic-interposition";
+}
+
+// What -march=native means here (the CPU's feature flags), so a cache
+// directory shared between different machines never serves a library
+// built for another CPU.
+const std::string& cpu_signature() {
+  static const std::string sig = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("flags", 0) == 0) {
+        return line;
+      }
+    }
+    return std::string("unknown-cpu");
+  }();
+  return sig;
 }
 
 std::filesystem::path cache_dir() {
@@ -142,7 +155,9 @@ const Kernel* load_kernel(const std::string& source) {
     std::string cxx = compiler();
     std::string f = flags();
     std::ostringstream name;
-    name << std::hex << fnv1a(source + "\n" + cxx + "\n" + f) << ".so";
+    name << std::hex << fnv1a(source + "\n" + cxx + "\n" + f + "\n" +
+                              cpu_signature())
+         << ".so";
     auto lib = cache_dir() / name.str();
     if (std::filesystem::exists(lib) && open_kernel(lib, slot->kernel)) {
       slot->ok = true;
