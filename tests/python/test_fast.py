@@ -352,3 +352,19 @@ def test_errors():
         sd(kv, kv, kv, scale=1.0, mask="upper")
     with pytest.raises(TypeError):
         sd(kv, kv, kv, 1.0)
+
+
+def test_sdpa_nan_scores_match_composed():
+    # A NaN in a query or key makes the rows that see it NaN, as composed.
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((1, 2, 64, 16)).astype(np.float32)
+               for _ in range(3))
+    q[0, 1, 5, 3] = np.nan
+    k[0, 0, 7, 2] = np.nan
+    f = mx.fast.scaled_dot_product_attention(mx.array(q), mx.array(k),
+                                             mx.array(v), scale=0.25)
+    s = (mx.array(q) * 0.25) @ mx.array(k).transpose(0, 1, 3, 2)
+    c = mx.softmax(s, axis=-1) @ mx.array(v)
+    a, b = np.array(f), np.array(c)
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.allclose(a[~np.isnan(a)], b[~np.isnan(b)], atol=1e-5)

@@ -65,6 +65,50 @@ void vexp(double* p, int64_t n) {
   }
 }
 
+// Row reductions with eight independent accumulators: a single running
+// max or sum is one long dependency chain the compiler may not reorder
+// (and was most of the fused kernel's time at L = 1024).
+template <typename M>
+M row_max(const M* x, int n) {
+  // NaNs are skipped here: they still reach the row through exp and the
+  // sum, so a row holding one becomes NaN as in the composed form.
+  M acc[8];
+  std::fill(acc, acc + 8, -std::numeric_limits<M>::infinity());
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) {
+      acc[l] = acc[l] < x[j + l] ? x[j + l] : acc[l];
+    }
+  }
+  for (; j < n; ++j) {
+    acc[0] = acc[0] < x[j] ? x[j] : acc[0];
+  }
+  M mx = acc[0];
+  for (int l = 1; l < 8; ++l) {
+    mx = mx < acc[l] ? acc[l] : mx;
+  }
+  return mx;
+}
+
+template <typename M>
+M row_sum(const M* x, int n) {
+  M acc[8] = {};
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) {
+      acc[l] += x[j + l];
+    }
+  }
+  M sum = 0;
+  for (; j < n; ++j) {
+    sum += x[j];
+  }
+  for (int l = 0; l < 8; ++l) {
+    sum += acc[l];
+  }
+  return sum;
+}
+
 // A [B, H, L, D] operand readable as M with unit feature stride: element
 // (b, h, l, 0) is at ptr + b * sb + h * sh + l * sl.
 template <typename M>
@@ -167,10 +211,7 @@ struct Sdpa {
       }
     }
     std::fill(row + lim, row + kend, ninf);
-    M mx = ninf;
-    for (int j = 0; j < lim; ++j) {
-      mx = std::max(mx, row[j]);
-    }
+    M mx = row_max(row, lim);
     if (mx == ninf || std::isnan(mx)) {
       std::fill(row, row + kend, std::numeric_limits<M>::quiet_NaN());
       return;
@@ -179,11 +220,7 @@ struct Sdpa {
       row[j] -= mx;
     }
     vexp(row, kend);
-    M sum = 0;
-    for (int j = 0; j < kend; ++j) {
-      sum += row[j];
-    }
-    const M inv = M(1) / sum;
+    const M inv = M(1) / row_sum(row, kend);
     for (int j = 0; j < kend; ++j) {
       row[j] *= inv;
     }
@@ -325,7 +362,7 @@ struct Sdpa {
     // the scores' memory (and under a causal mask skip hidden keys).
     int chunk = static_cast<int>(
         std::clamp<int64_t>((int64_t{1} << 20) / Lk, kBlock, Lq));
-    chunk = std::min(chunk, causal ? 128 : 256);
+    chunk = std::min(chunk, causal ? 128 : 1024);
     auto s = std::make_unique_for_overwrite<M[]>(int64_t{chunk} * Lk);
     auto o =
         std::make_unique_for_overwrite<M[]>(int64_t{chunk} * std::max(Dv, 1));
