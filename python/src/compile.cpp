@@ -164,8 +164,14 @@ py::object compiled_call(const py::args& all_args, const py::kwargs& kwargs) {
         outs.insert(outs.end(), state.begin(), state.end());
       }
     } catch (...) {
+      // The call failed: the captured state goes back to what it was
+      // before it (not to arrays of the abandoned trace).
       if (!captured_in.is_none()) {
-        fxpy::tree_replace(captured_in, captured_tracers, captured);
+        if (fxpy::tree_flatten(captured_in, false).size() == captured.size()) {
+          fxpy::tree_fill(captured_in, captured);
+        } else {
+          fxpy::tree_replace(captured_in, captured_tracers, captured);
+        }
       }
       throw;
     }

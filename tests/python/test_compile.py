@@ -262,3 +262,15 @@ def test_cache_released_with_the_function():
     del cf, f
     gc.collect()  # no error, no leak assertions possible; must not crash
     assert mx.compile(lambda x: x * 3 + 1)(mx.array(1.0)).item() == 4.0
+
+
+def test_failed_call_restores_captured_state():
+    state = [mx.array(1.0)]
+
+    def step(a):
+        state[0] = state[0] * a
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        mx.compile(step, inputs=state, outputs=state)(mx.array(2.0))
+    assert state[0].item() == 1.0
