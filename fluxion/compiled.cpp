@@ -15,7 +15,22 @@ namespace fluxion {
 
 Compiled::Compiled(Stream s, detail::Ir tape)
     : Primitive(s), tape_(std::move(tape)) {
-  source_ = cpu::kernel_source(tape_);
+  bool consistent = true;
+  for (int v : tape_.inputs) {
+    bool by_reshape = false, other = false;
+    for (auto& n : tape_.nodes) {
+      bool uses = std::find(n.inputs.begin(), n.inputs.end(), v) !=
+                  n.inputs.end();
+      bool is_reshape = std::strcmp(n.prim->name(), "Reshape") == 0;
+      by_reshape = by_reshape || (uses && is_reshape);
+      other = other || (uses && !is_reshape);
+    }
+    consistent = consistent && !(by_reshape && other);
+    reshaped_.push_back(by_reshape);
+  }
+  if (consistent) {
+    source_ = cpu::kernel_source(tape_);
+  }
 }
 
 std::vector<array> Compiled::replay(const std::vector<array>& inputs) const {
@@ -102,8 +117,12 @@ bool fusable(const IrNode& n, const Ir& ir) {
   return cpu::can_generate(*n.prim, in, ir.values[n.outputs[0]].dtype);
 }
 
-bool absorbable_broadcast(const IrNode& n, const Ir& ir, bool shapeless) {
-  return !shapeless && std::strcmp(n.prim->name(), "Broadcast") == 0;
+// Broadcasts and reshapes feeding a group only change how an input is
+// read (strides, or a row-contiguous view): absorbed unless shapeless,
+// where their shapes must stay visible to the replay.
+bool is_view(const IrNode& n) {
+  return std::strcmp(n.prim->name(), "Broadcast") == 0 ||
+         std::strcmp(n.prim->name(), "Reshape") == 0;
 }
 
 }  // namespace
@@ -152,7 +171,7 @@ void fuse_ir(Ir& ir, bool shapeless) {
       }
       int v = n.outputs[0];
       if (is_output[v] || ir.values[v].shape != shape ||
-          !(fusable(n, ir) || absorbable_broadcast(n, ir, shapeless))) {
+          !(fusable(n, ir) || (!shapeless && is_view(n)))) {
         continue;
       }
       bool inside = std::all_of(consumers[v].begin(), consumers[v].end(),
@@ -166,7 +185,7 @@ void fuse_ir(Ir& ir, bool shapeless) {
     }
     int ops = 0;
     for (int k : members) {
-      ops += std::strcmp(ir.nodes[k].prim->name(), "Broadcast") != 0;
+      ops += !is_view(ir.nodes[k]);
     }
     if (ops < 2) {
       continue;  // nothing to fuse

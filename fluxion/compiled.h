@@ -29,9 +29,13 @@ class Compiled : public Primitive {
   void print(std::ostream& os) const override;
 
   const detail::Ir& tape() const { return tape_; }
-  // Empty when some fused node has no code template (never for tapes that
-  // fuse_ir builds).
+  // Empty when the tape cannot be generated: some node has no template,
+  // or an input feeds both a reshape and other nodes (fuse_ir then leaves
+  // the group unfused).
   const std::string& source() const { return source_; }
+  // Whether input k is read through an absorbed reshape: as a
+  // row-contiguous array of the output's shape.
+  bool reshaped(size_t k) const { return reshaped_[k]; }
 
  private:
   std::vector<array> replay(const std::vector<array>& inputs) const;
@@ -39,6 +43,7 @@ class Compiled : public Primitive {
 
   detail::Ir tape_;
   std::string source_;
+  std::vector<bool> reshaped_;
 };
 
 }  // namespace fluxion

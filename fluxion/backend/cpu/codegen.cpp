@@ -327,8 +327,9 @@ std::string kernel_source(const detail::Ir& tape) {
       args.push_back(name(v));
     }
     std::string e;
-    if (std::strcmp(n.prim->name(), "Broadcast") == 0) {
-      e = args[0];  // inputs are read broadcast already
+    if (std::strcmp(n.prim->name(), "Broadcast") == 0 ||
+        std::strcmp(n.prim->name(), "Reshape") == 0) {
+      e = args[0];  // inputs are read broadcast or reshaped already
     } else if (dynamic_cast<const AsType*>(n.prim.get())) {
       e = cast(args[0], tape.values[n.inputs[0]].dtype, out);
     } else {

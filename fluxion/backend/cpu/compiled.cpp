@@ -65,15 +65,22 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
   }
   const Shape& shape = out.shape();
   // Contiguous when every input is a traced scalar still of size 1, or a
-  // row-contiguous array of the output's shape.
+  // row-contiguous array of the output's shape (or reshaped to it).
   bool contiguous = true;
   for (size_t k = 0; k < inputs.size(); ++k) {
     auto& traced = tape_.values[tape_.inputs[k]].shape;
     size_t traced_size = 1;
     for (auto d : traced) traced_size *= d;
-    bool ok = traced_size == 1 ? inputs[k].size() == 1
-                               : inputs[k].shape() == shape &&
-                                     inputs[k].flags().row_contiguous;
+    const array& in = inputs[k];
+    bool dense = in.flags().row_contiguous;
+    bool ok = traced_size == 1 ? in.size() == 1
+              : reshaped(k)    ? dense && in.size() == out.size()
+                               : dense && in.shape() == shape;
+    if (!ok && traced_size != 1 && reshaped(k) && !dense) {
+      // A reshape of a strided array is a copy: leave it to the kernels.
+      eval_fallback(inputs, out);
+      return;
+    }
     contiguous = contiguous && ok;
   }
   // Donate an input buffer of the output's size and dtype when possible.
@@ -107,8 +114,13 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
   // Strided: collapse dimensions that are contiguous for every input.
   Shape dims = shape.empty() ? Shape{1} : shape;
   std::vector<Strides> st;
-  for (auto& in : inputs) {
-    auto s = broadcast_strides(in, shape);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    Strides s;
+    if (reshaped(k) && inputs[k].size() != 1) {
+      s = row_major_strides(shape);  // dense, read in the output's order
+    } else {
+      s = broadcast_strides(inputs[k], shape);
+    }
     if (s.empty()) s = {0};
     st.push_back(std::move(s));
   }
