@@ -20,8 +20,6 @@ std::atomic<bool>& enabled_flag() {
   return enabled;
 }
 
-std::atomic<uint64_t> trace_count{0};
-
 struct CacheEntry {
   std::vector<Dtype> dtypes;
   std::vector<Shape> shapes;  // only ndims count when shapeless
@@ -175,7 +173,6 @@ std::shared_ptr<const CacheEntry> trace(const Fn& fun,
     detail::InTracing tracing;
     outputs = fun(tracers);
   }
-  ++trace_count;
   auto entry = std::make_shared<CacheEntry>();
   for (auto& in : inputs) {
     entry->dtypes.push_back(in.dtype());
@@ -242,8 +239,6 @@ void compile_clear_cache() {
   std::lock_guard<std::mutex> lock(cache_mutex);
   cache().clear();
 }
-
-uint64_t compile_trace_count() { return trace_count; }
 
 }  // namespace detail
 

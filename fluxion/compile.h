@@ -31,8 +31,6 @@ Fn compile(Fn fun, std::uintptr_t fun_id, bool shapeless,
            std::vector<uint64_t> constants);
 void compile_erase(std::uintptr_t fun_id);
 void compile_clear_cache();
-// How many times functions have been traced (for tests of the cache).
-uint64_t compile_trace_count();
 
 }  // namespace detail
 }  // namespace fluxion
