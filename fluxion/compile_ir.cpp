@@ -6,6 +6,7 @@
 #include <sstream>
 #include <typeindex>
 
+#include "fluxion/compiled.h"
 #include "fluxion/graph_utils.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
@@ -28,7 +29,7 @@ bool is_elementwise(const Primitive& p) {
   return dynamic_cast<const UnaryPrimitive*>(&p) ||
          dynamic_cast<const BinaryPrimitive*>(&p) ||
          dynamic_cast<const Select*>(&p) || dynamic_cast<const AsType*>(&p) ||
-         std::strcmp(p.name(), "Compiled") == 0;
+         dynamic_cast<const Compiled*>(&p);
 }
 
 // A shapeless replay keeps broadcasts pending until their consumer shows
@@ -52,6 +53,10 @@ array settle(const Pending& p, const char* consumer) {
 }
 
 }  // namespace
+
+bool is_view_primitive(const Primitive& p) {
+  return is_broadcast(p) || dynamic_cast<const Reshape*>(&p) != nullptr;
+}
 
 std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
                           bool shapeless) {

@@ -38,6 +38,10 @@ struct Ir {
 std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
                           bool shapeless);
 
+// Broadcast or Reshape: nodes that only change how a fused group reads an
+// input (strides, or a dense view in the group's order).
+bool is_view_primitive(const Primitive& p);
+
 // Rewrites: equal scalar constants merged, common subexpressions merged
 // (`Primitive::is_equivalent` on the same inputs), no-op nodes dropped,
 // unused nodes removed.

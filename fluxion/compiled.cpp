@@ -2,7 +2,6 @@
 #include "fluxion/compiled.h"
 
 #include <algorithm>
-#include <cstring>
 #include <queue>
 
 #include "fluxion/backend/cpu/codegen.h"
@@ -19,9 +18,9 @@ Compiled::Compiled(Stream s, detail::Ir tape)
   for (int v : tape_.inputs) {
     bool by_reshape = false, other = false;
     for (auto& n : tape_.nodes) {
-      bool uses = std::find(n.inputs.begin(), n.inputs.end(), v) !=
-                  n.inputs.end();
-      bool is_reshape = std::strcmp(n.prim->name(), "Reshape") == 0;
+      bool uses =
+          std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end();
+      bool is_reshape = dynamic_cast<const Reshape*>(n.prim.get()) != nullptr;
       by_reshape = by_reshape || (uses && is_reshape);
       other = other || (uses && !is_reshape);
     }
@@ -120,10 +119,7 @@ bool fusable(const IrNode& n, const Ir& ir) {
 // Broadcasts and reshapes feeding a group only change how an input is
 // read (strides, or a row-contiguous view): absorbed unless shapeless,
 // where their shapes must stay visible to the replay.
-bool is_view(const IrNode& n) {
-  return std::strcmp(n.prim->name(), "Broadcast") == 0 ||
-         std::strcmp(n.prim->name(), "Reshape") == 0;
-}
+bool is_view(const IrNode& n) { return is_view_primitive(*n.prim); }
 
 }  // namespace
 

@@ -3,7 +3,6 @@
 // ops use, so a kernel compiles in a fraction of a second.
 #include "fluxion/backend/cpu/codegen.h"
 
-#include <cstring>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -327,8 +326,7 @@ std::string kernel_source(const detail::Ir& tape) {
       args.push_back(name(v));
     }
     std::string e;
-    if (std::strcmp(n.prim->name(), "Broadcast") == 0 ||
-        std::strcmp(n.prim->name(), "Reshape") == 0) {
+    if (detail::is_view_primitive(*n.prim)) {
       e = args[0];  // inputs are read broadcast or reshaped already
     } else if (dynamic_cast<const AsType*>(n.prim.get())) {
       e = cast(args[0], tape.values[n.inputs[0]].dtype, out);
