@@ -212,6 +212,32 @@ std::shared_ptr<const CacheEntry> find_or_trace(
 
 }  // namespace
 
+namespace detail {
+
+Ir trace_to_ir(const Fn& fun, const std::vector<array>& inputs,
+               bool shapeless) {
+  std::vector<array> tracers;
+  for (auto& in : inputs) {
+    array t(in.shape(), in.dtype(), nullptr, {});
+    t.set_tracer(true);
+    tracers.push_back(t);
+  }
+  std::vector<array> outputs;
+  {
+    InTracing tracing;
+    outputs = fun(tracers);
+  }
+  bool captures_tracer = false;
+  Ir ir = build_ir(tracers, outputs, captures_tracer);
+  if (shapeless) {
+    check_shapeless(ir);
+  }
+  simplify_ir(ir, shapeless);
+  return ir;
+}
+
+}  // namespace detail
+
 void disable_compile() { enabled_flag() = false; }
 void enable_compile() { enabled_flag() = true; }
 bool compile_enabled() { return enabled_flag(); }

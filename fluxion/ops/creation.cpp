@@ -181,6 +181,11 @@ std::pair<std::vector<array>, std::vector<int>> Arange::vmap(
 
 array linspace(double start, double stop, int num, Dtype dtype,
                StreamOrDevice s) {
+  return linspace(start, stop, num, true, dtype, s);
+}
+
+array linspace(double start, double stop, int num, bool endpoint, Dtype dtype,
+               StreamOrDevice s) {
   if (num < 0) {
     throw std::invalid_argument(
         "[linspace] The number of samples must be non-negative; got " +
@@ -192,8 +197,8 @@ array linspace(double start, double stop, int num, Dtype dtype,
   }
   // Interpolate in float64 so that both ends are exact and float32 outputs
   // are correctly rounded.
-  auto t = divide(arange(0.0, num, 1.0, float64, st),
-                  array(static_cast<double>(num - 1)), st);
+  double steps = endpoint ? num - 1 : num;
+  auto t = divide(arange(0.0, num, 1.0, float64, st), array(steps), st);
   auto vals = add(multiply(subtract(array(1.0), t, st), array(start), st),
                   multiply(t, array(stop), st), st);
   return astype(vals, dtype, st);

@@ -90,6 +90,9 @@ class Reshape : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Reshape"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(shape_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override {
@@ -108,6 +111,9 @@ class Transpose : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Transpose"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -123,6 +129,9 @@ class Broadcast : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Broadcast"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(shape_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override {
@@ -142,6 +151,9 @@ class ExpandDims : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ExpandDims"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -158,6 +170,9 @@ class Squeeze : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Squeeze"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -178,6 +193,9 @@ class Slice : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Slice"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(start_), export_ints(stop_), export_ints(strides_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -200,6 +218,9 @@ class SliceUpdate : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "SliceUpdate"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(start_), export_ints(stop_), export_ints(strides_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -219,6 +240,9 @@ class Concatenate : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Concatenate"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{axis_}};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -239,6 +263,9 @@ class Pad : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Pad"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_), export_ints(low_), export_ints(high_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;

@@ -19,6 +19,40 @@ namespace py = pybind11;
 namespace fx = fluxion;
 using namespace py::literals;
 
+// Shapes and axis lists are int32 (as in MLX): a Python int outside that
+// range raises OverflowError naming it, rather than making the argument
+// "incompatible" (issue 11). These replace pybind11's casters for
+// std::vector<int> and std::variant<int, std::vector<int>>.
+namespace fxpy {
+[[noreturn]] void int32_overflow(PyObject* value);
+// Raises for an int outside int32 (bools and non-ints are left alone).
+void check_int32(PyObject* value);
+}  // namespace fxpy
+
+namespace pybind11::detail {
+template <>
+struct type_caster<std::vector<int>> : list_caster<std::vector<int>, int> {
+  bool load(handle src, bool convert) {
+    if (isinstance<sequence>(src) && !isinstance<str>(src) &&
+        !isinstance<bytes>(src)) {
+      for (auto item : reinterpret_borrow<sequence>(src)) {
+        fxpy::check_int32(item.ptr());
+      }
+    }
+    return list_caster<std::vector<int>, int>::load(src, convert);
+  }
+};
+template <>
+struct type_caster<std::variant<int, std::vector<int>>>
+    : variant_caster<std::variant<int, std::vector<int>>> {
+  bool load(handle src, bool convert) {
+    fxpy::check_int32(src.ptr());
+    return variant_caster<std::variant<int, std::vector<int>>>::load(src,
+                                                                     convert);
+  }
+};
+}  // namespace pybind11::detail
+
 // `stream=None | Stream | Device | DeviceType`, as every op takes it.
 namespace pybind11::detail {
 template <>

@@ -72,7 +72,7 @@ void init_ops_array(py::module_& m) {
         for (auto a : arrays) {
           in.push_back(fxpy::to_array(a));
         }
-        return py::list(py::cast(fx::meshgrid(in, sparse, indexing, st)));
+        return py::tuple(py::cast(fx::meshgrid(in, sparse, indexing, st)));
       },
       py::kw_only(), "sparse"_a = false, "indexing"_a = "xy", s,
       "Coordinate grids from 1-D arrays (``indexing`` 'xy' or 'ij').");

@@ -157,8 +157,12 @@ TEST(Eval, GpuWithoutBackendIsAClearError) {
   expect_error<std::invalid_argument>(
       [] { set_default_device(Device::gpu); },
       "[set_default_device] Cannot set the gpu device");
+  // Without a backend there is no default gpu stream to build ops on ...
   array a({1.0f, 2.0f});
-  auto b = add(a, a, Device::gpu);
+  expect_error<std::invalid_argument>([&] { add(a, a, Device::gpu); },
+                                      "[default_stream] Cannot get the gpu");
+  // ... and a node on the gpu stream itself fails clearly at eval.
+  auto b = add(a, a, Stream(1, Device::gpu));
   expect_error<std::runtime_error>([&] { b.eval(); },
                                    "[eval] Cannot run Add on the gpu");
   // The CPU keeps working afterwards.

@@ -39,8 +39,9 @@ def test_streams():
     assert mx.sum(mx.ones((3,)), stream=mx.cpu).item() == 3.0
     mx.synchronize(s)
     mx.synchronize()
-    with pytest.raises(ValueError, match=r"\[set_default_stream\]"):
-        mx.set_default_stream(mx.default_stream(mx.gpu))
+    # Without a GPU backend there is no gpu stream to get (MLX).
+    with pytest.raises(ValueError, match=r"\[default_stream\]"):
+        mx.default_stream(mx.gpu)
 
 
 def test_stream_context():
