@@ -134,8 +134,10 @@ class CachingAllocator {
     return peak_memory_;
   }
   void reset_peak() {
+    // As MLX: the peak restarts from zero and is raised again by the next
+    // allocation.
     std::lock_guard<std::mutex> lk(mu_);
-    peak_memory_ = active_memory_;
+    peak_memory_ = 0;
   }
   size_t cache() {
     std::lock_guard<std::mutex> lk(mu_);

@@ -1,4 +1,5 @@
 #include "fluxion/ops/creation.h"
+#include "fluxion/ops/extras.h"
 
 #include <algorithm>
 #include <climits>
@@ -53,7 +54,13 @@ array full(Shape shape, const array& vals, Dtype dtype, StreamOrDevice s) {
                                 shape_str(shape) + ".");
   }
   auto st = to_stream(s);
-  return broadcast_to(astype(vals, dtype, st), shape, st);
+  auto v = astype(vals, dtype, st);
+  if (v.shape() == shape) {
+    return v;
+  }
+  // As MLX's Full: the result owns a buffer of its own (a writeable NumPy
+  // view, memory that counts as active), not a broadcast view of `vals`.
+  return contiguous(broadcast_to(v, shape, st), false, st);
 }
 
 array full(Shape shape, const array& vals, StreamOrDevice s) {

@@ -325,9 +325,14 @@ array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
 
 array randint(const array& low, const array& high, const Shape& shape,
               Dtype dtype, const std::optional<array>& key, StreamOrDevice s) {
+  if (dtype == bool_) {
+    // Booleans draw integers from [low, high) and keep whether they are
+    // nonzero (MLX): randint(0, 2, dtype=bool) covers both values.
+    return astype(randint(low, high, shape, int64, key, s), bool_, s);
+  }
   if (!is_integral(dtype)) {
     throw std::invalid_argument(
-        "[random.randint] Only integer dtypes are supported; got " +
+        "[random.randint] Only integer and bool dtypes are supported; got " +
         std::string(dtype_name(dtype)) + ".");
   }
   auto st = to_stream(s);

@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -30,6 +31,37 @@ void check_int32(PyObject* value);
 }  // namespace fxpy
 
 namespace pybind11::detail {
+// An `int` parameter takes Python ints and objects with __index__ (NumPy
+// integers) only: pybind11's default would also truncate np.float32 and
+// other objects with __int__, where MLX raises TypeError.
+template <>
+class type_caster<int> {
+ public:
+  bool load(handle src, bool convert) {
+    if (!src) {
+      return false;
+    }
+    PyObject* o = src.ptr();
+    if (PyFloat_Check(o) || (!PyLong_Check(o) && !PyIndex_Check(o))) {
+      return false;
+    }
+    type_caster<long long> wide;
+    if (!wide.load(src, convert)) {
+      return false;
+    }
+    long long v = static_cast<long long>(wide);
+    if (v < INT32_MIN || v > INT32_MAX) {
+      return false;
+    }
+    value = static_cast<int>(v);
+    return true;
+  }
+  static handle cast(int src, return_value_policy, handle) {
+    return PyLong_FromLong(src);
+  }
+  PYBIND11_TYPE_CASTER(int, const_name("int"));
+};
+
 template <>
 struct type_caster<std::vector<int>> : list_caster<std::vector<int>, int> {
   bool load(handle src, bool convert) {

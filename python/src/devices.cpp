@@ -74,20 +74,22 @@ void init_devices(py::module_& m) {
     }
     return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   };
-  device_type
-      .def("__eq__", type_eq, py::is_operator())
-      .def(
-          "__ne__",
-          [type_eq](fx::Device::DeviceType t, py::handle o) -> py::object {
-            py::object eq = type_eq(t, o);
-            if (eq.ptr() == Py_NotImplemented) {
-              return eq;
-            }
-            return py::bool_(!eq.cast<bool>());
-          },
-          py::is_operator())
-      .def("__hash__",
-           [](fx::Device::DeviceType t) { return static_cast<int>(t); });
+  // py::enum_ already defines __eq__/__ne__ (False for other types); they
+  // are replaced, not overloaded (an overload would never be reached).
+  device_type.attr("__eq__") = py::cpp_function(
+      type_eq, py::name("__eq__"), py::is_method(device_type), py::arg("other"));
+  device_type.attr("__ne__") = py::cpp_function(
+      [type_eq](fx::Device::DeviceType t, py::handle o) -> py::object {
+        py::object eq = type_eq(t, o);
+        if (eq.ptr() == Py_NotImplemented) {
+          return eq;
+        }
+        return py::bool_(!eq.cast<bool>());
+      },
+      py::name("__ne__"), py::is_method(device_type), py::arg("other"));
+  device_type.attr("__hash__") = py::cpp_function(
+      [](fx::Device::DeviceType t) { return static_cast<int>(t); },
+      py::name("__hash__"), py::is_method(device_type));
   device.def(py::init<fx::Device::DeviceType, int>(), "type"_a, "index"_a = 0)
       .def_readonly("type", &fx::Device::type)
       .def_readonly("index", &fx::Device::index)

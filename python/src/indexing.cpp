@@ -78,7 +78,11 @@ std::vector<Item> parse(const fx::array& a, py::handle index, const char* op) {
   for (size_t i = 0; i < raw.size(); ++i) {
     if (raw[i].ptr() == Py_Ellipsis) {
       if (ellipsis >= 0) {
-        index_error(op, "An index can only have a single ellipsis ('...').");
+        // A malformed index is a ValueError, as in MLX (out-of-bounds
+        // integers stay IndexError).
+        throw std::invalid_argument(
+            std::string("[") + op +
+            "] An index can only have a single ellipsis ('...').");
       }
       ellipsis = static_cast<int>(i);
     } else if (!raw[i].is_none()) {
@@ -95,9 +99,10 @@ std::vector<Item> parse(const fx::array& a, py::handle index, const char* op) {
                                 " (only None and ... apply).");
   }
   if (consumed > a.ndim()) {
-    index_error(op, "Too many indices for an array with " +
-                        std::to_string(a.ndim()) + " dimensions: got " +
-                        std::to_string(consumed) + ".");
+    throw std::invalid_argument(std::string("[") + op +
+                                "] Too many indices for an array with " +
+                                std::to_string(a.ndim()) + " dimensions: got " +
+                                std::to_string(consumed) + ".");
   }
   std::vector<Item> items;
   int axis = 0;

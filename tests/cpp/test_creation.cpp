@@ -51,6 +51,23 @@ TEST(Creation, FullBroadcastsValues) {
   expect_close(c, {11, 12, 13, 11, 12, 13});
 }
 
+TEST(Creation, FullOwnsItsBuffer) {
+  // As MLX's Full: a row-contiguous buffer of its own, not a broadcast view
+  // with zero strides (NumPy views are writeable, memory is accounted).
+  auto a = full({3, 4}, 2.0f);
+  a.eval();
+  EXPECT_TRUE(a.flags().row_contiguous);
+  EXPECT_EQ(a.strides(), Strides({4, 1}));
+  EXPECT_GE(a.data_size(), 12u);
+  auto z = zeros({5});
+  z.eval();
+  EXPECT_EQ(z.strides(), Strides({1}));
+  // Values of the full shape are used as they are.
+  auto v = array({1.0f, 2.0f});
+  auto same = full({2}, v);
+  EXPECT_EQ(same.id(), v.id());
+}
+
 TEST(Creation, FullLikeZerosOnes) {
   auto z = zeros({2, 2});
   EXPECT_EQ(z.dtype(), float32);
