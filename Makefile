@@ -11,6 +11,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # recipe runs, after configuring.
 PY = $$(cat $(BUILD)/python-executable)
 CMAKE_ARGS ?=
+# An OpenBLAS older than the CPU falls back to kernels that misbehave there
+# (tools/openblas_core.sh says why); unless the caller chose a core, the
+# tests and demos use the Haswell kernels then.
+ifeq ($(origin OPENBLAS_CORETYPE),undefined)
+  ifeq ($(shell sh tools/openblas_core.sh),fallback)
+    export OPENBLAS_CORETYPE := Haswell
+  endif
+endif
 
 .PHONY: deps build test demo bench clean format
 
