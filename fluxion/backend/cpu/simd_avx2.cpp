@@ -10,6 +10,16 @@
 
 #include "fluxion/backend/cpu/simd.h"
 
+// The ops whose vector versions come from the math library: (primitive
+// functor, libm name). Every list below is generated from this one.
+#define FX_LIBRARY_OPS(X)                                                   \
+  X(Exp, exp)                                                               \
+  X(Expm1, expm1) X(Log, log) X(Log1p, log1p) X(Log2, log2) X(Log10, log10) \
+      X(Sin, sin) X(Cos, cos) X(Tan, tan) X(ArcSin, asin) X(ArcCos, acos)   \
+          X(ArcTan, atan) X(Sinh, sinh) X(Cosh, cosh) X(Tanh, tanh)         \
+              X(ArcSinh, asinh) X(ArcCosh, acosh) X(ArcTanh, atanh)         \
+                  X(Erf, erf)
+
 #if defined(FLUXION_VMATH_SLEEF)
 #include <sleef.h>
 #define FX_V8(f) Sleef_##f##f8_u10avx2
@@ -17,28 +27,10 @@
 #define FX_HAVE_VMATH 1
 #elif defined(FLUXION_VMATH_LIBMVEC)
 // libmvec's x86-64 vector ABI names: _ZGV d(AVX2) N<lanes> v(vector arg).
-#define FX_LIBMVEC(name)                          \
-  extern "C" __m256 _ZGVdN8v_##name##f(__m256);     \
+#define FX_LIBMVEC(OP, name)                    \
+  extern "C" __m256 _ZGVdN8v_##name##f(__m256); \
   extern "C" __m256d _ZGVdN4v_##name(__m256d);
-FX_LIBMVEC(exp)
-FX_LIBMVEC(expm1)
-FX_LIBMVEC(log)
-FX_LIBMVEC(log1p)
-FX_LIBMVEC(log2)
-FX_LIBMVEC(log10)
-FX_LIBMVEC(sin)
-FX_LIBMVEC(cos)
-FX_LIBMVEC(tan)
-FX_LIBMVEC(asin)
-FX_LIBMVEC(acos)
-FX_LIBMVEC(atan)
-FX_LIBMVEC(sinh)
-FX_LIBMVEC(cosh)
-FX_LIBMVEC(tanh)
-FX_LIBMVEC(asinh)
-FX_LIBMVEC(acosh)
-FX_LIBMVEC(atanh)
-FX_LIBMVEC(erf)
+FX_LIBRARY_OPS(FX_LIBMVEC)
 #undef FX_LIBMVEC
 #define FX_V8(name) _ZGVdN8v_##name##f
 #define FX_V4(name) _ZGVdN4v_##name
@@ -53,8 +45,8 @@ namespace fluxion::cpu::simd {
 namespace {
 
 bool has_avx2() {
-  static bool ok = __builtin_cpu_supports("avx2") &&
-                   __builtin_cpu_supports("fma");
+  static bool ok =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return ok;
 }
 
@@ -125,28 +117,26 @@ __m256 poly(__m256 w, const float* c, int n) {
   return p;
 }
 __m256 erfinv8(__m256 y) {
-  static const float lo[] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f,
-                             -4.39150654e-06f, 0.00021858087f, -0.00125372503f,
-                             -0.00417768164f, 0.246640727f,   1.50140941f};
+  static const float lo[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                             -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                             -0.00417768164f,  0.246640727f,    1.50140941f};
   static const float hi[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
                              -0.00367342844f,  0.00573950773f,  -0.0076224613f,
                              0.00943887047f,   1.00167406f,     2.83297682f};
   __m256 one = _mm256_set1_ps(1.0f);
   __m256 w = _mm256_sub_ps(
       _mm256_setzero_ps(),
-      FX_V8(log)(
-          _mm256_mul_ps(_mm256_sub_ps(one, y), _mm256_add_ps(one, y))));
+      FX_V8(log)(_mm256_mul_ps(_mm256_sub_ps(one, y), _mm256_add_ps(one, y))));
   __m256 small = _mm256_cmp_ps(w, _mm256_set1_ps(5.0f), _CMP_LT_OQ);
   __m256 p_lo = poly(_mm256_sub_ps(w, _mm256_set1_ps(2.5f)), lo, 9);
-  __m256 p_hi = poly(
-      _mm256_sub_ps(_mm256_sqrt_ps(w), _mm256_set1_ps(3.0f)), hi, 9);
+  __m256 p_hi =
+      poly(_mm256_sub_ps(_mm256_sqrt_ps(w), _mm256_set1_ps(3.0f)), hi, 9);
   __m256 x = _mm256_mul_ps(_mm256_blendv_ps(p_hi, p_lo, small), y);
   // Newton: f = erf(x) - y, f' = 2/sqrt(pi) exp(-x^2).
   __m256 err = _mm256_sub_ps(FX_V8(erf)(x), y);
   __m256 d = _mm256_mul_ps(
       _mm256_set1_ps(1.1283791670955126f),
-      FX_V8(exp)(_mm256_sub_ps(_mm256_setzero_ps(),
-                                        _mm256_mul_ps(x, x))));
+      FX_V8(exp)(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(x, x))));
   x = _mm256_sub_ps(x, _mm256_div_ps(err, d));
   // |y| >= 1: +-inf at +-1, nan beyond.
   __m256 ay = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), y);
@@ -154,8 +144,7 @@ __m256 erfinv8(__m256 y) {
   __m256 inf = _mm256_or_ps(_mm256_and_ps(y, _mm256_set1_ps(-0.0f)),
                             _mm256_set1_ps(INFINITY));
   __m256 at_one = _mm256_cmp_ps(ay, one, _CMP_EQ_OQ);
-  __m256 edge_val =
-      _mm256_blendv_ps(_mm256_set1_ps(NAN), inf, at_one);
+  __m256 edge_val = _mm256_blendv_ps(_mm256_set1_ps(NAN), inf, at_one);
   x = _mm256_blendv_ps(x, edge_val, edge);
   // nan inputs stay nan (the compares above are false for them).
   return _mm256_blendv_ps(x, y, _mm256_cmp_ps(y, y, _CMP_UNORD_Q));
@@ -163,46 +152,32 @@ __m256 erfinv8(__m256 y) {
 
 }  // namespace
 
-#define FLUXION_SIMD_DEF(OP, F8, F4)                                \
-  namespace {                                                       \
-  struct OP##8 {                                                    \
-    static __m256 apply(__m256 x) { return F8(x); }                 \
-  };                                                                \
-  struct OP##4 {                                                    \
-    static __m256d apply(__m256d x) { return F4(x); }               \
-  };                                                                \
-  }                                                                 \
-  template <>                                                       \
-  F32Kernel f32<detail::OP>() {                                     \
-    return has_avx2() ? &run_f32<OP##8> : nullptr;                  \
-  }                                                                 \
-  template <>                                                       \
-  F64Kernel f64<detail::OP>() {                                     \
-    return has_avx2() ? &run_f64<OP##4> : nullptr;                  \
+#define FLUXION_SIMD_DEF(OP, F8, F4)                          \
+  namespace {                                                 \
+  struct OP##8 {static __m256 apply(__m256 x){return F8(x);   \
+  }                                                           \
+  }                                                           \
+  ;                                                           \
+  struct OP##4 {static __m256d apply(__m256d x){return F4(x); \
+  }                                                           \
+  }                                                           \
+  ;                                                           \
+  }                                                           \
+  template <>                                                 \
+  F32Kernel f32<detail::OP>() {                               \
+    return has_avx2() ? &run_f32<OP##8> : nullptr;            \
+  }                                                           \
+  template <>                                                 \
+  F64Kernel f64<detail::OP>() {                               \
+    return has_avx2() ? &run_f64<OP##4> : nullptr;            \
   }
 
-FLUXION_SIMD_DEF(Exp, FX_V8(exp), FX_V4(exp))
-FLUXION_SIMD_DEF(Expm1, FX_V8(expm1), FX_V4(expm1))
-FLUXION_SIMD_DEF(Log, FX_V8(log), FX_V4(log))
-FLUXION_SIMD_DEF(Log1p, FX_V8(log1p), FX_V4(log1p))
-FLUXION_SIMD_DEF(Log2, FX_V8(log2), FX_V4(log2))
-FLUXION_SIMD_DEF(Log10, FX_V8(log10), FX_V4(log10))
+#define FX_LIBRARY_DEF(OP, name) FLUXION_SIMD_DEF(OP, FX_V8(name), FX_V4(name))
+FX_LIBRARY_OPS(FX_LIBRARY_DEF)
+#undef FX_LIBRARY_DEF
 FLUXION_SIMD_DEF(Sqrt, sqrt8, sqrt4)
 FLUXION_SIMD_DEF(Rsqrt, rsqrt8, rsqrt4)
-FLUXION_SIMD_DEF(Sin, FX_V8(sin), FX_V4(sin))
-FLUXION_SIMD_DEF(Cos, FX_V8(cos), FX_V4(cos))
-FLUXION_SIMD_DEF(Tan, FX_V8(tan), FX_V4(tan))
-FLUXION_SIMD_DEF(ArcSin, FX_V8(asin), FX_V4(asin))
-FLUXION_SIMD_DEF(ArcCos, FX_V8(acos), FX_V4(acos))
-FLUXION_SIMD_DEF(ArcTan, FX_V8(atan), FX_V4(atan))
-FLUXION_SIMD_DEF(Sinh, FX_V8(sinh), FX_V4(sinh))
-FLUXION_SIMD_DEF(Cosh, FX_V8(cosh), FX_V4(cosh))
-FLUXION_SIMD_DEF(Tanh, FX_V8(tanh), FX_V4(tanh))
-FLUXION_SIMD_DEF(ArcSinh, FX_V8(asinh), FX_V4(asinh))
-FLUXION_SIMD_DEF(ArcCosh, FX_V8(acosh), FX_V4(acosh))
-FLUXION_SIMD_DEF(ArcTanh, FX_V8(atanh), FX_V4(atanh))
 FLUXION_SIMD_DEF(Sigmoid, sigmoid8, sigmoid4)
-FLUXION_SIMD_DEF(Erf, FX_V8(erf), FX_V4(erf))
 #undef FLUXION_SIMD_DEF
 
 // float32 only: the double path keeps the scalar refinement in double.
@@ -222,37 +197,21 @@ F64Kernel f64<detail::ErfInv>() {
 
 #else  // no vector math library: the scalar functors run.
 
-#define FLUXION_SIMD_NONE(OP)          \
-  template <>                          \
-  F32Kernel f32<detail::OP>() {        \
-    return nullptr;                    \
-  }                                    \
-  template <>                          \
-  F64Kernel f64<detail::OP>() {        \
-    return nullptr;                    \
+#define FLUXION_SIMD_NONE(OP)   \
+  template <>                   \
+  F32Kernel f32<detail::OP>() { \
+    return nullptr;             \
+  }                             \
+  template <>                   \
+  F64Kernel f64<detail::OP>() { \
+    return nullptr;             \
   }
-FLUXION_SIMD_NONE(Exp)
-FLUXION_SIMD_NONE(Expm1)
-FLUXION_SIMD_NONE(Log)
-FLUXION_SIMD_NONE(Log1p)
-FLUXION_SIMD_NONE(Log2)
-FLUXION_SIMD_NONE(Log10)
+#define FX_LIBRARY_NONE(OP, name) FLUXION_SIMD_NONE(OP)
+FX_LIBRARY_OPS(FX_LIBRARY_NONE)
+#undef FX_LIBRARY_NONE
 FLUXION_SIMD_NONE(Sqrt)
 FLUXION_SIMD_NONE(Rsqrt)
-FLUXION_SIMD_NONE(Sin)
-FLUXION_SIMD_NONE(Cos)
-FLUXION_SIMD_NONE(Tan)
-FLUXION_SIMD_NONE(ArcSin)
-FLUXION_SIMD_NONE(ArcCos)
-FLUXION_SIMD_NONE(ArcTan)
-FLUXION_SIMD_NONE(Sinh)
-FLUXION_SIMD_NONE(Cosh)
-FLUXION_SIMD_NONE(Tanh)
-FLUXION_SIMD_NONE(ArcSinh)
-FLUXION_SIMD_NONE(ArcCosh)
-FLUXION_SIMD_NONE(ArcTanh)
 FLUXION_SIMD_NONE(Sigmoid)
-FLUXION_SIMD_NONE(Erf)
 FLUXION_SIMD_NONE(ErfInv)
 #undef FLUXION_SIMD_NONE
 #endif  // FX_HAVE_VMATH
