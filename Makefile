@@ -4,7 +4,8 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ ccache pkg-config libopenblas-dev \
 	liblapacke-dev libsleef-dev libgtest-dev googletest \
 	pybind11-dev python3-dev python3-numpy python3-pytest python3-sklearn \
-	zlib1g-dev nlohmann-json3-dev
+	zlib1g-dev nlohmann-json3-dev \
+	python3-matplotlib python3-tqdm python3-torch dataset-fashion-mnist fortunes
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build test demo bench clean format
