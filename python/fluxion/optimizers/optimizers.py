@@ -447,9 +447,10 @@ class Muon(Optimizer):
             X = X.T
         X = X / (mx.sqrt(mx.sum(mx.square(X.astype(mx.float32)))).astype(X.dtype) + 1e-7)
         for _ in range(steps):
+            # X <- a X + (b A + c A^2) X with A = X X^T
             A = X @ X.T
-            B = mx.addmm(b * A, A, A, alpha=c, beta=1.0)
-            X = mx.addmm(X, B, X, alpha=a, beta=1.0)
+            B = mx.addmm(A, A, A, alpha=c, beta=b)
+            X = mx.addmm(X, B, X, alpha=1.0, beta=a)
         return X.T if transpose else X
 
     def apply_single(self, gradient, parameter, state):

@@ -219,7 +219,8 @@ class Module(dict):
 
     def update(self, parameters, strict=True):
         """Replace parameters with the arrays of ``parameters`` (a tree with
-        the module's structure, possibly partial).
+        the module's structure, possibly partial; an empty dict leaves an
+        array in place, as the placeholders of :meth:`filter_and_map` do).
 
         With ``strict`` (the default) a key the module does not have, or a
         non-array value for an array, is a ValueError; otherwise those are
@@ -227,7 +228,7 @@ class Module(dict):
         """
 
         def check_leaf(new, path):
-            if strict and not isinstance(new, mx.array):
+            if strict and not isinstance(new, mx.array) and not _is_empty_dict(new):
                 raise ValueError(
                     f"[Module.update] Received invalid type "
                     f"{type(new).__name__} for parameter '{path}'."
@@ -241,7 +242,8 @@ class Module(dict):
                         cur = dst[k]
                         if isinstance(cur, mx.array):
                             check_leaf(new, sub)
-                            dst[k] = new
+                            if not _is_empty_dict(new):
+                                dst[k] = new
                         else:
                             apply(cur, new, sub)
                     elif strict:
@@ -267,7 +269,8 @@ class Module(dict):
                     cur = dst[i]
                     if isinstance(cur, mx.array):
                         check_leaf(new, sub)
-                        dst[i] = new
+                        if not _is_empty_dict(new):
+                            dst[i] = new
                     else:
                         apply(cur, new, sub)
             elif strict:

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import fluxion.core as mx
 from fluxion.nn.layers.base import Module
-from fluxion.nn.layers.quantized import _quantize
+from fluxion.nn.layers.quantized import _QUANT_KEYS, _quantize, _unfreeze_quantized
 from fluxion.utils import tree_map_with_path
 
 __all__ = [
@@ -199,13 +199,12 @@ class _QuantizedSharded(Module):
         self.weight, self.scales, self.biases = _quantize(weight, group_size, bits, mode)
         if bias:
             self.bias = mx.zeros((output_dims,))
-        self.freeze()
+        # The quantized values cannot be trained; the bias can.
+        self.freeze(keys=[k for k in _QUANT_KEYS if k in self], recurse=False)
 
     def unfreeze(self, *args, **kwargs):
-        """The quantized weight and its scales stay frozen."""
-        super().unfreeze(*args, **kwargs)
-        self.freeze(keys=self._own_parameter_keys() if kwargs.get("keys") is None
-                    else ["weight"], recurse=False)
+        """As :meth:`QuantizedLinear.unfreeze`."""
+        _unfreeze_quantized(self, super().unfreeze, *args, **kwargs)
         return self
 
     def _matmul(self, x):

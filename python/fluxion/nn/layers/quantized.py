@@ -21,6 +21,15 @@ def _quantize(w, group_size, bits, mode):
     return mx.quantize(w, group_size, bits)
 
 
+_QUANT_KEYS = ("weight", "scales", "biases")
+
+
+def _unfreeze_quantized(module, unfreeze, *args, **kwargs):
+    unfreeze(*args, **kwargs)
+    keys = ["weight"] if kwargs.get("keys") is not None else list(_QUANT_KEYS)
+    module.freeze(keys=[k for k in keys if k in module], recurse=False)
+
+
 class QuantizedLinear(Module):
     """A Linear layer whose weight is quantized. The quantized weight, its
     scales and biases are frozen (they are not differentiable); the bias
@@ -37,16 +46,15 @@ class QuantizedLinear(Module):
         self.weight, self.scales, self.biases = _quantize(weight, group_size, bits, mode)
         if bias:
             self.bias = mx.zeros((output_dims,))
-        self.freeze()
+        # The quantized values cannot be trained; the bias can.
+        self.freeze(keys=[k for k in _QUANT_KEYS if k in self], recurse=False)
 
     def unfreeze(self, *args, **kwargs):
-        """Unfreeze as asked, except the packed weight, which can never be
-        trained; a plain ``unfreeze()`` leaves all quantization parameters
-        frozen (as MLX)."""
-        keys = kwargs.get("keys")
-        super().unfreeze(*args, **kwargs)
-        own = ["weight"] if keys is not None else self._own_parameter_keys()
-        self.freeze(keys=own, recurse=False)
+        """Unfreeze as asked, except that the packed weight, which has no
+        gradient, always stays frozen, and a plain ``unfreeze()`` also
+        leaves the scales and biases frozen (name them in ``keys`` to train
+        them)."""
+        _unfreeze_quantized(self, super().unfreeze, *args, **kwargs)
         return self
 
     def _extra_repr(self):
@@ -98,7 +106,13 @@ class QuantizedEmbedding(Module):
         self.weight, self.scales, self.biases = _quantize(weight, group_size, bits, mode)
         self.num_embeddings = num_embeddings
         self.dims = dims
-        self.freeze()
+        # The quantized values cannot be trained; the bias can.
+        self.freeze(keys=[k for k in _QUANT_KEYS if k in self], recurse=False)
+
+    def unfreeze(self, *args, **kwargs):
+        """As :meth:`QuantizedLinear.unfreeze`."""
+        _unfreeze_quantized(self, super().unfreeze, *args, **kwargs)
+        return self
 
     def _extra_repr(self):
         return (
