@@ -37,6 +37,7 @@ bench: build
 	$(BUILD)/fluxion_bench
 	PYTHONPATH=$(BUILD)/python /usr/bin/python3 benchmarks/python/bench.py
 	PYTHONPATH=$(BUILD)/python /usr/bin/python3 benchmarks/python/bench_compile.py
+	PYTHONPATH=$(BUILD)/python /usr/bin/python3 benchmarks/python/bench_nn.py
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')

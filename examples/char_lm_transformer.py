@@ -97,7 +97,7 @@ class Block(nn.Module):
 
 
 class CharTransformer(nn.Module):
-    def __init__(self, vocab_size, dims=192, num_heads=6, num_layers=4):
+    def __init__(self, vocab_size, dims=96, num_heads=4, num_layers=3):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, dims)
         self.blocks = [Block(dims, num_heads) for _ in range(num_layers)]
@@ -180,14 +180,14 @@ def save_plot(out_dir, train_losses, val_points):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=1500)
-    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=1200)
+    ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--context", type=int, default=128)
-    ap.add_argument("--dims", type=int, default=192)
-    ap.add_argument("--heads", type=int, default=6)
-    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--dims", type=int, default=96)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=3)
     ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--sample-every", type=int, default=500)
+    ap.add_argument("--sample-every", type=int, default=300)
     ap.add_argument("--smoke", action="store_true",
                     help="tiny model and a few steps, for CI")
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")

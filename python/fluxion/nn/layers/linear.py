@@ -48,13 +48,20 @@ class Linear(Module):
         return x @ self["weight"].T
 
     def to_quantized(self, group_size=64, bits=4, mode="affine", quantize_input=False):
-        """The :class:`QuantizedLinear` (or, with ``quantize_input``,
-        :class:`QQLinear`) equivalent of this layer."""
-        from fluxion.nn.layers import quantized
+        """The :class:`QuantizedLinear` equivalent of this layer.
+
+        ``quantize_input`` (MLX's QQLinear, which also quantizes the
+        activations) needs the mxfp8/nvfp4 quantization modes, which
+        Fluxion's core does not implement yet: it raises ValueError."""
+        from fluxion.nn.layers.quantized import QuantizedLinear
 
         if quantize_input:
-            return quantized.QQLinear.from_linear(self, group_size, bits, mode)
-        return quantized.QuantizedLinear.from_linear(self, group_size, bits, mode)
+            raise ValueError(
+                "[Linear.to_quantized] quantize_input (QQLinear) needs the "
+                f"{mode!r} quantization mode for activations, which Fluxion's "
+                "mx.quantize does not implement; only 'affine' is available"
+            )
+        return QuantizedLinear.from_linear(self, group_size, bits, mode)
 
 
 class Bilinear(Module):

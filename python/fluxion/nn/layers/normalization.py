@@ -14,6 +14,14 @@ def _check_eps(name, eps):
         raise ValueError(f"[{name}] eps must be positive, got {eps}")
 
 
+def _centered(xs, axes):
+    """(x - mean, biased variance) over ``axes``, keeping dims: the mean is
+    computed once and the centered values reused for the variance and the
+    output (mx.var would compute the mean again)."""
+    xc = xs - mx.mean(xs, axis=axes, keepdims=True)
+    return xc, mx.mean(mx.square(xc), axis=axes, keepdims=True)
+
+
 def _stats_dtype(dtype):
     """Statistics of half-precision inputs are computed in float32: the
     square of a float16 value above ~256 overflows."""
@@ -95,10 +103,8 @@ class GroupNorm(Module):
 
     def _normalize(self, x, axes):
         dtype = x.dtype
-        xs = x.astype(_stats_dtype(dtype))
-        mean = mx.mean(xs, axis=axes, keepdims=True)
-        var = mx.var(xs, axis=axes, keepdims=True)
-        return ((xs - mean) * mx.rsqrt(var + self.eps)).astype(dtype)
+        xc, var = _centered(x.astype(_stats_dtype(dtype)), axes)
+        return (xc * mx.rsqrt(var + self.eps)).astype(dtype)
 
     def __call__(self, x):
         batch, *rest, dims = x.shape
@@ -143,10 +149,8 @@ class InstanceNorm(Module):
             )
         axes = tuple(range(1, x.ndim - 1))
         dtype = x.dtype
-        xs = x.astype(_stats_dtype(dtype))
-        mean = mx.mean(xs, axis=axes, keepdims=True)
-        var = mx.var(xs, axis=axes, keepdims=True)
-        y = ((xs - mean) * mx.rsqrt(var + self.eps)).astype(dtype)
+        xc, var = _centered(x.astype(_stats_dtype(dtype)), axes)
+        y = (xc * mx.rsqrt(var + self.eps)).astype(dtype)
         if "weight" in self:
             y = self.weight * y + self.bias
         return y
@@ -204,6 +208,7 @@ class BatchNorm(Module):
         axes = tuple(range(x.ndim - 1))
         dtype = x.dtype
         use_batch_stats = self.training or not self.track_running_stats
+        xs = x.astype(_stats_dtype(dtype))
         if use_batch_stats:
             count = 1
             for a in axes:
@@ -213,9 +218,9 @@ class BatchNorm(Module):
                     f"[BatchNorm] Expected more than 1 value per feature in training "
                     f"mode, got input shape {x.shape}"
                 )
-            xs = x.astype(_stats_dtype(dtype))
             mean = mx.mean(xs, axis=axes)
-            var = mx.var(xs, axis=axes)
+            xc = xs - mean
+            var = mx.mean(mx.square(xc), axis=axes)
             if self.training and self.track_running_stats:
                 mu = self.momentum
                 unbiased = var * (count / (count - 1))
@@ -226,9 +231,12 @@ class BatchNorm(Module):
                     self.running_var.dtype
                 )
         else:
-            xs = x.astype(_stats_dtype(dtype))
-            mean, var = self.running_mean, self.running_var
-        y = ((xs - mean) * mx.rsqrt(var + self.eps)).astype(dtype)
+            xc = xs - self.running_mean
+            var = self.running_var
+        # The per-feature factors are combined first, so the full-size work
+        # is one multiply (and one add).
+        scale = mx.rsqrt(var + self.eps)
         if "weight" in self:
-            y = self.weight * y + self.bias
-        return y
+            scale = scale * self.weight
+            return (xc * scale + self.bias).astype(dtype)
+        return (xc * scale).astype(dtype)
