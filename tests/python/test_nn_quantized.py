@@ -108,3 +108,151 @@ def test_sharded_linear_single_process():
     assert mx.array_equal(m.layers[0].weight, w).item()
     size = tree_reduce(lambda acc, p: acc + p.size, q.trainable_parameters(), 0)
     assert size == 8
+
+
+# -- quantization formats beyond the core's ------------------------------------
+
+from fluxion.nn.layers import quant_formats as qf  # noqa: E402
+
+
+def np_bitstream(codes, bits):
+    """Reference packing: codes of a row as a little-endian bit stream in
+    uint32 words."""
+    rows = []
+    for row in codes.reshape(-1, codes.shape[-1]):
+        acc, nbits, words = 0, 0, []
+        value = 0
+        for i, c in enumerate(row):
+            value |= int(c) << (i * bits)
+        total = len(row) * bits
+        words = [(value >> (32 * k)) & 0xFFFFFFFF for k in range(total // 32)]
+        rows.append(words)
+    return np.array(rows, dtype=np.uint32).reshape(*codes.shape[:-1], -1)
+
+
+@pytest.mark.parametrize("bits", [2, 3, 4, 5, 6, 8])
+def test_bit_stream_packing_matches_reference(bits):
+    codes = RNG.integers(0, 1 << bits, size=(3, 64)).astype(np.uint32)
+    packed = qf._pack(mx.array(codes), bits)
+    np.testing.assert_array_equal(npa(packed), np_bitstream(codes, bits))
+    np.testing.assert_array_equal(npa(qf._unpack(packed, bits, 64)), codes)
+
+
+def test_python_affine_matches_core_formula():
+    w = mx.array(RNG.normal(size=(6, 128)).astype(np.float32))
+    for bits in (2, 4, 8):
+        ours = qf._affine(w, 64, bits)
+        core = mx.quantize(w, 64, bits)
+        for a, b in zip(ours, core):
+            np.testing.assert_array_equal(npa(a), npa(b))
+
+
+@pytest.mark.parametrize("bits", [3, 5, 6])
+def test_affine_odd_bits(bits):
+    w = RNG.normal(size=(4, 128)).astype(np.float32)
+    wq, s, b = qf.quantize(mx.array(w), 32, bits)
+    assert wq.shape == (4, 128 * bits // 32) and s.shape == (4, 4)
+    dq = npa(qf.dequantize(wq, s, b, 32, bits))
+    # Within one grid step (the far extreme may be clipped by the exact edge).
+    assert np.abs(dq - w).max() <= np.abs(npa(s)).max() * 1.01
+    # The larger-magnitude edge of each group is exact.
+    g, gd = w.reshape(4, 4, 32), dq.reshape(4, 4, 32)
+    idx = np.abs(g).argmax(-1)
+    np.testing.assert_allclose(np.take_along_axis(gd, idx[..., None], -1),
+                               np.take_along_axis(g, idx[..., None], -1), rtol=1e-6)
+    layer = nn.Linear(128, 4).to_quantized(group_size=32, bits=bits)
+    x = RNG.normal(size=(2, 128)).astype(np.float32)
+    W = npa(qf.dequantize(layer.weight, layer.scales, layer.biases, 32, bits))
+    np.testing.assert_allclose(npa(layer(mx.array(x))), x @ W.T + npa(layer.bias),
+                               rtol=1e-4, atol=1e-5)
+
+
+def np_e4m3(code):
+    s = -1.0 if code & 0x80 else 1.0
+    e, m = (code >> 3) & 0xF, code & 7
+    return s * (m * 2.0**-9 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7))
+
+
+def test_float_element_formats():
+    # Every E4M3 code but NaN decodes as the format says, and encodes back.
+    codes = np.array([c for c in range(256) if c & 0x7F != 0x7F], dtype=np.uint32)
+    vals = np.array([np_e4m3(int(c)) for c in codes], dtype=np.float32)
+    np.testing.assert_array_equal(npa(qf._decode_e4m3(mx.array(codes))), vals)
+    back = npa(qf._encode_e4m3(mx.array(vals)))
+    np.testing.assert_array_equal(np.vectorize(np_e4m3)(back), vals)
+    # Rounding to nearest and saturation.
+    np.testing.assert_array_equal(npa(qf._decode_e4m3(qf._encode_e4m3(
+        mx.array([1.06, 1.07, 1000.0, -3e-3])))), [1.0, 1.125, 448.0, -2 * 2.0**-9])
+    e2m1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=np.float32)
+    np.testing.assert_array_equal(
+        npa(qf._decode_e2m1(qf._encode_e2m1(mx.array(np.concatenate([e2m1, -e2m1]))))),
+        np.concatenate([e2m1, -e2m1]))
+    np.testing.assert_array_equal(
+        npa(qf._decode_e2m1(qf._encode_e2m1(mx.array([0.7, 2.4, 2.6, 5.2, 9.0])))),
+        [0.5, 2.0, 3.0, 6.0, 6.0])
+
+
+# Worst relative rounding error of an element v <= amax: E2M1 (steps of
+# 0.5 to 2 between 1 and 6) loses at most v / 5, E4M3 (3 mantissa bits)
+# v / 16; nvfp4's float8 scale adds its own rounding.
+@pytest.mark.parametrize("mode,group,bound", [("mxfp4", 32, 1 / 5 + 1e-6),
+                                              ("mxfp8", 32, 1 / 16 + 1e-6),
+                                              ("nvfp4", 16, 1 / 5 + 0.02)])
+def test_floating_point_modes(mode, group, bound):
+    # nvfp4's float8 scales have less range (the smallest nonzero scale is
+    # 2^-9, so groups below ~6e-3 underflow): a milder small row for it.
+    small = 0.1 if mode == "nvfp4" else 1e-3
+    w = RNG.normal(size=(4, 64)).astype(np.float32) * np.array([[1], [small], [30], [0]],
+                                                               np.float32)
+    wq, scales = qf.quantize(mx.array(w), mode=mode)
+    assert wq.dtype == mx.uint32 and scales.dtype == mx.uint8
+    assert scales.shape == (4, 64 // group)
+    dq = npa(qf.dequantize(wq, scales, mode=mode))
+    assert np.all(dq[3] == 0)
+    g, gd = w.reshape(4, -1, group), dq.reshape(4, -1, group)
+    amax = np.abs(g).max(-1, keepdims=True)
+    # Errors are bounded relative to each group's largest magnitude.
+    assert np.all(np.abs(gd - g) <= bound * amax + 1e-30)
+    if mode != "nvfp4":
+        # E8M0 scales are powers of two: the largest value fits the range.
+        scale = 2.0 ** (npa(scales).astype(np.float64) - 127)
+        emax = 6.0 if mode == "mxfp4" else 448.0
+        assert np.all(amax[:3, :, 0] / scale[:3] <= emax)
+    layer = nn.Linear(64, 4).to_quantized(mode=mode)
+    assert "biases" not in layer and layer.group_size == group
+    x = RNG.normal(size=(3, 64)).astype(np.float32)
+    W = npa(qf.dequantize(layer.weight, layer.scales, mode=mode))
+    np.testing.assert_allclose(npa(layer(mx.array(x))), x @ W.T + npa(layer.bias),
+                               rtol=1e-4, atol=1e-5)
+    emb = nn.Embedding(10, 64).to_quantized(mode=mode)
+    np.testing.assert_allclose(npa(emb(mx.array([3, 3, 7]))),
+                               npa(qf.dequantize(emb.weight, emb.scales, mode=mode))[[3, 3, 7]])
+
+
+def test_qq_linear_quantizes_its_input_straight_through():
+    lin = nn.Linear(64, 8, bias=False)
+    qq = lin.to_quantized(group_size=32, mode="mxfp8", quantize_input=True)
+    assert isinstance(qq, nn.QQLinear) and qq.mode == "mxfp8"
+    x = mx.array(RNG.normal(size=(2, 64)).astype(np.float32))
+    W = npa(qf.dequantize(qq.weight, qq.scales, mode="mxfp8"))
+    xq = qf.quantize(x, mode="mxfp8")
+    xd = npa(qf.dequantize(*xq, mode="mxfp8"))
+    assert not np.array_equal(xd, npa(x))
+    np.testing.assert_allclose(npa(qq(x)), xd @ W.T, rtol=1e-5, atol=1e-5)
+    g = mx.grad(lambda x: qq(x).sum())(x)
+    np.testing.assert_allclose(npa(g), np.ones((2, 8)) @ W, rtol=1e-5, atol=1e-5)
+    m = nn.Sequential(nn.Embedding(5, 64), nn.Linear(64, 64, bias=False))
+    nn.quantize(m, mode="nvfp4", quantize_input=True,
+                class_predicate=lambda p, mod: isinstance(mod, nn.Linear))
+    assert isinstance(m.layers[1], nn.QQLinear) and m.layers[1].group_size == 16
+
+
+def test_format_validation():
+    with pytest.raises(ValueError, match="group sizes"):
+        qf.quantize(mx.zeros((2, 64)), group_size=64, mode="mxfp4")
+    with pytest.raises(ValueError, match="bits"):
+        qf.quantize(mx.zeros((2, 64)), bits=7)
+    with pytest.raises(ValueError, match="Unknown quantization mode"):
+        qf.quantize(mx.zeros((2, 64)), mode="int4")
+    with pytest.raises(ValueError, match="divisible"):
+        qf.quantize(mx.zeros((2, 48)), group_size=32, bits=3)

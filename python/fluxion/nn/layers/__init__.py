@@ -41,7 +41,12 @@ from fluxion.nn.layers.positional_encoding import (
     RoPE,
     SinusoidalPositionalEncoding,
 )
-from fluxion.nn.layers.quantized import QuantizedEmbedding, QuantizedLinear, quantize
+from fluxion.nn.layers.quantized import (
+    QQLinear,
+    QuantizedEmbedding,
+    QuantizedLinear,
+    quantize,
+)
 from fluxion.nn.layers.recurrent import GRU, LSTM, RNN
 from fluxion.nn.layers.transformer import (
     MultiHeadAttention,

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import fluxion.core as mx
 from fluxion.nn.layers.base import Module
-from fluxion.nn.layers.quantized import _QUANT_KEYS, _quantize, _unfreeze_quantized
+from fluxion.nn.layers.quantized import _Quantized
 from fluxion.utils import tree_map_with_path
 
 __all__ = [
@@ -187,37 +187,34 @@ class ShardedToAllLinear(Module):
         return layer
 
 
-class _QuantizedSharded(Module):
+class _QuantizedSharded(_Quantized):
     def __init__(self, weight_shape, output_dims, bias, group_size, bits, mode, group):
         super().__init__()
         self.group = group
-        self.group_size = group_size
-        self.bits = bits
-        self.mode = mode
+        self._init_format(group_size, bits, mode)
         scale = math.sqrt(1.0 / weight_shape[1])
-        weight = mx.random.uniform(-scale, scale, weight_shape)
-        self.weight, self.scales, self.biases = _quantize(weight, group_size, bits, mode)
+        self._set_quantized(mx.random.uniform(-scale, scale, weight_shape))
         if bias:
             self.bias = mx.zeros((output_dims,))
-        # The quantized values cannot be trained; the bias can.
-        self.freeze(keys=[k for k in _QUANT_KEYS if k in self], recurse=False)
+        self._freeze_quantized()
 
-    def unfreeze(self, *args, **kwargs):
-        """As :meth:`QuantizedLinear.unfreeze`."""
-        _unfreeze_quantized(self, super().unfreeze, *args, **kwargs)
-        return self
-
-    def _matmul(self, x):
-        return mx.quantized_matmul(
-            x, self["weight"], scales=self["scales"], biases=self["biases"],
-            transpose=True, group_size=self.group_size, bits=self.bits,
-        )
+    @classmethod
+    def from_quantized_linear(cls, quantized_linear_layer, *, segments=1, group=None):
+        group = _group(group)
+        q = quantized_linear_layer
+        out = q.weight.shape[0]
+        inp = q.weight.shape[1] * 32 // q.bits
+        layer = cls(inp, out, "bias" in q, q.group_size, q.bits, q.mode, group)
+        layer.update(_shard(q.parameters(), cls._rule(segments), group))
+        return layer
 
 
 class QuantizedAllToShardedLinear(_QuantizedSharded):
     """The quantized form of :class:`AllToShardedLinear`."""
 
-    def __init__(self, input_dims, output_dims, bias=True, group_size=64, bits=4,
+    _rule = staticmethod(_all_to_sharded)
+
+    def __init__(self, input_dims, output_dims, bias=True, group_size=None, bits=None,
                  mode="affine", group=None):
         group = _group(group)
         N = group.size()
@@ -231,21 +228,13 @@ class QuantizedAllToShardedLinear(_QuantizedSharded):
             x = x + self["bias"]
         return x
 
-    @classmethod
-    def from_quantized_linear(cls, quantized_linear_layer, *, segments=1, group=None):
-        group = _group(group)
-        q = quantized_linear_layer
-        out = q.weight.shape[0]
-        inp = q.weight.shape[1] * 32 // q.bits
-        layer = cls(inp, out, "bias" in q, q.group_size, q.bits, q.mode, group)
-        layer.update(_shard(q.parameters(), _all_to_sharded(segments), group))
-        return layer
-
 
 class QuantizedShardedToAllLinear(_QuantizedSharded):
     """The quantized form of :class:`ShardedToAllLinear`."""
 
-    def __init__(self, input_dims, output_dims, bias=True, group_size=64, bits=4,
+    _rule = staticmethod(_sharded_to_all)
+
+    def __init__(self, input_dims, output_dims, bias=True, group_size=None, bits=None,
                  mode="affine", group=None):
         group = _group(group)
         N = group.size()
@@ -258,16 +247,6 @@ class QuantizedShardedToAllLinear(_QuantizedSharded):
         if "bias" in self:
             x = x + self["bias"]
         return x
-
-    @classmethod
-    def from_quantized_linear(cls, quantized_linear_layer, *, segments=1, group=None):
-        group = _group(group)
-        q = quantized_linear_layer
-        out = q.weight.shape[0]
-        inp = q.weight.shape[1] * 32 // q.bits
-        layer = cls(inp, out, "bias" in q, q.group_size, q.bits, q.mode, group)
-        layer.update(_shard(q.parameters(), _sharded_to_all(segments), group))
-        return layer
 
 
 _LINEAR_SHARDING = {

@@ -29,7 +29,8 @@ class Embedding(Module):
         tied input/output embeddings."""
         return x @ self.weight.T
 
-    def to_quantized(self, group_size=64, bits=4, mode="affine", quantize_input=False):
+    def to_quantized(self, group_size=None, bits=None, mode="affine",
+                     quantize_input=False):
         """The :class:`QuantizedEmbedding` equivalent of this layer."""
         from fluxion.nn.layers.quantized import QuantizedEmbedding
 

@@ -47,21 +47,14 @@ class Linear(Module):
             return mx.addmm(self["bias"], x, self["weight"].T)
         return x @ self["weight"].T
 
-    def to_quantized(self, group_size=64, bits=4, mode="affine", quantize_input=False):
-        """The :class:`QuantizedLinear` equivalent of this layer.
+    def to_quantized(self, group_size=None, bits=None, mode="affine",
+                     quantize_input=False):
+        """The :class:`QuantizedLinear` equivalent of this layer, or with
+        ``quantize_input`` a :class:`QQLinear` (input quantized too)."""
+        from fluxion.nn.layers.quantized import QQLinear, QuantizedLinear
 
-        ``quantize_input`` (MLX's QQLinear, which also quantizes the
-        activations) needs the mxfp8/nvfp4 quantization modes, which
-        Fluxion's core does not implement yet: it raises ValueError."""
-        from fluxion.nn.layers.quantized import QuantizedLinear
-
-        if quantize_input:
-            raise ValueError(
-                "[Linear.to_quantized] quantize_input (QQLinear) needs the "
-                f"{mode!r} quantization mode for activations, which Fluxion's "
-                "mx.quantize does not implement; only 'affine' is available"
-            )
-        return QuantizedLinear.from_linear(self, group_size, bits, mode)
+        cls = QQLinear if quantize_input else QuantizedLinear
+        return cls.from_linear(self, group_size, bits, mode)
 
 
 class Bilinear(Module):
