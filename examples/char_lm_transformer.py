@@ -38,7 +38,10 @@ def load_fortunes(directory=FORTUNES_DIR):
     with a blank line."""
     texts = []
     for path in sorted(glob.glob(os.path.join(directory, "*"))):
-        if not os.path.isfile(path) or os.path.splitext(path)[1] in (".dat", ".u8"):
+        if not os.path.isfile(path) or os.path.splitext(path)[1] in (
+            ".dat",
+            ".u8",
+        ):
             continue
         with open(path, encoding="utf-8", errors="replace") as f:
             for cookie in f.read().split("\n%\n"):
@@ -46,7 +49,9 @@ def load_fortunes(directory=FORTUNES_DIR):
                 if cookie:
                     texts.append(cookie + "\n\n")
     if not texts:
-        raise SystemExit(f"no fortunes found in {directory} (apt-get install fortunes)")
+        raise SystemExit(
+            f"no fortunes found in {directory} (apt-get install fortunes)"
+        )
     return texts
 
 
@@ -55,9 +60,13 @@ class Vocabulary:
     others."""
 
     def __init__(self, text, min_count=5):
-        chars, counts = np.unique(np.frombuffer(text.encode("utf-32-le"), np.uint32),
-                                  return_counts=True)
-        self.chars = ["\ufffd"] + [chr(c) for c, n in zip(chars, counts) if n >= min_count]
+        chars, counts = np.unique(
+            np.frombuffer(text.encode("utf-32-le"), np.uint32),
+            return_counts=True,
+        )
+        self.chars = ["\ufffd"] + [
+            chr(c) for c, n in zip(chars, counts) if n >= min_count
+        ]
         self.index = {c: i for i, c in enumerate(self.chars)}
 
     def __len__(self):
@@ -81,17 +90,23 @@ class Block(nn.Module):
         self.proj = nn.Linear(dims, dims, bias=False)
         self.rope = nn.RoPE(dims // num_heads)
         self.ln2 = nn.LayerNorm(dims)
-        self.mlp = nn.Sequential(nn.Linear(dims, 4 * dims), nn.GELU(),
-                                 nn.Linear(4 * dims, dims))
+        self.mlp = nn.Sequential(
+            nn.Linear(dims, 4 * dims), nn.GELU(), nn.Linear(4 * dims, dims)
+        )
 
     def __call__(self, x, mask):
         B, L, D = x.shape
         q, k, v = mx.split(self.qkv(self.ln1(x)), 3, axis=-1)
-        heads = lambda t: t.reshape(B, L, self.num_heads, -1).transpose(0, 2, 1, 3)  # noqa: E731
+
+        def heads(t):  # (B, L, D) -> (B, heads, L, D / heads)
+            return t.reshape(B, L, self.num_heads, -1).transpose(0, 2, 1, 3)
+
         q, k, v = heads(q), heads(k), heads(v)
         q, k = self.rope(q), self.rope(k)
         scale = 1.0 / math.sqrt(q.shape[-1])
-        y = mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=mask)
+        y = mx.fast.scaled_dot_product_attention(
+            q, k, v, scale=scale, mask=mask
+        )
         x = x + self.proj(y.transpose(0, 2, 1, 3).reshape(B, L, D))
         return x + self.mlp(self.ln2(x))
 
@@ -162,8 +177,10 @@ def save_plot(out_dir, train_losses, val_points):
     ax.plot(steps, train_losses, lw=0.5, alpha=0.4, label="batch loss")
     window = max(1, min(50, len(train_losses) // 10))
     if len(train_losses) >= window:
-        smooth = np.convolve(train_losses, np.ones(window) / window, mode="valid")
-        ax.plot(steps[window - 1:], smooth, lw=1.5, label=f"mean of {window}")
+        smooth = np.convolve(
+            train_losses, np.ones(window) / window, mode="valid"
+        )
+        ax.plot(steps[window - 1 :], smooth, lw=1.5, label=f"mean of {window}")
     if val_points:
         vs, vl = zip(*val_points)
         ax.plot(vs, vl, "o-", label="validation")
@@ -188,8 +205,11 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=3)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--sample-every", type=int, default=300)
-    ap.add_argument("--smoke", action="store_true",
-                    help="tiny model and a few steps, for CI")
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny model and a few steps, for CI",
+    )
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
@@ -205,7 +225,9 @@ def main(argv=None):
 
     if args.device == "gpu":
         if not mx.is_available(mx.gpu):
-            raise SystemExit("--device gpu: no GPU backend in this build of Fluxion")
+            raise SystemExit(
+                "--device gpu: no GPU backend in this build of Fluxion"
+            )
         mx.set_default_device(mx.gpu)
     mx.random.seed(args.seed)
     rng = np.random.default_rng(args.seed)
@@ -218,22 +240,33 @@ def main(argv=None):
     train_text = "".join(fortunes[i] for i in order[n_val:])
     vocab = Vocabulary(train_text)
     train_data, val_data = vocab.encode(train_text), vocab.encode(val_text)
-    print(f"{len(fortunes)} fortunes: {len(train_data):,} training and "
-          f"{len(val_data):,} validation characters, vocabulary {len(vocab)}; "
-          f"device {mx.default_device()}")
+    print(
+        f"{len(fortunes)} fortunes: {len(train_data):,} training and "
+        f"{len(val_data):,} validation characters, vocabulary {len(vocab)}; "
+        f"device {mx.default_device()}"
+    )
 
     def make_model():
         return CharTransformer(len(vocab), args.dims, args.heads, args.layers)
 
     model = make_model()
     mx.eval(model.parameters())
-    n_params = sum(v.size for _, v in tree_flatten(model.trainable_parameters()))
-    print(f"model: {n_params:,} parameters, {args.layers} layers of width {args.dims}")
+    n_params = sum(
+        v.size for _, v in tree_flatten(model.trainable_parameters())
+    )
+    print(
+        f"model: {n_params:,} parameters, {args.layers} layers of width "
+        f"{args.dims}"
+    )
 
     warmup = max(1, min(100, args.steps // 10))
     schedule = optim.join_schedules(
-        [optim.linear_schedule(0.0, args.lr, warmup),
-         optim.cosine_decay(args.lr, max(1, args.steps - warmup), args.lr * 0.05)],
+        [
+            optim.linear_schedule(0.0, args.lr, warmup),
+            optim.cosine_decay(
+                args.lr, max(1, args.steps - warmup), args.lr * 0.05
+            ),
+        ],
         [warmup],
     )
     optimizer = optim.AdamW(learning_rate=schedule, weight_decay=0.01)
@@ -245,12 +278,17 @@ def main(argv=None):
         optimizer.update(model, grads)
         return loss
 
-    step_fn = train_step if args.no_compile else partial(
-        mx.compile, inputs=state, outputs=state)(train_step)
+    step_fn = (
+        train_step
+        if args.no_compile
+        else partial(mx.compile, inputs=state, outputs=state)(train_step)
+    )
 
     train_losses, val_points = [], []
     t0 = time.perf_counter()
-    bar = tqdm(range(1, args.steps + 1), desc="training", disable=args.no_progress)
+    bar = tqdm(
+        range(1, args.steps + 1), desc="training", disable=args.no_progress
+    )
     for step in bar:
         x, y = random_batch(train_data, args.batch_size, args.context, rng)
         loss = step_fn(x, y)
@@ -261,10 +299,18 @@ def main(argv=None):
         if step % args.sample_every == 0 or step == args.steps:
             val = eval_loss(model, val_data, args.batch_size, args.context)
             val_points.append((step, val))
-            text = sample(model, vocab, "The ", 160 if not args.smoke else 20,
-                          args.context, seed=step)
-            bar.write(f"--- step {step}: validation loss {val:.3f} "
-                      f"({val / math.log(2):.2f} bits/char)\n{text}\n---")
+            text = sample(
+                model,
+                vocab,
+                "The ",
+                160 if not args.smoke else 20,
+                args.context,
+                seed=step,
+            )
+            bar.write(
+                f"--- step {step}: validation loss {val:.3f} "
+                f"({val / math.log(2):.2f} bits/char)\n{text}\n---"
+            )
     train_time = time.perf_counter() - t0
 
     weights = os.path.join(args.out, "model.safetensors")
@@ -275,14 +321,33 @@ def main(argv=None):
     val_reloaded = eval_loss(reloaded, val_data, args.batch_size, args.context)
     assert abs(val - val_reloaded) < 1e-6, (val, val_reloaded)
     plot = save_plot(args.out, train_losses, val_points)
-    print(f"{args.steps} steps in {train_time:.1f} s "
-          f"({1000 * train_time / args.steps:.1f} ms/step); validation loss {val:.3f} "
-          f"nats/char ({val / math.log(2):.2f} bits/char)")
-    print(f"wrote {weights} (reloaded model: validation loss {val_reloaded:.3f}), {plot}")
-    print("sample from the reloaded model:\n"
-          + sample(reloaded, vocab, "A ", 200 if not args.smoke else 20, args.context, seed=7))
-    return {"val_loss": val, "val_loss_reloaded": val_reloaded,
-            "seconds": train_time, "losses": train_losses}
+    print(
+        f"{args.steps} steps in {train_time:.1f} s "
+        f"({1000 * train_time / args.steps:.1f} ms/step); validation loss "
+        f"{val:.3f} "
+        f"nats/char ({val / math.log(2):.2f} bits/char)"
+    )
+    print(
+        f"wrote {weights} (reloaded model: validation loss "
+        f"{val_reloaded:.3f}), {plot}"
+    )
+    print(
+        "sample from the reloaded model:\n"
+        + sample(
+            reloaded,
+            vocab,
+            "A ",
+            200 if not args.smoke else 20,
+            args.context,
+            seed=7,
+        )
+    )
+    return {
+        "val_loss": val,
+        "val_loss_reloaded": val_reloaded,
+        "seconds": train_time,
+        "losses": train_losses,
+    }
 
 
 if __name__ == "__main__":

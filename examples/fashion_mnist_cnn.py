@@ -31,8 +31,16 @@ from fluxion.utils import tree_flatten
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 CLASSES = [
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
 ]
 
 
@@ -43,12 +51,15 @@ def read_idx(path):
         data = f.read()
     ndim = data[3]
     dims = np.frombuffer(data, dtype=">u4", count=ndim, offset=4)
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(
+        dims
+    )
 
 
 def load_fashion_mnist(data_dir=DATA_DIR):
     """(train_x, train_y, test_x, test_y): images as float32 NHWC in [0, 1],
     labels as int32."""
+
     def images(name):
         x = read_idx(os.path.join(data_dir, name)).astype(np.float32) / 255.0
         return x[..., None]
@@ -68,7 +79,9 @@ class CNN(nn.Module):
     """conv(16)-pool-conv(32)-pool-dense(128)-dense(10), with BatchNorm
     after each convolution and dropout before the classifier."""
 
-    def __init__(self, channels=(16, 32), hidden=128, num_classes=10, dropout=0.25):
+    def __init__(
+        self, channels=(16, 32), hidden=128, num_classes=10, dropout=0.25
+    ):
         super().__init__()
         c1, c2 = channels
         self.conv1 = nn.Conv2d(1, c1, kernel_size=3, padding=1)
@@ -96,7 +109,7 @@ def batches(x, y, batch_size, rng=None):
     """Mini-batches as Fluxion arrays, shuffled when ``rng`` is given."""
     order = rng.permutation(len(x)) if rng is not None else np.arange(len(x))
     for start in range(0, len(x), batch_size):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         yield mx.array(x[idx]), mx.array(y[idx])
 
 
@@ -123,7 +136,7 @@ def save_plots(out_dir, losses, steps_per_epoch, test_x, test_y, preds):
     window = max(1, min(50, len(losses) // 10))
     if len(losses) >= window:
         smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
-        ax.plot(steps[window - 1:], smooth, lw=1.5, label=f"mean of {window}")
+        ax.plot(steps[window - 1 :], smooth, lw=1.5, label=f"mean of {window}")
     for e in range(steps_per_epoch, len(losses) + 1, steps_per_epoch):
         ax.axvline(e, color="gray", lw=0.5, ls=":")
     ax.set_xlabel("step")
@@ -142,7 +155,9 @@ def save_plots(out_dir, losses, steps_per_epoch, test_x, test_y, preds):
         ax.axis("off")
     for ax, i in zip(axes.flat, wrong):
         ax.imshow(test_x[i, :, :, 0], cmap="gray_r")
-        ax.set_title(f"{CLASSES[preds[i]]}\n(true: {CLASSES[test_y[i]]})", fontsize=7)
+        ax.set_title(
+            f"{CLASSES[preds[i]]}\n(true: {CLASSES[test_y[i]]})", fontsize=7
+        )
     fig.suptitle("Misclassified test images: predicted (true)")
     fig.tight_layout()
     grid_path = os.path.join(out_dir, "misclassified.png")
@@ -156,13 +171,24 @@ def main(argv=None):
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--steps", type=int, default=0,
-                    help="stop after this many training steps (0: all epochs)")
-    ap.add_argument("--smoke", action="store_true",
-                    help="tiny run for CI: one pass over 2048 training images, 512 test images")
+    ap.add_argument(
+        "--steps",
+        type=int,
+        default=0,
+        help="stop after this many training steps (0: all epochs)",
+    )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny run for CI: one pass over 2048 training images, "
+        "512 test images",
+    )
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    ap.add_argument("--no-compile", action="store_true",
-                    help="run the training step eagerly")
+    ap.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="run the training step eagerly",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--out", default="out/fashion_mnist")
@@ -173,7 +199,9 @@ def main(argv=None):
 
     if args.device == "gpu":
         if not mx.is_available(mx.gpu):
-            raise SystemExit("--device gpu: no GPU backend in this build of Fluxion")
+            raise SystemExit(
+                "--device gpu: no GPU backend in this build of Fluxion"
+            )
         mx.set_default_device(mx.gpu)
     mx.random.seed(args.seed)
     rng = np.random.default_rng(args.seed)
@@ -184,12 +212,16 @@ def main(argv=None):
         train_x, train_y = train_x[:2048], train_y[:2048]
         test_x, test_y = test_x[:512], test_y[:512]
         args.epochs, args.batch_size = 1, 64
-    print(f"Fashion-MNIST: {len(train_x)} training, {len(test_x)} test images; "
-          f"device {mx.default_device()}")
+    print(
+        f"Fashion-MNIST: {len(train_x)} training, {len(test_x)} test images; "
+        f"device {mx.default_device()}"
+    )
 
     model = CNN()
     mx.eval(model.parameters())
-    n_params = sum(v.size for _, v in tree_flatten(model.trainable_parameters()))
+    n_params = sum(
+        v.size for _, v in tree_flatten(model.trainable_parameters())
+    )
     print(f"model: {n_params:,} trainable parameters")
     steps_per_epoch = (len(train_x) + args.batch_size - 1) // args.batch_size
     total_steps = steps_per_epoch * args.epochs
@@ -197,8 +229,12 @@ def main(argv=None):
         total_steps = min(total_steps, args.steps)
     warmup = min(200, max(1, total_steps // 10))
     schedule = optim.join_schedules(
-        [optim.linear_schedule(1e-5, args.lr, warmup),
-         optim.cosine_decay(args.lr, max(1, total_steps - warmup), args.lr * 0.01)],
+        [
+            optim.linear_schedule(1e-5, args.lr, warmup),
+            optim.cosine_decay(
+                args.lr, max(1, total_steps - warmup), args.lr * 0.01
+            ),
+        ],
         [warmup],
     )
     optimizer = optim.AdamW(learning_rate=schedule, weight_decay=1e-4)
@@ -212,14 +248,21 @@ def main(argv=None):
         optimizer.update(model, grads)
         return loss
 
-    step_fn = train_step if args.no_compile else partial(
-        mx.compile, inputs=state, outputs=state)(train_step)
+    step_fn = (
+        train_step
+        if args.no_compile
+        else partial(mx.compile, inputs=state, outputs=state)(train_step)
+    )
 
     losses, step, t0 = [], 0, time.perf_counter()
     for epoch in range(args.epochs):
-        bar = tqdm(batches(train_x, train_y, args.batch_size, rng),
-                   total=steps_per_epoch, desc=f"epoch {epoch + 1}/{args.epochs}",
-                   disable=args.no_progress, leave=False)
+        bar = tqdm(
+            batches(train_x, train_y, args.batch_size, rng),
+            total=steps_per_epoch,
+            desc=f"epoch {epoch + 1}/{args.epochs}",
+            disable=args.no_progress,
+            leave=False,
+        )
         for xb, yb in bar:
             loss = step_fn(xb, yb)
             mx.eval(state, loss)
@@ -230,8 +273,11 @@ def main(argv=None):
             if step >= total_steps:
                 break
         acc, _ = evaluate(model, test_x, test_y)
-        print(f"epoch {epoch + 1}: train loss {np.mean(losses[-steps_per_epoch:]):.4f}, "
-              f"test accuracy {acc:.4f} ({time.perf_counter() - t0:.1f} s)")
+        print(
+            f"epoch {epoch + 1}: train loss "
+            f"{np.mean(losses[-steps_per_epoch:]):.4f}, "
+            f"test accuracy {acc:.4f} ({time.perf_counter() - t0:.1f} s)"
+        )
         if step >= total_steps:
             break
     train_time = time.perf_counter() - t0
@@ -244,11 +290,23 @@ def main(argv=None):
     acc_reloaded, _ = evaluate(reloaded, test_x, test_y)
     assert acc_reloaded == acc, (acc_reloaded, acc)
 
-    loss_png, grid_png = save_plots(args.out, losses, steps_per_epoch, test_x, test_y, preds)
-    print(f"test accuracy {acc:.4f} after {step} steps in {train_time:.1f} s "
-          f"({1000 * train_time / max(step, 1):.1f} ms/step)")
-    print(f"wrote {weights} (reloaded: accuracy {acc_reloaded:.4f}), {loss_png}, {grid_png}")
-    return {"accuracy": acc, "steps": step, "seconds": train_time, "losses": losses}
+    loss_png, grid_png = save_plots(
+        args.out, losses, steps_per_epoch, test_x, test_y, preds
+    )
+    print(
+        f"test accuracy {acc:.4f} after {step} steps in {train_time:.1f} s "
+        f"({1000 * train_time / max(step, 1):.1f} ms/step)"
+    )
+    print(
+        f"wrote {weights} (reloaded: accuracy {acc_reloaded:.4f}), "
+        f"{loss_png}, {grid_png}"
+    )
+    return {
+        "accuracy": acc,
+        "steps": step,
+        "seconds": train_time,
+        "losses": losses,
+    }
 
 
 if __name__ == "__main__":

@@ -22,28 +22,34 @@ import argparse
 import importlib.util
 import math
 import os
-import sys
 from functools import partial
 
 import numpy as np
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP
+os.environ.setdefault(
+    "OMP_WAIT_POLICY", "PASSIVE"
+)  # before torch loads OpenMP
 
 import fluxion.core as mx  # noqa: E402
 import fluxion.nn as nn  # noqa: E402
 import fluxion.optimizers as optim  # noqa: E402
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+EXAMPLES = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"
+)
 
 
 def load_example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(EXAMPLES, name + ".py"))
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(EXAMPLES, name + ".py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 # -- Fluxion steps ------------------------------------------------------------
+
 
 def fluxion_steps(model, loss_fn, batch, clip=None):
     """(eager step, compiled step), each running one evaluated step."""
@@ -66,16 +72,27 @@ def fluxion_steps(model, loss_fn, batch, clip=None):
     return (lambda: run(step)), (lambda: run(compiled))
 
 
-# -- PyTorch models -------------------------------------------------------------
+# -- PyTorch models -----------------------------------------------------------
+
 
 def torch_cnn(torch, channels=(16, 32), hidden=128):
     tnn = torch.nn
     c1, c2 = channels
     return tnn.Sequential(
-        tnn.Conv2d(1, c1, 3, padding=1), tnn.BatchNorm2d(c1), tnn.ReLU(), tnn.MaxPool2d(2),
-        tnn.Conv2d(c1, c2, 3, padding=1), tnn.BatchNorm2d(c2), tnn.ReLU(), tnn.MaxPool2d(2),
-        tnn.Flatten(), tnn.Linear(7 * 7 * c2, hidden), tnn.ReLU(), tnn.Dropout(0.25),
-        tnn.Linear(hidden, 10))
+        tnn.Conv2d(1, c1, 3, padding=1),
+        tnn.BatchNorm2d(c1),
+        tnn.ReLU(),
+        tnn.MaxPool2d(2),
+        tnn.Conv2d(c1, c2, 3, padding=1),
+        tnn.BatchNorm2d(c2),
+        tnn.ReLU(),
+        tnn.MaxPool2d(2),
+        tnn.Flatten(),
+        tnn.Linear(7 * 7 * c2, hidden),
+        tnn.ReLU(),
+        tnn.Dropout(0.25),
+        tnn.Linear(hidden, 10),
+    )
 
 
 def torch_char_transformer(torch, vocab, dims, heads, layers):
@@ -88,7 +105,7 @@ def torch_char_transformer(torch, vocab, dims, heads, layers):
         freqs = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
         theta = torch.arange(L, dtype=torch.float32)[:, None] * freqs[None]
         cos, sin = theta.cos(), theta.sin()
-        a, b = x[..., : d // 2], x[..., d // 2:]
+        a, b = x[..., : d // 2], x[..., d // 2 :]
         return torch.cat([a * cos - b * sin, a * sin + b * cos], -1)
 
     class Block(tnn.Module):
@@ -98,13 +115,19 @@ def torch_char_transformer(torch, vocab, dims, heads, layers):
             self.qkv = tnn.Linear(dims, 3 * dims, bias=False)
             self.proj = tnn.Linear(dims, dims, bias=False)
             self.ln2 = tnn.LayerNorm(dims)
-            self.mlp = tnn.Sequential(tnn.Linear(dims, 4 * dims), tnn.GELU(),
-                                      tnn.Linear(4 * dims, dims))
+            self.mlp = tnn.Sequential(
+                tnn.Linear(dims, 4 * dims),
+                tnn.GELU(),
+                tnn.Linear(4 * dims, dims),
+            )
 
         def forward(self, x, mask):
             B, L, D = x.shape
             q, k, v = self.qkv(self.ln1(x)).chunk(3, -1)
-            heads_ = lambda t: t.reshape(B, L, heads, -1).transpose(1, 2)  # noqa: E731
+
+            def heads_(t):
+                return t.reshape(B, L, heads, -1).transpose(1, 2)
+
             q, k, v = rope(heads_(q)), rope(heads_(k)), heads_(v)
             s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + mask
             y = F.softmax(s, -1) @ v
@@ -144,7 +167,8 @@ def torch_step(torch, model, batch, loss_fn, clip=None):
     return step
 
 
-# -- benchmarks ----------------------------------------------------------------
+# -- benchmarks ---------------------------------------------------------------
+
 
 def interleaved(fns, repeats, warmup=2):
     """Median time of each function, measured in interleaved rounds (one
@@ -169,17 +193,21 @@ def with_threads(torch, fn, n):
     def run():
         torch.set_num_threads(n)
         fn()
+
     return run
 
 
 def measure(torch, name, tstep, eager, compiled, repeats):
     threads = os.cpu_count()
-    times = interleaved({
-        "torch": with_threads(torch, tstep, threads),
-        "torch-1t": with_threads(torch, tstep, 1),
-        "eager": eager,
-        "compiled": compiled,
-    }, repeats)
+    times = interleaved(
+        {
+            "torch": with_threads(torch, tstep, threads),
+            "torch-1t": with_threads(torch, tstep, 1),
+            "eager": eager,
+            "compiled": compiled,
+        },
+        repeats,
+    )
     torch.set_num_threads(threads)
     report(name, times)
     return times
@@ -188,9 +216,14 @@ def measure(torch, name, tstep, eager, compiled, repeats):
 def report(name, times):
     base = min(times["torch"], times["torch-1t"])
     best = "1 thread" if times["torch-1t"] < times["torch"] else "all cores"
-    parts = [f"{k} {times[k] * 1e3:8.2f} ms ({times[k] / base:4.2f}x)"
-             for k in ("eager", "compiled")]
-    print(f"{name:<24} torch {base * 1e3:8.2f} ms ({best})   " + "   ".join(parts))
+    parts = [
+        f"{k} {times[k] * 1e3:8.2f} ms ({times[k] / base:4.2f}x)"
+        for k in ("eager", "compiled")
+    ]
+    print(
+        f"{name:<24} torch {base * 1e3:8.2f} ms ({best})   "
+        + "   ".join(parts)
+    )
 
 
 def bench_cnn(torch, repeats, batch_size=128):
@@ -198,49 +231,95 @@ def bench_cnn(torch, repeats, batch_size=128):
     rng = np.random.default_rng(0)
     x = rng.random((batch_size, 28, 28, 1), dtype=np.float32)
     y = rng.integers(0, 10, batch_size).astype(np.int32)
-    eager, compiled = fluxion_steps(fm.CNN(), fm.loss_fn, (mx.array(x), mx.array(y)))
+    eager, compiled = fluxion_steps(
+        fm.CNN(), fm.loss_fn, (mx.array(x), mx.array(y))
+    )
     tmodel = torch_cnn(torch)
-    tstep = torch_step(torch, tmodel, (torch.from_numpy(x.transpose(0, 3, 1, 2).copy()),
-                                       torch.from_numpy(y).long()),
-                       lambda m, x, y: torch.nn.functional.cross_entropy(m(x), y))
-    return measure(torch, f"CNN step, batch {batch_size}", tstep, eager, compiled, repeats)
+    tstep = torch_step(
+        torch,
+        tmodel,
+        (
+            torch.from_numpy(x.transpose(0, 3, 1, 2).copy()),
+            torch.from_numpy(y).long(),
+        ),
+        lambda m, x, y: torch.nn.functional.cross_entropy(m(x), y),
+    )
+    return measure(
+        torch, f"CNN step, batch {batch_size}", tstep, eager, compiled, repeats
+    )
 
 
-def bench_transformer(torch, repeats, batch_size=16, context=128, dims=96, heads=4, layers=3):
+def bench_transformer(
+    torch, repeats, batch_size=16, context=128, dims=96, heads=4, layers=3
+):
     lm = load_example("char_lm_transformer")
     vocab = 104
     rng = np.random.default_rng(1)
     data = rng.integers(0, vocab, (batch_size, context + 1)).astype(np.int32)
     x, y = data[:, :-1], data[:, 1:]
     model = lm.CharTransformer(vocab, dims, heads, layers)
-    eager, compiled = fluxion_steps(model, lm.loss_fn, (mx.array(x), mx.array(y)), clip=1.0)
+    eager, compiled = fluxion_steps(
+        model, lm.loss_fn, (mx.array(x), mx.array(y)), clip=1.0
+    )
     tmodel = torch_char_transformer(torch, vocab, dims, heads, layers)
     F = torch.nn.functional
-    tstep = torch_step(torch, tmodel, (torch.from_numpy(x).long(), torch.from_numpy(y).long()),
-                       lambda m, x, y: F.cross_entropy(m(x).reshape(-1, vocab), y.reshape(-1)),
-                       clip=1.0)
-    return measure(torch, f"char LM step, {batch_size}x{context}", tstep, eager, compiled,
-                   repeats)
+    tstep = torch_step(
+        torch,
+        tmodel,
+        (torch.from_numpy(x).long(), torch.from_numpy(y).long()),
+        lambda m, x, y: F.cross_entropy(
+            m(x).reshape(-1, vocab), y.reshape(-1)
+        ),
+        clip=1.0,
+    )
+    return measure(
+        torch,
+        f"char LM step, {batch_size}x{context}",
+        tstep,
+        eager,
+        compiled,
+        repeats,
+    )
 
 
 def bench_mlp(torch, repeats, batch_size=64):
     rng = np.random.default_rng(2)
     x = rng.random((batch_size, 64), dtype=np.float32)
     y = rng.integers(0, 10, batch_size).astype(np.int32)
-    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
-                          nn.Linear(128, 10))
+    model = nn.Sequential(
+        nn.Linear(64, 128),
+        nn.ReLU(),
+        nn.Linear(128, 128),
+        nn.ReLU(),
+        nn.Linear(128, 10),
+    )
 
     def loss_fn(model, x, y):
         return nn.losses.cross_entropy(model(x), y, reduction="mean")
 
     eager, compiled = fluxion_steps(model, loss_fn, (mx.array(x), mx.array(y)))
     tnn = torch.nn
-    tmodel = tnn.Sequential(tnn.Linear(64, 128), tnn.ReLU(), tnn.Linear(128, 128), tnn.ReLU(),
-                            tnn.Linear(128, 10))
-    tstep = torch_step(torch, tmodel, (torch.from_numpy(x), torch.from_numpy(y).long()),
-                       lambda m, x, y: torch.nn.functional.cross_entropy(m(x), y))
-    return measure(torch, f"MLP step, batch {batch_size}", tstep, eager, compiled,
-                   repeats * 10)
+    tmodel = tnn.Sequential(
+        tnn.Linear(64, 128),
+        tnn.ReLU(),
+        tnn.Linear(128, 128),
+        tnn.ReLU(),
+        tnn.Linear(128, 10),
+    )
+    tstep = torch_step(
+        torch,
+        tmodel,
+        (torch.from_numpy(x), torch.from_numpy(y).long()),
+        lambda m, x, y: torch.nn.functional.cross_entropy(m(x), y),
+    )
+    return measure(
+        torch,
+        f"MLP step, batch {batch_size}",
+        tstep,
+        eager,
+        compiled,
+        repeats * 10,
+    )
 
 
 def main():
@@ -256,8 +335,12 @@ def main():
     mx.random.seed(0)
     torch.manual_seed(0)
     repeats = 3 if args.quick else 7
-    print(f"training steps, median of {repeats} interleaved rounds (torch {torch.__version__}, "
-          f"{threads} cores); ratios are time / torch's best time, lower is better")
+    print(
+        f"training steps, median of {repeats} interleaved rounds (torch "
+        f"{torch.__version__}, "
+        f"{threads} cores); ratios are time / torch's best time, lower is "
+        "better"
+    )
     bench_mlp(torch, repeats)
     bench_cnn(torch, repeats)
     bench_transformer(torch, repeats)

@@ -103,7 +103,10 @@ def tree_flatten(tree, prefix="", is_leaf=None, destination=None):
     if isinstance(destination, dict):
         add = destination.__setitem__
     elif isinstance(destination, list):
-        add = lambda k, v: destination.append((k, v))  # noqa: E731
+
+        def add(k, v):
+            destination.append((k, v))
+
     else:
         raise ValueError(
             "[tree_flatten] destination must be a list or a dict, got "

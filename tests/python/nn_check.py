@@ -23,15 +23,19 @@ def _numeric(f, value, idx, eps):
     return (f(plus) - f(minus)) / (2 * eps)
 
 
-def check_grads(fn, args, argnums=None, samples=6, eps=1e-6, rtol=1e-5,
-                atol=1e-7, seed=0):
+def check_grads(
+    fn, args, argnums=None, samples=6, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0
+):
     """Compare ``mx.grad`` of the scalar ``fn(*args)`` with central
     differences at ``samples`` random coordinates of each differentiated
     argument (float64 arrays)."""
     args = [to64(a) for a in args]
     if argnums is None:
-        argnums = tuple(i for i, a in enumerate(args)
-                        if isinstance(a, mx.array) and mx.issubdtype(a.dtype, mx.floating))
+        argnums = tuple(
+            i
+            for i, a in enumerate(args)
+            if isinstance(a, mx.array) and mx.issubdtype(a.dtype, mx.floating)
+        )
     grads = mx.grad(fn, argnums=argnums)(*args)
     if len(argnums) == 1:
         grads = (grads,)
@@ -46,14 +50,29 @@ def check_grads(fn, args, argnums=None, samples=6, eps=1e-6, rtol=1e-5,
             a[i] = mx.array(v)
             return fn(*a).item()
 
-        for idx in rng.choice(value.size, size=min(samples, value.size), replace=False):
+        for idx in rng.choice(
+            value.size, size=min(samples, value.size), replace=False
+        ):
             num = _numeric(f, value, idx, eps)
-            np.testing.assert_allclose(g.flat[idx], num, rtol=rtol, atol=atol,
-                                       err_msg=f"argument {i}, flat index {idx}")
+            np.testing.assert_allclose(
+                g.flat[idx],
+                num,
+                rtol=rtol,
+                atol=atol,
+                err_msg=f"argument {i}, flat index {idx}",
+            )
 
 
-def check_module_grads(module, inputs, samples=4, eps=1e-6, rtol=1e-5, atol=1e-7,
-                       seed=0, call=None):
+def check_module_grads(
+    module,
+    inputs,
+    samples=4,
+    eps=1e-6,
+    rtol=1e-5,
+    atol=1e-7,
+    seed=0,
+    call=None,
+):
     """Finite-difference check of a module's gradients with respect to its
     trainable parameters and its floating-point inputs, for the scalar
     ``sum(output * R)`` with a fixed random R (so every output element
@@ -78,12 +97,21 @@ def check_module_grads(module, inputs, samples=4, eps=1e-6, rtol=1e-5, atol=1e-7
         return mx.sum(y * weight)
 
     argnums = tuple(range(n)) + tuple(
-        n + i for i, x in enumerate(inputs)
+        n + i
+        for i, x in enumerate(inputs)
         if isinstance(x, mx.array) and mx.issubdtype(x.dtype, mx.floating)
     )
     try:
-        check_grads(fn, values + inputs, argnums=argnums, samples=samples, eps=eps,
-                    rtol=rtol, atol=atol, seed=seed)
+        check_grads(
+            fn,
+            values + inputs,
+            argnums=argnums,
+            samples=samples,
+            eps=eps,
+            rtol=rtol,
+            atol=atol,
+            seed=seed,
+        )
     finally:
         module.update(tree_unflatten(list(zip(names, values))))
 

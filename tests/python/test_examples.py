@@ -12,14 +12,18 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
 def load_example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, name + ".py"))
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(ROOT, name + ".py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-@pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist"),
-                    reason="needs Debian's dataset-fashion-mnist")
+@pytest.mark.skipif(
+    not os.path.isdir("/usr/share/datasets/fashion-mnist"),
+    reason="needs Debian's dataset-fashion-mnist",
+)
 def test_fashion_mnist_cnn_smoke(tmp_path):
     pytest.importorskip("matplotlib")
     pytest.importorskip("tqdm")
@@ -29,13 +33,17 @@ def test_fashion_mnist_cnn_smoke(tmp_path):
     # 32 compiled steps on 2048 images already beat chance (10%) by far.
     assert out["accuracy"] > 0.5
     losses = out["losses"]
-    assert np.all(np.isfinite(losses)) and np.mean(losses[-8:]) < np.mean(losses[:8])
+    assert np.all(np.isfinite(losses)) and np.mean(losses[-8:]) < np.mean(
+        losses[:8]
+    )
     for name in ("loss_curve.png", "misclassified.png", "model.safetensors"):
         assert os.path.getsize(tmp_path / name) > 0
 
 
-@pytest.mark.skipif(not os.path.isdir("/usr/share/games/fortunes"),
-                    reason="needs Debian's fortunes")
+@pytest.mark.skipif(
+    not os.path.isdir("/usr/share/games/fortunes"),
+    reason="needs Debian's fortunes",
+)
 def test_char_lm_transformer_smoke(tmp_path):
     pytest.importorskip("matplotlib")
     pytest.importorskip("tqdm")

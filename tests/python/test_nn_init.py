@@ -28,7 +28,9 @@ def test_constant_normal_uniform(dtype):
 
 
 def test_identity():
-    np.testing.assert_array_equal(npa(init.identity()(mx.zeros((4, 4)))), np.eye(4))
+    np.testing.assert_array_equal(
+        npa(init.identity()(mx.zeros((4, 4)))), np.eye(4)
+    )
     assert init.identity(mx.float16)(mx.zeros((2, 2))).dtype == mx.float16
     for shape in [(3, 2), (3,), (2, 2, 2)]:
         with pytest.raises(ValueError, match="square"):
@@ -43,7 +45,9 @@ FAN_IN, FAN_OUT = 32 * 9, 64 * 9
 def test_glorot():
     a = mx.zeros(SHAPE)
     g = npa(init.glorot_normal()(a, gain=2.0))
-    np.testing.assert_allclose(g.std(), 2 * math.sqrt(2 / (FAN_IN + FAN_OUT)), rtol=0.03)
+    np.testing.assert_allclose(
+        g.std(), 2 * math.sqrt(2 / (FAN_IN + FAN_OUT)), rtol=0.03
+    )
     u = npa(init.glorot_uniform(mx.float16)(a))
     limit = math.sqrt(6 / (FAN_IN + FAN_OUT))
     assert np.abs(u).max() <= limit * 1.001
@@ -54,21 +58,29 @@ def test_glorot():
 
 def test_he():
     a = mx.zeros(SHAPE)
-    np.testing.assert_allclose(npa(init.he_normal()(a)).std(), 1 / math.sqrt(FAN_IN),
-                               rtol=0.03)
-    np.testing.assert_allclose(npa(init.he_normal()(a, mode="fan_out", gain=3.0)).std(),
-                               3 / math.sqrt(FAN_OUT), rtol=0.03)
+    np.testing.assert_allclose(
+        npa(init.he_normal()(a)).std(), 1 / math.sqrt(FAN_IN), rtol=0.03
+    )
+    np.testing.assert_allclose(
+        npa(init.he_normal()(a, mode="fan_out", gain=3.0)).std(),
+        3 / math.sqrt(FAN_OUT),
+        rtol=0.03,
+    )
     u = npa(init.he_uniform()(a))
     assert np.abs(u).max() <= math.sqrt(3 / FAN_IN) * 1.001
     with pytest.raises(ValueError, match="mode"):
         init.he_normal()(a, mode="fan_avg")
 
 
-@pytest.mark.parametrize("sparsity,shape", [(0.5, (4, 10)), (0.3, (50, 7)), (0.9, (3, 3))])
+@pytest.mark.parametrize(
+    "sparsity,shape", [(0.5, (4, 10)), (0.3, (50, 7)), (0.9, (3, 3))]
+)
 def test_sparse_zeros_per_row(sparsity, shape):
     w = npa(init.sparse(sparsity, std=0.1)(mx.zeros(shape)))
     assert w.shape == shape
-    np.testing.assert_array_equal((w == 0).sum(axis=1), math.ceil(sparsity * shape[1]))
+    np.testing.assert_array_equal(
+        (w == 0).sum(axis=1), math.ceil(sparsity * shape[1])
+    )
     # The kept entries are the normal draws.
     assert np.abs(w).max() < 1
     with pytest.raises(ValueError):

@@ -14,11 +14,13 @@ from fluxion.utils import tree_flatten, tree_map
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.encoder = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 4))
+        self.encoder = nn.Sequential(
+            nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 4)
+        )
         self.heads = [nn.Linear(4, 2), nn.Linear(4, 1, bias=False)]
         self.table = {"scale": mx.ones((4,)), "shift": mx.zeros((4,))}
-        self.act = nn.relu          # a plain callable: no parameters
-        self.hidden_size = 4        # a plain attribute
+        self.act = nn.relu  # a plain callable: no parameters
+        self.hidden_size = 4  # a plain attribute
         self._cache = mx.zeros((2,))  # private: not a parameter
 
     def __call__(self, x):
@@ -34,14 +36,21 @@ def test_parameters_structure_and_names():
     net = Net()
     assert isinstance(net, dict)
     assert names(net.parameters()) == [
-        "encoder.layers.0.weight", "encoder.layers.0.bias",
-        "encoder.layers.2.weight", "encoder.layers.2.bias",
-        "heads.0.weight", "heads.0.bias", "heads.1.weight",
-        "table.scale", "table.shift",
+        "encoder.layers.0.weight",
+        "encoder.layers.0.bias",
+        "encoder.layers.2.weight",
+        "encoder.layers.2.bias",
+        "heads.0.weight",
+        "heads.0.bias",
+        "heads.1.weight",
+        "table.scale",
+        "table.shift",
     ]
     # Parameterless layers keep their list slot as an empty dict.
     assert net.parameters()["encoder"]["layers"][1] == {}
-    assert net.encoder.layers[0].weight is net["encoder"]["layers"][0]["weight"]
+    assert (
+        net.encoder.layers[0].weight is net["encoder"]["layers"][0]["weight"]
+    )
     assert "_cache" not in net.parameters()
 
 
@@ -50,9 +59,9 @@ def test_attributes_arrays_live_in_the_dict():
     assert "weight" in m and m.weight is m["weight"]
     m.extra = mx.ones((1,))
     assert "extra" in m
-    m.extra = None              # a non-array replaces the dict entry
+    m.extra = None  # a non-array replaces the dict entry
     assert "extra" not in m and m.extra is None
-    m.extra = mx.array([5])     # and an array replaces the plain attribute
+    m.extra = mx.array([5])  # and an array replaces the plain attribute
     assert m.extra.item() == 5 and "extra" in m
     del m.extra
     assert not hasattr(m, "extra")
@@ -70,8 +79,11 @@ def test_children_leaf_modules_and_traversal():
     assert len(tree_flatten(children, is_leaf=nn.Module.is_module)) == 3
     leaves = tree_flatten(net.leaf_modules(), is_leaf=nn.Module.is_module)
     assert [k for k, _ in leaves] == [
-        "encoder.layers.0", "encoder.layers.1", "encoder.layers.2",
-        "heads.0", "heads.1",
+        "encoder.layers.0",
+        "encoder.layers.1",
+        "encoder.layers.2",
+        "heads.0",
+        "heads.1",
     ]
     named = dict(net.named_modules())
     assert named[""] is net and named["heads.1"] is net.heads[1]
@@ -91,7 +103,7 @@ def test_update_replaces_and_validates():
     with pytest.raises(ValueError, match="invalid type str"):
         net.update({"heads": [{"weight": "x"}]})
     with pytest.raises(ValueError):
-        net.update({"heads": [{}, {}, {"weight": new_w}]})   # no third head
+        net.update({"heads": [{}, {}, {"weight": new_w}]})  # no third head
     net.update({"heads": [{}, {}, {"weight": new_w}]}, strict=False)
     assert len(net.heads) == 2
 
@@ -143,7 +155,7 @@ def test_freeze_unfreeze_keys_recurse_strict():
 
     with pytest.raises(KeyError, match="not_there"):
         net.freeze(keys="not_there", strict=True)
-    net.freeze(keys="not_there")   # ignored when not strict
+    net.freeze(keys="not_there")  # ignored when not strict
     # A key present in only some modules is fine for a strict recursive freeze.
     net.freeze(keys="bias", strict=True)
     assert "heads.1.weight" in names(net.trainable_parameters())
@@ -158,11 +170,15 @@ def test_chaining_train_eval_and_apply():
     net.train()
     assert all(m.training for m in net.modules())
     net.apply(lambda p: p * 0)
-    assert all(float(mx.abs(v).sum()) == 0 for _, v in tree_flatten(net.parameters()))
+    assert all(
+        float(mx.abs(v).sum()) == 0 for _, v in tree_flatten(net.parameters())
+    )
     # apply with a filter touches only the accepted parameters (the filter
     # sees containers too, as in MLX).
-    net.apply(lambda p: p + 1,
-              filter_fn=lambda m, k, v: isinstance(v, (dict, list)) or k == "bias")
+    net.apply(
+        lambda p: p + 1,
+        filter_fn=lambda m, k, v: isinstance(v, (dict, list)) or k == "bias",
+    )
     flat = dict(tree_flatten(net.parameters()))
     assert float(flat["heads.0.bias"].sum()) == 2.0
     assert float(flat["heads.0.weight"].sum()) == 0.0
@@ -174,13 +190,15 @@ def test_set_dtype():
     m.set_dtype(mx.float16)
     dtypes = {k: v.dtype for k, v in tree_flatten(m.parameters())}
     assert dtypes["layers.0.weight"] == mx.float16
-    assert dtypes["layers.1.ids"] == mx.int32     # integers are left alone
+    assert dtypes["layers.1.ids"] == mx.int32  # integers are left alone
     m.set_dtype(mx.int64, predicate=None)
     assert all(v.dtype == mx.int64 for _, v in tree_flatten(m.parameters()))
 
 
 def test_repr():
-    net = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Conv2d(3, 4, 3, bias=False))
+    net = nn.Sequential(
+        nn.Linear(2, 3), nn.ReLU(), nn.Conv2d(3, 4, 3, bias=False)
+    )
     assert repr(net) == (
         "Sequential(\n"
         "  (layers.0): Linear(input_dims=2, output_dims=3, bias=True)\n"
@@ -202,8 +220,9 @@ def test_save_load_round_trip(tmp_path, ext):
     mx.random.seed(2)
     b = Net()
     b.load_weights(path)
-    for (ka, va), (kb, vb) in zip(tree_flatten(a.parameters()),
-                                  tree_flatten(b.parameters())):
+    for (ka, va), (kb, vb) in zip(
+        tree_flatten(a.parameters()), tree_flatten(b.parameters())
+    ):
         assert ka == kb
         np.testing.assert_array_equal(np.array(va), np.array(vb))
     x = mx.random.normal((5, 3))
@@ -256,7 +275,9 @@ def test_module_grad_through_core_grad():
     m = nn.Linear(3, 2)
     x = mx.array([[1.0, 2.0, 3.0]])
     g = mx.grad(lambda model: model(x).sum())(m)
-    np.testing.assert_allclose(np.array(g["weight"]), np.array([[1, 2, 3], [1, 2, 3]]))
+    np.testing.assert_allclose(
+        np.array(g["weight"]), np.array([[1, 2, 3], [1, 2, 3]])
+    )
     np.testing.assert_allclose(np.array(g["bias"]), [1, 1])
 
 
@@ -286,15 +307,18 @@ def test_value_and_grad_matches_manual_and_restores_params():
     r = h @ W2.T + b2 - yn
     np.testing.assert_allclose(loss.item(), np.mean(r**2), rtol=1e-5)
     dW2 = 2 * r.T @ h / r.size
-    np.testing.assert_allclose(np.array(grads["layers"][2]["weight"]), dW2,
-                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        np.array(grads["layers"][2]["weight"]), dW2, rtol=1e-4, atol=1e-6
+    )
 
 
 def test_value_and_grad_keeps_state_written_by_the_function():
     bn = nn.BatchNorm(2)
     x = mx.array([[0.0, 1.0], [2.0, 5.0]])
     nn.value_and_grad(bn, lambda m, x: m(x).sum())(bn, x)
-    np.testing.assert_allclose(np.array(bn.running_mean), [0.1, 0.3], rtol=1e-6)
+    np.testing.assert_allclose(
+        np.array(bn.running_mean), [0.1, 0.3], rtol=1e-6
+    )
 
 
 def test_checkpoint_gives_the_same_gradients():
@@ -309,8 +333,9 @@ def test_checkpoint_gives_the_same_gradients():
     cp = nn.checkpoint(layer)
     g_cp = nn.value_and_grad(layer, lambda x: cp(x, None).sum())(x)[1]
     for (k, a), (_, b) in zip(tree_flatten(g_plain), tree_flatten(g_cp)):
-        np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-5, atol=1e-6,
-                                   err_msg=k)
+        np.testing.assert_allclose(
+            np.array(a), np.array(b), rtol=1e-5, atol=1e-6, err_msg=k
+        )
 
 
 def test_average_gradients_single_process_is_identity():

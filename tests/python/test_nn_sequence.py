@@ -39,7 +39,11 @@ def np_softmax(x, axis=-1):
 
 def np_mha(attn, q, k, v, mask=None):
     h = attn.num_heads
-    Q, K, V = lin(attn.query_proj, q), lin(attn.key_proj, k), lin(attn.value_proj, v)
+    Q, K, V = (
+        lin(attn.query_proj, q),
+        lin(attn.key_proj, k),
+        lin(attn.value_proj, v),
+    )
 
     def split(t):
         B, L, D = t.shape
@@ -55,17 +59,23 @@ def np_mha(attn, q, k, v, mask=None):
 
 
 def test_multi_head_attention_matches_numpy():
-    attn = nn.MultiHeadAttention(8, 2, key_input_dims=6, value_dims=10, value_output_dims=4,
-                                 bias=True)
+    attn = nn.MultiHeadAttention(
+        8, 2, key_input_dims=6, value_dims=10, value_output_dims=4, bias=True
+    )
     q, k, v = rand(2, 3, 8), rand(2, 5, 6), rand(2, 5, 6)
     mask = np.where(RNG.random((3, 5)) < 0.3, -1e9, 0).astype(np.float32)
     out = attn(mx.array(q), mx.array(k), mx.array(v), mask=mx.array(mask))
     assert out.shape == (2, 3, 4)
-    np.testing.assert_allclose(npa(out), np_mha(attn, q, k, v, mask), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        npa(out), np_mha(attn, q, k, v, mask), rtol=1e-4, atol=1e-5
+    )
     with pytest.raises(ValueError, match="divisible"):
         nn.MultiHeadAttention(10, 3)
-    check_module_grads(nn.MultiHeadAttention(4, 2), [mx.array(rand(1, 3, 4))] * 3,
-                       call=lambda m, q, k, v: m(q, k, v))
+    check_module_grads(
+        nn.MultiHeadAttention(4, 2),
+        [mx.array(rand(1, 3, 4))] * 3,
+        call=lambda m, q, k, v: m(q, k, v),
+    )
 
 
 def test_causal_mask():
@@ -97,12 +107,18 @@ def np_encoder_layer(layer, x, mask, norm_first):
 
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_transformer_encoder_layer_matches_numpy(norm_first):
-    layer = nn.TransformerEncoderLayer(8, 2, mlp_dims=12, norm_first=norm_first)
+    layer = nn.TransformerEncoderLayer(
+        8, 2, mlp_dims=12, norm_first=norm_first
+    )
     x = rand(2, 5, 8)
     mask = npa(nn.MultiHeadAttention.create_additive_causal_mask(5))
     out = layer(mx.array(x), mx.array(mask))
-    np.testing.assert_allclose(npa(out), np_encoder_layer(layer, x, mask, norm_first),
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        npa(out),
+        np_encoder_layer(layer, x, mask, norm_first),
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 def test_transformer_stacks_and_custom_modules():
@@ -120,14 +136,21 @@ def test_transformer_stacks_and_custom_modules():
     assert dec(tgt, mem, mask, None).shape == (2, 4, 8)
     model = nn.Transformer(8, 2, 1, 1, mlp_dims=16)
     assert model(src, tgt, None, mask, None).shape == (2, 4, 8)
-    custom = nn.Transformer(8, 2, custom_encoder=nn.Identity(), custom_decoder=nn.Identity())
+    custom = nn.Transformer(
+        8, 2, custom_encoder=nn.Identity(), custom_decoder=nn.Identity()
+    )
     assert isinstance(custom.encoder, nn.Identity)
     # Checkpointed stacks compute the same function.
     enc.checkpoint = True
-    np.testing.assert_allclose(npa(enc(src, None)), npa(mem), rtol=1e-5, atol=1e-6)
-    check_module_grads(nn.TransformerDecoderLayer(4, 2, mlp_dims=8),
-                       [mx.array(rand(1, 3, 4)), mx.array(rand(1, 2, 4))],
-                       call=lambda m, x, mem: m(x, mem, None, None), rtol=1e-4)
+    np.testing.assert_allclose(
+        npa(enc(src, None)), npa(mem), rtol=1e-5, atol=1e-6
+    )
+    check_module_grads(
+        nn.TransformerDecoderLayer(4, 2, mlp_dims=8),
+        [mx.array(rand(1, 3, 4)), mx.array(rand(1, 2, 4))],
+        call=lambda m, x, mem: m(x, mem, None, None),
+        rtol=1e-4,
+    )
 
 
 @needs_torch
@@ -141,11 +164,16 @@ def test_rnn_matches_torch():
         t.bias_hh_l0.zero_()
     x, h0 = rand(2, 4, 3), rand(2, 5)
     ref, _ = t(torch.from_numpy(x), torch.from_numpy(h0)[None])
-    np.testing.assert_allclose(npa(layer(mx.array(x), mx.array(h0))), ref.detach().numpy(),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        npa(layer(mx.array(x), mx.array(h0))),
+        ref.detach().numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
     ref0, _ = t(torch.from_numpy(x))
-    np.testing.assert_allclose(npa(layer(mx.array(x))), ref0.detach().numpy(),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        npa(layer(mx.array(x))), ref0.detach().numpy(), rtol=1e-5, atol=1e-6
+    )
     # Unbatched input and a custom nonlinearity.
     relu_rnn = nn.RNN(3, 5, bias=False, nonlinearity=nn.relu)
     assert relu_rnn(mx.array(x[0])).shape == (4, 5)
@@ -169,16 +197,21 @@ def test_gru_matches_torch(bias):
             b = npa(layer.b)
             t.bias_ih_l0.copy_(torch.from_numpy(b))
             hh = np.zeros(3 * H, np.float32)
-            hh[2 * H:] = npa(layer.bhn)
+            hh[2 * H :] = npa(layer.bhn)
             t.bias_hh_l0.copy_(torch.from_numpy(hh))
     x, h0 = rand(2, 5, 3), rand(2, 4)
     ref, _ = t(torch.from_numpy(x), torch.from_numpy(h0)[None])
-    np.testing.assert_allclose(npa(layer(mx.array(x), mx.array(h0))), ref.detach().numpy(),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        npa(layer(mx.array(x), mx.array(h0))),
+        ref.detach().numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
     # No initial state is the zero state.
     ref0, _ = t(torch.from_numpy(x))
-    np.testing.assert_allclose(npa(layer(mx.array(x))), ref0.detach().numpy(),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        npa(layer(mx.array(x))), ref0.detach().numpy(), rtol=1e-5, atol=1e-6
+    )
     check_module_grads(nn.GRU(2, 3, bias=bias), [mx.array(rand(1, 3, 2))])
 
 
@@ -192,14 +225,24 @@ def test_lstm_matches_torch():
         t.bias_ih_l0.copy_(torch.from_numpy(npa(layer.bias)))
         t.bias_hh_l0.zero_()
     x, h0, c0 = rand(2, 5, 3), rand(2, 4), rand(2, 4)
-    (h_ref, (hn, cn)) = t(torch.from_numpy(x),
-                          (torch.from_numpy(h0)[None], torch.from_numpy(c0)[None]))
+    (h_ref, (hn, cn)) = t(
+        torch.from_numpy(x),
+        (torch.from_numpy(h0)[None], torch.from_numpy(c0)[None]),
+    )
     hs, cs = layer(mx.array(x), mx.array(h0), mx.array(c0))
-    np.testing.assert_allclose(npa(hs), h_ref.detach().numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(npa(cs[:, -1]), cn[0].detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        npa(hs), h_ref.detach().numpy(), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        npa(cs[:, -1]), cn[0].detach().numpy(), rtol=1e-5, atol=1e-6
+    )
     h_ref0, _ = t(torch.from_numpy(x))
-    np.testing.assert_allclose(npa(layer(mx.array(x))[0]), h_ref0.detach().numpy(),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        npa(layer(mx.array(x))[0]),
+        h_ref0.detach().numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
     check_module_grads(nn.LSTM(2, 3), [mx.array(rand(1, 3, 2))])
 
 
@@ -226,8 +269,12 @@ def np_rope(x, dims, traditional, base, scale, offset):
 def test_rope_matches_numpy(traditional):
     x = rand(2, 3, 6, 8)
     rope = nn.RoPE(6, traditional=traditional, base=500, scale=0.5)
-    np.testing.assert_allclose(npa(rope(mx.array(x), offset=2)),
-                               np_rope(x, 6, traditional, 500, 0.5, 2), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        npa(rope(mx.array(x), offset=2)),
+        np_rope(x, 6, traditional, 500, 0.5, 2),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     assert rope(mx.array(x).astype(mx.float16)).dtype == mx.float16
 
 
@@ -241,9 +288,14 @@ def test_sinusoidal_positional_encoding():
     # Unit norm encodings.
     y = npa(nn.SinusoidalPositionalEncoding(16)(mx.arange(7)))
     np.testing.assert_allclose((y**2).sum(-1), 1, rtol=1e-5)
-    cos_first = npa(nn.SinusoidalPositionalEncoding(8, min_freq=0.01, max_freq=2.0,
-                                                    cos_first=True, scale=1.0)(mx.array(x)))
-    np.testing.assert_allclose(cos_first[:, :4], np.cos(ang), rtol=1e-5, atol=1e-6)
+    cos_first = npa(
+        nn.SinusoidalPositionalEncoding(
+            8, min_freq=0.01, max_freq=2.0, cos_first=True, scale=1.0
+        )(mx.array(x))
+    )
+    np.testing.assert_allclose(
+        cos_first[:, :4], np.cos(ang), rtol=1e-5, atol=1e-6
+    )
     assert nn.SinusoidalPositionalEncoding(2)(mx.arange(3)).shape == (3, 2)
     zero = nn.SinusoidalPositionalEncoding(4, scale=0.0)
     assert zero.scale == 0.0 and not npa(zero(mx.arange(3))).any()
@@ -261,6 +313,10 @@ def test_alibi_matches_numpy():
     ref = scores - slopes[:, None, None] * np.abs(q - k)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
     mask = rand(3, 5)
-    np.testing.assert_allclose(npa(nn.ALiBi()(mx.array(scores), offset=2, mask=mx.array(mask))),
-                               ref + mask, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        npa(nn.ALiBi()(mx.array(scores), offset=2, mask=mx.array(mask))),
+        ref + mask,
+        rtol=1e-5,
+        atol=1e-6,
+    )
     assert nn.ALiBi()(mx.array(scores).astype(mx.float16)).dtype == mx.float16

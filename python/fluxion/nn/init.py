@@ -10,8 +10,16 @@ import math
 import fluxion.core as mx
 
 __all__ = [
-    "constant", "normal", "uniform", "identity", "glorot_normal",
-    "glorot_uniform", "he_normal", "he_uniform", "sparse", "orthogonal",
+    "constant",
+    "normal",
+    "uniform",
+    "identity",
+    "glorot_normal",
+    "glorot_uniform",
+    "he_normal",
+    "he_uniform",
+    "sparse",
+    "orthogonal",
 ]
 
 
@@ -28,7 +36,9 @@ def normal(mean=0.0, std=1.0, dtype=mx.float32):
     """Draw from N(mean, std^2)."""
 
     def initializer(a):
-        return mx.random.normal(shape=a.shape, scale=std, loc=mean, dtype=dtype)
+        return mx.random.normal(
+            shape=a.shape, scale=std, loc=mean, dtype=dtype
+        )
 
     return initializer
 
@@ -48,7 +58,8 @@ def identity(dtype=mx.float32):
     def initializer(arr):
         if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
             raise ValueError(
-                f"[identity] The input array must be a square matrix, got shape "
+                "[identity] The input array must be a square matrix, got "
+                "shape "
                 f"{tuple(arr.shape)}."
             )
         return mx.eye(arr.shape[0], dtype=dtype)
@@ -102,7 +113,9 @@ def _fan(a, mode):
         return fan_in
     if mode == "fan_out":
         return fan_out
-    raise ValueError(f"[init] Invalid mode {mode!r}. Must be 'fan_in' or 'fan_out'.")
+    raise ValueError(
+        f"[init] Invalid mode {mode!r}. Must be 'fan_in' or 'fan_out'."
+    )
 
 
 def he_normal(dtype=mx.float32):
@@ -134,14 +147,19 @@ def sparse(sparsity, mean=0.0, std=1.0, dtype=mx.float32):
     def initializer(a):
         if a.ndim != 2:
             raise ValueError(
-                f"[sparse] Only 2-D arrays are supported, got {a.ndim} dimensions."
+                f"[sparse] Only 2-D arrays are supported, got {a.ndim} "
+                "dimensions."
             )
         rows, cols = a.shape
         num_zeros = int(math.ceil(sparsity * cols))
-        values = mx.random.normal(shape=a.shape, scale=std, loc=mean, dtype=dtype)
+        values = mx.random.normal(
+            shape=a.shape, scale=std, loc=mean, dtype=dtype
+        )
         # The rank of an independent uniform draw picks a random subset of
         # exactly num_zeros positions per row.
-        ranks = mx.argsort(mx.argsort(mx.random.uniform(shape=a.shape), axis=1), axis=1)
+        ranks = mx.argsort(
+            mx.argsort(mx.random.uniform(shape=a.shape), axis=1), axis=1
+        )
         return mx.where(ranks < num_zeros, mx.zeros_like(values), values)
 
     return initializer
@@ -155,7 +173,8 @@ def orthogonal(gain=1.0, dtype=mx.float32):
     def initializer(a):
         if a.ndim != 2:
             raise ValueError(
-                f"[orthogonal] Orthogonal initialization requires a 2D array but got "
+                "[orthogonal] Orthogonal initialization requires a 2D array "
+                "but got "
                 f"a {a.ndim}D array."
             )
         rows, cols = a.shape

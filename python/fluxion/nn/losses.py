@@ -9,10 +9,20 @@ import math
 import fluxion.core as mx
 
 __all__ = [
-    "cross_entropy", "binary_cross_entropy", "l1_loss", "mse_loss",
-    "nll_loss", "gaussian_nll_loss", "kl_div_loss", "smooth_l1_loss",
-    "triplet_loss", "hinge_loss", "huber_loss", "log_cosh_loss",
-    "cosine_similarity_loss", "margin_ranking_loss",
+    "cross_entropy",
+    "binary_cross_entropy",
+    "l1_loss",
+    "mse_loss",
+    "nll_loss",
+    "gaussian_nll_loss",
+    "kl_div_loss",
+    "smooth_l1_loss",
+    "triplet_loss",
+    "hinge_loss",
+    "huber_loss",
+    "log_cosh_loss",
+    "cosine_similarity_loss",
+    "margin_ranking_loss",
 ]
 
 
@@ -47,8 +57,14 @@ def _apply_weights(name, loss, weights):
     return loss * weights
 
 
-def cross_entropy(logits, targets, weights=None, axis=-1, label_smoothing=0.0,
-                  reduction="none"):
+def cross_entropy(
+    logits,
+    targets,
+    weights=None,
+    axis=-1,
+    label_smoothing=0.0,
+    reduction="none",
+):
     """Cross entropy between ``logits`` and ``targets``: class indices
     (one dimension fewer than the logits) or class probabilities (the
     logits' shape).
@@ -60,10 +76,13 @@ def cross_entropy(logits, targets, weights=None, axis=-1, label_smoothing=0.0,
     """
     if not 0 <= label_smoothing < 1:
         raise ValueError(
-            f"[cross_entropy] Label smoothing must be in [0, 1), got {label_smoothing}."
+            "[cross_entropy] Label smoothing must be in [0, 1), got "
+            f"{label_smoothing}."
         )
     logits = mx.array(logits) if not isinstance(logits, mx.array) else logits
-    targets = mx.array(targets) if not isinstance(targets, mx.array) else targets
+    targets = (
+        mx.array(targets) if not isinstance(targets, mx.array) else targets
+    )
     axis = axis % logits.ndim
     as_probs = targets.ndim == logits.ndim
     reduced_shape = tuple(s for i, s in enumerate(logits.shape) if i != axis)
@@ -71,7 +90,8 @@ def cross_entropy(logits, targets, weights=None, axis=-1, label_smoothing=0.0,
         not as_probs and tuple(targets.shape) != reduced_shape
     ):
         raise ValueError(
-            f"[cross_entropy] Targets shape {tuple(targets.shape)} does not match "
+            f"[cross_entropy] Targets shape {tuple(targets.shape)} does not "
+            "match "
             f"logits shape {tuple(logits.shape)}."
         )
 
@@ -83,7 +103,9 @@ def cross_entropy(logits, targets, weights=None, axis=-1, label_smoothing=0.0,
         # logsumexp only for targets that sum to one.
         correction = mx.squeeze(shift, axis) * (1 - mx.sum(targets, axis=axis))
     else:
-        score = mx.take_along_axis(z, mx.expand_dims(targets, axis), axis).squeeze(axis)
+        score = mx.take_along_axis(
+            z, mx.expand_dims(targets, axis), axis
+        ).squeeze(axis)
         correction = None
     lse = mx.logsumexp(z, axis=axis)
     if label_smoothing > 0:
@@ -102,8 +124,9 @@ def cross_entropy(logits, targets, weights=None, axis=-1, label_smoothing=0.0,
     return _reduce(loss, reduction)
 
 
-def binary_cross_entropy(inputs, targets, weights=None, with_logits=True,
-                         reduction="mean"):
+def binary_cross_entropy(
+    inputs, targets, weights=None, with_logits=True, reduction="mean"
+):
     """Binary cross entropy of logits (default) or probabilities
     (``with_logits=False``; the logs are clipped at -100, as PyTorch, so a
     probability of exactly 0 or 1 gives a finite loss)."""
@@ -136,12 +159,16 @@ def nll_loss(inputs, targets, axis=-1, reduction="none"):
     return _reduce(-mx.squeeze(picked, axis), reduction)
 
 
-def gaussian_nll_loss(inputs, targets, vars, full=False, eps=1e-6, reduction="mean"):
+def gaussian_nll_loss(
+    inputs, targets, vars, full=False, eps=1e-6, reduction="mean"
+):
     r"""Negative Gaussian log likelihood of ``targets`` under means
     ``inputs`` and variances ``vars`` (clipped below at ``eps``):
     :math:`\frac12(\log v + (t - \mu)^2 / v)`, plus
     :math:`\frac12\log 2\pi` with ``full``."""
-    _check_same_shape("gaussian_nll_loss", inputs, targets, ("inputs", "targets"))
+    _check_same_shape(
+        "gaussian_nll_loss", inputs, targets, ("inputs", "targets")
+    )
     _check_same_shape("gaussian_nll_loss", inputs, vars, ("inputs", "vars"))
     vars = mx.maximum(vars, eps)
     loss = 0.5 * (mx.log(vars) + mx.square(targets - inputs) / vars)
@@ -163,7 +190,9 @@ def smooth_l1_loss(predictions, targets, beta=1.0, reduction="mean"):
     :math:`|d| - 0.5 \beta`."""
     _check_same_shape("smooth_l1_loss", predictions, targets)
     diff = mx.abs(predictions - targets)
-    loss = mx.where(diff < beta, 0.5 * mx.square(diff) / beta, diff - 0.5 * beta)
+    loss = mx.where(
+        diff < beta, 0.5 * mx.square(diff) / beta, diff - 0.5 * beta
+    )
     return _reduce(loss, reduction)
 
 
@@ -174,8 +203,16 @@ def _p_distance(a, b, p, axis, eps):
     return mx.power(d + eps, 1.0 / p)
 
 
-def triplet_loss(anchors, positives, negatives, axis=-1, p=2, margin=1.0,
-                 eps=1e-6, reduction="none"):
+def triplet_loss(
+    anchors,
+    positives,
+    negatives,
+    axis=-1,
+    p=2,
+    margin=1.0,
+    eps=1e-6,
+    reduction="none",
+):
     r""":math:`\max(\|a - p\|_p - \|a - n\|_p + \text{margin}, 0)`."""
     loss = mx.maximum(
         _p_distance(anchors, positives, p, axis, eps)
@@ -217,10 +254,16 @@ def cosine_similarity_loss(x1, x2, axis=1, eps=1e-8, reduction="none"):
     return _reduce(loss, reduction)
 
 
-def margin_ranking_loss(inputs1, inputs2, targets, margin=0.0, reduction="none"):
+def margin_ranking_loss(
+    inputs1, inputs2, targets, margin=0.0, reduction="none"
+):
     r""":math:`\max(-y (x_1 - x_2) + \text{margin}, 0)` for targets
     :math:`y \in \{-1, 1\}` (1: ``inputs1`` should rank higher)."""
-    _check_same_shape("margin_ranking_loss", inputs1, inputs2, ("inputs1", "inputs2"))
-    _check_same_shape("margin_ranking_loss", inputs1, targets, ("inputs1", "targets"))
+    _check_same_shape(
+        "margin_ranking_loss", inputs1, inputs2, ("inputs1", "inputs2")
+    )
+    _check_same_shape(
+        "margin_ranking_loss", inputs1, targets, ("inputs1", "targets")
+    )
     loss = mx.maximum(-targets * (inputs1 - inputs2) + margin, 0)
     return _reduce(loss, reduction)

@@ -70,8 +70,13 @@ def _world_size(group):
         return 1
 
 
-def average_gradients(gradients, group=None, all_reduce_size=32 * 1024**2,
-                      communication_type=None, communication_stream=None):
+def average_gradients(
+    gradients,
+    group=None,
+    all_reduce_size=32 * 1024**2,
+    communication_type=None,
+    communication_stream=None,
+):
     """Average ``gradients`` over the processes of a distributed group.
 
     Fluxion runs a single process (there is no distributed backend yet),
@@ -80,6 +85,7 @@ def average_gradients(gradients, group=None, all_reduce_size=32 * 1024**2,
     if _world_size(group) == 1:
         return gradients
     raise NotImplementedError(
-        "[average_gradients] Fluxion has no distributed backend: only a single "
+        "[average_gradients] Fluxion has no distributed backend: only a "
+        "single "
         "process is supported"
     )

@@ -9,14 +9,24 @@ by assigning ``optimizer.state``, and captured by ``mx.compile``
 whole training step compiles into one graph.
 """
 
-import math
 
 import fluxion.core as mx
 from fluxion.utils import tree_flatten, tree_map, tree_merge, tree_unflatten
 
 __all__ = [
-    "Optimizer", "SGD", "RMSprop", "Adagrad", "AdaDelta", "Adam", "AdamW",
-    "Adamax", "Lion", "Adafactor", "Muon", "MultiOptimizer", "clip_grad_norm",
+    "Optimizer",
+    "SGD",
+    "RMSprop",
+    "Adagrad",
+    "AdaDelta",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "Lion",
+    "Adafactor",
+    "Muon",
+    "MultiOptimizer",
+    "clip_grad_norm",
 ]
 
 
@@ -48,9 +58,11 @@ class Optimizer:
                 state = list(state) if isinstance(state, (list, tuple)) else []
                 for i in range(min(len(state), len(params))):
                     state[i] = merge_structure(params[i], state[i])
-                state.extend(tree_map(lambda _: {}, params[len(state):]))
-                return type(params)(state) if not hasattr(params, "_fields") else (
-                    type(params)(*state)
+                state.extend(tree_map(lambda _: {}, params[len(state) :]))
+                return (
+                    type(params)(state)
+                    if not hasattr(params, "_fields")
+                    else (type(params)(*state))
                 )
             if isinstance(params, dict):
                 for k, v in params.items():
@@ -127,7 +139,9 @@ def _check_eps(name, eps):
     # The accumulators start at zero: eps = 0 turns a zero gradient into
     # 0 / 0 = NaN.
     if not eps > 0:
-        raise ValueError(f"[{name}] Epsilon value should be >0, {eps} was provided instead")
+        raise ValueError(
+            f"[{name}] Epsilon value should be >0, {eps} was provided instead"
+        )
 
 
 class SGD(Optimizer):
@@ -139,10 +153,19 @@ class SGD(Optimizer):
         w_{t+1} = w_t - \lambda v_{t+1}
     """
 
-    def __init__(self, learning_rate, momentum=0.0, weight_decay=0.0, dampening=0.0,
-                 nesterov=False):
+    def __init__(
+        self,
+        learning_rate,
+        momentum=0.0,
+        weight_decay=0.0,
+        dampening=0.0,
+        nesterov=False,
+    ):
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("[SGD] Nesterov momentum requires a momentum and zero dampening.")
+            raise ValueError(
+                "[SGD] Nesterov momentum requires a momentum and zero "
+                "dampening."
+            )
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.momentum = momentum
@@ -244,8 +267,13 @@ class Adam(Optimizer):
     moments are divided by :math:`1 - \beta^t` as in the paper and
     PyTorch."""
 
-    def __init__(self, learning_rate, betas=(0.9, 0.999), eps=1e-8,
-                 bias_correction=False):
+    def __init__(
+        self,
+        learning_rate,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        bias_correction=False,
+    ):
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.betas = betas
@@ -275,8 +303,14 @@ class AdamW(Adam):
     parameter is first shrunk by :math:`1 - \lambda \cdot
     \text{weight\_decay}`."""
 
-    def __init__(self, learning_rate, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                 bias_correction=False):
+    def __init__(
+        self,
+        learning_rate,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.01,
+        bias_correction=False,
+    ):
         super().__init__(learning_rate, betas, eps, bias_correction)
         self.weight_decay = weight_decay
 
@@ -294,7 +328,10 @@ class Adamax(Adam):
     def __init__(self, learning_rate, betas=(0.9, 0.999), eps=1e-8):
         super().__init__(learning_rate, betas, eps)
         if not 0.0 <= eps:
-            raise ValueError(f"[Adamax] Epsilon value should be >=0, {eps} was provided instead")
+            raise ValueError(
+                f"[Adamax] Epsilon value should be >=0, {eps} was provided "
+                "instead"
+            )
 
     def apply_single(self, gradient, parameter, state):
         lr = self._lr(gradient)
@@ -338,9 +375,18 @@ class Adafactor(Optimizer):
     ``relative_step`` (default), the step size is
     :math:`\min(10^{-2}, 1/\sqrt{t})` times the parameter's RMS."""
 
-    def __init__(self, learning_rate=None, eps=(1e-30, 1e-3), clip_threshold=1.0,
-                 decay_rate=-0.8, beta_1=None, weight_decay=0.0, scale_parameter=True,
-                 relative_step=True, warmup_init=False):
+    def __init__(
+        self,
+        learning_rate=None,
+        eps=(1e-30, 1e-3),
+        clip_threshold=1.0,
+        decay_rate=-0.8,
+        beta_1=None,
+        weight_decay=0.0,
+        scale_parameter=True,
+        relative_step=True,
+        warmup_init=False,
+    ):
         super().__init__()
         if learning_rate is not None:
             self._maybe_schedule("learning_rate", learning_rate)
@@ -357,7 +403,9 @@ class Adafactor(Optimizer):
         if parameter.ndim >= 2:
             shape, dtype = parameter.shape, parameter.dtype
             state["exp_avg_sq_row"] = mx.zeros(shape[:-1], dtype=dtype)
-            state["exp_avg_sq_col"] = mx.zeros(shape[:-2] + shape[-1:], dtype=dtype)
+            state["exp_avg_sq_col"] = mx.zeros(
+                shape[:-2] + shape[-1:], dtype=dtype
+            )
         else:
             state["exp_avg_sq"] = mx.zeros_like(parameter)
         if self.beta_1 is not None:
@@ -398,22 +446,30 @@ class Adafactor(Optimizer):
         beta_2 = 1.0 - (step**self.decay_rate).astype(parameter_rms.dtype)
         update = mx.square(gradient) + self.eps[0]
         if factored:
-            row = beta_2 * state["exp_avg_sq_row"] + (1 - beta_2) * mx.mean(update, axis=-1)
-            col = beta_2 * state["exp_avg_sq_col"] + (1 - beta_2) * mx.mean(update, axis=-2)
+            row = beta_2 * state["exp_avg_sq_row"] + (1 - beta_2) * mx.mean(
+                update, axis=-1
+            )
+            col = beta_2 * state["exp_avg_sq_col"] + (1 - beta_2) * mx.mean(
+                update, axis=-2
+            )
             state["exp_avg_sq_row"], state["exp_avg_sq_col"] = row, col
             update = self._approximate_exp_moving_avg(row, col) * gradient
         else:
             avg = beta_2 * state["exp_avg_sq"] + (1 - beta_2) * update
             state["exp_avg_sq"] = avg
             update = mx.rsqrt(avg) * gradient
-        update = update / mx.maximum(1.0, self._compute_rms(update) / self.clip_threshold)
+        update = update / mx.maximum(
+            1.0, self._compute_rms(update) / self.clip_threshold
+        )
         update = learning_rate * update
         if self.beta_1 is not None:
             avg = self.beta_1 * state["exp_avg"] + (1 - self.beta_1) * update
             state["exp_avg"] = avg
             update = avg
         if self.weight_decay != 0:
-            parameter = parameter + parameter * (-self.weight_decay * learning_rate)
+            parameter = parameter + parameter * (
+                -self.weight_decay * learning_rate
+            )
         return (parameter - update).astype(parameter.dtype)
 
 
@@ -424,8 +480,14 @@ class Muon(Optimizer):
     semi-orthogonal matrix, found with ``ns_steps`` quintic Newton-Schulz
     iterations in bfloat16. Vectors get the plain momentum update."""
 
-    def __init__(self, learning_rate, momentum=0.95, weight_decay=0.01, nesterov=True,
-                 ns_steps=5):
+    def __init__(
+        self,
+        learning_rate,
+        momentum=0.95,
+        weight_decay=0.01,
+        nesterov=True,
+        ns_steps=5,
+    ):
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.momentum = momentum
@@ -445,7 +507,10 @@ class Muon(Optimizer):
         transpose = X.shape[-2] > X.shape[-1]
         if transpose:
             X = X.T
-        X = X / (mx.sqrt(mx.sum(mx.square(X.astype(mx.float32)))).astype(X.dtype) + 1e-7)
+        X = X / (
+            mx.sqrt(mx.sum(mx.square(X.astype(mx.float32)))).astype(X.dtype)
+            + 1e-7
+        )
         for _ in range(steps):
             # X <- a X + (b A + c A^2) X with A = X X^T
             A = X @ X.T
@@ -518,7 +583,9 @@ class MultiOptimizer(Optimizer):
 
     @state.setter
     def state(self, state):
-        if "states" not in state or len(state["states"]) != len(self.optimizers):
+        if "states" not in state or len(state["states"]) != len(
+            self.optimizers
+        ):
             raise ValueError("[MultiOptimizer] Invalid state provided")
         for o, s in zip(self.optimizers, state["states"]):
             o.state = s
@@ -537,7 +604,9 @@ def clip_grad_norm(grads, max_norm):
     """Scale ``grads`` so that their global L2 norm is at most
     ``max_norm``; returns ``(clipped_grads, total_norm)``."""
     if max_norm < 0:
-        raise ValueError(f"[clip_grad_norm] max_norm must be non-negative, got {max_norm}")
+        raise ValueError(
+            f"[clip_grad_norm] max_norm must be non-negative, got {max_norm}"
+        )
     norm_squared = 0.0
     for _, g in tree_flatten(grads):
         norm_squared = norm_squared + mx.sum(mx.square(g))

@@ -7,7 +7,10 @@ import math
 import fluxion.core as mx
 
 __all__ = [
-    "exponential_decay", "step_decay", "cosine_decay", "join_schedules",
+    "exponential_decay",
+    "step_decay",
+    "cosine_decay",
+    "join_schedules",
     "linear_schedule",
 ]
 
@@ -47,7 +50,9 @@ def linear_schedule(init, end, steps):
     """Linear from ``init`` at step 0 to ``end`` at ``steps``, then
     ``end``."""
     if steps < 1:
-        raise ValueError(f"[linear_schedule] steps must be at least 1, got {steps}")
+        raise ValueError(
+            f"[linear_schedule] steps must be at least 1, got {steps}"
+        )
 
     def schedule(step):
         step = mx.minimum(step, steps)

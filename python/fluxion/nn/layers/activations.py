@@ -10,15 +10,58 @@ import fluxion.core as mx
 from fluxion.nn.layers.base import Module
 
 __all__ = [
-    "celu", "elu", "gelu", "gelu_approx", "gelu_fast_approx", "glu",
-    "hard_shrink", "hard_tanh", "hardswish", "leaky_relu", "log_sigmoid",
-    "log_softmax", "mish", "prelu", "relu", "relu2", "relu6", "selu",
-    "sigmoid", "silu", "softmax", "softmin", "softplus", "softshrink",
-    "softsign", "step", "tanh",
-    "CELU", "ELU", "GELU", "GLU", "HardShrink", "HardTanh", "Hardswish",
-    "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU",
-    "ReLU2", "ReLU6", "SELU", "Sigmoid", "SiLU", "Softmax", "Softmin",
-    "Softplus", "Softshrink", "Softsign", "Step", "Tanh",
+    "celu",
+    "elu",
+    "gelu",
+    "gelu_approx",
+    "gelu_fast_approx",
+    "glu",
+    "hard_shrink",
+    "hard_tanh",
+    "hardswish",
+    "leaky_relu",
+    "log_sigmoid",
+    "log_softmax",
+    "mish",
+    "prelu",
+    "relu",
+    "relu2",
+    "relu6",
+    "selu",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softmin",
+    "softplus",
+    "softshrink",
+    "softsign",
+    "step",
+    "tanh",
+    "CELU",
+    "ELU",
+    "GELU",
+    "GLU",
+    "HardShrink",
+    "HardTanh",
+    "Hardswish",
+    "LeakyReLU",
+    "LogSigmoid",
+    "LogSoftmax",
+    "Mish",
+    "PReLU",
+    "ReLU",
+    "ReLU2",
+    "ReLU6",
+    "SELU",
+    "Sigmoid",
+    "SiLU",
+    "Softmax",
+    "Softmin",
+    "Softplus",
+    "Softshrink",
+    "Softsign",
+    "Step",
+    "Tanh",
 ]
 
 _SQRT_2 = math.sqrt(2.0)
@@ -193,15 +236,23 @@ ReLU = _simple_module("ReLU", relu, "Module form of :func:`relu`.")
 ReLU2 = _simple_module("ReLU2", relu2, "Module form of :func:`relu2`.")
 ReLU6 = _simple_module("ReLU6", relu6, "Module form of :func:`relu6`.")
 SELU = _simple_module("SELU", selu, "Module form of :func:`selu`.")
-Softplus = _simple_module("Softplus", softplus, "Module form of :func:`softplus`.")
-Softsign = _simple_module("Softsign", softsign, "Module form of :func:`softsign`.")
-Hardswish = _simple_module("Hardswish", hardswish, "Module form of :func:`hardswish`.")
+Softplus = _simple_module(
+    "Softplus", softplus, "Module form of :func:`softplus`."
+)
+Softsign = _simple_module(
+    "Softsign", softsign, "Module form of :func:`softsign`."
+)
+Hardswish = _simple_module(
+    "Hardswish", hardswish, "Module form of :func:`hardswish`."
+)
 SiLU = _simple_module("SiLU", silu, "Module form of :func:`silu`.")
 LogSigmoid = _simple_module(
     "LogSigmoid", log_sigmoid, "Module form of :func:`log_sigmoid`."
 )
 Mish = _simple_module("Mish", mish, "Module form of :func:`mish`.")
-HardTanh = _simple_module("HardTanh", hard_tanh, "Module form of :func:`hard_tanh`.")
+HardTanh = _simple_module(
+    "HardTanh", hard_tanh, "Module form of :func:`hard_tanh`."
+)
 
 
 class LeakyReLU(Module):

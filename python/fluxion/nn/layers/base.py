@@ -138,9 +138,9 @@ class Module(dict):
 
     @staticmethod
     def valid_parameter_filter(module, key, value):
-        return isinstance(value, (dict, list, mx.array)) and not key.startswith(
-            "_"
-        )
+        return isinstance(
+            value, (dict, list, mx.array)
+        ) and not key.startswith("_")
 
     @staticmethod
     def trainable_parameter_filter(module, key, value):
@@ -178,16 +178,21 @@ class Module(dict):
     def children(self):
         """The direct sub-modules, in the structure that holds them."""
         return self.filter_and_map(
-            self.valid_child_filter, is_leaf_fn=lambda m, k, v: isinstance(v, Module)
+            self.valid_child_filter,
+            is_leaf_fn=lambda m, k, v: isinstance(v, Module),
         )
 
     def leaf_modules(self):
         """The sub-modules that have no sub-modules themselves."""
 
         def is_leaf_module(m, k, v):
-            return isinstance(v, Module) and len(tree_flatten(v.children())) == 0
+            return (
+                isinstance(v, Module) and len(tree_flatten(v.children())) == 0
+            )
 
-        return self.filter_and_map(self.valid_child_filter, is_leaf_fn=is_leaf_module)
+        return self.filter_and_map(
+            self.valid_child_filter, is_leaf_fn=is_leaf_module
+        )
 
     def apply_to_modules(self, apply_fn):
         """Call ``apply_fn(path, module)`` on this module and every
@@ -198,7 +203,9 @@ class Module(dict):
             apply_fn(prefix, mod)
             prefix = "." + prefix if prefix else ""
             stack.extend(
-                tree_flatten(mod.children(), prefix=prefix, is_leaf=self.is_module)
+                tree_flatten(
+                    mod.children(), prefix=prefix, is_leaf=self.is_module
+                )
             )
         return self
 
@@ -228,7 +235,11 @@ class Module(dict):
         """
 
         def check_leaf(new, path):
-            if strict and not isinstance(new, mx.array) and not _is_empty_dict(new):
+            if (
+                strict
+                and not isinstance(new, mx.array)
+                and not _is_empty_dict(new)
+            ):
                 raise ValueError(
                     f"[Module.update] Received invalid type "
                     f"{type(new).__name__} for parameter '{path}'."
@@ -248,7 +259,8 @@ class Module(dict):
                             apply(cur, new, sub)
                     elif strict:
                         raise ValueError(
-                            f'[Module.update] Module does not have parameter named "{sub}".'
+                            "[Module.update] Module does not have parameter "
+                            f'named "{sub}".'
                         )
             elif isinstance(params, list):
                 if not isinstance(dst, (list, tuple)):
@@ -263,7 +275,8 @@ class Module(dict):
                     if i >= len(dst):
                         if strict:
                             raise ValueError(
-                                f'[Module.update] Module does not have parameter named "{sub}".'
+                                "[Module.update] Module does not have "
+                                f'parameter named "{sub}".'
                             )
                         continue
                     cur = dst[i]
@@ -301,12 +314,14 @@ class Module(dict):
                             apply(cur, new, sub)
                         elif strict and not _is_empty_dict(new):
                             raise ValueError(
-                                f"[Module.update_modules] Received invalid type "
+                                "[Module.update_modules] Received invalid "
+                                "type "
                                 f"{type(new).__name__} for '{sub}'."
                             )
                     elif strict:
                         raise ValueError(
-                            f'[Module.update_modules] Module does not have sub-module named "{sub}".'
+                            "[Module.update_modules] Module does not have "
+                            f'sub-module named "{sub}".'
                         )
             elif isinstance(mods, list) and isinstance(dst, list):
                 for i, new in enumerate(mods):
@@ -314,7 +329,8 @@ class Module(dict):
                     if i >= len(dst):
                         if strict:
                             raise ValueError(
-                                f"[Module.update_modules] '{path}' has {len(dst)} "
+                                f"[Module.update_modules] '{path}' has "
+                                f"{len(dst)} "
                                 f"entries, received {len(mods)}."
                             )
                         continue
@@ -344,7 +360,9 @@ class Module(dict):
         self.update(self.filter_and_map(filter_fn, map_fn))
         return self
 
-    def set_dtype(self, dtype, predicate=lambda x: mx.issubdtype(x, mx.floating)):
+    def set_dtype(
+        self, dtype, predicate=lambda x: mx.issubdtype(x, mx.floating)
+    ):
         """Cast the parameters whose dtype satisfies ``predicate`` (default:
         floating types; None: all) to ``dtype``."""
         if predicate is None:
@@ -390,7 +408,9 @@ class Module(dict):
             keys = [keys]
         self._check_keys(keys, recurse, strict)
         for m in self._freeze_scope(recurse):
-            m._no_grad.update(m._own_parameter_keys() if keys is None else keys)
+            m._no_grad.update(
+                m._own_parameter_keys() if keys is None else keys
+            )
         return self
 
     def unfreeze(self, *, recurse=True, keys=None, strict=False):
@@ -445,7 +465,8 @@ class Module(dict):
             extras = sorted(new.keys() - current.keys())
             if extras:
                 raise ValueError(
-                    f"[Module.load_weights] Received parameters not in model: {extras}."
+                    "[Module.load_weights] Received parameters not in model: "
+                    f"{extras}."
                 )
             missing = sorted(current.keys() - new.keys())
             if missing:
@@ -456,13 +477,16 @@ class Module(dict):
                 v_new = new[k]
                 if not isinstance(v_new, mx.array):
                     raise ValueError(
-                        f"[Module.load_weights] Expected an array for parameter "
+                        "[Module.load_weights] Expected an array for "
+                        "parameter "
                         f"'{k}' but received {type(v_new).__name__}."
                     )
                 if tuple(v_new.shape) != tuple(v.shape):
                     raise ValueError(
-                        f"[Module.load_weights] Expected shape {tuple(v.shape)} "
-                        f"but received shape {tuple(v_new.shape)} for parameter '{k}'."
+                        "[Module.load_weights] Expected shape "
+                        f"{tuple(v.shape)} "
+                        f"but received shape {tuple(v_new.shape)} for "
+                        f"parameter '{k}'."
                     )
         else:
             # Names the model lacks would make tree_unflatten build list
@@ -483,6 +507,7 @@ class Module(dict):
             mx.save_safetensors(file, params)
         else:
             raise ValueError(
-                f"[Module.save_weights] Unsupported file extension for '{file}'. "
+                "[Module.save_weights] Unsupported file extension for "
+                f"'{file}'. "
                 "Use '.npz' or '.safetensors'."
             )

@@ -37,12 +37,14 @@ class _ConvNd(Module):
         name = type(self).__name__
         if groups <= 0 or in_channels % groups != 0:
             raise ValueError(
-                f"[{name}] The number of input channels ({in_channels}) must be "
+                f"[{name}] The number of input channels ({in_channels}) must "
+                "be "
                 f"divisible by the number of groups ({groups})"
             )
         if out_channels % groups != 0:
             raise ValueError(
-                f"[{name}] The number of output channels ({out_channels}) must be "
+                f"[{name}] The number of output channels ({out_channels}) "
+                "must be "
                 f"divisible by the number of groups ({groups})"
             )
         n = self._ndim
@@ -58,7 +60,9 @@ class _ConvNd(Module):
             self.bias = mx.zeros((out_channels,))
         self.padding = padding if n == 1 else _ntuple(padding, n, "padding")
         self.stride = stride if n == 1 else _ntuple(stride, n, "stride")
-        self.dilation = dilation if n == 1 else _ntuple(dilation, n, "dilation")
+        self.dilation = (
+            dilation if n == 1 else _ntuple(dilation, n, "dilation")
+        )
         self.groups = groups
 
     def _extra_repr(self):
@@ -66,13 +70,20 @@ class _ConvNd(Module):
         kernel = kernel[0] if self._ndim == 1 else tuple(kernel)
         return (
             f"{self.weight.shape[-1] * self.groups}, {self.weight.shape[0]}, "
-            f"kernel_size={kernel}, stride={self.stride}, padding={self.padding}, "
-            f"dilation={self.dilation}, groups={self.groups}, bias={'bias' in self}"
+            f"kernel_size={kernel}, stride={self.stride}, "
+            f"padding={self.padding}, "
+            f"dilation={self.dilation}, groups={self.groups}, "
+            f"bias={'bias' in self}"
         )
 
     def __call__(self, x):
         y = type(self)._op(
-            x, self.weight, self.stride, self.padding, self.dilation, self.groups
+            x,
+            self.weight,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
         )
         if "bias" in self:
             y = y + self.bias

@@ -28,10 +28,15 @@ class _ConvTransposeNd(Module):
     ):
         super().__init__()
         name = type(self).__name__
-        if groups <= 0 or in_channels % groups != 0 or out_channels % groups != 0:
+        if (
+            groups <= 0
+            or in_channels % groups != 0
+            or out_channels % groups != 0
+        ):
             raise ValueError(
                 f"[{name}] The numbers of input ({in_channels}) and output "
-                f"({out_channels}) channels must be divisible by the number of "
+                f"({out_channels}) channels must be divisible by the number "
+                "of "
                 f"groups ({groups})"
             )
         n = self._ndim
@@ -46,9 +51,13 @@ class _ConvTransposeNd(Module):
             self.bias = mx.zeros((out_channels,))
         self.padding = padding if n == 1 else _ntuple(padding, n, "padding")
         self.stride = stride if n == 1 else _ntuple(stride, n, "stride")
-        self.dilation = dilation if n == 1 else _ntuple(dilation, n, "dilation")
+        self.dilation = (
+            dilation if n == 1 else _ntuple(dilation, n, "dilation")
+        )
         self.output_padding = (
-            output_padding if n == 1 else _ntuple(output_padding, n, "output_padding")
+            output_padding
+            if n == 1
+            else _ntuple(output_padding, n, "output_padding")
         )
         self.groups = groups
 
@@ -57,7 +66,8 @@ class _ConvTransposeNd(Module):
         kernel = kernel[0] if self._ndim == 1 else tuple(kernel)
         return (
             f"{self.weight.shape[-1] * self.groups}, {self.weight.shape[0]}, "
-            f"kernel_size={kernel}, stride={self.stride}, padding={self.padding}, "
+            f"kernel_size={kernel}, stride={self.stride}, "
+            f"padding={self.padding}, "
             f"dilation={self.dilation}, output_padding={self.output_padding}, "
             f"groups={self.groups}, bias={'bias' in self}"
         )

@@ -84,7 +84,9 @@ def _split_axis(x, axis, segments, group):
     if N == 1:
         return x
     parts = mx.split(x, segments, axis=axis) if segments > 1 else [x]
-    return mx.concatenate([mx.split(p, N, axis=axis)[r] for p in parts], axis=axis)
+    return mx.concatenate(
+        [mx.split(p, N, axis=axis)[r] for p in parts], axis=axis
+    )
 
 
 def _shard(parameters, rule, group):
@@ -115,7 +117,8 @@ def _sharded_to_all(segments):
 def _check_divisible(name, what, dims, N):
     if dims % N != 0:
         raise ValueError(
-            f"[{name}] Cannot shard the {what} of size {dims} over {N} processes."
+            f"[{name}] Cannot shard the {what} of size {dims} over {N} "
+            "processes."
         )
 
 
@@ -129,14 +132,18 @@ class AllToShardedLinear(Module):
         N = self.group.size()
         _check_divisible("AllToShardedLinear", "output", output_dims, N)
         scale = math.sqrt(1.0 / input_dims)
-        self.weight = mx.random.uniform(-scale, scale, (output_dims // N, input_dims))
+        self.weight = mx.random.uniform(
+            -scale, scale, (output_dims // N, input_dims)
+        )
         if bias:
             self.bias = mx.random.uniform(-scale, scale, (output_dims // N,))
 
     def _extra_repr(self):
         out, inp = self.weight.shape
-        return (f"input_dims={inp}, output_dims={out * self.group.size()}, "
-                f"bias={'bias' in self}")
+        return (
+            f"input_dims={inp}, output_dims={out * self.group.size()}, "
+            f"bias={'bias' in self}"
+        )
 
     def __call__(self, x):
         x = _sum_gradients(self.group)(x)
@@ -149,7 +156,9 @@ class AllToShardedLinear(Module):
         group = _group(group)
         out, inp = linear_layer.weight.shape
         layer = cls(inp, out, "bias" in linear_layer, group)
-        layer.update(_shard(linear_layer.parameters(), _all_to_sharded(segments), group))
+        layer.update(
+            _shard(linear_layer.parameters(), _all_to_sharded(segments), group)
+        )
         return layer
 
 
@@ -163,14 +172,18 @@ class ShardedToAllLinear(Module):
         N = self.group.size()
         _check_divisible("ShardedToAllLinear", "input", input_dims, N)
         scale = math.sqrt(1.0 / input_dims)
-        self.weight = mx.random.uniform(-scale, scale, (output_dims, input_dims // N))
+        self.weight = mx.random.uniform(
+            -scale, scale, (output_dims, input_dims // N)
+        )
         if bias:
             self.bias = mx.random.uniform(-scale, scale, (output_dims,))
 
     def _extra_repr(self):
         out, inp = self.weight.shape
-        return (f"input_dims={inp * self.group.size()}, output_dims={out}, "
-                f"bias={'bias' in self}")
+        return (
+            f"input_dims={inp * self.group.size()}, output_dims={out}, "
+            f"bias={'bias' in self}"
+        )
 
     def __call__(self, x):
         x = _all_sum(x @ self["weight"].T, self.group)
@@ -183,12 +196,16 @@ class ShardedToAllLinear(Module):
         group = _group(group)
         out, inp = linear_layer.weight.shape
         layer = cls(inp, out, "bias" in linear_layer, group)
-        layer.update(_shard(linear_layer.parameters(), _sharded_to_all(segments), group))
+        layer.update(
+            _shard(linear_layer.parameters(), _sharded_to_all(segments), group)
+        )
         return layer
 
 
 class _QuantizedSharded(_Quantized):
-    def __init__(self, weight_shape, output_dims, bias, group_size, bits, mode, group):
+    def __init__(
+        self, weight_shape, output_dims, bias, group_size, bits, mode, group
+    ):
         super().__init__()
         self.group = group
         self._init_format(group_size, bits, mode)
@@ -199,7 +216,9 @@ class _QuantizedSharded(_Quantized):
         self._freeze_quantized()
 
     @classmethod
-    def from_quantized_linear(cls, quantized_linear_layer, *, segments=1, group=None):
+    def from_quantized_linear(
+        cls, quantized_linear_layer, *, segments=1, group=None
+    ):
         group = _group(group)
         q = quantized_linear_layer
         out = q.weight.shape[0]
@@ -214,13 +233,30 @@ class QuantizedAllToShardedLinear(_QuantizedSharded):
 
     _rule = staticmethod(_all_to_sharded)
 
-    def __init__(self, input_dims, output_dims, bias=True, group_size=None, bits=None,
-                 mode="affine", group=None):
+    def __init__(
+        self,
+        input_dims,
+        output_dims,
+        bias=True,
+        group_size=None,
+        bits=None,
+        mode="affine",
+        group=None,
+    ):
         group = _group(group)
         N = group.size()
-        _check_divisible("QuantizedAllToShardedLinear", "output", output_dims, N)
-        super().__init__((output_dims // N, input_dims), output_dims // N, bias,
-                         group_size, bits, mode, group)
+        _check_divisible(
+            "QuantizedAllToShardedLinear", "output", output_dims, N
+        )
+        super().__init__(
+            (output_dims // N, input_dims),
+            output_dims // N,
+            bias,
+            group_size,
+            bits,
+            mode,
+            group,
+        )
 
     def __call__(self, x):
         x = self._matmul(_sum_gradients(self.group)(x))
@@ -234,13 +270,28 @@ class QuantizedShardedToAllLinear(_QuantizedSharded):
 
     _rule = staticmethod(_sharded_to_all)
 
-    def __init__(self, input_dims, output_dims, bias=True, group_size=None, bits=None,
-                 mode="affine", group=None):
+    def __init__(
+        self,
+        input_dims,
+        output_dims,
+        bias=True,
+        group_size=None,
+        bits=None,
+        mode="affine",
+        group=None,
+    ):
         group = _group(group)
         N = group.size()
         _check_divisible("QuantizedShardedToAllLinear", "input", input_dims, N)
-        super().__init__((output_dims, input_dims // N), output_dims, bias,
-                         group_size, bits, mode, group)
+        super().__init__(
+            (output_dims, input_dims // N),
+            output_dims,
+            bias,
+            group_size,
+            bits,
+            mode,
+            group,
+        )
 
     def __call__(self, x):
         x = _all_sum(self._matmul(x), self.group)
@@ -263,12 +314,15 @@ def shard_linear(module, sharding, *, segments=1, group=None):
 
     if sharding not in _LINEAR_SHARDING:
         raise ValueError(
-            f"[shard_linear] sharding must be 'all-to-sharded' or 'sharded-to-all', "
+            "[shard_linear] sharding must be 'all-to-sharded' or "
+            "'sharded-to-all', "
             f"got {sharding!r}"
         )
     plain, quantized = _LINEAR_SHARDING[sharding]
     if isinstance(module, QuantizedLinear):
-        return quantized.from_quantized_linear(module, segments=segments, group=group)
+        return quantized.from_quantized_linear(
+            module, segments=segments, group=group
+        )
     if isinstance(module, Linear):
         return plain.from_linear(module, segments=segments, group=group)
     raise ValueError(f"[shard_linear] Cannot shard a {type(module).__name__}")

@@ -8,7 +8,9 @@ __all__ = ["Dropout", "Dropout2d", "Dropout3d"]
 
 def _check_p(name, p):
     if p < 0 or p >= 1:
-        raise ValueError(f"[{name}] The dropout probability {p} is not in [0, 1)")
+        raise ValueError(
+            f"[{name}] The dropout probability {p} is not in [0, 1)"
+        )
 
 
 class Dropout(Module):

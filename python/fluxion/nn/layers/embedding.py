@@ -16,7 +16,9 @@ class Embedding(Module):
     def __init__(self, num_embeddings, dims):
         super().__init__()
         scale = math.sqrt(1.0 / dims)
-        self.weight = mx.random.normal(shape=(num_embeddings, dims), scale=scale)
+        self.weight = mx.random.normal(
+            shape=(num_embeddings, dims), scale=scale
+        )
 
     def _extra_repr(self):
         return f"{self.weight.shape[0]}, {self.weight.shape[1]}"
@@ -29,11 +31,14 @@ class Embedding(Module):
         tied input/output embeddings."""
         return x @ self.weight.T
 
-    def to_quantized(self, group_size=None, bits=None, mode="affine",
-                     quantize_input=False):
+    def to_quantized(
+        self, group_size=None, bits=None, mode="affine", quantize_input=False
+    ):
         """The :class:`QuantizedEmbedding` equivalent of this layer."""
         from fluxion.nn.layers.quantized import QuantizedEmbedding
 
         if quantize_input:
-            raise ValueError("[Embedding] quantize_input is not supported for Embedding")
+            raise ValueError(
+                "[Embedding] quantize_input is not supported for Embedding"
+            )
         return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

@@ -34,11 +34,14 @@ class Linear(Module):
             low=-scale, high=scale, shape=(output_dims, input_dims)
         )
         if bias:
-            self.bias = mx.random.uniform(low=-scale, high=scale, shape=(output_dims,))
+            self.bias = mx.random.uniform(
+                low=-scale, high=scale, shape=(output_dims,)
+            )
 
     def _extra_repr(self):
         return (
-            f"input_dims={self.weight.shape[1]}, output_dims={self.weight.shape[0]}, "
+            f"input_dims={self.weight.shape[1]}, "
+            f"output_dims={self.weight.shape[0]}, "
             f"bias={'bias' in self}"
         )
 
@@ -47,8 +50,9 @@ class Linear(Module):
             return mx.addmm(self["bias"], x, self["weight"].T)
         return x @ self["weight"].T
 
-    def to_quantized(self, group_size=None, bits=None, mode="affine",
-                     quantize_input=False):
+    def to_quantized(
+        self, group_size=None, bits=None, mode="affine", quantize_input=False
+    ):
         """The :class:`QuantizedLinear` equivalent of this layer, or with
         ``quantize_input`` a :class:`QQLinear` (input quantized too)."""
         from fluxion.nn.layers.quantized import QQLinear, QuantizedLinear
@@ -69,10 +73,14 @@ class Bilinear(Module):
         super().__init__()
         scale = math.sqrt(1.0 / input1_dims)
         self.weight = mx.random.uniform(
-            low=-scale, high=scale, shape=(output_dims, input2_dims, input1_dims)
+            low=-scale,
+            high=scale,
+            shape=(output_dims, input2_dims, input1_dims),
         )
         if bias:
-            self.bias = mx.random.uniform(low=-scale, high=scale, shape=(output_dims,))
+            self.bias = mx.random.uniform(
+                low=-scale, high=scale, shape=(output_dims,)
+            )
 
     def _extra_repr(self):
         out, in2, in1 = self.weight.shape

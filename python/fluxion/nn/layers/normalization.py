@@ -48,7 +48,9 @@ class LayerNorm(Module):
         return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
 
     def __call__(self, x):
-        return mx.fast.layer_norm(x, self.get("weight"), self.get("bias"), self.eps)
+        return mx.fast.layer_norm(
+            x, self.get("weight"), self.get("bias"), self.eps
+        )
 
 
 class RMSNorm(Module):
@@ -76,16 +78,20 @@ class GroupNorm(Module):
     runs of channels, as in PyTorch.
     """
 
-    def __init__(self, num_groups, dims, eps=1e-5, affine=True, pytorch_compatible=False):
+    def __init__(
+        self, num_groups, dims, eps=1e-5, affine=True, pytorch_compatible=False
+    ):
         super().__init__()
         _check_eps("GroupNorm", eps)
         if num_groups <= 0 or dims <= 0:
             raise ValueError(
-                f"[GroupNorm] num_groups ({num_groups}) and dims ({dims}) must be positive"
+                f"[GroupNorm] num_groups ({num_groups}) and dims ({dims}) "
+                "must be positive"
             )
         if dims % num_groups != 0:
             raise ValueError(
-                f"[GroupNorm] dims ({dims}) must be divisible by num_groups ({num_groups})"
+                f"[GroupNorm] dims ({dims}) must be divisible by num_groups "
+                f"({num_groups})"
             )
         if affine:
             self.bias = mx.zeros((dims,))
@@ -98,7 +104,8 @@ class GroupNorm(Module):
     def _extra_repr(self):
         return (
             f"{self.num_groups}, {self.dims}, eps={self.eps}, "
-            f"affine={'weight' in self}, pytorch_compatible={self.pytorch_compatible}"
+            f"affine={'weight' in self}, "
+            f"pytorch_compatible={self.pytorch_compatible}"
         )
 
     def _normalize(self, x, axes):
@@ -144,7 +151,8 @@ class InstanceNorm(Module):
     def __call__(self, x):
         if x.ndim < 3:
             raise ValueError(
-                f"[InstanceNorm] Expected an input (N, *spatial, C) with at least one "
+                "[InstanceNorm] Expected an input (N, *spatial, C) with at "
+                "least one "
                 f"spatial axis, got shape {x.shape}"
             )
         axes = tuple(range(1, x.ndim - 1))
@@ -170,8 +178,14 @@ class BatchNorm(Module):
 
     _STATS = ("running_mean", "running_var")
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True):
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+    ):
         super().__init__()
         _check_eps("BatchNorm", eps)
         self.num_features = num_features
@@ -196,13 +210,15 @@ class BatchNorm(Module):
     def _extra_repr(self):
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={'weight' in self}, track_running_stats={self.track_running_stats}"
+            f"affine={'weight' in self}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
     def __call__(self, x):
         if x.ndim < 2 or x.ndim > 4:
             raise ValueError(
-                f"[BatchNorm] Expected an input of 2 to 4 dimensions (N, ..., C), "
+                "[BatchNorm] Expected an input of 2 to 4 dimensions (N, ..., "
+                "C), "
                 f"got shape {x.shape}"
             )
         axes = tuple(range(x.ndim - 1))
@@ -215,7 +231,8 @@ class BatchNorm(Module):
                 count *= x.shape[a]
             if self.training and count < 2:
                 raise ValueError(
-                    f"[BatchNorm] Expected more than 1 value per feature in training "
+                    "[BatchNorm] Expected more than 1 value per feature in "
+                    "training "
                     f"mode, got input shape {x.shape}"
                 )
             mean = mx.mean(xs, axis=axes)
@@ -224,10 +241,14 @@ class BatchNorm(Module):
             if self.training and self.track_running_stats:
                 mu = self.momentum
                 unbiased = var * (count / (count - 1))
-                self.running_mean = (1 - mu) * self.running_mean + mu * mean.astype(
+                self.running_mean = (
+                    1 - mu
+                ) * self.running_mean + mu * mean.astype(
                     self.running_mean.dtype
                 )
-                self.running_var = (1 - mu) * self.running_var + mu * unbiased.astype(
+                self.running_var = (
+                    1 - mu
+                ) * self.running_var + mu * unbiased.astype(
                     self.running_var.dtype
                 )
         else:

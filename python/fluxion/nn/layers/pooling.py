@@ -13,8 +13,12 @@ import fluxion.core as mx
 from fluxion.nn.layers.base import Module
 
 __all__ = [
-    "MaxPool1d", "MaxPool2d", "MaxPool3d",
-    "AvgPool1d", "AvgPool2d", "AvgPool3d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "MaxPool3d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AvgPool3d",
 ]
 
 
@@ -24,7 +28,8 @@ def _ntuple(value, n, name, cls):
     value = tuple(value)
     if len(value) != n or not all(isinstance(v, int) for v in value):
         raise ValueError(
-            f"[{cls}] {name} must be an int or a tuple of {n} ints, got {value}"
+            f"[{cls}] {name} must be an int or a tuple of {n} ints, got "
+            f"{value}"
         )
     return value
 
@@ -47,11 +52,12 @@ def _pool(x, kernel, stride, padding, op, pad_value):
         for i, p in enumerate(padding):
             widths[first + i] = (p, p)
         x = mx.pad(x, widths, constant_values=pad_value)
-    sizes = x.shape[first:first + n]
+    sizes = x.shape[first : first + n]
     out = [(size - k) // s + 1 for size, k, s in zip(sizes, kernel, stride)]
     if any(o <= 0 for o in out):
         raise ValueError(
-            f"[pool] The (padded) spatial shape {tuple(sizes)} is smaller than "
+            f"[pool] The (padded) spatial shape {tuple(sizes)} is smaller "
+            "than "
             f"the kernel {tuple(kernel)}"
         )
     lead = x.shape[:first]
@@ -96,13 +102,21 @@ class _Pool(Module):
         n = self._ndim
         self._kernel_size = _ntuple(kernel_size, n, "kernel_size", name)
         self._stride = (
-            self._kernel_size if stride is None else _ntuple(stride, n, "stride", name)
+            self._kernel_size
+            if stride is None
+            else _ntuple(stride, n, "stride", name)
         )
         self._padding = _ntuple(padding, n, "padding", name)
-        if any(k <= 0 for k in self._kernel_size) or any(s <= 0 for s in self._stride):
-            raise ValueError(f"[{name}] kernel_size and stride must be positive")
+        if any(k <= 0 for k in self._kernel_size) or any(
+            s <= 0 for s in self._stride
+        ):
+            raise ValueError(
+                f"[{name}] kernel_size and stride must be positive"
+            )
         if any(p < 0 for p in self._padding):
-            raise ValueError(f"[{name}] padding {self._padding} must be non-negative")
+            raise ValueError(
+                f"[{name}] padding {self._padding} must be non-negative"
+            )
 
     def _extra_repr(self):
         return (
@@ -114,11 +128,17 @@ class _Pool(Module):
         if x.ndim < self._ndim + 1:
             raise ValueError(
                 f"[{type(self).__name__}] Expected an input with at least "
-                f"{self._ndim + 1} dimensions (*spatial, C), got shape {x.shape}"
+                f"{self._ndim + 1} dimensions (*spatial, C), got shape "
+                f"{x.shape}"
             )
         pad_value = _lowest(x.dtype) if self._op == "max" else 0
         return _pool(
-            x, self._kernel_size, self._stride, self._padding, self._op, pad_value
+            x,
+            self._kernel_size,
+            self._stride,
+            self._padding,
+            self._op,
+            pad_value,
         )
 
 

@@ -44,8 +44,15 @@ class SinusoidalPositionalEncoding(Module):
     encoding unit norm). ``full_turns`` multiplies the frequencies by
     :math:`2\pi`."""
 
-    def __init__(self, dims, min_freq=0.0001, max_freq=1, scale=None,
-                 cos_first=False, full_turns=False):
+    def __init__(
+        self,
+        dims,
+        min_freq=0.0001,
+        max_freq=1,
+        scale=None,
+        cos_first=False,
+        full_turns=False,
+    ):
         super().__init__()
         if dims <= 0 or dims % 2 != 0:
             raise ValueError(
@@ -88,11 +95,19 @@ class ALiBi(Module):
         return mx.expand_dims(out, axis=(1, 2))
 
     @classmethod
-    def create_alibi_matrix(cls, q_sequence_length, k_sequence_length, num_heads,
-                            offset, dtype=mx.float32):
+    def create_alibi_matrix(
+        cls,
+        q_sequence_length,
+        k_sequence_length,
+        num_heads,
+        offset,
+        dtype=mx.float32,
+    ):
         x1 = mx.arange(offset, q_sequence_length)
         x2 = mx.arange(0, k_sequence_length)
-        distance = -mx.abs(mx.expand_dims(x1[:, None] - x2[None, :], axis=(0, 1)))
+        distance = -mx.abs(
+            mx.expand_dims(x1[:, None] - x2[None, :], axis=(0, 1))
+        )
         slope = cls.create_alibi_slope(num_heads)
         return (distance * slope).astype(dtype)
 

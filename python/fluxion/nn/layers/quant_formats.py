@@ -28,8 +28,14 @@ import numpy as np
 
 import fluxion.core as mx
 
-__all__ = ["quantize", "dequantize", "quantized_matmul", "fake_quantize", "resolve",
-           "is_core_supported"]
+__all__ = [
+    "quantize",
+    "dequantize",
+    "quantized_matmul",
+    "fake_quantize",
+    "resolve",
+    "is_core_supported",
+]
 
 # mode -> (default group size, allowed group sizes, default bits, allowed bits)
 _MODES = {
@@ -62,16 +68,20 @@ def resolve(mode, group_size, bits):
         )
     if bits not in allowed:
         raise ValueError(
-            f"[quantize] Mode {mode!r} supports bits {list(allowed)}, got {bits}"
+            f"[quantize] Mode {mode!r} supports bits {list(allowed)}, got "
+            f"{bits}"
         )
     return group_size, bits
 
 
 def is_core_supported(mode, group_size, bits):
-    return mode == "affine" and bits in (2, 4, 8) and group_size in (32, 64, 128)
+    return (
+        mode == "affine" and bits in (2, 4, 8) and group_size in (32, 64, 128)
+    )
 
 
-# -- bit streams ----------------------------------------------------------------
+# -- bit streams --------------------------------------------------------------
+
 
 def _pack(codes, bits):
     """Pack uint32 codes (< 2**bits) along the last axis into a
@@ -79,7 +89,8 @@ def _pack(codes, bits):
     K = codes.shape[-1]
     if (K * bits) % 32 != 0:
         raise ValueError(
-            f"[quantize] {K} values of {bits} bits do not fill whole 32-bit words"
+            f"[quantize] {K} values of {bits} bits do not fill whole 32-bit "
+            "words"
         )
     if 32 % bits == 0:
         el = 32 // bits
@@ -90,15 +101,15 @@ def _pack(codes, bits):
     bit_pos = mx.arange(bits, dtype=mx.uint32)
     b = mx.bitwise_and(mx.right_shift(codes[..., None], bit_pos), 1)
     b = b.reshape(*codes.shape[:-1], K * bits // 32, 32)
-    return mx.sum(mx.left_shift(b, mx.arange(32, dtype=mx.uint32)), axis=-1).astype(
-        mx.uint32)
+    return mx.sum(
+        mx.left_shift(b, mx.arange(32, dtype=mx.uint32)), axis=-1
+    ).astype(mx.uint32)
 
 
 def _unpack(words, bits, K):
     """The K codes of ``bits`` bits stored in the bit stream ``words``."""
     mask = (1 << bits) - 1
     if 32 % bits == 0:
-        el = 32 // bits
         shifts = mx.arange(0, 32, bits, dtype=mx.uint32)
         c = mx.bitwise_and(mx.right_shift(words[..., None], shifts), mask)
         return c.reshape(*words.shape[:-1], K)
@@ -108,12 +119,14 @@ def _unpack(words, bits, K):
     shift = mx.array((offsets % 32).astype(np.uint64))
     w = words.astype(mx.uint64)
     w = mx.concatenate([w, mx.zeros((*w.shape[:-1], 1), mx.uint64)], axis=-1)
-    pair = mx.bitwise_or(mx.take(w, lo, axis=-1),
-                         mx.left_shift(mx.take(w, lo + 1, axis=-1), 32))
+    pair = mx.bitwise_or(
+        mx.take(w, lo, axis=-1), mx.left_shift(mx.take(w, lo + 1, axis=-1), 32)
+    )
     return mx.bitwise_and(mx.right_shift(pair, shift), mask).astype(mx.uint32)
 
 
-# -- element formats ------------------------------------------------------------
+# -- element formats ----------------------------------------------------------
+
 
 def _encode_e2m1(v):
     """Nearest E2M1 code (4 bits) of float32 values, saturating at 6."""
@@ -138,12 +151,12 @@ def _encode_e4m3(v):
     # Subnormals (e == -6 and a < 2^-6) share the step 2^-9 with the
     # lowest binade, so one rounding rule covers both.
     step = mx.power(2.0, e - 3)
-    q = mx.round(a / step)               # 8..16 (or 0..8 for subnormals)
+    q = mx.round(a / step)  # 8..16 (or 0..8 for subnormals)
     normal = a >= 2.0**-6
-    mant = mx.where(normal, q - 8, q)    # q == 16 carries into the exponent
+    mant = mx.where(normal, q - 8, q)  # q == 16 carries into the exponent
     exp_field = mx.where(normal, e + 7, 0)
     code = exp_field * 8 + mant
-    code = mx.minimum(code, 0x7E)        # 0x7F is NaN: saturate at 448
+    code = mx.minimum(code, 0x7E)  # 0x7F is NaN: saturate at 448
     sign = (v < 0).astype(mx.float32) * 128
     return (code + sign).astype(mx.uint32)
 
@@ -158,18 +171,21 @@ def _decode_e4m3(codes):
     return sign * mx.where(e == 0, sub, norm)
 
 
-# -- quantize / dequantize ----------------------------------------------------------
+# -- quantize / dequantize ----------------------------------------------------
+
 
 def _groups(w, group_size):
     if w.ndim < 2:
         raise ValueError(
-            f"[quantize] The matrix to be quantized must have at least 2 dimensions "
+            "[quantize] The matrix to be quantized must have at least 2 "
+            "dimensions "
             f"but it has shape {tuple(w.shape)}."
         )
     K = w.shape[-1]
     if K % group_size != 0:
         raise ValueError(
-            f"[quantize] The last dimension ({K}) must be divisible by the group "
+            f"[quantize] The last dimension ({K}) must be divisible by the "
+            "group "
             f"size {group_size}."
         )
     return w.reshape(*w.shape[:-1], K // group_size, group_size)
@@ -191,8 +207,11 @@ def _affine(w, group_size, bits):
     bias = mx.where(nonzero, edge, 0.0)
     q = mx.clip(mx.round((g - bias) / scale), 0, n_bins).astype(mx.uint32)
     q = q.reshape(w.shape)
-    return (_pack(q, bits), mx.squeeze(scale, -1).astype(w.dtype),
-            mx.squeeze(bias, -1).astype(w.dtype))
+    return (
+        _pack(q, bits),
+        mx.squeeze(scale, -1).astype(w.dtype),
+        mx.squeeze(bias, -1).astype(w.dtype),
+    )
 
 
 def _fp(w, group_size, mode):
@@ -231,14 +250,24 @@ def quantize(w, group_size=None, bits=None, mode="affine"):
     if is_core_supported(mode, group_size, bits):
         return mx.quantize(w, group_size, bits)
     if not mx.issubdtype(w.dtype, mx.floating):
-        raise ValueError(f"[quantize] Only real floating types can be quantized, got {w.dtype}")
+        raise ValueError(
+            "[quantize] Only real floating types can be quantized, got "
+            f"{w.dtype}"
+        )
     if mode == "affine":
         return _affine(w, group_size, bits)
     return _fp(w, group_size, mode)
 
 
-def dequantize(w, scales, biases=None, group_size=None, bits=None, mode="affine",
-               dtype=None):
+def dequantize(
+    w,
+    scales,
+    biases=None,
+    group_size=None,
+    bits=None,
+    mode="affine",
+    dtype=None,
+):
     """MLX's ``mx.dequantize``: the dense matrix of a quantized one, in the
     scales' dtype (affine) or ``dtype`` (default float32)."""
     group_size, bits = resolve(mode, group_size, bits)
@@ -250,8 +279,9 @@ def dequantize(w, scales, biases=None, group_size=None, bits=None, mode="affine"
     gshape = (*w.shape[:-1], K // group_size, group_size)
     if mode == "affine":
         q = codes.reshape(gshape).astype(mx.float32)
-        out = q * scales[..., None].astype(mx.float32) + biases[..., None].astype(
-            mx.float32)
+        out = q * scales[..., None].astype(mx.float32) + biases[
+            ..., None
+        ].astype(mx.float32)
         return out.reshape(*w.shape[:-1], K).astype(dtype or scales.dtype)
     if mode == "nvfp4":
         scale = _decode_e4m3(scales)
@@ -262,14 +292,29 @@ def dequantize(w, scales, biases=None, group_size=None, bits=None, mode="affine"
     return out.reshape(*w.shape[:-1], K).astype(dtype or mx.float32)
 
 
-def quantized_matmul(x, w, scales, biases=None, transpose=True, group_size=None,
-                     bits=None, mode="affine"):
+def quantized_matmul(
+    x,
+    w,
+    scales,
+    biases=None,
+    transpose=True,
+    group_size=None,
+    bits=None,
+    mode="affine",
+):
     """``x @ dequantize(w).T`` (or ``x @ dequantize(w)``): the core's fused
     kernel where it supports the format, a dense product otherwise."""
     group_size, bits = resolve(mode, group_size, bits)
     if is_core_supported(mode, group_size, bits):
-        return mx.quantized_matmul(x, w, scales, biases, transpose=transpose,
-                                   group_size=group_size, bits=bits)
+        return mx.quantized_matmul(
+            x,
+            w,
+            scales,
+            biases,
+            transpose=transpose,
+            group_size=group_size,
+            bits=bits,
+        )
     dtype = x.dtype if mx.issubdtype(x.dtype, mx.floating) else mx.float32
     dense = dequantize(w, scales, biases, group_size, bits, mode, dtype)
     return x @ (dense.T if transpose else dense)

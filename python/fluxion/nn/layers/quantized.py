@@ -40,8 +40,9 @@ class _Quantized(Module):
         self.mode = mode
 
     def _set_quantized(self, w):
-        self.weight, self.scales, biases = _quantize(w, self.group_size, self.bits,
-                                                     self.mode)
+        self.weight, self.scales, biases = _quantize(
+            w, self.group_size, self.bits, self.mode
+        )
         if biases is not None:
             self.biases = biases
         elif "biases" in self:
@@ -61,32 +62,54 @@ class _Quantized(Module):
 
     def _matmul(self, x):
         return qf.quantized_matmul(
-            x, self["weight"], self["scales"], self.get("biases"), transpose=True,
-            group_size=self.group_size, bits=self.bits, mode=self.mode)
+            x,
+            self["weight"],
+            self["scales"],
+            self.get("biases"),
+            transpose=True,
+            group_size=self.group_size,
+            bits=self.bits,
+            mode=self.mode,
+        )
 
     def _format_repr(self):
-        return f"group_size={self.group_size}, bits={self.bits}, mode={self.mode!r}"
+        return (
+            f"group_size={self.group_size}, bits={self.bits}, "
+            f"mode={self.mode!r}"
+        )
 
 
 class QuantizedLinear(_Quantized):
     """A Linear layer whose weight is quantized (frozen: it has no
     gradient); the bias stays trainable."""
 
-    def __init__(self, input_dims, output_dims, bias=True, group_size=None, bits=None,
-                 mode="affine"):
+    def __init__(
+        self,
+        input_dims,
+        output_dims,
+        bias=True,
+        group_size=None,
+        bits=None,
+        mode="affine",
+    ):
         super().__init__()
         self._init_format(group_size, bits, mode)
         scale = math.sqrt(1 / input_dims)
-        self._set_quantized(mx.random.uniform(low=-scale, high=scale,
-                                              shape=(output_dims, input_dims)))
+        self._set_quantized(
+            mx.random.uniform(
+                low=-scale, high=scale, shape=(output_dims, input_dims)
+            )
+        )
         if bias:
             self.bias = mx.zeros((output_dims,))
         self._freeze_quantized()
 
     def _extra_repr(self):
         out_dims, words = self.weight.shape
-        return (f"input_dims={words * 32 // self.bits}, output_dims={out_dims}, "
-                f"bias={'bias' in self}, {self._format_repr()}")
+        return (
+            f"input_dims={words * 32 // self.bits}, output_dims={out_dims}, "
+            f"bias={'bias' in self}, {self._format_repr()}"
+        )
 
     def __call__(self, x):
         x = self._matmul(x)
@@ -95,7 +118,9 @@ class QuantizedLinear(_Quantized):
         return x
 
     @classmethod
-    def from_linear(cls, linear_layer, group_size=None, bits=None, mode="affine"):
+    def from_linear(
+        cls, linear_layer, group_size=None, bits=None, mode="affine"
+    ):
         """Quantize a :class:`Linear` layer."""
         out_dims, in_dims = linear_layer.weight.shape
         ql = cls.__new__(cls)
@@ -114,8 +139,15 @@ class QQLinear(QuantizedLinear):
     the same format along its features before the product, with a
     straight-through gradient."""
 
-    def __init__(self, input_dims, output_dims, bias=False, group_size=None, bits=None,
-                 mode="nvfp4"):
+    def __init__(
+        self,
+        input_dims,
+        output_dims,
+        bias=False,
+        group_size=None,
+        bits=None,
+        mode="nvfp4",
+    ):
         super().__init__(input_dims, output_dims, bias, group_size, bits, mode)
 
     def __call__(self, x):
@@ -123,7 +155,9 @@ class QQLinear(QuantizedLinear):
         return super().__call__(x)
 
     @classmethod
-    def from_linear(cls, linear_layer, group_size=None, bits=None, mode="nvfp4"):
+    def from_linear(
+        cls, linear_layer, group_size=None, bits=None, mode="nvfp4"
+    ):
         return super().from_linear(linear_layer, group_size, bits, mode)
 
 
@@ -131,11 +165,15 @@ class QuantizedEmbedding(_Quantized):
     """An Embedding whose table is quantized (rows are dequantized on
     lookup)."""
 
-    def __init__(self, num_embeddings, dims, group_size=None, bits=None, mode="affine"):
+    def __init__(
+        self, num_embeddings, dims, group_size=None, bits=None, mode="affine"
+    ):
         super().__init__()
         self._init_format(group_size, bits, mode)
         scale = math.sqrt(1 / dims)
-        self._set_quantized(mx.random.normal(shape=(num_embeddings, dims), scale=scale))
+        self._set_quantized(
+            mx.random.normal(shape=(num_embeddings, dims), scale=scale)
+        )
         self.num_embeddings = num_embeddings
         self.dims = dims
         self._freeze_quantized()
@@ -147,8 +185,14 @@ class QuantizedEmbedding(_Quantized):
         shape = x.shape
         x = x.flatten()
         biases = self["biases"][x] if "biases" in self else None
-        out = qf.dequantize(self["weight"][x], self["scales"][x], biases,
-                            self.group_size, self.bits, self.mode)
+        out = qf.dequantize(
+            self["weight"][x],
+            self["scales"][x],
+            biases,
+            self.group_size,
+            self.bits,
+            self.mode,
+        )
         return out.reshape(*shape, -1)
 
     def as_linear(self, x):
@@ -156,7 +200,9 @@ class QuantizedEmbedding(_Quantized):
         return self._matmul(x)
 
     @classmethod
-    def from_embedding(cls, embedding_layer, group_size=None, bits=None, mode="affine"):
+    def from_embedding(
+        cls, embedding_layer, group_size=None, bits=None, mode="affine"
+    ):
         """Quantize an :class:`Embedding` layer."""
         qe = cls.__new__(cls)
         _Quantized.__init__(qe)
@@ -167,8 +213,14 @@ class QuantizedEmbedding(_Quantized):
         return qe
 
 
-def quantize(model, group_size=None, bits=None, mode="affine", class_predicate=None,
-             quantize_input=False):
+def quantize(
+    model,
+    group_size=None,
+    bits=None,
+    mode="affine",
+    class_predicate=None,
+    quantize_input=False,
+):
     """Replace, in place, the leaf modules of ``model`` accepted by
     ``class_predicate(path, module)`` (default: those with a
     ``to_quantized`` method) by their quantized versions. The predicate may
@@ -183,7 +235,9 @@ def quantize(model, group_size=None, bits=None, mode="affine", class_predicate=N
         if not choice:
             return m
         if not hasattr(m, "to_quantized"):
-            raise ValueError(f"[quantize] Unable to quantize model of type {type(m)}")
+            raise ValueError(
+                f"[quantize] Unable to quantize model of type {type(m)}"
+            )
         if isinstance(choice, bool):
             kwargs = {"group_size": group_size, "bits": bits, "mode": mode}
             if quantize_input:

@@ -27,7 +27,8 @@ class RNN(Module):
         self.nonlinearity = nonlinearity or mx.tanh
         if not callable(self.nonlinearity):
             raise ValueError(
-                f"[RNN] Nonlinearity must be callable. Current value: {nonlinearity}."
+                "[RNN] Nonlinearity must be callable. Current value: "
+                f"{nonlinearity}."
             )
         scale = 1.0 / math.sqrt(hidden_size)
         self.hidden_size = hidden_size
@@ -141,7 +142,12 @@ class LSTM(Module):
             if hidden is not None:
                 ifgo = mx.addmm(ifgo, hidden, self.Wh.T)
             i, f, g, o = mx.split(ifgo, 4, axis=-1)
-            i, f, g, o = mx.sigmoid(i), mx.sigmoid(f), mx.tanh(g), mx.sigmoid(o)
+            i, f, g, o = (
+                mx.sigmoid(i),
+                mx.sigmoid(f),
+                mx.tanh(g),
+                mx.sigmoid(o),
+            )
             cell = f * cell + i * g if cell is not None else i * g
             hidden = o * mx.tanh(cell)
             hiddens.append(hidden)

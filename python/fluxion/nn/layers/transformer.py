@@ -29,9 +29,17 @@ class MultiHeadAttention(Module):
     against ``(B, heads, Lq, Lk)``.
     """
 
-    def __init__(self, dims, num_heads, query_input_dims=None, key_input_dims=None,
-                 value_input_dims=None, value_dims=None, value_output_dims=None,
-                 bias=False):
+    def __init__(
+        self,
+        dims,
+        num_heads,
+        query_input_dims=None,
+        key_input_dims=None,
+        value_input_dims=None,
+        value_dims=None,
+        value_output_dims=None,
+        bias=False,
+    ):
         super().__init__()
         if dims % num_heads != 0:
             raise ValueError(
@@ -79,8 +87,15 @@ class TransformerEncoderLayer(Module):
     """Self-attention then an MLP, each with a residual connection and a
     LayerNorm before (``norm_first``, the default) or after it."""
 
-    def __init__(self, dims, num_heads, mlp_dims=None, dropout=0.0,
-                 activation=relu, norm_first=True):
+    def __init__(
+        self,
+        dims,
+        num_heads,
+        mlp_dims=None,
+        dropout=0.0,
+        activation=relu,
+        norm_first=True,
+    ):
         super().__init__()
         mlp_dims = mlp_dims or dims * 4
         self.attention = MultiHeadAttention(dims, num_heads)
@@ -110,8 +125,17 @@ class TransformerEncoder(Module):
     ``checkpoint`` each layer's activations are recomputed in the backward
     pass instead of stored."""
 
-    def __init__(self, num_layers, dims, num_heads, mlp_dims=None, dropout=0.0,
-                 activation=relu, norm_first=True, checkpoint=False):
+    def __init__(
+        self,
+        num_layers,
+        dims,
+        num_heads,
+        mlp_dims=None,
+        dropout=0.0,
+        activation=relu,
+        norm_first=True,
+        checkpoint=False,
+    ):
         super().__init__()
         self.layers = [
             TransformerEncoderLayer(
@@ -135,8 +159,15 @@ class TransformerDecoderLayer(Module):
     """Self-attention, cross-attention over ``memory``, then an MLP; each
     with a residual connection and a LayerNorm (before or after)."""
 
-    def __init__(self, dims, num_heads, mlp_dims=None, dropout=0.0,
-                 activation=relu, norm_first=True):
+    def __init__(
+        self,
+        dims,
+        num_heads,
+        mlp_dims=None,
+        dropout=0.0,
+        activation=relu,
+        norm_first=True,
+    ):
         super().__init__()
         mlp_dims = mlp_dims or dims * 4
         self.self_attention = MultiHeadAttention(dims, num_heads)
@@ -160,11 +191,16 @@ class TransformerDecoderLayer(Module):
             y = self.ln1(x)
             x = x + self.dropout1(self.self_attention(y, y, y, x_mask))
             y = self.ln2(x)
-            x = x + self.dropout2(self.cross_attention(y, memory, memory, memory_mask))
+            x = x + self.dropout2(
+                self.cross_attention(y, memory, memory, memory_mask)
+            )
             return x + self._mlp(self.ln3(x))
         x = self.ln1(x + self.dropout1(self.self_attention(x, x, x, x_mask)))
         x = self.ln2(
-            x + self.dropout2(self.cross_attention(x, memory, memory, memory_mask))
+            x
+            + self.dropout2(
+                self.cross_attention(x, memory, memory, memory_mask)
+            )
         )
         return self.ln3(x + self._mlp(x))
 
@@ -172,8 +208,17 @@ class TransformerDecoderLayer(Module):
 class TransformerDecoder(Module):
     """A stack of decoder layers and a final LayerNorm."""
 
-    def __init__(self, num_layers, dims, num_heads, mlp_dims=None, dropout=0.0,
-                 activation=relu, norm_first=True, checkpoint=False):
+    def __init__(
+        self,
+        num_layers,
+        dims,
+        num_heads,
+        mlp_dims=None,
+        dropout=0.0,
+        activation=relu,
+        norm_first=True,
+        checkpoint=False,
+    ):
         super().__init__()
         self.layers = [
             TransformerDecoderLayer(
@@ -198,10 +243,20 @@ class Transformer(Module):
     replace the default stacks (any Module, even one without
     parameters)."""
 
-    def __init__(self, dims=512, num_heads=8, num_encoder_layers=6,
-                 num_decoder_layers=6, mlp_dims=None, dropout=0.0,
-                 activation=relu, custom_encoder=None, custom_decoder=None,
-                 norm_first=True, checkpoint=False):
+    def __init__(
+        self,
+        dims=512,
+        num_heads=8,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        mlp_dims=None,
+        dropout=0.0,
+        activation=relu,
+        custom_encoder=None,
+        custom_decoder=None,
+        norm_first=True,
+        checkpoint=False,
+    ):
         super().__init__()
         # "is None", not truthiness: a Module without parameters is an
         # empty dict.
@@ -209,15 +264,27 @@ class Transformer(Module):
             self.encoder = custom_encoder
         else:
             self.encoder = TransformerEncoder(
-                num_encoder_layers, dims, num_heads, mlp_dims, dropout,
-                activation, norm_first, checkpoint,
+                num_encoder_layers,
+                dims,
+                num_heads,
+                mlp_dims,
+                dropout,
+                activation,
+                norm_first,
+                checkpoint,
             )
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
             self.decoder = TransformerDecoder(
-                num_decoder_layers, dims, num_heads, mlp_dims, dropout,
-                activation, norm_first, checkpoint,
+                num_decoder_layers,
+                dims,
+                num_heads,
+                mlp_dims,
+                dropout,
+                activation,
+                norm_first,
+                checkpoint,
             )
 
     def __call__(self, src, tgt, src_mask, tgt_mask, memory_mask):

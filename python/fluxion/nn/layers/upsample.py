@@ -24,13 +24,18 @@ __all__ = ["Upsample", "upsample_nearest", "upsample_linear", "upsample_cubic"]
 def _source_scale(in_size, out_size, scale_factor, align_corners):
     """PyTorch's area_pixel_compute_scale, as float32."""
     if align_corners:
-        return np.float32((in_size - 1) / (out_size - 1)) if out_size > 1 else np.float32(0)
+        return (
+            np.float32((in_size - 1) / (out_size - 1))
+            if out_size > 1
+            else np.float32(0)
+        )
     return np.float32(1.0 / scale_factor)
 
 
 def _cubic_weights(t, a):
     """Keys' cubic convolution weights of the taps at -1, 0, 1, 2 for a
     fractional position ``t`` in [0, 1)."""
+
     def near(x):  # |x| <= 1
         return ((a + 2) * x - (a + 3)) * x * x + 1
 
@@ -56,13 +61,18 @@ def _weights(in_size, out_size, scale_factor, mode, align_corners, antialias):
         # PyTorch's separable antialiased filter: the kernel support grows
         # with the downscaling factor and taps are renormalised.
         interp_size = 2 if mode == "linear" else 4
-        support = interp_size * 0.5 * scale if scale >= 1.0 else interp_size * 0.5
+        support = (
+            interp_size * 0.5 * scale if scale >= 1.0 else interp_size * 0.5
+        )
         invscale = 1.0 / scale if scale >= 1.0 else 1.0
         if mode == "linear":
+
             def filt(x):
                 x = abs(x)
                 return 1.0 - x if x < 1.0 else 0.0
+
         else:
+
             def filt(x, a=-0.5):
                 x = abs(x)
                 if x < 1.0:
@@ -70,11 +80,14 @@ def _weights(in_size, out_size, scale_factor, mode, align_corners, antialias):
                 if x < 2.0:
                     return (((x - 5) * x + 8) * x - 4) * a
                 return 0.0
+
         for i in range(out_size):
             center = float(scale) * (i + 0.5)
             xmin = max(int(center - support + 0.5), 0)
             xmax = min(int(center + support + 0.5), in_size)
-            taps = [filt((j - center + 0.5) * invscale) for j in range(xmin, xmax)]
+            taps = [
+                filt((j - center + 0.5) * invscale) for j in range(xmin, xmax)
+            ]
             total = sum(taps)
             if total != 0.0:
                 taps = [t / total for t in taps]
@@ -105,7 +118,9 @@ def _weights(in_size, out_size, scale_factor, mode, align_corners, antialias):
 @functools.lru_cache(maxsize=256)
 def _nearest_indices(in_size, out_size, scale_factor):
     scale = _source_scale(in_size, out_size, scale_factor, False)
-    src = np.floor(np.arange(out_size, dtype=np.float32) * scale).astype(np.int64)
+    src = np.floor(np.arange(out_size, dtype=np.float32) * scale).astype(
+        np.int64
+    )
     return np.minimum(src, in_size - 1).astype(np.int32)
 
 
@@ -121,7 +136,8 @@ def _scales(x, scale_factor, name):
     scale_factor = tuple(float(s) for s in scale_factor)
     if len(scale_factor) != spatial:
         raise ValueError(
-            f"[{name}] Got {len(scale_factor)} scale factors for an input with "
+            f"[{name}] Got {len(scale_factor)} scale factors for an input "
+            "with "
             f"{spatial} spatial axes (shape {x.shape})"
         )
     return scale_factor
@@ -131,7 +147,8 @@ def _out_size(in_size, s, name):
     out = int(in_size * s)
     if out < 1:
         raise ValueError(
-            f"[{name}] Scale factor {s} maps an axis of size {in_size} to {out}"
+            f"[{name}] Scale factor {s} maps an axis of size {in_size} to "
+            f"{out}"
         )
     return out
 
@@ -139,7 +156,9 @@ def _out_size(in_size, s, name):
 def upsample_nearest(x, scale_factor):
     """Nearest-neighbour resampling of every spatial axis by
     ``scale_factor`` (one factor or one per axis)."""
-    for axis, s in enumerate(_scales(x, scale_factor, "upsample_nearest"), start=1):
+    for axis, s in enumerate(
+        _scales(x, scale_factor, "upsample_nearest"), start=1
+    ):
         in_size = x.shape[axis]
         out_size = _out_size(in_size, s, "upsample_nearest")
         if out_size == in_size and s == 1.0:
@@ -156,7 +175,9 @@ def _interpolate(x, scale_factor, mode, align_corners, antialias, name):
     for axis, s in enumerate(scales, start=1):
         in_size = x.shape[axis]
         out_size = _out_size(in_size, s, name)
-        w = _weights(in_size, out_size, s, mode, bool(align_corners), bool(antialias))
+        w = _weights(
+            in_size, out_size, s, mode, bool(align_corners), bool(antialias)
+        )
         w = mx.array(w).astype(x.dtype)
         # Bring the axis last, contract it with the weights, put it back.
         y = mx.swapaxes(x, axis, -1) @ w
@@ -166,14 +187,16 @@ def _interpolate(x, scale_factor, mode, align_corners, antialias, name):
 
 def upsample_linear(x, scale_factor, align_corners=False, antialias=False):
     """(Multi-)linear resampling of every spatial axis."""
-    return _interpolate(x, scale_factor, "linear", align_corners, antialias,
-                        "upsample_linear")
+    return _interpolate(
+        x, scale_factor, "linear", align_corners, antialias, "upsample_linear"
+    )
 
 
 def upsample_cubic(x, scale_factor, align_corners=False, antialias=False):
     """(Multi-)cubic resampling of every spatial axis (Keys' kernel)."""
-    return _interpolate(x, scale_factor, "cubic", align_corners, antialias,
-                        "upsample_cubic")
+    return _interpolate(
+        x, scale_factor, "cubic", align_corners, antialias, "upsample_cubic"
+    )
 
 
 class Upsample(Module):
@@ -183,12 +206,18 @@ class Upsample(Module):
     other (linear and cubic only); ``antialias`` low-pass filters when
     downsampling (linear and cubic only)."""
 
-    def __init__(self, scale_factor, mode="nearest", align_corners=False,
-                 antialias=False):
+    def __init__(
+        self,
+        scale_factor,
+        mode="nearest",
+        align_corners=False,
+        antialias=False,
+    ):
         super().__init__()
         if mode not in ("nearest", "linear", "cubic"):
             raise ValueError(
-                f"[Upsample] mode must be 'nearest', 'linear' or 'cubic', got {mode!r}"
+                "[Upsample] mode must be 'nearest', 'linear' or 'cubic', got "
+                f"{mode!r}"
             )
         if isinstance(scale_factor, (list, tuple)):
             self.scale_factor = tuple(float(s) for s in scale_factor)
@@ -196,10 +225,15 @@ class Upsample(Module):
             self.scale_factor = float(scale_factor)
         if any(
             not math.isfinite(s) or s <= 0
-            for s in (self.scale_factor if isinstance(self.scale_factor, tuple)
-                      else (self.scale_factor,))
+            for s in (
+                self.scale_factor
+                if isinstance(self.scale_factor, tuple)
+                else (self.scale_factor,)
+            )
         ):
-            raise ValueError(f"[Upsample] scale_factor must be positive, got {scale_factor}")
+            raise ValueError(
+                f"[Upsample] scale_factor must be positive, got {scale_factor}"
+            )
         self.mode = mode
         self.align_corners = align_corners
         self.antialias = antialias
