@@ -1,14 +1,55 @@
 // Built with -mavx2 -mfma (see CMakeLists.txt); only called after a run-time
-// check that the CPU has both. SLEEF's u10 functions are within 1 ulp.
+// check that the CPU has both. The vector math comes from SLEEF (u10: within
+// 1 ulp) or, where SLEEF is absent, glibc's libmvec (AVX2 variants, within
+// 4 ulp; special values go through libm), chosen at configure time
+// (FLUXION_VECTOR_MATH). With neither, every kernel here reports nullptr and
+// the scalar functors run.
 #include <immintrin.h>
-#include <sleef.h>
 
 #include <cmath>
 
 #include "fluxion/backend/cpu/simd.h"
 
+#if defined(FLUXION_VMATH_SLEEF)
+#include <sleef.h>
+#define FX_V8(f) Sleef_##f##f8_u10avx2
+#define FX_V4(f) Sleef_##f##d4_u10avx2
+#define FX_HAVE_VMATH 1
+#elif defined(FLUXION_VMATH_LIBMVEC)
+// libmvec's x86-64 vector ABI names: _ZGV d(AVX2) N<lanes> v(vector arg).
+#define FX_LIBMVEC(name)                          \
+  extern "C" __m256 _ZGVdN8v_##name##f(__m256);     \
+  extern "C" __m256d _ZGVdN4v_##name(__m256d);
+FX_LIBMVEC(exp)
+FX_LIBMVEC(expm1)
+FX_LIBMVEC(log)
+FX_LIBMVEC(log1p)
+FX_LIBMVEC(log2)
+FX_LIBMVEC(log10)
+FX_LIBMVEC(sin)
+FX_LIBMVEC(cos)
+FX_LIBMVEC(tan)
+FX_LIBMVEC(asin)
+FX_LIBMVEC(acos)
+FX_LIBMVEC(atan)
+FX_LIBMVEC(sinh)
+FX_LIBMVEC(cosh)
+FX_LIBMVEC(tanh)
+FX_LIBMVEC(asinh)
+FX_LIBMVEC(acosh)
+FX_LIBMVEC(atanh)
+FX_LIBMVEC(erf)
+#undef FX_LIBMVEC
+#define FX_V8(name) _ZGVdN8v_##name##f
+#define FX_V4(name) _ZGVdN4v_##name
+#define FX_HAVE_VMATH 1
+#else
+#define FX_HAVE_VMATH 0
+#endif
+
 namespace fluxion::cpu::simd {
 
+#if FX_HAVE_VMATH
 namespace {
 
 bool has_avx2() {
@@ -65,12 +106,12 @@ __m256d rsqrt4(__m256d x) {
 // 1 / (1 + exp(-x)): exp overflows to inf for very negative x, giving 0.
 __m256 sigmoid8(__m256 x) {
   __m256 one = _mm256_set1_ps(1.0f);
-  __m256 e = Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  __m256 e = FX_V8(exp)(_mm256_sub_ps(_mm256_setzero_ps(), x));
   return _mm256_div_ps(one, _mm256_add_ps(one, e));
 }
 __m256d sigmoid4(__m256d x) {
   __m256d one = _mm256_set1_pd(1.0);
-  __m256d e = Sleef_expd4_u10avx2(_mm256_sub_pd(_mm256_setzero_pd(), x));
+  __m256d e = FX_V4(exp)(_mm256_sub_pd(_mm256_setzero_pd(), x));
   return _mm256_div_pd(one, _mm256_add_pd(one, e));
 }
 
@@ -93,7 +134,7 @@ __m256 erfinv8(__m256 y) {
   __m256 one = _mm256_set1_ps(1.0f);
   __m256 w = _mm256_sub_ps(
       _mm256_setzero_ps(),
-      Sleef_logf8_u10avx2(
+      FX_V8(log)(
           _mm256_mul_ps(_mm256_sub_ps(one, y), _mm256_add_ps(one, y))));
   __m256 small = _mm256_cmp_ps(w, _mm256_set1_ps(5.0f), _CMP_LT_OQ);
   __m256 p_lo = poly(_mm256_sub_ps(w, _mm256_set1_ps(2.5f)), lo, 9);
@@ -101,10 +142,10 @@ __m256 erfinv8(__m256 y) {
       _mm256_sub_ps(_mm256_sqrt_ps(w), _mm256_set1_ps(3.0f)), hi, 9);
   __m256 x = _mm256_mul_ps(_mm256_blendv_ps(p_hi, p_lo, small), y);
   // Newton: f = erf(x) - y, f' = 2/sqrt(pi) exp(-x^2).
-  __m256 err = _mm256_sub_ps(Sleef_erff8_u10avx2(x), y);
+  __m256 err = _mm256_sub_ps(FX_V8(erf)(x), y);
   __m256 d = _mm256_mul_ps(
       _mm256_set1_ps(1.1283791670955126f),
-      Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_setzero_ps(),
+      FX_V8(exp)(_mm256_sub_ps(_mm256_setzero_ps(),
                                         _mm256_mul_ps(x, x))));
   x = _mm256_sub_ps(x, _mm256_div_ps(err, d));
   // |y| >= 1: +-inf at +-1, nan beyond.
@@ -140,28 +181,28 @@ __m256 erfinv8(__m256 y) {
     return has_avx2() ? &run_f64<OP##4> : nullptr;                  \
   }
 
-FLUXION_SIMD_DEF(Exp, Sleef_expf8_u10avx2, Sleef_expd4_u10avx2)
-FLUXION_SIMD_DEF(Expm1, Sleef_expm1f8_u10avx2, Sleef_expm1d4_u10avx2)
-FLUXION_SIMD_DEF(Log, Sleef_logf8_u10avx2, Sleef_logd4_u10avx2)
-FLUXION_SIMD_DEF(Log1p, Sleef_log1pf8_u10avx2, Sleef_log1pd4_u10avx2)
-FLUXION_SIMD_DEF(Log2, Sleef_log2f8_u10avx2, Sleef_log2d4_u10avx2)
-FLUXION_SIMD_DEF(Log10, Sleef_log10f8_u10avx2, Sleef_log10d4_u10avx2)
+FLUXION_SIMD_DEF(Exp, FX_V8(exp), FX_V4(exp))
+FLUXION_SIMD_DEF(Expm1, FX_V8(expm1), FX_V4(expm1))
+FLUXION_SIMD_DEF(Log, FX_V8(log), FX_V4(log))
+FLUXION_SIMD_DEF(Log1p, FX_V8(log1p), FX_V4(log1p))
+FLUXION_SIMD_DEF(Log2, FX_V8(log2), FX_V4(log2))
+FLUXION_SIMD_DEF(Log10, FX_V8(log10), FX_V4(log10))
 FLUXION_SIMD_DEF(Sqrt, sqrt8, sqrt4)
 FLUXION_SIMD_DEF(Rsqrt, rsqrt8, rsqrt4)
-FLUXION_SIMD_DEF(Sin, Sleef_sinf8_u10avx2, Sleef_sind4_u10avx2)
-FLUXION_SIMD_DEF(Cos, Sleef_cosf8_u10avx2, Sleef_cosd4_u10avx2)
-FLUXION_SIMD_DEF(Tan, Sleef_tanf8_u10avx2, Sleef_tand4_u10avx2)
-FLUXION_SIMD_DEF(ArcSin, Sleef_asinf8_u10avx2, Sleef_asind4_u10avx2)
-FLUXION_SIMD_DEF(ArcCos, Sleef_acosf8_u10avx2, Sleef_acosd4_u10avx2)
-FLUXION_SIMD_DEF(ArcTan, Sleef_atanf8_u10avx2, Sleef_atand4_u10avx2)
-FLUXION_SIMD_DEF(Sinh, Sleef_sinhf8_u10avx2, Sleef_sinhd4_u10avx2)
-FLUXION_SIMD_DEF(Cosh, Sleef_coshf8_u10avx2, Sleef_coshd4_u10avx2)
-FLUXION_SIMD_DEF(Tanh, Sleef_tanhf8_u10avx2, Sleef_tanhd4_u10avx2)
-FLUXION_SIMD_DEF(ArcSinh, Sleef_asinhf8_u10avx2, Sleef_asinhd4_u10avx2)
-FLUXION_SIMD_DEF(ArcCosh, Sleef_acoshf8_u10avx2, Sleef_acoshd4_u10avx2)
-FLUXION_SIMD_DEF(ArcTanh, Sleef_atanhf8_u10avx2, Sleef_atanhd4_u10avx2)
+FLUXION_SIMD_DEF(Sin, FX_V8(sin), FX_V4(sin))
+FLUXION_SIMD_DEF(Cos, FX_V8(cos), FX_V4(cos))
+FLUXION_SIMD_DEF(Tan, FX_V8(tan), FX_V4(tan))
+FLUXION_SIMD_DEF(ArcSin, FX_V8(asin), FX_V4(asin))
+FLUXION_SIMD_DEF(ArcCos, FX_V8(acos), FX_V4(acos))
+FLUXION_SIMD_DEF(ArcTan, FX_V8(atan), FX_V4(atan))
+FLUXION_SIMD_DEF(Sinh, FX_V8(sinh), FX_V4(sinh))
+FLUXION_SIMD_DEF(Cosh, FX_V8(cosh), FX_V4(cosh))
+FLUXION_SIMD_DEF(Tanh, FX_V8(tanh), FX_V4(tanh))
+FLUXION_SIMD_DEF(ArcSinh, FX_V8(asinh), FX_V4(asinh))
+FLUXION_SIMD_DEF(ArcCosh, FX_V8(acosh), FX_V4(acosh))
+FLUXION_SIMD_DEF(ArcTanh, FX_V8(atanh), FX_V4(atanh))
 FLUXION_SIMD_DEF(Sigmoid, sigmoid8, sigmoid4)
-FLUXION_SIMD_DEF(Erf, Sleef_erff8_u10avx2, Sleef_erfd4_u10avx2)
+FLUXION_SIMD_DEF(Erf, FX_V8(erf), FX_V4(erf))
 #undef FLUXION_SIMD_DEF
 
 // float32 only: the double path keeps the scalar refinement in double.
@@ -178,5 +219,42 @@ template <>
 F64Kernel f64<detail::ErfInv>() {
   return nullptr;
 }
+
+#else  // no vector math library: the scalar functors run.
+
+#define FLUXION_SIMD_NONE(OP)          \
+  template <>                          \
+  F32Kernel f32<detail::OP>() {        \
+    return nullptr;                    \
+  }                                    \
+  template <>                          \
+  F64Kernel f64<detail::OP>() {        \
+    return nullptr;                    \
+  }
+FLUXION_SIMD_NONE(Exp)
+FLUXION_SIMD_NONE(Expm1)
+FLUXION_SIMD_NONE(Log)
+FLUXION_SIMD_NONE(Log1p)
+FLUXION_SIMD_NONE(Log2)
+FLUXION_SIMD_NONE(Log10)
+FLUXION_SIMD_NONE(Sqrt)
+FLUXION_SIMD_NONE(Rsqrt)
+FLUXION_SIMD_NONE(Sin)
+FLUXION_SIMD_NONE(Cos)
+FLUXION_SIMD_NONE(Tan)
+FLUXION_SIMD_NONE(ArcSin)
+FLUXION_SIMD_NONE(ArcCos)
+FLUXION_SIMD_NONE(ArcTan)
+FLUXION_SIMD_NONE(Sinh)
+FLUXION_SIMD_NONE(Cosh)
+FLUXION_SIMD_NONE(Tanh)
+FLUXION_SIMD_NONE(ArcSinh)
+FLUXION_SIMD_NONE(ArcCosh)
+FLUXION_SIMD_NONE(ArcTanh)
+FLUXION_SIMD_NONE(Sigmoid)
+FLUXION_SIMD_NONE(Erf)
+FLUXION_SIMD_NONE(ErfInv)
+#undef FLUXION_SIMD_NONE
+#endif  // FX_HAVE_VMATH
 
 }  // namespace fluxion::cpu::simd
