@@ -4,7 +4,8 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ ccache pkg-config libopenblas-dev \
 	liblapacke-dev libsleef-dev libgtest-dev googletest \
 	pybind11-dev python3-dev python3-numpy python3-pytest python3-sklearn \
-	zlib1g-dev nlohmann-json3-dev
+	zlib1g-dev nlohmann-json3-dev \
+	python3-matplotlib python3-tqdm python3-torch dataset-fashion-mnist fortunes
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The interpreter CMake chose for the extension (cmake/FluxionPython.cmake:
 # -DPython_EXECUTABLE, else the first python3 with NumPy); read when a
@@ -20,7 +21,7 @@ ifeq ($(origin OPENBLAS_CORETYPE),undefined)
   endif
 endif
 
-.PHONY: deps build test demo bench clean format
+.PHONY: deps build test demo fashion-mnist char-lm bench clean format
 
 # Install only the Debian packages that are missing. Where they cannot be
 # installed (no apt, no network: a machine set up another way, like the GPU
@@ -49,11 +50,19 @@ test: build
 demo: build
 	PYTHONPATH=$(BUILD)/python $(PY) examples/digits_mlp.py
 
+# The fluxion.nn examples (README.md, "Neural networks").
+fashion-mnist: build
+	PYTHONPATH=$(BUILD)/python $(PY) examples/fashion_mnist_cnn.py
+
+char-lm: build
+	PYTHONPATH=$(BUILD)/python $(PY) examples/char_lm_transformer.py
+
 bench: build
 	$(BUILD)/fluxion_bench
 	PYTHONPATH=$(BUILD)/python $(PY) benchmarks/python/bench.py
 	PYTHONPATH=$(BUILD)/python $(PY) benchmarks/python/bench_compile.py
 	PYTHONPATH=$(BUILD)/python $(PY) benchmarks/python/bench_vmath.py
+	PYTHONPATH=$(BUILD)/python $(PY) benchmarks/python/bench_nn.py
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')

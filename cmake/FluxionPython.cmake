@@ -69,3 +69,12 @@ foreach(f ${PY_FILES})
   get_filename_component(name ${f} NAME)
   file(CREATE_LINK ${f} ${PY_PKG_DIR}/${name} SYMBOLIC)
 endforeach()
+# Subpackages (nn, optimizers) are linked as whole directories, so files
+# added inside them need no re-configure.
+file(GLOB PY_SUBDIRS LIST_DIRECTORIES true ${CMAKE_SOURCE_DIR}/python/fluxion/*)
+foreach(d ${PY_SUBDIRS})
+  if(IS_DIRECTORY ${d} AND EXISTS ${d}/__init__.py)
+    get_filename_component(name ${d} NAME)
+    file(CREATE_LINK ${d} ${PY_PKG_DIR}/${name} SYMBOLIC)
+  endif()
+endforeach()
