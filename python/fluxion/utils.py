@@ -17,6 +17,15 @@ __all__ = [
 ]
 
 
+def _rebuild(tree, children):
+    """A list or tuple of ``tree``'s type holding ``children`` (NamedTuples
+    take them as positional arguments)."""
+    tree_type = type(tree)
+    if isinstance(tree, tuple) and hasattr(tree_type, "_fields"):
+        return tree_type(*children)
+    return tree_type(children)
+
+
 def tree_map(fn, tree, *rest, is_leaf=None):
     """Apply ``fn`` to the leaves of ``tree``, returning a tree of the same
     structure. ``rest`` are trees with (at least) the structure of ``tree``
@@ -24,10 +33,12 @@ def tree_map(fn, tree, *rest, is_leaf=None):
     if is_leaf is not None and is_leaf(tree):
         return fn(tree, *rest)
     if isinstance(tree, (list, tuple)):
-        tree_type = type(tree)
-        return tree_type(
-            tree_map(fn, child, *(r[i] for r in rest), is_leaf=is_leaf)
-            for i, child in enumerate(tree)
+        return _rebuild(
+            tree,
+            [
+                tree_map(fn, child, *(r[i] for r in rest), is_leaf=is_leaf)
+                for i, child in enumerate(tree)
+            ],
         )
     if isinstance(tree, dict):
         return {
@@ -44,16 +55,18 @@ def tree_map_with_path(fn, tree, *rest, is_leaf=None, path=None):
         return fn(path, tree, *rest)
     if isinstance(tree, (list, tuple)):
         prefix = f"{path}." if path else ""
-        tree_type = type(tree)
-        return tree_type(
-            tree_map_with_path(
-                fn,
-                child,
-                *(r[i] for r in rest),
-                is_leaf=is_leaf,
-                path=f"{prefix}{i}",
-            )
-            for i, child in enumerate(tree)
+        return _rebuild(
+            tree,
+            [
+                tree_map_with_path(
+                    fn,
+                    child,
+                    *(r[i] for r in rest),
+                    is_leaf=is_leaf,
+                    path=f"{prefix}{i}",
+                )
+                for i, child in enumerate(tree)
+            ],
         )
     if isinstance(tree, dict):
         prefix = f"{path}." if path else ""
