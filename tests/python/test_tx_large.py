@@ -72,3 +72,23 @@ def test_large_slices_and_concatenate():
     assert np.array(c).tolist() == [2, 2, 2, 2]
     assert b[:, ::-1][1, 0].item() == 2  # reversed strides
     assert mx.sum(b[1] == 2).item() == N
+
+
+@large
+def test_large_gather_scatter_and_reductions_past_2_31():
+    b = mx.zeros((2, N), mx.int8) + mx.array([[1], [2]], mx.int8)
+    mx.eval(b)
+    # Offsets of the second row pass 2^31 elements.
+    assert mx.take(b, mx.array([N - 1, 0]), axis=1).tolist() == [[1, 1], [2, 2]]
+    assert mx.take_along_axis(b, mx.array([[N - 1], [N - 2]]), axis=1).tolist() == [[1], [2]]
+    assert b[1, N - 1].item() == 2
+    assert b[mx.array([1]), mx.array([N - 3])].tolist() == [2]
+    c = b.at[1, N - 1].add(mx.array(5, mx.int8))
+    mx.eval(c)
+    del b
+    assert c[1, -2:].tolist() == [2, 7]
+    d = mx.slice_update(c, mx.array([[9, 9]], mx.int8), mx.array([1, N - 2]), axes=(0, 1))
+    del c
+    assert d[1, -3:].tolist() == [2, 9, 9]
+    assert d.max().item() == 9
+    assert mx.argmax(d, axis=1).tolist() == [0, N - 2]
