@@ -108,26 +108,31 @@ array::ArrayDesc::~ArrayDesc() {
   if (inputs.empty() && siblings.empty()) {
     return;
   }
+  // Only a node held by nothing else dies when dropped: those are deferred
+  // (no allocation otherwise, e.g. for graphs whose inputs are still in
+  // use); any other handle is dropped here, which only decrements (or, for
+  // the last outside handle of a sibling group, breaks its cycle in ~array,
+  // whose freed siblings then defer their own inputs).
+  auto defer = [](std::vector<array>& from, std::vector<array>& to) {
+    for (auto& a : from) {
+      if (a.desc_ && a.desc_.use_count() == 1) {
+        to.push_back(std::move(a));
+      } else {
+        array dropped = std::move(a);
+      }
+    }
+  };
   if (t_release_list != nullptr) {
-    for (auto& in : inputs) {
-      t_release_list->push_back(std::move(in));
-    }
-    for (auto& sib : siblings) {
-      t_release_list->push_back(std::move(sib));
-    }
+    defer(inputs, *t_release_list);
+    defer(siblings, *t_release_list);
     return;
   }
   std::vector<array> list;
   t_release_list = &list;
-  list.reserve(inputs.size() + siblings.size());
-  for (auto& in : inputs) {
-    list.push_back(std::move(in));
-  }
-  for (auto& sib : siblings) {
-    list.push_back(std::move(sib));
-  }
+  defer(inputs, list);
+  defer(siblings, list);
   while (!list.empty()) {
-    // Dropped here; whatever this frees pushes onto `list`.
+    // Dropped here; whatever this frees defers onto `list`.
     array a = std::move(list.back());
     list.pop_back();
   }
