@@ -9,6 +9,7 @@
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/transforms.h"
 
 namespace fluxion {
 
@@ -77,7 +78,16 @@ array ones_like(const array& a, StreamOrDevice s) {
 }
 
 array full_like(const array& a, const array& vals, StreamOrDevice s) {
-  return full(a.shape(), vals, a.dtype(), s);
+  auto v = full(a.shape(), vals, a.dtype(), s);
+  if (!in_tracing() || !a.is_tracer()) {
+    return v;
+  }
+  // Traced (e.g. by a shapeless compile): the result must follow a's shape
+  // when the trace is replayed on other shapes, so it is a select that
+  // reads `a` (and ignores its values) rather than a broadcast to a shape
+  // fixed now. Eager calls keep the plain broadcast, which reads nothing.
+  auto st = to_stream(s);
+  return where(full(a.shape(), array(true), bool_, st), v, a, st);
 }
 
 // --- arange ---

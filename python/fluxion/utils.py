@@ -22,12 +22,12 @@ __all__ = [
 
 
 def _rebuild(tree, children):
-    """A list/tuple of the same type as ``tree`` holding ``children``.
-    NamedTuples take their fields as positional arguments, other tuple
-    subclasses (and lists) take one iterable."""
-    if hasattr(tree, "_fields"):
-        return type(tree)(*children)
-    return type(tree)(children)
+    """A list or tuple of ``tree``'s type holding ``children`` (NamedTuples
+    take them as positional arguments)."""
+    tree_type = type(tree)
+    if isinstance(tree, tuple) and hasattr(tree_type, "_fields"):
+        return tree_type(*children)
+    return tree_type(children)
 
 
 def tree_map(fn, tree, *rest, is_leaf=None):

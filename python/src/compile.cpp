@@ -46,6 +46,10 @@ void hash_constants(py::handle obj, std::vector<uint64_t>& out) {
   };
   if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) {
     out.push_back(PyList_Check(obj.ptr()) ? 1 : 2);
+    if (PyTuple_Check(obj.ptr()) && !PyTuple_CheckExact(obj.ptr())) {
+      // A tuple subclass (NamedTuple) comes back as its type.
+      out.push_back(reinterpret_cast<uintptr_t>(Py_TYPE(obj.ptr())));
+    }
     out.push_back(py::len(obj));
     for (auto item : obj) {
       hash_constants(item, out);

@@ -76,13 +76,14 @@ void init_ops_misc(py::module_& m) {
   m.def(
       "zeros_like",
       [](const fx::array& a, fx::StreamOrDevice st) {
-        return fx::zeros_like(a, st);
+        // full_like: follows a's shape in shapeless compiles.
+        return fx::full_like(a, fx::array(0, a.dtype()), st);
       },
       "a"_a, py::pos_only(), py::kw_only(), s);
   m.def(
       "ones_like",
       [](const fx::array& a, fx::StreamOrDevice st) {
-        return fx::ones_like(a, st);
+        return fx::full_like(a, fx::array(1, a.dtype()), st);
       },
       "a"_a, py::pos_only(), py::kw_only(), s);
   m.def(

@@ -12,8 +12,7 @@ void AsType::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
     o.set_data(std::make_shared<Data>(std::max<size_t>(a.data_size(), 1) *
                                       o.itemsize()),
                a.data_size(), a.strides(), a.flags());
-    Shape flat{static_cast<int32_t>(a.data_size())};
-    cpu::copy_region(a, {1}, 0, o, {1}, 0, flat);
+    cpu::copy_flat(a, o, static_cast<int64_t>(a.data_size()));
     return;
   }
   cpu::copy_to_row_contiguous(a, o);
@@ -64,7 +63,7 @@ void Select::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
     });
     return;
   }
-  Shape shape = o.shape();
+  auto shape = cpu::to_dims(o.shape());
   std::array<Strides, 4> st{c.strides(), x.strides(), y.strides(),
                             o.strides()};
   cpu::collapse_dims(shape, st);

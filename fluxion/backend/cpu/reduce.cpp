@@ -667,4 +667,18 @@ void ArgReduce::eval_cpu(const std::vector<array>& inputs,
   });
 }
 
+void NumberOfElements::eval_cpu(const std::vector<array>& inputs,
+                                std::vector<array>& outputs) {
+  double n = 1;
+  for (int ax : axes_) {
+    n *= inputs[0].shape(ax);
+  }
+  auto& out = outputs[0];
+  out.set_data(out.nbytes());
+  dispatch_all(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    *out.data<T>() = cast_value<T>(n);
+  });
+}
+
 }  // namespace fluxion
