@@ -68,6 +68,15 @@ array::ArrayDesc::ArrayDesc(Shape s, Dtype t)
   strides = row_major_strides(shape);
 }
 
+namespace {
+thread_local int t_compile_trace_depth = 0;
+}  // namespace
+
+namespace detail {
+CompileTraceScope::CompileTraceScope() { ++t_compile_trace_depth; }
+CompileTraceScope::~CompileTraceScope() { --t_compile_trace_depth; }
+}  // namespace detail
+
 array::ArrayDesc::ArrayDesc(Shape s, Dtype t, std::shared_ptr<Primitive> p,
                             std::vector<array> in)
     : shape(std::move(s)),
@@ -75,6 +84,7 @@ array::ArrayDesc::ArrayDesc(Shape s, Dtype t, std::shared_ptr<Primitive> p,
       dtype(t),
       primitive(std::move(p)),
       status(Status::unscheduled),
+      in_compile_trace(t_compile_trace_depth > 0),
       inputs(std::move(in)) {
   // A node built from a tracer is a tracer: transformations see through it.
   for (auto& i : inputs) {
@@ -82,31 +92,51 @@ array::ArrayDesc::ArrayDesc(Shape s, Dtype t, std::shared_ptr<Primitive> p,
   }
 }
 
-// Destroying a long unevaluated chain recursively would overflow the stack:
-// unlink inputs iteratively, descending only into nodes we own alone.
+// Destroying a long unevaluated graph recursively would overflow the stack
+// (a 100k-deep `x = x + x` is 100k nested destructors). The outermost
+// destructor on a thread drains a thread-local list; a destructor that runs
+// while one is draining (a node freed by the drain, or an array held by a
+// freed primitive) only moves its inputs and siblings onto the list. So the
+// depth stays bounded whatever the graph's shape: shared inputs, inputs
+// used twice by one node, and sibling groups (whose cycle `~array` breaks
+// when the drain drops the last outside handle) included.
+namespace {
+thread_local std::vector<array>* t_release_list = nullptr;
+}  // namespace
+
 array::ArrayDesc::~ArrayDesc() {
-  if (inputs.empty()) {
+  if (inputs.empty() && siblings.empty()) {
     return;
   }
-  std::vector<std::shared_ptr<ArrayDesc>> pending;
-  auto collect = [&pending](std::vector<array>& ins) {
-    for (auto& in : ins) {
-      if (in.desc_.use_count() == 1) {
-        pending.push_back(std::move(in.desc_));
+  // Only a node held by nothing else dies when dropped: those are deferred
+  // (no allocation otherwise, e.g. for graphs whose inputs are still in
+  // use); any other handle is dropped here, which only decrements (or, for
+  // the last outside handle of a sibling group, breaks its cycle in ~array,
+  // whose freed siblings then defer their own inputs).
+  auto defer = [](std::vector<array>& from, std::vector<array>& to) {
+    for (auto& a : from) {
+      if (a.desc_ && a.desc_.use_count() == 1) {
+        to.push_back(std::move(a));
+      } else {
+        array dropped = std::move(a);
       }
     }
-    ins.clear();
   };
-  collect(inputs);
-  while (!pending.empty()) {
-    auto d = std::move(pending.back());
-    pending.pop_back();
-    // Siblings hold each other; once this one dies the group is broken.
-    if (!d->siblings.empty()) {
-      continue;
-    }
-    collect(d->inputs);
+  if (t_release_list != nullptr) {
+    defer(inputs, *t_release_list);
+    defer(siblings, *t_release_list);
+    return;
   }
+  std::vector<array> list;
+  t_release_list = &list;
+  defer(inputs, list);
+  defer(siblings, list);
+  while (!list.empty()) {
+    // Dropped here; whatever this frees defers onto `list`.
+    array a = std::move(list.back());
+    list.pop_back();
+  }
+  t_release_list = nullptr;
 }
 
 array::array(void* ptr, Shape shape, Dtype dtype, Data::Deleter deleter)
@@ -245,18 +275,32 @@ bool array::is_available() const {
 }
 
 void array::wait() {
-  if (status() == Status::available) {
-    return;
+  if (status() != Status::available) {
+    if (status() == Status::unscheduled) {
+      eval();
+    }
+    if (event().valid()) {
+      Event e = event();
+      try {
+        e.wait();
+      } catch (...) {
+        // The event carries the first error of its stream's work, which
+        // may be another array's: this one only fails if its own kernel
+        // (or one upstream) did.
+        if (!desc_->error) {
+          detach_event();
+          set_status(Status::available);
+          return;
+        }
+        throw;
+      }
+      detach_event();
+    }
+    set_status(Status::available);
   }
-  if (status() == Status::unscheduled) {
-    eval();
+  if (desc_->error) {
+    std::rethrow_exception(desc_->error);
   }
-  if (event().valid()) {
-    Event e = event();
-    e.wait();
-    detach_event();
-  }
-  set_status(Status::available);
 }
 
 void array::set_data(size_t nbytes) {

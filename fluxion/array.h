@@ -6,6 +6,7 @@
 #include <functional>
 #include <initializer_list>
 #include <iterator>
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -67,7 +68,7 @@ class array {
   };
 
   // Scalars.
-  template <typename T>
+  template <HasDtype T>
   explicit array(T val, Dtype dtype = dtype_of<T>);
 
   // 1-D from a list; shaped from a list or an iterator.
@@ -139,6 +140,11 @@ class array {
   const Event& event() const { return desc_->event; }
   void attach_event(Event e) const { desc_->event = std::move(e); }
   void detach_event() const { desc_->event = Event{}; }
+  // The error of the kernel that should have produced this array (or of
+  // one upstream): its outputs hold zeros, consumers' kernels are skipped
+  // and rethrow it through their stream, and waiting on it rethrows it.
+  const std::exception_ptr& error() const { return desc_->error; }
+  void set_error(std::exception_ptr e) const { desc_->error = std::move(e); }
 
   // Graph.
   bool has_primitive() const { return desc_->primitive != nullptr; }
@@ -166,6 +172,10 @@ class array {
   // of them every array behaves as a plain value.
   bool is_tracer() const;
   void set_tracer(bool t) { desc_->is_tracer = t; }
+  // Whether this node was built while `compile` traced a function on this
+  // thread (compile tells the function's own nodes from arrays it closes
+  // over).
+  bool built_in_compile_trace() const { return desc_->in_compile_trace; }
 
   // Buffer management, for kernels.
   const std::shared_ptr<Data>& data_shared_ptr() const { return desc_->data; }
@@ -199,7 +209,9 @@ class array {
     std::shared_ptr<Primitive> primitive;
     Status status;
     Event event;
+    std::exception_ptr error;
     bool is_tracer = false;
+    bool in_compile_trace = false;
     uint32_t position = 0;
     std::shared_ptr<Data> data;
     void* data_ptr = nullptr;
@@ -233,7 +245,7 @@ array::Flags layout_flags(const Shape& shape, const Strides& strides,
 void convert_elements(const void* src, Dtype src_dtype, void* dst,
                       Dtype dst_dtype, size_t n);
 
-template <typename T>
+template <HasDtype T>
 array::array(T val, Dtype dtype)
     : desc_(std::make_shared<ArrayDesc>(Shape{}, dtype)) {
   init_from(&val, dtype_of<T>);
@@ -295,5 +307,16 @@ template <typename T>
 T array::item() const {
   return const_cast<array*>(this)->item<T>();
 }
+
+namespace detail {
+// Marks the nodes built on this thread while it lives (compile's tracing).
+class CompileTraceScope {
+ public:
+  CompileTraceScope();
+  ~CompileTraceScope();
+  CompileTraceScope(const CompileTraceScope&) = delete;
+  CompileTraceScope& operator=(const CompileTraceScope&) = delete;
+};
+}  // namespace detail
 
 }  // namespace fluxion

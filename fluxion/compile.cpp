@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "fluxion/compile_ir.h"
+#include "fluxion/ops/common.h"
 #include "fluxion/primitive.h"
 
 namespace fluxion {
@@ -21,6 +22,7 @@ std::atomic<bool>& enabled_flag() {
 }
 
 struct CacheEntry {
+  bool shapeless = false;
   std::vector<Dtype> dtypes;
   std::vector<Shape> shapes;  // only ndims count when shapeless
   std::vector<uint64_t> constants;
@@ -40,7 +42,10 @@ std::unordered_map<std::uintptr_t, FunctionCache>& cache() {
 
 bool matches(const CacheEntry& e, const std::vector<array>& inputs,
              bool shapeless, const std::vector<uint64_t>& constants) {
-  if (e.dtypes.size() != inputs.size() || e.constants != constants) {
+  // A shapeless trace and a shaped one of the same function are different
+  // entries: a shaped trace replayed shapelessly would keep its shapes.
+  if (e.shapeless != shapeless || e.dtypes.size() != inputs.size() ||
+      e.constants != constants) {
     return false;
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -61,8 +66,12 @@ bool matches(const CacheEntry& e, const std::vector<array>& inputs,
 // An array from an enclosing transformation (a tracer that does not depend
 // on the inputs) is kept as a constant, and `captures_tracer` is set: such a
 // trace is right for this call only, and is not cached.
+// With `closures_as_constants` (export), a lazy array the function closes
+// over is a constant (its value when traced, evaluated when written) rather
+// than an error.
 detail::Ir build_ir(const std::vector<array>& tracers,
-                    const std::vector<array>& outputs, bool& captures_tracer) {
+                    const std::vector<array>& outputs, bool& captures_tracer,
+                    bool closures_as_constants = false) {
   detail::Ir ir;
   std::unordered_map<uintptr_t, int> index;
   std::vector<bool> depends;  // on an input, per value
@@ -119,6 +128,27 @@ detail::Ir build_ir(const std::vector<array>& tracers,
         }
         continue;
       }
+      if (!d && !node.built_in_compile_trace() && closures_as_constants) {
+        for (auto& o : node.outputs()) {
+          int v = add_value(o);
+          ir.values[v].constant = o;
+        }
+        continue;
+      }
+      if (!d && !node.built_in_compile_trace()) {
+        // A lazy array the function closes over: baking its graph into the
+        // trace would keep computing the value it had when traced (a
+        // rebound closure would silently be ignored). As MLX: an error.
+        std::ostringstream msg;
+        msg << "[compile] Attempting to compile a function with uncaptured "
+               "inputs is not allowed: the function reads an unevaluated "
+               "array (shape "
+            << shape_str(node.shape()) << ", from " << node.primitive().name()
+            << ") that is neither an argument nor captured. Pass it as an "
+               "argument, list it in compile's inputs=, or eval it before "
+               "calling.";
+        throw std::invalid_argument(msg.str());
+      }
       for (auto& o : node.outputs()) {
         n.outputs.push_back(add_value(o));
         depends.back() = d;
@@ -171,9 +201,11 @@ std::shared_ptr<const CacheEntry> trace(const Fn& fun,
   std::vector<array> outputs;
   {
     detail::InTracing tracing;
+    detail::CompileTraceScope marks;
     outputs = fun(tracers);
   }
   auto entry = std::make_shared<CacheEntry>();
+  entry->shapeless = shapeless;
   for (auto& in : inputs) {
     entry->dtypes.push_back(in.dtype());
     entry->shapes.push_back(in.shape());
@@ -225,10 +257,12 @@ Ir trace_to_ir(const Fn& fun, const std::vector<array>& inputs,
   std::vector<array> outputs;
   {
     InTracing tracing;
+    CompileTraceScope marks;
     outputs = fun(tracers);
   }
   bool captures_tracer = false;
-  Ir ir = build_ir(tracers, outputs, captures_tracer);
+  Ir ir = build_ir(tracers, outputs, captures_tracer,
+                   /*closures_as_constants=*/true);
   if (shapeless) {
     check_shapeless(ir);
   }

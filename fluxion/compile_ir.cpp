@@ -41,15 +41,29 @@ struct Pending {
 };
 
 array settle(const Pending& p, const char* consumer) {
-  if (p.input.shape() != p.traced_input_shape) {
+  if (p.input.shape() == p.traced_input_shape) {
+    return broadcast_to(p.input, p.traced_shape);
+  }
+  // No elementwise partner shows the new shape: output axes that the input
+  // had at full size (not expanded from 1, not new) follow the input's new
+  // size; the others keep their traced size.
+  const Shape& in = p.input.shape();
+  const Shape& tin = p.traced_input_shape;
+  Shape target = p.traced_shape;
+  if (in.size() != tin.size() || in.size() > target.size()) {
     std::ostringstream msg;
     msg << "[compile] shapeless: cannot infer the shape to broadcast an input "
-        << "of shape " << p.input.shape()
-        << " to (traced: " << p.traced_input_shape << " to " << p.traced_shape
-        << ") for " << consumer << ".";
+        << "of shape " << in << " to (traced: " << tin << " to "
+        << p.traced_shape << ") for " << consumer << ".";
     throw std::invalid_argument(msg.str());
   }
-  return broadcast_to(p.input, p.traced_shape);
+  size_t lead = target.size() - in.size();
+  for (size_t j = 0; j < in.size(); ++j) {
+    if (tin[j] == target[lead + j]) {
+      target[lead + j] = in[j];
+    }
+  }
+  return broadcast_to(p.input, target);
 }
 
 }  // namespace
@@ -202,7 +216,9 @@ void simplify_ir(Ir& ir, bool shapeless) {
       alias[n.outputs[0]] = n.inputs[0];
       continue;
     }
-    auto key = std::make_pair(std::type_index(typeid(*n.prim)), n.inputs);
+    const Primitive& prim = *n.prim;  // typeid of a plain reference: no
+                                      // evaluated side effect (clang warns)
+    auto key = std::make_pair(std::type_index(typeid(prim)), n.inputs);
     auto& candidates = seen[key];
     bool merged = false;
     for (size_t k : candidates) {

@@ -19,7 +19,7 @@ Event::Event(Stream stream)
 
 void Event::signal(Stream stream) {
   scheduler::enqueue(stream, [state = state_, v = value_, s = stream.index] {
-    auto err = scheduler::take_stream_error(s);
+    auto err = scheduler::peek_stream_error(s);
     {
       std::lock_guard<std::mutex> lk(state->mu);
       state->reached = std::max(state->reached, v);
@@ -37,7 +37,10 @@ void Event::wait() const {
   std::unique_lock<std::mutex> lk(state_->mu);
   state_->cv.wait(lk, [this] { return state_->reached >= value_; });
   if (state_->error) {
-    std::rethrow_exception(state_->error);
+    auto e = state_->error;
+    lk.unlock();
+    scheduler::clear_error(e);
+    std::rethrow_exception(e);
   }
 }
 

@@ -314,6 +314,10 @@ const std::unordered_map<std::string, Factory>& factories() {
       return std::make_shared<Reduce>(s, static_cast<Reduce::ReduceType>(t),
                                       ints(a, 1, n), dt(a, 2, n));
     };
+    f["NumberOfElements"] = [](Stream s, const Args& a) {
+      const std::string n = "NumberOfElements";
+      return std::make_shared<NumberOfElements>(s, ints(a, 0, n), dt(a, 1, n));
+    };
     f["ArgReduce"] = [](Stream s, const Args& a) {
       const std::string n = "ArgReduce";
       int t = i32(a, 0, n);
@@ -324,7 +328,17 @@ const std::unordered_map<std::string, Factory>& factories() {
           s, static_cast<ArgReduce::ReduceType>(t), i32(a, 1, n));
     };
     f["Reshape"] = [](Stream s, const Args& a) {
-      return std::make_shared<Reshape>(s, shp(a, 0, "Reshape"));
+      const std::string n = "Reshape";
+      if (a.size() == 1) {
+        return std::make_shared<Reshape>(s, shp(a, 0, n));
+      }
+      int kind = i32(a, 1, n);
+      if (kind < ReshapeRule::Requested || kind > ReshapeRule::Unflatten) {
+        bad_args(n);
+      }
+      ReshapeRule rule{static_cast<ReshapeRule::Kind>(kind), shp(a, 2, n),
+                       i32(a, 3, n), i32(a, 4, n)};
+      return std::make_shared<Reshape>(s, shp(a, 0, n), std::move(rule));
     };
     f["Transpose"] = [](Stream s, const Args& a) {
       return std::make_shared<Transpose>(s, ints(a, 0, "Transpose"));

@@ -127,6 +127,9 @@ std::vector<array> topological_order(const std::vector<array>& outputs) {
 // "a<k>" for computed nodes.
 class Namer {
  public:
+  Namer() = default;
+  explicit Namer(const std::unordered_map<uintptr_t, std::string>& given)
+      : names_(given) {}
   const std::string& name(const array& a) {
     auto it = names_.find(a.id());
     if (it != names_.end()) {
@@ -229,8 +232,9 @@ void print_graph(std::ostream& os, const std::vector<array>& outputs) {
   }
 }
 
-void export_to_dot(std::ostream& os, const std::vector<array>& outputs) {
-  Namer namer;
+void export_to_dot(std::ostream& os, const std::vector<array>& outputs,
+                   const std::unordered_map<uintptr_t, std::string>& names) {
+  Namer namer(names);
   int prims = 0;
   os << "digraph {\n";
   for (auto& a : topological_order(outputs)) {

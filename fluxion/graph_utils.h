@@ -2,6 +2,8 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "fluxion/array.h"
@@ -24,7 +26,9 @@ std::ostream& operator<<(std::ostream& os, const Shape& s);
 // One line per node from inputs to outputs:
 //   a0 [3]: float32 = Exp(in0)
 void print_graph(std::ostream& os, const std::vector<array>& outputs);
-// Graphviz dot source of the graph that produces `outputs`.
-void export_to_dot(std::ostream& os, const std::vector<array>& outputs);
+// Graphviz dot source of the graph that produces `outputs`. `names` (by
+// array id) label chosen arrays, e.g. outputs given as keyword arguments.
+void export_to_dot(std::ostream& os, const std::vector<array>& outputs,
+                   const std::unordered_map<uintptr_t, std::string>& names = {});
 
 }  // namespace fluxion

@@ -181,25 +181,34 @@ void wait_for_one() {
   g_done_cv.wait(lk, [start] { return g_active.load() < start; });
 }
 
-void set_stream_error(int stream_index, std::exception_ptr e) {
+void set_stream_error(int stream_index, std::exception_ptr e) noexcept {
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
-  auto& slot = r.errors[stream_index];
-  if (!slot) {
-    slot = e;
+  // Called from a worker's exception handler, maybe out of memory: a
+  // failed insertion must not escape (the process would terminate); the
+  // failed outputs still carry the error to their consumers.
+  try {
+    auto& slot = r.errors[stream_index];
+    if (!slot) {
+      slot = e;
+    }
+  } catch (...) {
   }
 }
 
-std::exception_ptr take_stream_error(int stream_index) {
+std::exception_ptr peek_stream_error(int stream_index) {
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
   auto it = r.errors.find(stream_index);
-  if (it == r.errors.end()) {
-    return nullptr;
+  return it == r.errors.end() ? nullptr : it->second;
+}
+
+void clear_error(const std::exception_ptr& e) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  for (auto it = r.errors.begin(); it != r.errors.end();) {
+    it = it->second == e ? r.errors.erase(it) : std::next(it);
   }
-  auto e = it->second;
-  r.errors.erase(it);
-  return e;
 }
 
 }  // namespace fluxion::scheduler

@@ -39,9 +39,14 @@ void new_thread(const Stream& stream);
 // Run what is queued on `stream`, then end its worker (clear_streams).
 void end_thread(const Stream& stream);
 
-// Records an error raised by a task on `stream`, to be rethrown by the next
-// event this stream signals.
-void set_stream_error(int stream_index, std::exception_ptr e);
-std::exception_ptr take_stream_error(int stream_index);
+// Records an error raised by a task on `stream` (the first one wins): every
+// event the stream signals from then on carries it, until a wait reports it
+// (`clear_error`). So an error of an async_eval nobody waited for still
+// reaches the next eval or synchronize of that stream.
+void set_stream_error(int stream_index, std::exception_ptr e) noexcept;
+std::exception_ptr peek_stream_error(int stream_index);
+// The error was raised to a caller: forget it on every stream holding it
+// (a consumer on another stream records the same error on its own).
+void clear_error(const std::exception_ptr& e);
 
 }  // namespace fluxion::scheduler

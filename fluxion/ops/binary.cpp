@@ -115,7 +115,6 @@ array arctan2(const array& a, const array& b, StreamOrDevice s) {
 }
 
 array logaddexp(const array& a, const array& b, StreamOrDevice s) {
-  no_complex(a, b, "logaddexp");
   Dtype t = at_least_float(promote_types(a.dtype(), b.dtype()));
   return make_binary<LogAddExp>(a, b, t, t, "logaddexp", s);
 }
@@ -217,7 +216,15 @@ std::vector<array> BinaryPrimitive::jvp(const std::vector<array>& primals,
     auto term = multiply(tangents[i], *d, s);
     total = total ? add(*total, term, s) : term;
   }
-  return {total ? *total : zeros(out.shape(), out.dtype(), s)};
+  if (total) {
+    return {*total};
+  }
+  // No derivative (comparisons, bitwise ops, integer operands): zeros, in
+  // the tangents' dtype when the output is not inexact (a comparison's
+  // tangent is a float zero, not a bool).
+  Dtype t = is_inexact(out.dtype()) || tangents.empty() ? out.dtype()
+                                                         : tangents[0].dtype();
+  return {zeros(out.shape(), t, s)};
 }
 
 std::vector<array> BinaryPrimitive::vjp(const std::vector<array>& primals,

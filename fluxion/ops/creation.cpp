@@ -10,6 +10,7 @@
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/transforms.h"
 
 namespace fluxion {
 
@@ -60,6 +61,11 @@ array full(Shape shape, const array& vals, Dtype dtype, StreamOrDevice s) {
   }
   // As MLX's Full: the result owns a buffer of its own (a writeable NumPy
   // view, memory that counts as active), not a broadcast view of `vals`.
+  // Under a transformation the broadcast stays a view: compile folds and
+  // fuses broadcast constants, and shapeless traces re-broadcast them.
+  if (in_tracing()) {
+    return broadcast_to(v, shape, st);
+  }
   return contiguous(broadcast_to(v, shape, st), false, st);
 }
 
@@ -84,7 +90,16 @@ array ones_like(const array& a, StreamOrDevice s) {
 }
 
 array full_like(const array& a, const array& vals, StreamOrDevice s) {
-  return full(a.shape(), vals, a.dtype(), s);
+  auto v = full(a.shape(), vals, a.dtype(), s);
+  if (!in_tracing() || !a.is_tracer()) {
+    return v;
+  }
+  // Traced (e.g. by a shapeless compile): the result must follow a's shape
+  // when the trace is replayed on other shapes, so it is a select that
+  // reads `a` (and ignores its values) rather than a broadcast to a shape
+  // fixed now. Eager calls keep the plain broadcast, which reads nothing.
+  auto st = to_stream(s);
+  return where(full(a.shape(), array(true), bool_, st), v, a, st);
 }
 
 // --- arange ---

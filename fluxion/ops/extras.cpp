@@ -199,44 +199,60 @@ array gather_mm(const array& a, const array& b,
   bool va = a.ndim() == 1, vb = b.ndim() == 1;
   array A = va ? reshape(a, {1, a.shape(0)}, s) : a;
   array B = vb ? reshape(b, {b.shape(0), 1}, s) : b;
-  int M = A.shape(-2), K = A.shape(-1), N = B.shape(-1);
+  int K = A.shape(-1);
   if (B.shape(-2) != K) {
     throw std::invalid_argument("[gather_mm] Inner dimensions differ: shapes " +
                                 shape_str(a.shape()) + " and " +
                                 shape_str(b.shape()) + ".");
   }
-  auto batch_index = [&](const std::optional<array>& idx, const array& x,
-                         const char* which) {
-    Shape bs(x.shape().begin(), x.shape().end() - 2);
-    if (idx) {
-      if (!is_integral(idx->dtype())) {
-        throw std::invalid_argument(std::string("[gather_mm] ") + which +
-                                    " must have an integer type; got " +
-                                    dtype_name(idx->dtype()) + ".");
-      }
-      return *idx;
+  auto check_index = [&](const std::optional<array>& idx, const char* which) {
+    if (idx && !is_integral(idx->dtype())) {
+      throw std::invalid_argument(std::string("[gather_mm] ") + which +
+                                  " must have an integer type; got " +
+                                  dtype_name(idx->dtype()) + ".");
     }
-    int64_t n = 1;
-    for (auto d : bs) {
-      n *= d;
-    }
-    return reshape(arange(0, static_cast<int>(n), s), bs, s);
   };
-  array li = batch_index(lhs_indices, A, "lhs_indices");
-  array ri = batch_index(rhs_indices, B, "rhs_indices");
-  Shape out_batch = broadcast_shapes(li.shape(), ri.shape(), "gather_mm");
-  array lf = reshape(broadcast_to(li, out_batch, s), {-1}, s);
-  array rf = reshape(broadcast_to(ri, out_batch, s), {-1}, s);
-  array ga = take(reshape(A, {-1, M, K}, s), lf, 0, s);
-  array gb = take(reshape(B, {-1, K, N}, s), rf, 0, s);
-  Shape out_shape = out_batch;
-  if (!va) {
-    out_shape.push_back(M);
+  check_index(lhs_indices, "lhs_indices");
+  check_index(rhs_indices, "rhs_indices");
+  auto batch_of = [](const array& x) {
+    return Shape(x.shape().begin(), x.shape().end() - 2);
+  };
+  Shape out_batch = broadcast_shapes(
+      lhs_indices ? lhs_indices->shape() : batch_of(A),
+      rhs_indices ? rhs_indices->shape() : batch_of(B), "gather_mm");
+  int nb = static_cast<int>(out_batch.size());
+  // Each operand as (P, rows, cols) over the P output batch positions:
+  // gathered by its indices, or broadcast over the batch without them.
+  // Written with shape-following ops (flatten, unflatten, squeeze) so that a
+  // shapeless compile can replay it on other batch sizes.
+  auto operand = [&](const std::optional<array>& idx, const array& x) {
+    int r = x.shape(-2), c = x.shape(-1);
+    if (idx) {
+      auto flat_idx = flatten(broadcast_to(*idx, out_batch, s), 0, -1, s);
+      return take(reshape(x, {-1, r, c}, s), flat_idx, 0, s);
+    }
+    Shape full = out_batch;
+    full.push_back(r);
+    full.push_back(c);
+    auto xb = broadcast_to(x, full, s);
+    return nb == 0 ? expand_dims(xb, 0, s) : flatten(xb, 0, nb - 1, s);
+  };
+  auto prod = matmul(operand(lhs_indices, A), operand(rhs_indices, B), s);
+  array out = prod;
+  if (nb == 0) {
+    out = squeeze(prod, 0, s);
+  } else if (nb > 1) {
+    Shape dims{-1};
+    dims.insert(dims.end(), out_batch.begin() + 1, out_batch.end());
+    out = unflatten(prod, 0, dims, s);
   }
-  if (!vb) {
-    out_shape.push_back(N);
+  if (va) {
+    out = squeeze(out, -2, s);
   }
-  return reshape(matmul(ga, gb, s), out_shape, s);
+  if (vb) {
+    out = squeeze(out, -1, s);
+  }
+  return out;
 }
 
 array segmented_mm(const array& a, const array& b, const array& segments,

@@ -132,9 +132,8 @@ std::vector<array> Gather::jvp(const Arrays& primals, const Arrays& tangents,
                                const std::vector<int>& argnums) {
   auto s = stream();
   Arrays idx = index_inputs(primals, axes_.size());
-  if (argnums[0] != 0) {
-    return {zeros(output_shapes(primals)[0], primals[0].dtype(), s)};
-  }
+  rules::check_no_index_derivative("gather", argnums, 1,
+                                   static_cast<int>(axes_.size()));
   return {gather(tangents[0], idx, axes_, slice_sizes_, s)};
 }
 
@@ -144,6 +143,8 @@ std::vector<array> Gather::vjp(const Arrays& primals, const Arrays& cts,
                                const std::vector<int>& argnums, const Arrays&) {
   auto s = stream();
   Arrays idx = index_inputs(primals, axes_.size());
+  rules::check_no_index_derivative("gather", argnums, 1,
+                                   static_cast<int>(axes_.size()));
   Arrays out;
   for (int arg : argnums) {
     out.push_back(
@@ -171,6 +172,7 @@ std::vector<array> Scatter::jvp(const Arrays& primals, const Arrays& tangents,
   auto s = stream();
   size_t k = axes_.size();
   Arrays idx = index_inputs(primals, k);
+  rules::check_no_index_derivative(op_name(), argnums, 1, static_cast<int>(k));
   const array& a = primals[0];
   const array& u = primals[k + 1];
   array ta = rules::tangent_or_zeros(primals, tangents, argnums, 0, s);
@@ -210,12 +212,9 @@ std::vector<array> Scatter::vjp(const Arrays& primals, const Arrays& cts,
   const array& u = primals[k + 1];
   const array& ct = cts[0];
   Shape U = slice_of(u, k > 0 ? idx[0].ndim() : 0);
+  rules::check_no_index_derivative(op_name(), argnums, 1, static_cast<int>(k));
   Arrays out;
   for (int arg : argnums) {
-    if (arg >= 1 && arg <= static_cast<int>(k)) {
-      out.push_back(zeros_like(primals[arg], s));
-      continue;
-    }
     bool da = arg == 0;
     switch (reduce_) {
       case None: {

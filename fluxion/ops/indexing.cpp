@@ -10,6 +10,8 @@
 #include "fluxion/ops/misc.h"
 #include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/sort.h"
+#include "fluxion/ops/unary.h"
 
 namespace fluxion {
 
@@ -61,24 +63,38 @@ array take(const array& a, const array& indices, int axis, StreamOrDevice s) {
   // Gather with the indices flattened: GatherAxis then copies whole blocks
   // a[.., idx, ..] (rows of a matrix: one memcpy each), and the gathered
   // array is row-contiguous, so the final reshape is a free view.
-  Shape out_shape(a.shape().begin(), a.shape().begin() + ax);
-  out_shape.insert(out_shape.end(), indices.shape().begin(),
-                   indices.shape().end());
-  out_shape.insert(out_shape.end(), a.shape().begin() + ax + 1,
-                   a.shape().end());
   int64_t k = static_cast<int64_t>(indices.size());
   if (k > std::numeric_limits<int32_t>::max()) {
     throw std::invalid_argument("[take] Too many indices (" +
                                 std::to_string(k) + ").");
   }
-  Shape ishape(a.ndim(), 1);
-  ishape[ax] = static_cast<int32_t>(k);
   Shape gshape = a.shape();
   gshape[ax] = static_cast<int32_t>(k);
-  auto idx = broadcast_to(reshape(indices, ishape, st), gshape, st);
+  // Shape-following ops (flatten, expand_dims, squeeze, unflatten with an
+  // inferred size) rather than reshapes to the sizes of now, so that a
+  // shapeless compile replays take on other numbers of indices.
+  std::vector<int> others;
+  for (int d = 0; d < a.ndim(); ++d) {
+    if (d != ax) {
+      others.push_back(d);
+    }
+  }
+  auto flat = flatten(indices, 0, -1, st);
+  auto idx = broadcast_to(others.empty() ? flat : expand_dims(flat, others, st),
+                          gshape, st);
   auto g = array(gshape, a.dtype(),
                  std::make_shared<GatherAxis>(st, ax, "take"), {a, idx});
-  return reshape(g, std::move(out_shape), st);
+  if (indices.ndim() == 0) {
+    return squeeze(g, ax, st);
+  }
+  if (indices.ndim() == 1) {
+    return g;
+  }
+  Shape dims = indices.shape();
+  if (k > 0) {
+    dims[0] = -1;  // inferred again on replay
+  }
+  return unflatten(g, ax, dims, st);
 }
 
 array take(const array& a, const array& indices, StreamOrDevice s) {
@@ -99,6 +115,35 @@ array take(const array& a, int index, int axis, StreamOrDevice s) {
   start[ax] = i;
   stop[ax] = i + 1;
   return squeeze(slice(a, start, stop, s), ax, s);
+}
+
+array masked_scatter(const array& a, const array& mask, const array& values,
+                     StreamOrDevice s) {
+  if (mask.dtype() != bool_) {
+    throw std::invalid_argument(
+        std::string("[masked_scatter] The mask must be boolean; got ") +
+        dtype_name(mask.dtype()) + ".");
+  }
+  auto st = to_stream(s);
+  auto m = reshape(broadcast_to(mask, a.shape(), st), {-1}, st);
+  auto flat = reshape(a, {-1}, st);
+  if (flat.size() == 0) {
+    return a;
+  }
+  auto v = reshape(astype(values, a.dtype(), st), {-1}, st);
+  if (v.size() == 0) {
+    // Nothing to write, which is right only where the mask is all false:
+    // the kernel of take cannot tell, so read a's own values.
+    v = flat;
+  }
+  // The k-th true position takes v[k]: k = (inclusive count of trues) - 1.
+  auto k = subtract(cumsum(astype(m, int32, st), 0, false, true, st),
+                    array(1, int32), st);
+  // Integer positions: constants even when the mask comes from a
+  // differentiated input.
+  k = stop_gradient(maximum(k, array(0, int32), st), st);
+  auto picked = take(v, k, 0, st);
+  return reshape(where(m, picked, flat, st), a.shape(), st);
 }
 
 array take(const array& a, const array& indices, int axis,
@@ -277,9 +322,7 @@ array last_writer_cotangent(const array& ct, const array& indices, int axis,
 std::vector<array> GatherAxis::jvp(const Arrays& primals,
                                    const Arrays& tangents,
                                    const std::vector<int>& argnums) {
-  if (argnums[0] != 0) {
-    return {zeros(primals[1].shape(), primals[0].dtype(), stream())};
-  }
+  rules::check_no_index_derivative("take_along_axis", argnums, 1, 1);
   return {take_along_axis(tangents[0], primals[1], axis_, stream())};
 }
 
@@ -289,6 +332,7 @@ std::vector<array> GatherAxis::vjp(const Arrays& primals, const Arrays& cts,
                                    const std::vector<int>& argnums,
                                    const Arrays&) {
   auto s = stream();
+  rules::check_no_index_derivative("take_along_axis", argnums, 1, 1);
   std::vector<array> out;
   for (int arg : argnums) {
     if (arg == 0) {
@@ -315,6 +359,8 @@ std::vector<array> ScatterAxis::jvp(const Arrays& primals,
                                     const Arrays& tangents,
                                     const std::vector<int>& argnums) {
   auto s = stream();
+  rules::check_no_index_derivative(
+      reduce_ == Sum ? "scatter_add_axis" : "put_along_axis", argnums, 1, 1);
   auto a = rules::tangent_or_zeros(primals, tangents, argnums, 0, s);
   auto v = rules::tangent_or_zeros(primals, tangents, argnums, 2, s);
   return {reduce_ == Sum ? scatter_add_axis(a, primals[1], v, axis_, s)
@@ -330,11 +376,11 @@ std::vector<array> ScatterAxis::vjp(const Arrays& primals, const Arrays& cts,
   auto s = stream();
   const array& ct = cts[0];
   const array& idx = primals[1];
+  rules::check_no_index_derivative(
+      reduce_ == Sum ? "scatter_add_axis" : "put_along_axis", argnums, 1, 1);
   std::vector<array> out;
   for (int arg : argnums) {
-    if (arg == 1) {
-      out.push_back(zeros_like(idx, s));
-    } else if (reduce_ == Sum) {
+    if (reduce_ == Sum) {
       out.push_back(arg == 0 ? ct : take_along_axis(ct, idx, axis_, s));
     } else if (arg == 0) {
       out.push_back(put_along_axis(ct, idx, array(0), axis_, s));

@@ -38,6 +38,14 @@ array put_along_axis(const array& a, const array& indices, const array& values,
 array scatter_add_axis(const array& a, const array& indices,
                        const array& values, int axis, StreamOrDevice s = {});
 
+// `a` with the positions where `mask` (broadcast to a's shape) is true
+// replaced, in row-major order, by the leading elements of `values`
+// (flattened): boolean-mask assignment `a[mask] = values`, as MLX's
+// masked_scatter. A composition of public ops (cumsum, take, where), so it
+// differentiates and batches under vmap; too few values raise at eval.
+array masked_scatter(const array& a, const array& mask, const array& values,
+                     StreamOrDevice s = {});
+
 // out[..., i, ...] = a[..., indices[..., i, ...], ...] with `indices`
 // broadcast against `a` except along `axis`. `op` names the public op in
 // the kernel's out-of-range error.

@@ -62,6 +62,26 @@ array restored(const array& x, Dtype t, Stream s) {
   return x.dtype() == t ? x : astype(x, t, s);
 }
 
+// eig, eigh and svd also take complex64 matrices (as MLX): they are
+// decomposed in complex64, with real eigen/singular values.
+array prepared_or_complex(const array& a, const char* op, bool square,
+                          Stream s) {
+  if (is_complex(a.dtype())) {
+    check_matrix(a, op, square);
+    return a;
+  }
+  return prepared(a, op, square, s);
+}
+
+// Derivatives of the complex decompositions are not implemented (their
+// rules transpose without conjugating).
+void no_complex_derivative(const array& a, const char* op) {
+  if (is_complex(a.dtype())) {
+    throw std::invalid_argument(
+        tag(op) + "Derivatives for complex64 inputs are not supported.");
+  }
+}
+
 array mT(const array& x, Stream s) { return swapaxes(x, -1, -2, s); }
 
 array mm(const array& a, const array& b, Stream s) { return matmul(a, b, s); }
@@ -535,20 +555,24 @@ bool parse_uplo(const std::string& uplo, const char* op) {
 
 std::vector<array> eigh_impl(const array& a, bool upper, bool vectors,
                              const char* op, Stream s) {
-  auto x = prepared(a, op, true, s);
+  auto x = prepared_or_complex(a, op, true, s);
   int n = x.shape(-1);
   Shape ws = batch_of(x);
   ws.push_back(n);
+  bool cplx = is_complex(x.dtype());
   std::vector<Shape> shapes{ws};
-  std::vector<Dtype> dtypes{x.dtype()};
+  // Hermitian: real eigenvalues.
+  std::vector<Dtype> dtypes{cplx ? float32 : x.dtype()};
   if (vectors) {
     shapes.push_back(x.shape());
     dtypes.push_back(x.dtype());
   }
   auto outs = array::make_arrays(
       shapes, dtypes, std::make_shared<Eigh>(s, upper, vectors), {x});
-  for (auto& o : outs) {
-    o = restored(o, a.dtype(), s);
+  if (!cplx) {
+    for (auto& o : outs) {
+      o = restored(o, a.dtype(), s);
+    }
   }
   return outs;
 }
@@ -600,6 +624,7 @@ std::vector<array> Eigh::vjp(const std::vector<array>& primals,
                              const std::vector<array>& cotangents,
                              const std::vector<int>&,
                              const std::vector<array>& outputs) {
+  no_complex_derivative(primals[0], "eigh");
   auto s = stream();
   array v =
       vectors_ ? outputs[1] : eigh(primals[0], upper_ ? "U" : "L", s).second;
@@ -615,6 +640,7 @@ std::vector<array> Eigh::vjp(const std::vector<array>& primals,
 std::vector<array> Eigh::jvp(const std::vector<array>& primals,
                              const std::vector<array>& tangents,
                              const std::vector<int>&) {
+  no_complex_derivative(primals[0], "eigh");
   auto s = stream();
   auto [w, v] = eigh(primals[0], upper_ ? "U" : "L", s);
   auto da = sym_from_triangle(tangents[0], upper_, s);
@@ -638,13 +664,18 @@ std::pair<std::vector<array>, std::vector<int>> Eigh::vmap(
 
 std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s) {
   auto st = to_stream(s);
-  auto x = prepared(a, "svd", false, st);
+  auto x = prepared_or_complex(a, "svd", false, st);
   auto p = std::make_shared<SVD>(st, compute_uv);
-  auto outs = array::make_arrays(
-      p->output_shapes({x}), std::vector<Dtype>(compute_uv ? 3 : 1, x.dtype()),
-      p, {x});
-  for (auto& o : outs) {
-    o = restored(o, a.dtype(), st);
+  bool cplx = is_complex(x.dtype());
+  std::vector<Dtype> dtypes(compute_uv ? 3 : 1, x.dtype());
+  if (cplx) {
+    dtypes[compute_uv ? 1 : 0] = float32;  // real singular values
+  }
+  auto outs = array::make_arrays(p->output_shapes({x}), dtypes, p, {x});
+  if (!cplx) {
+    for (auto& o : outs) {
+      o = restored(o, a.dtype(), st);
+    }
   }
   return outs;
 }
@@ -700,6 +731,7 @@ std::vector<array> SVD::vjp(const std::vector<array>& primals,
                             const std::vector<array>& cotangents,
                             const std::vector<int>&,
                             const std::vector<array>& outputs) {
+  no_complex_derivative(primals[0], "svd");
   auto s = stream();
   const auto& a = primals[0];
   int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
@@ -738,6 +770,7 @@ std::vector<array> SVD::vjp(const std::vector<array>& primals,
 std::vector<array> SVD::jvp(const std::vector<array>& primals,
                             const std::vector<array>& tangents,
                             const std::vector<int>&) {
+  no_complex_derivative(primals[0], "svd");
   auto s = stream();
   const auto& a = primals[0];
   const auto& da = tangents[0];
@@ -796,7 +829,7 @@ namespace {
 
 std::vector<array> eig_impl(const array& a, bool vectors, const char* op,
                             Stream s) {
-  auto x = prepared(a, op, true, s);
+  auto x = prepared_or_complex(a, op, true, s);
   auto p = std::make_shared<Eig>(s, vectors);
   return array::make_arrays(p->output_shapes({x}),
                             std::vector<Dtype>(vectors ? 2 : 1, complex64), p,
@@ -886,6 +919,7 @@ std::vector<array> Eig::vjp(const std::vector<array>& primals,
                             const std::vector<array>& cotangents,
                             const std::vector<int>&,
                             const std::vector<array>& outputs) {
+  no_complex_derivative(primals[0], "eig");
   auto s = stream();
   auto [w, v] =
       vectors_ ? std::make_pair(outputs[0], outputs[1]) : eig(primals[0], s);
@@ -911,6 +945,7 @@ std::vector<array> Eig::vjp(const std::vector<array>& primals,
 std::vector<array> Eig::jvp(const std::vector<array>& primals,
                             const std::vector<array>& tangents,
                             const std::vector<int>&) {
+  no_complex_derivative(primals[0], "eig");
   auto s = stream();
   auto [w, v] = eig(primals[0], s);
   auto x = mm(mm(complex_inv(v, s), as_complex(tangents[0], s), s), v, s);

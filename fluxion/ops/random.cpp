@@ -247,6 +247,24 @@ namespace {
 // Standard normal values in dtype t (float32 or float64).
 array standard_normal(const Shape& shape, Dtype t,
                       const std::optional<array>& key, Stream st) {
+  if (t == complex64) {
+    // The standard complex normal (as MLX): independent real and imaginary
+    // parts of variance 1/2 each, so that E|z|^2 = 1. erfinv(u) for u
+    // uniform in (-1, 1) is N(0, 1/2).
+    Shape two = shape;
+    two.push_back(2);
+    float lo = std::nextafter(-1.0f, 0.0f);
+    auto u = uniform_impl(array(lo, float32), array(1.0f, float32), two,
+                          float32, key, "random.normal", st);
+    auto n = astype(erfinv(u, st), complex64, st);
+    Shape b(two.size(), 0), e = two;
+    e.back() = 1;
+    auto re = squeeze(slice(n, b, e, st), -1, st);
+    b.back() = 1;
+    e.back() = 2;
+    auto im = squeeze(slice(n, b, e, st), -1, st);
+    return add(re, multiply(im, array(complex64_t(0.0f, 1.0f)), st), st);
+  }
   // u is strictly inside (-1, 1), where erfinv is finite.
   double lo =
       t == float64 ? std::nextafter(-1.0, 0.0) : std::nextafter(-1.0f, 0.0f);
@@ -257,14 +275,21 @@ array standard_normal(const Shape& shape, Dtype t,
 
 // Half types sample in float32 for finer tails, then round.
 Dtype normal_compute_type(Dtype dtype) {
-  return dtype == float64 ? float64 : float32;
+  return dtype == float64 || dtype == complex64 ? dtype : float32;
+}
+
+// normal() takes real floating point dtypes and complex64.
+void check_normal_dtype(Dtype dtype) {
+  if (dtype != complex64) {
+    check_floating(dtype, "random.normal");
+  }
 }
 
 }  // namespace
 
 array normal(const Shape& shape, Dtype dtype, float loc, float scale,
              const std::optional<array>& key, StreamOrDevice s) {
-  check_floating(dtype, "random.normal");
+  check_normal_dtype(dtype);
   Dtype t = normal_compute_type(dtype);
   auto st = to_stream(s);
   // Samples are rounded to `dtype` first and scaled in it, so that
@@ -282,14 +307,15 @@ array normal(const Shape& shape, Dtype dtype, float loc, float scale,
 array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
              const std::optional<array>& scale, const std::optional<array>& key,
              StreamOrDevice s) {
-  check_floating(dtype, "random.normal");
+  check_normal_dtype(dtype);
   check_shape(shape, "random.normal");
   for (const auto* p : {&loc, &scale}) {
     if (!*p) {
       continue;
     }
     const char* which = p == &loc ? "loc" : "scale";
-    if (!is_floating_point((*p)->dtype())) {
+    if (!is_floating_point((*p)->dtype()) &&
+        !(dtype == complex64 && is_complex((*p)->dtype()))) {
       throw std::invalid_argument(
           std::string("[random.normal] ") + which +
           " must have a real floating point dtype; got " +

@@ -119,14 +119,6 @@ array any(const array& a, const std::vector<int>& axes, bool keepdims,
 
 namespace {
 
-int64_t reduced_size(const array& a, const std::vector<int>& ax) {
-  int64_t n = 1;
-  for (int i : ax) {
-    n *= a.shape(i);
-  }
-  return n;
-}
-
 // Statistics of half-precision inputs are computed in float32 and rounded
 // once at the end: a float16 sum overflows past 65504 and 1/n underflows.
 Dtype stats_dtype(Dtype t) {
@@ -138,20 +130,18 @@ Dtype stats_dtype(Dtype t) {
 array mean(const array& a, const std::vector<int>& axes, bool keepdims,
            StreamOrDevice s) {
   auto ax = normalize_axes(axes, a.ndim(), "mean");
-  double n = static_cast<double>(reduced_size(a, ax));
   Dtype ct = stats_dtype(a.dtype());
   // The kernel sums integers and half types into float32 directly.
   auto total = a.dtype() == ct
                    ? sum(a, ax, keepdims, s)
                    : reduce(a, ax, keepdims, Reduce::Sum, ct, "mean", s);
-  auto out = multiply(total, array(1.0 / n, ct), s);
+  auto out = divide(total, number_of_elements(a, ax, ct, s), s);
   return astype(out, at_least_float(a.dtype()), s);
 }
 
 array var(const array& a, const std::vector<int>& axes, bool keepdims, int ddof,
           StreamOrDevice s) {
   auto ax = normalize_axes(axes, a.ndim(), "var");
-  double n = static_cast<double>(reduced_size(a, ax));
   Dtype ct = stats_dtype(a.dtype());
   auto x = astype(a, ct, s);
   // Two passes (mean first) for accuracy; E[x^2] - E[x]^2 cancels badly.
@@ -161,8 +151,11 @@ array var(const array& a, const std::vector<int>& axes, bool keepdims, int ddof,
                 : square(centered, s);
   auto total = sum(sq, ax, keepdims, s);
   // NumPy's convention: n - ddof <= 0 divides by zero (inf, or nan for 0).
-  double denom = std::max(n - ddof, 0.0);
-  auto out = multiply(total, array(1.0 / denom, total.dtype()), s);
+  // n is a node, not a number: shapeless compiles replay it on new shapes.
+  auto count = number_of_elements(a, ax, total.dtype(), s);
+  auto denom = maximum(subtract(count, array(ddof, total.dtype()), s),
+                       array(0, total.dtype()), s);
+  auto out = divide(total, denom, s);
   Dtype t = at_least_float(a.dtype());
   return astype(out, is_complex(t) ? float32 : t, s);
 }
@@ -306,6 +299,15 @@ std::vector<Shape> Reduce::output_shapes(const std::vector<array>& in) {
   return {kept_shape(in[0].shape(), axes_)};
 }
 
+array number_of_elements(const array& a, const std::vector<int>& axes,
+                         Dtype dtype, StreamOrDevice s) {
+  auto ax = normalize_axes(axes, a.ndim(), "number_of_elements");
+  return array(Shape{}, dtype,
+               std::make_shared<NumberOfElements>(to_stream(s), std::move(ax),
+                                                  dtype),
+               {a});
+}
+
 const char* ArgReduce::name() const {
   return type_ == ArgMin ? "ArgMin" : "ArgMax";
 }
@@ -416,14 +418,25 @@ std::vector<array> Reduce::jvp(const std::vector<array>& primals,
                                const std::vector<int>& argnums) {
   const auto& x = primals[0];
   auto s = stream();
-  if (!is_inexact(x.dtype()) || type_ == And || type_ == Or) {
-    return {zeros(kept_shape(x.shape(), axes_), dtype_, s)};
+  if (type_ == And || type_ == Or) {
+    return {zeros(kept_shape(x.shape(), axes_), tangents[0].dtype(), s)};
   }
-  // Sums in the output's dtype (mean() sums half types in float32).
+  // Sums in the output's dtype (mean() sums half types in float32). The
+  // rules are linear in the tangent, so integer reductions push integer
+  // tangents through them as well (jvp of an integer sum is the sum of the
+  // tangents, as MLX); only the vjp treats integers as constants.
   auto total = [&](const array& v) {
     return sum(astype(v, dtype_, s), axes_, true, s);
   };
   const auto& t = tangents[0];
+  if (!is_inexact(x.dtype()) && (type_ == Min || type_ == Max)) {
+    // Integer ties share the tangent by floor division (exact without
+    // ties, where the count is one).
+    auto mask = equal(x, apply(x, axes_), s);
+    auto count = astype(sum(mask, axes_, true, s), dtype_, s);
+    return {floor_divide(total(where(mask, t, array(0, t.dtype()), s)), count,
+                         s)};
+  }
   switch (type_) {
     case Sum:
       return {total(t)};
@@ -489,6 +502,41 @@ std::pair<std::vector<array>, std::vector<int>> ArgReduce::vmap(
   return {{array(std::move(shape), uint32,
                  std::make_shared<ArgReduce>(stream(), type_, axis), {x})},
           axes};
+}
+
+bool NumberOfElements::is_equivalent(const Primitive& o) const {
+  if (typeid(o) != typeid(*this)) {
+    return false;
+  }
+  auto& r = static_cast<const NumberOfElements&>(o);
+  return r.axes_ == axes_ && r.dtype_ == dtype_;
+}
+
+std::vector<array> NumberOfElements::jvp(const std::vector<array>&,
+                                         const std::vector<array>& tangents,
+                                         const std::vector<int>&) {
+  Dtype t = is_inexact(dtype_) ? dtype_ : tangents[0].dtype();
+  return {zeros(Shape{}, t, stream())};
+}
+
+std::vector<array> NumberOfElements::vjp(const std::vector<array>& primals,
+                                         const std::vector<array>&,
+                                         const std::vector<int>&,
+                                         const std::vector<array>&) {
+  return {zeros_like(primals[0], stream())};
+}
+
+std::pair<std::vector<array>, std::vector<int>> NumberOfElements::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // The same count for every batch element, broadcast along the batch
+  // (a stride-0 view).
+  auto s = stream();
+  auto ax = axes[0] < 0 ? axes_ : past_batch_axis(axes_, axes[0]);
+  auto n = number_of_elements(inputs[0], ax, dtype_, s);
+  if (axes[0] < 0) {
+    return {{n}, {-1}};
+  }
+  return {{broadcast_to(n, {inputs[0].shape(axes[0])}, s)}, {0}};
 }
 
 }  // namespace fluxion

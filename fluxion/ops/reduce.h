@@ -119,4 +119,34 @@ class ArgReduce : public Primitive {
   int axis_;  // kept as size 1 in the output
 };
 
+// The number of elements of the input over `axes`, as a scalar of `dtype`
+// (mean's and var's divisor). A node rather than a constant so that a
+// shapeless compile recomputes it for each new input shape; it reads only
+// the input's shape. Zero derivatives; unmapped under vmap.
+class NumberOfElements : public Primitive {
+ public:
+  NumberOfElements(Stream s, std::vector<int> axes, Dtype dtype)
+      : Primitive(s), axes_(std::move(axes)), dtype_(dtype) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  const char* name() const override { return "NumberOfElements"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_), dtype_};
+  }
+  FLUXION_DECLARE_RULES
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>&) override {
+    return {Shape{}};
+  }
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  std::vector<int> axes_;
+  Dtype dtype_;
+};
+
+// number_of_elements(a, axes, dtype): see NumberOfElements.
+array number_of_elements(const array& a, const std::vector<int>& axes,
+                         Dtype dtype, StreamOrDevice s = {});
+
 }  // namespace fluxion

@@ -4,6 +4,8 @@
 // batched operation needs one per batch element.
 #pragma once
 
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,24 @@ inline array tangent_or_zeros(const std::vector<array>& primals,
     }
   }
   return zeros_like(primals[i], s);
+}
+
+// Gather/scatter rules: integer indices have no derivative, and asking for
+// one (differentiating with respect to them, or through indices computed
+// from a differentiated input, e.g. argsort) is a mistake the user should
+// hear about, as in MLX. Raises if any of argnums is in [first, last].
+inline void check_no_index_derivative(const char* op,
+                                      const std::vector<int>& argnums,
+                                      int first, int last) {
+  for (int a : argnums) {
+    if (a >= first && a <= last) {
+      throw std::invalid_argument(
+          std::string("[") + op +
+          "] Cannot differentiate with respect to the indices: they are "
+          "integers and have no gradient. If they depend on a "
+          "differentiated input, wrap them in stop_gradient.");
+    }
+  }
 }
 
 // The size of the mapped axis (the first mapped input's).

@@ -22,44 +22,107 @@ bool same_params(const Primitive& a, const Primitive& b, T get) {
 
 // --- reshape family ---
 
-array reshape(const array& a, Shape shape, StreamOrDevice s) {
+namespace {
+
+// `requested` with its -1 (at most one) inferred for `size` elements.
+Shape infer_shape(Shape shape, int64_t size, const char* op,
+                  const Shape& in_shape) {
   int infer = -1;
   int64_t known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (infer >= 0) {
-        throw std::invalid_argument(
-            "[reshape] Can only infer one dimension; got shape " +
-            shape_str(shape) + ".");
+        throw std::invalid_argument(std::string("[") + op +
+                                    "] Can only infer one dimension; got "
+                                    "shape " +
+                                    shape_str(shape) + ".");
       }
       infer = static_cast<int>(i);
     } else if (shape[i] < 0) {
-      throw std::invalid_argument("[reshape] Invalid shape " +
+      throw std::invalid_argument(std::string("[") + op + "] Invalid shape " +
                                   shape_str(shape) + ".");
     } else {
       known *= shape[i];
     }
   }
+  Shape requested = shape;
   if (infer >= 0) {
-    if (known == 0 || static_cast<int64_t>(a.size()) % known != 0) {
-      throw std::invalid_argument("[reshape] Cannot infer the shape " +
-                                  shape_str(shape) + " for an array of size " +
-                                  std::to_string(a.size()) + ".");
+    if (known == 0 || size % known != 0) {
+      throw std::invalid_argument(
+          std::string("[") + op + "] Cannot infer the shape " +
+          shape_str(requested) + " for an array of shape " +
+          shape_str(in_shape) + " (size " + std::to_string(size) + ").");
     }
-    shape[infer] = static_cast<int32_t>(a.size() / known);
+    shape[infer] = static_cast<int32_t>(size / known);
     known *= shape[infer];
   }
-  if (known != static_cast<int64_t>(a.size())) {
-    throw std::invalid_argument("[reshape] Cannot reshape array of shape " +
-                                shape_str(a.shape()) + " (size " +
-                                std::to_string(a.size()) + ") into shape " +
-                                shape_str(shape) + ".");
+  if (known != size) {
+    throw std::invalid_argument(std::string("[") + op +
+                                "] Cannot reshape array of shape " +
+                                shape_str(in_shape) + " (size " +
+                                std::to_string(size) + ") into shape " +
+                                shape_str(requested) + ".");
   }
+  return shape;
+}
+
+array make_reshape(const array& a, Shape shape, ReshapeRule rule,
+                   StreamOrDevice s) {
   if (shape == a.shape()) {
     return a;
   }
-  auto p = std::make_shared<Reshape>(to_stream(s), shape);
+  auto p = std::make_shared<Reshape>(to_stream(s), shape, std::move(rule));
   return array(std::move(shape), a.dtype(), std::move(p), {a});
+}
+
+Shape flatten_shape(const Shape& in, int b, int e) {
+  Shape shape(in.begin(), in.begin() + b);
+  int64_t n = 1;
+  for (int i = b; i <= e; ++i) {
+    n *= in[i];
+  }
+  shape.push_back(static_cast<int32_t>(n));
+  shape.insert(shape.end(), in.begin() + e + 1, in.end());
+  return shape;
+}
+
+Shape unflatten_shape(const Shape& in, int ax, const Shape& dims) {
+  Shape inner = infer_shape(dims, in[ax], "unflatten", Shape{in[ax]});
+  Shape out(in.begin(), in.begin() + ax);
+  out.insert(out.end(), inner.begin(), inner.end());
+  out.insert(out.end(), in.begin() + ax + 1, in.end());
+  return out;
+}
+
+}  // namespace
+
+Shape Reshape::shape_for(const Shape& in) const {
+  int nd = static_cast<int>(in.size());
+  switch (rule_.kind) {
+    case ReshapeRule::Flatten:
+      if (rule_.end >= nd) {
+        break;
+      }
+      return flatten_shape(in, rule_.start, rule_.end);
+    case ReshapeRule::Unflatten:
+      if (rule_.start >= nd) {
+        break;
+      }
+      return unflatten_shape(in, rule_.start, rule_.dims);
+    default:
+      return infer_shape(rule_.dims, shape_size(in), "reshape", in);
+  }
+  throw std::invalid_argument("[reshape] Cannot reshape an array of shape " +
+                              shape_str(in) + " as traced (into " +
+                              shape_str(shape_) + ").");
+}
+
+array reshape(const array& a, Shape shape, StreamOrDevice s) {
+  Shape out = infer_shape(shape, static_cast<int64_t>(a.size()), "reshape",
+                          a.shape());
+  return make_reshape(a, std::move(out),
+                      ReshapeRule{ReshapeRule::Requested, std::move(shape)},
+                      s);
 }
 
 array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {
@@ -74,14 +137,8 @@ array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {
         "[flatten] start_axis " + std::to_string(start_axis) +
         " must not come after end_axis " + std::to_string(end_axis) + ".");
   }
-  Shape shape(a.shape().begin(), a.shape().begin() + b);
-  int64_t n = 1;
-  for (int i = b; i <= e; ++i) {
-    n *= a.shape(i);
-  }
-  shape.push_back(static_cast<int32_t>(n));
-  shape.insert(shape.end(), a.shape().begin() + e + 1, a.shape().end());
-  return reshape(a, std::move(shape), s);
+  return make_reshape(a, flatten_shape(a.shape(), b, e),
+                      ReshapeRule{ReshapeRule::Flatten, {}, b, e}, s);
 }
 
 array unflatten(const array& a, int axis, Shape shape, StreamOrDevice s) {
@@ -89,34 +146,23 @@ array unflatten(const array& a, int axis, Shape shape, StreamOrDevice s) {
   if (shape.empty()) {
     throw std::invalid_argument("[unflatten] The shape must not be empty.");
   }
-  int infer = -1;
-  int64_t known = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      if (infer >= 0) {
-        throw std::invalid_argument(
-            "[unflatten] Can only infer one dimension; got shape " +
-            shape_str(shape) + ".");
-      }
-      infer = static_cast<int>(i);
-    } else {
-      known *= shape[i];
-    }
+  if (std::count(shape.begin(), shape.end(), -1) > 1) {
+    throw std::invalid_argument(
+        "[unflatten] Can only infer one dimension; got shape " +
+        shape_str(shape) + ".");
   }
-  if (infer >= 0 && known != 0) {
-    shape[infer] = static_cast<int32_t>(a.shape(ax) / known);
-    known *= shape[infer];
-  }
-  if (known != a.shape(ax)) {
+  Shape out;
+  try {
+    out = unflatten_shape(a.shape(), ax, shape);
+  } catch (const std::invalid_argument&) {
     throw std::invalid_argument("[unflatten] Cannot unflatten axis " +
                                 std::to_string(axis) + " of size " +
                                 std::to_string(a.shape(ax)) + " into shape " +
                                 shape_str(shape) + ".");
   }
-  Shape out(a.shape().begin(), a.shape().begin() + ax);
-  out.insert(out.end(), shape.begin(), shape.end());
-  out.insert(out.end(), a.shape().begin() + ax + 1, a.shape().end());
-  return reshape(a, std::move(out), s);
+  return make_reshape(a, std::move(out),
+                      ReshapeRule{ReshapeRule::Unflatten, std::move(shape), ax},
+                      s);
 }
 
 array squeeze(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
@@ -765,7 +811,8 @@ array atleast_3d(const array& a, StreamOrDevice s) {
 
 bool Reshape::is_equivalent(const Primitive& o) const {
   return same_params(*this, o, [](const Primitive& p) {
-    return static_cast<const Reshape&>(p).shape_;
+    auto& r = static_cast<const Reshape&>(p);
+    return std::make_pair(r.shape_, r.rule_);
   });
 }
 bool Transpose::is_equivalent(const Primitive& o) const {

@@ -83,25 +83,52 @@ array atleast_3d(const array& a, StreamOrDevice s = {});
 
 // --- Primitives ---
 
+// How a reshape's output shape follows its input's, so that a shapeless
+// compile can replay it on new input shapes: a requested shape (one -1 is
+// inferred again from the new size), flatten(start, end), or unflatten of
+// one axis into `dims` (one -1 inferred).
+struct ReshapeRule {
+  enum Kind { Requested, Flatten, Unflatten };
+  Kind kind = Requested;
+  Shape dims;
+  int start = 0;
+  int end = 0;
+  bool operator==(const ReshapeRule& o) const {
+    return kind == o.kind && dims == o.dims && start == o.start &&
+           end == o.end;
+  }
+};
+
 class Reshape : public Primitive {
  public:
-  bool shapeless_ok() const override { return false; }
-  Reshape(Stream s, Shape shape) : Primitive(s), shape_(std::move(shape)) {}
+  Reshape(Stream s, Shape shape, ReshapeRule rule)
+      : Primitive(s), shape_(std::move(shape)), rule_(std::move(rule)) {}
+  Reshape(Stream s, Shape shape)
+      : Primitive(s),
+        shape_(shape),
+        rule_{ReshapeRule::Requested, std::move(shape), 0, 0} {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Reshape"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(shape_)};
+    return {export_ints(shape_), int64_t{rule_.kind}, export_ints(rule_.dims),
+            int64_t{rule_.start}, int64_t{rule_.end}};
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
-  std::vector<Shape> output_shapes(const std::vector<array>&) override {
-    return {shape_};
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {shape_for(in[0].shape())};
   }
+  // The traced output shape.
   const Shape& shape() const { return shape_; }
+  const ReshapeRule& rule() const { return rule_; }
+  // The output shape for an input of shape `in` (raises like reshape when
+  // the rule does not fit it).
+  Shape shape_for(const Shape& in) const;
 
  private:
   Shape shape_;
+  ReshapeRule rule_;
 };
 
 class Transpose : public Primitive {
@@ -209,7 +236,6 @@ class Slice : public Primitive {
 
 class SliceUpdate : public Primitive {
  public:
-  bool shapeless_ok() const override { return false; }
   SliceUpdate(Stream s, Shape start, Shape stop, Shape strides)
       : Primitive(s),
         start_(std::move(start)),

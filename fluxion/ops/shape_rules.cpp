@@ -51,7 +51,9 @@ Shape public_stop(const Shape& stop, const Shape& strides, const Shape& shape) {
 
 std::vector<array> Reshape::jvp(const Arrays&, const Arrays& tangents,
                                 const std::vector<int>&) {
-  return {reshape(tangents[0], shape_, stream())};
+  // The primal's shape, not the traced one: a shapeless compile replays
+  // this primitive on other shapes.
+  return {reshape(tangents[0], shape_for(tangents[0].shape()), stream())};
 }
 
 std::vector<array> Reshape::vjp(const Arrays& primals, const Arrays& cts,
@@ -62,7 +64,8 @@ std::vector<array> Reshape::vjp(const Arrays& primals, const Arrays& cts,
 Batched Reshape::vmap(const Arrays& inputs, const std::vector<int>& axes) {
   int b = inputs[0].shape(axes[0]);
   auto x = to_front(inputs[0], axes[0], b, stream());
-  return {{reshape(x, prepend(b, shape_), stream())}, {0}};
+  Shape unbatched(x.shape().begin() + 1, x.shape().end());
+  return {{reshape(x, prepend(b, shape_for(unbatched)), stream())}, {0}};
 }
 
 // --- Transpose ---
@@ -332,25 +335,16 @@ std::vector<array> Pad::vjp(const Arrays& primals, const Arrays& cts,
 // window.
 Batched Pad::vmap(const Arrays& inputs, const std::vector<int>& axes) {
   auto s = stream();
+  // As MLX: one padding value for the whole batch. (A value per batch
+  // element would be a different op; pass the value unbatched.)
+  if (axes[1] >= 0) {
+    throw std::invalid_argument(
+        "[pad] Cannot vmap over a batched padding value (constant_values "
+        "must be the same for every batch element; give it in_axes None).");
+  }
   int b = batch_size(inputs, axes);
   auto a = to_front(inputs[0], axes[0], b, s);
-  if (axes[1] < 0) {
-    return {{pad(a, shifted(axes_), low_, high_, inputs[1], "constant", s)},
-            {0}};
-  }
-  Shape unbatched(a.shape().begin() + 1, a.shape().end());
-  Shape shape = unbatched;
-  Shape start(unbatched.size(), 0);
-  Shape stop = unbatched;
-  for (size_t i = 0; i < axes_.size(); ++i) {
-    shape[axes_[i]] += low_[i] + high_[i];
-    start[axes_[i]] = low_[i];
-    stop[axes_[i]] = low_[i] + unbatched[axes_[i]];
-  }
-  Shape ones(unbatched.size() + 1, 1);
-  ones[0] = b;
-  auto filled = broadcast_to(reshape(inputs[1], ones, s), prepend(b, shape), s);
-  return {{slice_update(filled, a, prepend(0, start), prepend(b, stop), s)},
+  return {{pad(a, shifted(axes_), low_, high_, inputs[1], "constant", s)},
           {0}};
 }
 

@@ -72,7 +72,7 @@ array scan(const array& a, int axis, bool reverse, bool inclusive,
   int ax = normalize_axis(axis, a.ndim(), name);
   array x = a;
   if (type == Scan::LogAddExp) {
-    if (a.dtype() == bool_ || is_complex(a.dtype())) {
+    if (a.dtype() == bool_) {
       throw std::invalid_argument(
           std::string("[") + name + "] Received an input of dtype " +
           dtype_name(a.dtype()) + ": it needs a real number type.");
@@ -226,7 +226,9 @@ std::vector<array> Sort::jvp(const std::vector<array>& primals,
                              const std::vector<array>& tangents,
                              const std::vector<int>& argnums) {
   auto s = stream();
-  auto idx = make_argsort(primals[0], axis_, s);
+  // Indices computed from the primal: constants for higher derivatives
+  // (index derivatives raise).
+  auto idx = stop_gradient(make_argsort(primals[0], axis_, s), s);
   return {take_along_axis(tangents[0], idx, axis_, s)};
 }
 std::vector<array> Sort::vjp(const std::vector<array>& primals,
@@ -234,7 +236,7 @@ std::vector<array> Sort::vjp(const std::vector<array>& primals,
                              const std::vector<int>& argnums,
                              const std::vector<array>& outputs) {
   auto s = stream();
-  auto idx = make_argsort(primals[0], axis_, s);
+  auto idx = stop_gradient(make_argsort(primals[0], axis_, s), s);
   return {unpermute(cotangents[0], idx, axis_, s)};
 }
 std::pair<std::vector<array>, std::vector<int>> Sort::vmap(
@@ -264,7 +266,7 @@ std::vector<array> Partition::jvp(const std::vector<array>& primals,
                                   const std::vector<array>& tangents,
                                   const std::vector<int>& argnums) {
   auto s = stream();
-  auto idx = make_argpartition(primals[0], kth_, axis_, s);
+  auto idx = stop_gradient(make_argpartition(primals[0], kth_, axis_, s), s);
   return {take_along_axis(tangents[0], idx, axis_, s)};
 }
 std::vector<array> Partition::vjp(const std::vector<array>& primals,
@@ -272,7 +274,7 @@ std::vector<array> Partition::vjp(const std::vector<array>& primals,
                                   const std::vector<int>& argnums,
                                   const std::vector<array>& outputs) {
   auto s = stream();
-  auto idx = make_argpartition(primals[0], kth_, axis_, s);
+  auto idx = stop_gradient(make_argpartition(primals[0], kth_, axis_, s), s);
   return {unpermute(cotangents[0], idx, axis_, s)};
 }
 std::pair<std::vector<array>, std::vector<int>> Partition::vmap(
@@ -404,7 +406,7 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals,
       auto pos = positions(x.shape(), axis_, s);
       int none = reverse_ ? x.shape(axis_) : -1;
       auto src = where(equal(x, y, s), pos, array(none, int32), s);
-      src = fwd(src, reverse_ ? Min : Max);
+      src = stop_gradient(fwd(src, reverse_ ? Min : Max), s);
       out = take_along_axis(t, src, axis_, s);
       break;
     }
@@ -470,7 +472,7 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals,
       auto pos = positions(x.shape(), axis_, s);
       int none = reverse_ ? x.shape(axis_) : -1;
       auto src = where(equal(x, y, s), pos, array(none, int32), s);
-      src = fwd(src, reverse_ ? Min : Max);
+      src = stop_gradient(fwd(src, reverse_ ? Min : Max), s);
       return {scatter_add_axis(zeros_like(x, s), src, ct, axis_, s)};
     }
     default: {  // LogAddExp: dx_j = sum_{i>=j} ct_i exp(x_j - y_i)

@@ -62,10 +62,10 @@ array expm1(const array& a, StreamOrDevice s) {
 }
 array log(const array& a, StreamOrDevice s) { return inexact_unary<Log>(a, s); }
 array log1p(const array& a, StreamOrDevice s) {
-  return real_unary<Log1p>(a, "log1p", s);
+  return inexact_unary<Log1p>(a, s);
 }
 array log2(const array& a, StreamOrDevice s) {
-  return real_unary<Log2>(a, "log2", s);
+  return inexact_unary<Log2>(a, s);
 }
 array log10(const array& a, StreamOrDevice s) {
   return inexact_unary<Log10>(a, s);
@@ -187,9 +187,9 @@ namespace {
 array signed_inf(const array& a, bool positive, const char* op,
                  StreamOrDevice s) {
   if (is_complex(a.dtype())) {
-    throw std::invalid_argument(std::string("[") + op +
-                                "] complex inputs are not supported, got " +
-                                dtype_name(a.dtype()) + ".");
+    // As MLX: equal to (+-inf) + 0j.
+    float inf = std::numeric_limits<float>::infinity();
+    return equal(a, array(complex64_t{positive ? inf : -inf, 0.0f}), s);
   }
   if (!is_inexact(a.dtype())) {
     return full(a.shape(), false, bool_, s);
@@ -298,7 +298,12 @@ std::vector<array> UnaryPrimitive::jvp(const std::vector<array>& primals,
     d = derivative(x, apply(x));
   }
   if (!d) {
-    return {zeros(x.shape(), output_dtype(x.dtype()), stream())};
+    // Predicates (isnan, ...) give zeros of the tangent's dtype, not bools.
+    Dtype t = output_dtype(x.dtype());
+    if (!is_inexact(t) && !tangents.empty()) {
+      t = tangents[0].dtype();
+    }
+    return {zeros(x.shape(), t, stream())};
   }
   return {multiply(tangents[0], *d, stream())};
 }
@@ -556,7 +561,10 @@ std::vector<array> Abs::vjp(const std::vector<array>& primals,
   }
   if (is_complex(x.dtype())) {
     // L(t) = Re(u t) with u = conj(z)/|z|: L*(c) = conj(u) c, so the vjp
-    // is conj(conj(u) ct) = u ct (JAX: grad(abs)(z) = conj(z)/|z|).
+    // is conj(conj(u) ct) = u ct (JAX: grad(abs)(z) = conj(z)/|z|). This
+    // must agree with the transposes of the linear complex rules (fft,
+    // real, imag, astype) for real losses of complex intermediates to get
+    // right gradients; MLX's ct * z/|z| would not with ours.
     return {multiply(conj_unit(x, s), cotangents[0], s)};
   }
   return {multiply(cotangents[0], sign(x, s), s)};

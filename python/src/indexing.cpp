@@ -537,8 +537,8 @@ std::optional<fx::array> bool_mask(py::handle index) {
 // NumPy's x[mask] = v without reading the mask on the host: the mask
 // covers x's leading dimensions; v is broadcast to the selected elements
 // (a scalar, or the trailing shape), or gives them in order (one entry per
-// selected element: its k-th row goes to the k-th selected position, found
-// by a running count of the mask).
+// selected element: its k-th row goes to the k-th selected position, as
+// fx::masked_scatter places them).
 fx::array masked_update(const fx::array& a, const fx::array& mask,
                         py::handle value) {
   const char* op = "setitem";
@@ -594,24 +594,9 @@ fx::array masked_update(const fx::array& a, const fx::array& mask,
           "of shape " + fx::shape_str(mask.shape()) + " in an array of "
           "shape " + fx::shape_str(a.shape()) + ".");
     }
-    fx::array flat = fx::reshape(mask, {-1});
-    fx::array pos = fx::subtract(
-        fx::cumsum(fx::astype(flat, fx::int32), 0, false, true),
-        fx::array(1, fx::int32));
-    int n = vr.shape(0);
-    if (n == 0) {
-      // Nothing to place; every mask entry must be False (checked by the
-      // gather only when it would read).
-      return a;
-    }
-    pos = fx::clip(pos, fx::array(0, fx::int32), fx::array(n - 1, fx::int32));
-    fx::array gathered = fx::take(vr, pos, 0);  // [lead size, trailing...]
-    update = fx::reshape(gathered, [&] {
-      fx::Shape s = mask.shape();
-      s.insert(s.end(), gathered.shape().begin() + 1, gathered.shape().end());
-      return s;
-    }());
-    update = fx::broadcast_to(update, a.shape());
+    // Row-major order of the selected elements is row by row, so this is
+    // masked_scatter with the mask spread over the trailing dimensions.
+    return fx::masked_scatter(a, m, vr);
   }
   return fx::where(m, fx::astype(update, a.dtype()), a);
 }

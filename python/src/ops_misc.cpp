@@ -93,7 +93,9 @@ void init_ops_misc(py::module_& m) {
       "zeros_like",
       [](const fx::array& a, std::optional<fx::Dtype> dtype,
          fx::StreamOrDevice st) {
-        return dtype ? fx::zeros(a.shape(), *dtype, st) : fx::zeros_like(a, st);
+        // full_like: follows a's shape in shapeless compiles.
+        auto z = fx::full_like(a, fx::array(0, a.dtype()), st);
+        return dtype && *dtype != a.dtype() ? fx::astype(z, *dtype, st) : z;
       },
       "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), s,
       "Zeros of a's shape, in a's dtype or ``dtype``.");
@@ -101,7 +103,8 @@ void init_ops_misc(py::module_& m) {
       "ones_like",
       [](const fx::array& a, std::optional<fx::Dtype> dtype,
          fx::StreamOrDevice st) {
-        return dtype ? fx::ones(a.shape(), *dtype, st) : fx::ones_like(a, st);
+        auto o = fx::full_like(a, fx::array(1, a.dtype()), st);
+        return dtype && *dtype != a.dtype() ? fx::astype(o, *dtype, st) : o;
       },
       "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), s,
       "Ones of a's shape, in a's dtype or ``dtype``.");

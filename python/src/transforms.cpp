@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "python/src/convert.h"
@@ -153,6 +154,20 @@ py::object value_and_grad_call(const std::vector<int>& argnums,
     }
   }
   std::partial_sum(counts.begin(), counts.end(), counts.begin());
+  // The gradients take the structure the differentiated arguments have
+  // now: `fun` may add entries to its argument dicts and lists (the
+  // additions stay there, but get no gradient).
+  std::vector<py::object> grad_structures;
+  for (int i : argnums) {
+    grad_structures.push_back(
+        fxpy::tree_flatten_with_structure(args[i], false).second);
+  }
+  for (auto item : kwargs) {
+    if (contains(argnames, py::str(item.first))) {
+      grad_structures.push_back(
+          fxpy::tree_flatten_with_structure(item.second, false).second);
+    }
+  }
 
   py::object py_value_out;
   auto traced = [&](const std::vector<fx::array>& a) {
@@ -163,15 +178,19 @@ py::object value_and_grad_call(const std::vector<int>& argnums,
     py::tuple targs = tree[0];
     py::dict tkwargs = tree[1];
     // Whatever happens in `fun`, the caller's containers get their arrays
-    // back (unless `fun` stored something else there).
+    // back wherever they still hold the traced ones (matched by identity:
+    // `fun` may have added, removed or reordered entries; what it stored
+    // there stays).
+    std::unordered_map<uintptr_t, size_t> traced_index;
+    for (size_t i = 0; i < a.size(); ++i) {
+      traced_index.emplace(a[i].id(), i);
+    }
     auto restore = [&] {
-      size_t index = 0;
       fxpy::tree_visit_update(tree, [&](py::handle node) -> py::object {
-        auto* arr = fxpy::array_ptr(node);
-        if (index < a.size() && arr->id() == a[index].id()) {
-          return array_objects[index++];
+        auto it = traced_index.find(fxpy::array_ptr(node)->id());
+        if (it != traced_index.end()) {
+          return array_objects[it->second];
         }
-        index++;
         return py::reinterpret_borrow<py::object>(node);
       });
     };
@@ -226,13 +245,17 @@ py::object value_and_grad_call(const std::vector<int>& argnums,
   auto [value, gradients] =
       fx::value_and_grad(traced, gradient_indices)(arrays);
 
+  auto grads_of = [&](size_t i) {
+    return fxpy::tree_unflatten_from_structure(grad_structures[i], gradients,
+                                               counts[i]);
+  };
   py::object positional;
   if (argnums.size() == 1) {
-    positional = fxpy::tree_unflatten(args[argnums[0]], gradients, counts[0]);
+    positional = grads_of(0);
   } else if (argnums.size() > 1) {
     py::tuple g(argnums.size());
     for (size_t i = 0; i < argnums.size(); ++i) {
-      g[i] = fxpy::tree_unflatten(args[argnums[i]], gradients, counts[i]);
+      g[i] = grads_of(i);
     }
     positional = std::move(g);
   } else {
@@ -246,8 +269,7 @@ py::object value_and_grad_call(const std::vector<int>& argnums,
     size_t i = 0;
     for (auto item : kwargs) {
       if (contains(argnames, py::str(item.first))) {
-        kw[item.first] = fxpy::tree_unflatten(item.second, gradients,
-                                              counts[argnums.size() + i++]);
+        kw[item.first] = grads_of(argnums.size() + i++);
       }
     }
     grads = py::make_tuple(positional, kw);
@@ -660,9 +682,23 @@ void init_transforms(py::module_& m) {
       "once.");
   m.def(
       "export_to_dot",
-      [](py::object file, const py::args& args) {
+      [](py::object file, const py::args& args, const py::kwargs& kwargs) {
         std::ostringstream os;
-        fx::export_to_dot(os, arrays_of(args));
+        auto outputs = arrays_of(args);
+        // Keyword-named outputs label their nodes with the keyword.
+        std::unordered_map<uintptr_t, std::string> names;
+        for (auto item : kwargs) {
+          std::vector<fx::array> named;
+          fxpy::flatten_arrays(item.second, named);
+          auto key = py::str(item.first).cast<std::string>();
+          for (size_t i = 0; i < named.size(); ++i) {
+            names.emplace(named[i].id(), named.size() == 1
+                                             ? key
+                                             : key + "_" + std::to_string(i));
+          }
+          outputs.insert(outputs.end(), named.begin(), named.end());
+        }
+        fx::export_to_dot(os, outputs, names);
         if (py::isinstance<py::str>(file) || py::hasattr(file, "__fspath__")) {
           auto path = py::module_::import("os").attr("fspath")(file);
           std::ofstream f(path.cast<std::string>());
@@ -676,8 +712,9 @@ void init_transforms(py::module_& m) {
         }
       },
       "file"_a,
-      "Write the Graphviz source of the graph producing the given arrays to "
-      "a path or a file object.");
+      "Write the Graphviz source of the graph producing the given arrays "
+      "(positional, or keyword arguments whose names label them) to a path "
+      "or a file object.");
   m.def(
       "print_graph",
       [](const py::args& args) {

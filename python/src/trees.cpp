@@ -17,6 +17,19 @@ py::handle placeholder() {
 
 }  // namespace
 
+py::object rebuild_tuple(py::handle like, py::tuple items) {
+  if (PyTuple_CheckExact(like.ptr())) {
+    return items;
+  }
+  // A tuple subclass keeps its type: NamedTuples take their fields as
+  // positional arguments, other subclasses an iterable (as tuple does).
+  py::handle type = py::type::handle_of(like);
+  if (py::hasattr(type, "_fields") && py::hasattr(type, "_make")) {
+    return type.attr("_make")(items);
+  }
+  return type(items);
+}
+
 void tree_visit(py::handle tree, const std::function<void(py::handle)>& visit) {
   if (PyList_Check(tree.ptr()) || PyTuple_Check(tree.ptr())) {
     for (auto item : tree) {
@@ -69,7 +82,13 @@ void tree_visit(
   } else if (PyDict_Check(t0.ptr())) {
     py::list keys = py::reinterpret_borrow<py::dict>(t0).attr("keys")();
     auto key_child = [&keys](const py::object& t, size_t i) -> py::object {
-      return t[keys[i]];
+      py::object key = keys[i];
+      if (!py::reinterpret_borrow<py::dict>(t).contains(key)) {
+        throw std::invalid_argument(
+            "[tree_visit] Can't visit dicts with different keys (missing " +
+            py::repr(key).cast<std::string>() + ").");
+      }
+      return t[key];
     };
     children(
         key_child, [](PyObject* o) -> bool { return PyDict_Check(o); },
@@ -94,7 +113,7 @@ py::object tree_map(py::handle tree,
     for (size_t i = 0; i < t.size(); ++i) {
       out[i] = tree_map(t[i], f);
     }
-    return out;
+    return rebuild_tuple(tree, std::move(out));
   }
   if (PyDict_Check(tree.ptr())) {
     py::dict out;
@@ -121,7 +140,7 @@ py::object tree_visit_update(py::handle tree,
     for (size_t i = 0; i < t.size(); ++i) {
       out[i] = tree_visit_update(t[i], f);
     }
-    return out;
+    return rebuild_tuple(tree, std::move(out));
   }
   if (PyDict_Check(tree.ptr())) {
     py::dict d = py::reinterpret_borrow<py::dict>(tree);

@@ -11,6 +11,10 @@
 
 namespace fxpy {
 
+// A tuple with `items`, of `like`'s type (NamedTuples and other tuple
+// subclasses keep their type through the transformations).
+py::object rebuild_tuple(py::handle like, py::tuple items);
+
 // Calls `visit` on every leaf (anything not a list, tuple or dict).
 void tree_visit(py::handle tree, const std::function<void(py::handle)>& visit);
 

@@ -104,7 +104,7 @@ inline void grads(const Fn& f, const Arrays& in, double tol = 1e-6,
     EXPECT_EQ(g[j].shape(), in[args[j]].shape()) << "cotangent " << j;
     EXPECT_EQ(g[j].dtype(), in[args[j]].dtype()) << "cotangent " << j;
   }
-  auto t = jvp(f, in, ts).second;
+  auto t = jvp_on(f, in, ts, args).second;
   ASSERT_EQ(t.size(), outs.size());
   for (size_t k = 0; k < outs.size(); ++k) {
     EXPECT_EQ(t[k].shape(), outs[k].shape()) << "tangent " << k;
@@ -173,10 +173,14 @@ inline void zero_grads(const Fn& f, const Arrays& in, const std::string& what) {
     expect_close(g[i], std::vector<double>(in[i].size(), 0.0), 0, 0,
                  what + " cotangent");
   }
-  auto t = jvp(f, in, ts).second;
+  auto t = jvp_on(f, in, ts, args).second;
   ASSERT_EQ(t.size(), outs.size()) << what;
   for (size_t k = 0; k < outs.size(); ++k) {
-    EXPECT_EQ(t[k].dtype(), outs[k].dtype()) << what << " tangent " << k;
+    // A bool or integer output (a comparison) has tangents of the
+    // tangents' dtype (as MLX).
+    if (is_inexact(outs[k].dtype())) {
+      EXPECT_EQ(t[k].dtype(), outs[k].dtype()) << what << " tangent " << k;
+    }
     EXPECT_EQ(t[k].shape(), outs[k].shape()) << what << " tangent " << k;
     expect_close(t[k], std::vector<double>(outs[k].size(), 0.0), 0, 0,
                  what + " tangent");

@@ -201,8 +201,10 @@ TEST_F(IoTest, NpyErrors) {
   expect_error<std::invalid_argument>([&] { load(path("th.npy")); },
                                       "Truncated .npy header");
   write_file(path("td.npy"), good.substr(0, good.size() - 1));
-  expect_error<std::invalid_argument>([&] { load(path("td.npy")); },
-                                      "Truncated data");
+  // Truncated data loads (only the header is read); the read at eval
+  // raises, as MLX.
+  auto td = load(path("td.npy"));
+  expect_error<std::runtime_error>([&] { eval(td); }, "truncated");
   auto with = [&](const std::string& dict) {
     write_file(path("d.npy"), npy_bytes(dict, std::string(64, '\0')));
     return path("d.npy");

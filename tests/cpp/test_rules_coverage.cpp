@@ -200,11 +200,14 @@ std::vector<OpCase> core_cases() {
   add_binary("concatenate",
              [](auto& a, auto& b) { return concatenate({a, b}, 1); },
              rnd(s, 108), rnd({3, 2}, 109));
-  add_binary("pad",
-             [](auto& a, auto& v) {
-               return pad(a, std::vector<int>{0, 1}, {1, 0}, {2, 1}, v);
-             },
-             rnd(s, 110), rnd({}, 111));
+  // The pad value is a constant here: vmap over a batched value raises (as
+  // MLX); its gradient is checked in test_shape_grad.cpp.
+  add_unary("pad",
+            [](auto& a) {
+              return pad(a, std::vector<int>{0, 1}, {1, 0}, {2, 1},
+                         array(0.25, float64));
+            },
+            rnd(s, 110));
   c.push_back({"take_along_axis",
                [](const std::vector<array>& x) {
                  return std::vector<array>{take_along_axis(x[0], x[1], 1)};
@@ -498,8 +501,16 @@ TEST_P(RulesTable, GradientsAndVmap) {
       cts.push_back(random_like(o, gen));
     }
     Fn f = c.f;
+    // With respect to the floating inputs only (derivatives with respect
+    // to integer indices raise).
     auto g = [f, cts](const std::vector<array>& x) {
-      return vjp(f, x, cts).second;
+      std::vector<int> args;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (is_floating_point(x[i].dtype())) {
+          args.push_back(static_cast<int>(i));
+        }
+      }
+      return vjp(f, x, cts, args).second;
     };
     check_grads(g, c.inputs, 1e-5);
   }
@@ -527,6 +538,16 @@ TEST_P(RulesTable, GradientsAndVmap) {
     axis_sets.push_back(ax);
   }
   axis_sets.push_back(std::vector<int>(c.inputs.size(), 0));
+  // vmap must agree with the loop to rounding: a batched kernel may take
+  // another code path than a single slice (an FFT over many lines at once,
+  // another split over threads), so single-precision results may differ
+  // in the last bits.
+  double tol = 1e-9;
+  for (auto& o : c.f(c.inputs)) {
+    if (is_inexact(o.dtype()) && o.dtype() != float64) {
+      tol = 2e-6;
+    }
+  }
   for (auto& ax : axis_sets) {
     std::vector<array> batched;
     for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -544,7 +565,7 @@ TEST_P(RulesTable, GradientsAndVmap) {
       }
       batched.push_back(stack(variants, ax[i]));
     }
-    check_vmap(c.f, batched, ax, 0, 1e-9);
+    check_vmap(c.f, batched, ax, 0, tol);
   }
 }
 

@@ -443,8 +443,13 @@ TEST(ShapeGradPad, Rules) {
   auto f = fn2([](const array& x, const array& v) {
     return pad(x, {{1, 2}, {0, 3}}, v);
   });
-  grads_and_vmaps(f, {{3, 4}, {}}, {transposed_floats(), floats()});
+  grads(f, {rnd({3, 4}), rnd({})});
   grads(f, {transpose(rnd({4, 3})), rnd({})});
+  // vmap over x; a batched value raises (as MLX).
+  grads_and_vmaps(fn1([](const array& x) {
+                    return pad(x, {{1, 2}, {0, 3}}, array(-0.5, float64));
+                  }),
+                  {{3, 4}}, {transposed_floats()});
   grads_and_vmaps(
       fn1([](const array& x) { return pad(x, {-1}, {2}, {1}, array(1.5)); }),
       {{2, 3, 2}}, {floats()});
@@ -464,16 +469,18 @@ TEST(ShapeGradPad, Cotangents) {
   expect_close(t, {2, 0, 0, 0, 2, 2});
 }
 
-TEST(ShapeGradPad, MappedPadValue) {
-  // Each batch element pads with its own value.
+TEST(ShapeGradPad, MappedPadValueRaises) {
+  // One value for the whole batch, as MLX: a batched value is an error, an
+  // unbatched one pads every element.
   auto f = fn2(
       [](const array& x, const array& v) { return pad(x, {0}, {1}, {2}, v); });
   auto x = array({1.0, 2.0, 3.0, 4.0}, {2, 2}, float64);
   auto v = array({-1.0, -2.0}, float64);
-  auto out = vmap(f, {-1, 0})({x, v})[0];
-  ASSERT_EQ(out.shape(), Shape({2, 5, 2}));
-  expect_close(out, {-1, -1, 1, 2, 3, 4, -1, -1, -1, -1,
-                     -2, -2, 1, 2, 3, 4, -2, -2, -2, -2});
+  expect_error<std::invalid_argument>([&] { vmap(f, {-1, 0})({x, v}); },
+                                      "[pad] Cannot vmap over a batched");
+  auto out = vmap(f, {0, -1})({x, array(-1.0, float64)})[0];
+  ASSERT_EQ(out.shape(), Shape({2, 5}));
+  expect_close(out, {-1, 1, 2, -1, -1, -1, 3, 4, -1, -1});
 }
 
 TEST(ShapeGradComposite, Rules) {
@@ -498,7 +505,8 @@ TEST(ShapeGradComposite, Rules) {
   // A chain of views and copies mixing every shape primitive.
   grads_and_vmaps(fn2([](const array& x, const array& y) {
                     auto t = slice(transpose(x), {0, 1}, {3, 3});
-                    auto p = pad(expand_dims(y, {0, 1}), {{0, 0}, {1, 0}}, y);
+                    auto p = pad(expand_dims(y, {0, 1}), {{0, 0}, {1, 0}},
+                                 array(0.5, float64));
                     return concatenate({reshape(t, {1, 6}), p}, 1);
                   }),
                   {{4, 3}, {}}, {floats(), floats()});
@@ -537,18 +545,21 @@ TEST(IndexingGradTake, Rules) {
 TEST(IndexingGradTake, RepeatedIndicesAccumulate) {
   auto f = fn2([](const array& x, const array& i) { return take(x, i, 0); });
   auto g = vjp(f, {rnd({4}), array({1, 3, -3, 1})},
-               {array({1.0, 2.0, 3.0, 4.0})}, {0, 1})
+               {array({1.0, 2.0, 3.0, 4.0})}, {0})
                .second;
   expect_close(g[0], {0, 1 + 3 + 4, 0, 2});
-  // The indices have no derivative: an integer zero cotangent.
-  EXPECT_EQ(g[1].dtype(), int32);
-  expect_close(g[1], {0, 0, 0, 0});
-  // A tangent for the indices alone gives a zero tangent.
-  auto t =
-      jvp(f, {rnd({4}), array({1, 2})}, {zeros({4}, float64), array({5, 5})})
-          .second[0];
-  EXPECT_EQ(t.dtype(), float64);
-  expect_close(t, {0, 0});
+  // The indices have no derivative: asking for one is an error naming
+  // stop_gradient (as MLX), in either mode.
+  expect_error<std::invalid_argument>(
+      [&] {
+        vjp(f, {rnd({4}), array({1, 3})}, {array({1.0, 2.0})}, {0, 1});
+      },
+      "stop_gradient");
+  expect_error<std::invalid_argument>(
+      [&] {
+        jvp(f, {rnd({4}), array({1, 2})}, {zeros({4}, float64), array({5, 5})});
+      },
+      "stop_gradient");
 }
 
 TEST(IndexingGradTakeAlongAxis, Rules) {

@@ -218,6 +218,30 @@ struct ArcTan2 {
 struct LogAddExp {
   template <typename T>
   T operator()(T a, T b) const {
+    if constexpr (is_complex_v<T>) {
+      // The operand with the larger real part factors out (as MLX).
+      using R = typename T::value_type;
+      if (a != a || b != b) {
+        return a + b;
+      }
+      T hi = a.real() >= b.real() ? a : b;
+      T lo = a.real() >= b.real() ? b : a;
+      if (std::isinf(hi.real()) && hi.real() == lo.real()) {
+        return hi;
+      }
+      T w = std::exp(lo - hi);
+      R x = w.real(), y = w.imag();
+      // hi + log1p(w), log1p accurate for small w.
+      return hi + T(R(0.5) * std::log1p(x * (R(2) + x) + y * y),
+                    std::atan2(y, R(1) + x));
+    } else {
+      return real_op(a, b);
+    }
+  }
+
+ private:
+  template <typename T>
+  static T real_op(T a, T b) {
     if (std::isnan(a) || std::isnan(b)) {
       return a + b;
     }

@@ -73,8 +73,32 @@ inline double erfinv_impl(double y) {
 FLUXION_FLOAT_UNARY(Exp, std::exp(x))
 FLUXION_FLOAT_UNARY(Expm1, std::expm1(x))
 FLUXION_FLOAT_UNARY(Log, std::log(x))
-FLUXION_FLOAT_UNARY(Log1p, std::log1p(x))
-FLUXION_FLOAT_UNARY(Log2, std::log2(x))
+// log1p and log2 of complex z (as MLX): log(1 + z) with its real part
+// 0.5 log1p(2x + x^2 + y^2), accurate near z = 0; log(z) / log(2).
+struct Log1p {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (is_complex_v<T>) {
+      using R = typename T::value_type;
+      R a = x.real(), b = x.imag();
+      return T(R(0.5) * std::log1p(a * (R(2) + a) + b * b),
+               std::atan2(b, R(1) + a));
+    } else {
+      return std::log1p(x);
+    }
+  }
+};
+struct Log2 {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (is_complex_v<T>) {
+      using R = typename T::value_type;
+      return std::log(x) / R(0.69314718055994530942);
+    } else {
+      return std::log2(x);
+    }
+  }
+};
 FLUXION_FLOAT_UNARY(Log10, std::log10(x))
 FLUXION_FLOAT_UNARY(Sqrt, std::sqrt(x))
 FLUXION_FLOAT_UNARY(Rsqrt, T(1) / std::sqrt(x))

@@ -111,8 +111,12 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
     });
     return;
   }
-  // Strided: collapse dimensions that are contiguous for every input.
-  Shape dims = shape.empty() ? Shape{1} : shape;
+  // Strided: collapse dimensions that are contiguous for every input (in
+  // 64 bits: merged dimensions may pass 2^31 elements).
+  std::vector<int64_t> dims(shape.begin(), shape.end());
+  if (dims.empty()) {
+    dims.push_back(1);
+  }
   std::vector<Strides> st;
   for (size_t k = 0; k < inputs.size(); ++k) {
     Strides s;
@@ -139,7 +143,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
     }
   }
   int nd = static_cast<int>(dims.size());
-  std::vector<int64_t> shape64(dims.begin(), dims.end());
+  const std::vector<int64_t>& shape64 = dims;
   std::vector<int64_t> flat;
   for (auto& s : st) {
     flat.insert(flat.end(), s.begin(), s.end());

@@ -11,7 +11,7 @@ namespace fluxion::cpu {
 namespace {
 
 template <typename In, typename Out>
-void copy_typed(const In* src, Out* dst, Shape shape,
+void copy_typed(const In* src, Out* dst, Dims shape,
                 std::array<Strides, 2> strides) {
   collapse_dims(shape, strides);
   int64_t rows = outer_rows(shape);
@@ -53,6 +53,25 @@ void copy_typed(const In* src, Out* dst, Shape shape,
 
 }  // namespace
 
+void copy_flat(const array& src, array& dst, int64_t n) {
+  if (n <= 0) {
+    return;
+  }
+  auto run = [&](auto in_tag, auto out_tag) {
+    using In = typename decltype(in_tag)::type;
+    using Out = typename decltype(out_tag)::type;
+    copy_typed<In, Out>(src.data<In>(), dst.data<Out>(), Dims{n},
+                        {Strides{1}, Strides{1}});
+  };
+  if (src.dtype() == dst.dtype()) {
+    dispatch_bytes(src.dtype(), [&](auto tag) { run(tag, tag); });
+  } else {
+    dispatch_all(src.dtype(), [&](auto in_tag) {
+      dispatch_all(dst.dtype(), [&](auto out_tag) { run(in_tag, out_tag); });
+    });
+  }
+}
+
 void copy_region(const array& src, const Strides& src_strides,
                  int64_t src_offset, array& dst, const Strides& dst_strides,
                  int64_t dst_offset, const Shape& shape) {
@@ -63,7 +82,7 @@ void copy_region(const array& src, const Strides& src_strides,
     using In = typename decltype(in_tag)::type;
     using Out = typename decltype(out_tag)::type;
     copy_typed<In, Out>(src.data<In>() + src_offset,
-                        dst.data<Out>() + dst_offset, shape,
+                        dst.data<Out>() + dst_offset, to_dims(shape),
                         {src_strides, dst_strides});
   };
   if (src.dtype() == dst.dtype()) {

@@ -42,7 +42,7 @@ void unary_kernel(const array& in, array& out, Op op,
     return;
   }
   out.set_data(out.nbytes());
-  Shape shape = in.shape();
+  auto shape = to_dims(in.shape());
   std::array<Strides, 2> st{in.strides(), out.strides()};
   collapse_dims(shape, st);
   const In* src = in.data<In>();
@@ -120,7 +120,7 @@ void binary_kernel(const array& a, const array& b, array& out, Op op,
     return;
   }
   out.set_data(out.nbytes());
-  Shape shape = out.shape();
+  auto shape = to_dims(out.shape());
   std::array<Strides, 3> st{a.strides(), b.strides(), out.strides()};
   collapse_dims(shape, st);
   const In* x = a.data<In>();

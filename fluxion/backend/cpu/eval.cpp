@@ -9,14 +9,30 @@ namespace fluxion::cpu {
 
 namespace {
 
-// A failed kernel must not leave outputs without memory: later kernels would
-// read through a null pointer. Give them zeros; the error itself reaches the
-// caller through the stream's next event.
-void fill_missing_outputs(std::vector<array>& outputs) {
+// The outputs of a failed (or skipped) kernel carry its error, and must not
+// be left without memory: code reading them must never meet a null pointer.
+// They read one zero through all-zero strides (a broadcast view: every
+// kernel handles it, none donates or writes through it), which costs one
+// element whatever the size, since the failure may have been the
+// allocation of this very output. The error itself reaches the caller
+// through the stream's next event. This runs on the stream's worker
+// thread, where nothing may escape (it would terminate the process).
+void fail_outputs(std::vector<array>& outputs,
+                  const std::exception_ptr& e) noexcept {
   for (auto& o : outputs) {
-    if (o.raw_data() == nullptr) {
-      o.set_data(std::max<size_t>(o.nbytes(), 1));
-      std::memset(o.raw_data(), 0, o.nbytes());
+    o.set_error(e);
+    if (o.raw_data() != nullptr) {
+      continue;
+    }
+    try {
+      auto one = std::make_shared<Data>(std::max<size_t>(o.itemsize(), 1));
+      std::memset(one->ptr(), 0, one->nbytes());
+      Strides zero(o.ndim(), 0);
+      auto flags = layout_flags(o.shape(), zero, 1);
+      o.set_data(std::move(one), 1, std::move(zero), flags, 0);
+    } catch (...) {
+      // Not even one element: the error is already on its way to the
+      // caller; readers of this output will find no data.
     }
   }
 }
@@ -34,11 +50,23 @@ void eval(array& arr) {
   scheduler::enqueue(
       stream, [prim = arr.primitive_ptr(), inputs = std::move(inputs),
                outputs = std::move(outputs), s = stream.index]() mutable {
+        // An input whose kernel failed holds no result: skip this kernel
+        // (it could run for long on zeros, or fail again allocating), and
+        // carry the first error to this stream's event too, so that an
+        // eval waiting here (maybe on another stream) raises it.
+        for (auto& in : inputs) {
+          if (in.error()) {
+            fail_outputs(outputs, in.error());
+            scheduler::set_stream_error(s, in.error());
+            return;
+          }
+        }
         try {
           prim->eval_cpu(inputs, outputs);
         } catch (...) {
-          fill_missing_outputs(outputs);
-          scheduler::set_stream_error(s, std::current_exception());
+          auto e = std::current_exception();
+          fail_outputs(outputs, e);
+          scheduler::set_stream_error(s, e);
         }
       });
 }

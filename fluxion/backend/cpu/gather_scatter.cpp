@@ -264,7 +264,7 @@ void Gather::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   }
   const int64_t rows = o.size() / std::max<int64_t>(numel(slice_sizes_), 1);
   const int64_t S = numel(slice_sizes_);
-  Shape sl = slice_sizes_;
+  auto sl = cpu::to_dims(slice_sizes_);
   std::array<Strides, 2> st{a.strides(), row_strides(slice_sizes_)};
   cpu::collapse_dims(sl, st);
   const bool dense = sl.size() == 1 && st[0][0] == 1;
@@ -346,7 +346,7 @@ void Scatter::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   });
   err.throw_if_any(op);
 
-  Shape sl = U;
+  auto sl = cpu::to_dims(U);
   std::array<Strides, 2> st{ost, row_strides(U)};
   cpu::collapse_dims(sl, st);
   const int nd = static_cast<int>(sl.size());

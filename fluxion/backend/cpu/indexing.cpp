@@ -100,13 +100,13 @@ void GatherAxis::eval_cpu(const std::vector<array>& in,
   }
   const int ax = axis_;
   const size_t nd = o.ndim();
-  Shape pre(o.shape().begin(), o.shape().begin() + ax);
+  cpu::Dims pre(o.shape().begin(), o.shape().begin() + ax);
   std::array<Strides, 2> pre_st{
       Strides(a.strides().begin(), a.strides().begin() + ax),
       Strides(ind.strides().begin(), ind.strides().begin() + ax)};
   const int64_t outer = product(o.shape(), 0, ax);
   cpu::collapse_dims(pre, pre_st);
-  Shape post(o.shape().begin() + ax + 1, o.shape().end());
+  cpu::Dims post(o.shape().begin() + ax + 1, o.shape().end());
   std::array<Strides, 3> post_st{
       Strides(a.strides().begin() + ax + 1, a.strides().end()),
       Strides(ind.strides().begin() + ax + 1, ind.strides().end()),

@@ -77,6 +77,23 @@ int syevd(char jobz, char uplo, int n, double* a, double* w) {
   return LAPACKE_dsyevd(kRow, jobz, uplo, n, a, n, w);
 }
 
+// Complex64 (row-major std::complex<float> matches lapack_complex_float).
+lapack_complex_float* lc(complex64_t* p) {
+  return reinterpret_cast<lapack_complex_float*>(p);
+}
+int gesdd(char jobz, int m, int n, complex64_t* a, float* s, complex64_t* u,
+          complex64_t* vt) {
+  return LAPACKE_cgesdd(kRow, jobz, m, n, lc(a), n, s, lc(u), m, lc(vt), n);
+}
+int heevd(char jobz, char uplo, int n, complex64_t* a, float* w) {
+  return LAPACKE_cheevd(kRow, jobz, uplo, n, lc(a), n, w);
+}
+int geev(int n, complex64_t* a, complex64_t* w, complex64_t* vr, char jobvr) {
+  lapack_complex_float vl;
+  return LAPACKE_cgeev(kRow, 'N', jobvr, n, lc(a), n, lc(w), &vl, 1, lc(vr),
+                       n);
+}
+
 int geev(int n, float* a, float* wr, float* wi, float* vr, char jobvr) {
   float vl;
   return LAPACKE_sgeev(kRow, 'N', jobvr, n, a, n, wr, wi, &vl, 1, vr, n);
@@ -270,10 +287,55 @@ void QRF::eval_cpu(const std::vector<array>& inputs,
   });
 }
 
+namespace {
+
+void svd_complex(const array& a, std::vector<array>& outputs, bool uv) {
+  int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  const complex64_t* src = a.data<complex64_t>();
+  complex64_t* pu = uv ? outputs[0].data<complex64_t>() : nullptr;
+  float* ps = outputs[uv ? 1 : 0].data<float>();
+  complex64_t* pv = uv ? outputs[2].data<complex64_t>() : nullptr;
+  int64_t mn = int64_t{m} * n;
+  int64_t batch = m == 0 || n == 0 ? 0 : static_cast<int64_t>(a.size()) / mn;
+  run_batch(batch, std::max(m, n), "svd", "SVD did not converge.",
+            [&](int64_t i) {
+              std::vector<complex64_t> w(src + i * mn, src + (i + 1) * mn);
+              float* s = ps + i * k;
+              if (!uv) {
+                complex64_t du, dv;
+                return gesdd('N', m, n, w.data(), s, &du, &dv);
+              }
+              return gesdd('A', m, n, w.data(), s, pu + i * int64_t{m} * m,
+                           pv + i * int64_t{n} * n);
+            });
+  if (uv && batch == 0) {
+    int64_t nb = 1;
+    for (int d = 0; d < a.ndim() - 2; ++d) {
+      nb *= a.shape(d);
+    }
+    auto identities = [nb](complex64_t* p, int64_t d) {
+      for (int64_t i = 0; i < nb; ++i) {
+        std::fill(p + i * d * d, p + (i + 1) * d * d, complex64_t(0));
+        for (int64_t j = 0; j < d; ++j) {
+          p[i * d * d + j * d + j] = complex64_t(1);
+        }
+      }
+    };
+    identities(pu, m);
+    identities(pv, n);
+  }
+}
+
+}  // namespace
+
 void SVD::eval_cpu(const std::vector<array>& inputs,
                    std::vector<array>& outputs) {
   allocate(outputs);
   auto a = contiguous(inputs[0]);
+  if (a.dtype() == complex64) {
+    svd_complex(a, outputs, compute_uv_);
+    return;
+  }
   int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
   real_dispatch(a.dtype(), "linalg::svd", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -320,6 +382,24 @@ void Eigh::eval_cpu(const std::vector<array>& inputs,
   auto a = contiguous(inputs[0]);
   int n = a.shape(-1);
   char uplo = upper_ ? 'U' : 'L';
+  if (a.dtype() == complex64) {
+    // Hermitian: real eigenvalues, complex eigenvectors.
+    const complex64_t* src = a.data<complex64_t>();
+    float* pw = outputs[0].data<float>();
+    complex64_t* pv = vectors_ ? outputs[1].data<complex64_t>() : nullptr;
+    int64_t nn = int64_t{n} * n;
+    run_batch(batch_count(a), n, "eigh", "Eigenvalues did not converge.",
+              [&](int64_t i) {
+                if (vectors_) {
+                  complex64_t* v = pv + i * nn;
+                  std::copy(src + i * nn, src + (i + 1) * nn, v);
+                  return heevd('V', uplo, n, v, pw + i * n);
+                }
+                std::vector<complex64_t> w(src + i * nn, src + (i + 1) * nn);
+                return heevd('N', uplo, n, w.data(), pw + i * n);
+              });
+    return;
+  }
   real_dispatch(a.dtype(), "linalg::eigh", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* src = a.data<T>();
@@ -346,6 +426,22 @@ void Eig::eval_cpu(const std::vector<array>& inputs,
   int n = a.shape(-1);
   complex64_t* pw = outputs[0].data<complex64_t>();
   complex64_t* pv = vectors_ ? outputs[1].data<complex64_t>() : nullptr;
+  if (a.dtype() == complex64) {
+    const complex64_t* src = a.data<complex64_t>();
+    int64_t nn = int64_t{n} * n;
+    run_batch(batch_count(a), n, "eig", "Eigenvalues did not converge.",
+              [&](int64_t i) {
+                std::vector<complex64_t> m(src + i * nn, src + (i + 1) * nn);
+                std::vector<complex64_t> vr(vectors_ ? nn : 1);
+                int info = geev(n, m.data(), pw + i * n, vr.data(),
+                                vectors_ ? 'V' : 'N');
+                if (info == 0 && vectors_) {
+                  std::copy(vr.begin(), vr.end(), pv + i * nn);
+                }
+                return info;
+              });
+    return;
+  }
   real_dispatch(a.dtype(), "linalg::eig", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* src = a.data<T>();

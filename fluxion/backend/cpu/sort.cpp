@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluxion/backend/common/binary_ops.h"
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/thread_pool.h"
@@ -405,8 +406,22 @@ struct MinOp {
 };
 template <typename M>
 struct LogAddExpOp {
-  static M init() { return -std::numeric_limits<M>::infinity(); }
+  static M init() {
+    if constexpr (is_complex_v<M>) {
+      using R = typename M::value_type;
+      return M(-std::numeric_limits<R>::infinity(), R(0));
+    } else {
+      return -std::numeric_limits<M>::infinity();
+    }
+  }
   M operator()(M a, M b) const {
+    if constexpr (is_complex_v<M>) {
+      return detail::LogAddExp{}(a, b);
+    } else {
+      return real_op(a, b);
+    }
+  }
+  static M real_op(M a, M b) {
     if (a != a || b != b) {
       return a + b;  // NaN
     }
@@ -565,7 +580,7 @@ void Scan::eval_cpu(const std::vector<array>& inputs,
   const array& in = inputs[0];
   array& out = outputs[0];
   if (type_ == LogAddExp) {
-    dispatch<FloatTypes>(in.dtype(), "logcumsumexp", [&](auto tag) {
+    dispatch<InexactTypes>(in.dtype(), "logcumsumexp", [&](auto tag) {
       using T = typename decltype(tag)::type;
       scan_kernel<T, T>(in, out, axis_, reverse_, inclusive_,
                         LogAddExpOp<opmath_t<T>>{});

@@ -11,11 +11,20 @@
 
 namespace fluxion::cpu {
 
+// A collapsed iteration shape. 64-bit: merging dimensions multiplies their
+// sizes, and an array past 2^31 elements collapses to one longer than an
+// int32 Shape entry can hold.
+using Dims = std::vector<int64_t>;
+
+inline Dims to_dims(const Shape& shape) {
+  return Dims(shape.begin(), shape.end());
+}
+
 // Merges dimensions i and i+1 whenever every operand has
 // stride[i] == stride[i+1] * shape[i+1]; drops size-1 dimensions.
 template <size_t N>
-void collapse_dims(Shape& shape, std::array<Strides, N>& strides) {
-  Shape s;
+void collapse_dims(Dims& shape, std::array<Strides, N>& strides) {
+  Dims s;
   std::array<Strides, N> st;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) {
@@ -51,7 +60,7 @@ void collapse_dims(Shape& shape, std::array<Strides, N>& strides) {
 // iteration space, where offsets[k] is the element offset of operand k at the
 // start of the run. [begin, end) selects outer rows (for parallel splits).
 template <size_t N, typename F>
-void for_each_run(const Shape& shape, const std::array<Strides, N>& strides,
+void for_each_run(const Dims& shape, const std::array<Strides, N>& strides,
                   int64_t begin, int64_t end, F&& f) {
   int nd = static_cast<int>(shape.size());
   int64_t inner = shape[nd - 1];
@@ -60,11 +69,11 @@ void for_each_run(const Shape& shape, const std::array<Strides, N>& strides,
     inner_st[k] = strides[k][nd - 1];
   }
   // Decompose `begin` into an index over the outer dimensions.
-  std::vector<int32_t> idx(nd, 0);
+  std::vector<int64_t> idx(nd, 0);
   std::array<int64_t, N> off{};
   int64_t r = begin;
   for (int d = nd - 2; d >= 0; --d) {
-    idx[d] = static_cast<int32_t>(r % shape[d]);
+    idx[d] = r % shape[d];
     r /= shape[d];
     for (size_t k = 0; k < N; ++k) {
       off[k] += idx[d] * strides[k][d];
@@ -94,7 +103,7 @@ inline int64_t row_grain(int64_t grain, int64_t inner) {
 }
 
 // Number of outer rows of a collapsed shape.
-inline int64_t outer_rows(const Shape& shape) {
+inline int64_t outer_rows(const Dims& shape) {
   int64_t n = 1;
   for (size_t d = 0; d + 1 < shape.size(); ++d) {
     n *= shape[d];

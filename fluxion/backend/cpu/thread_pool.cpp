@@ -99,28 +99,49 @@ void parallel_for(int64_t n, int64_t grain,
   auto sync = std::make_shared<Sync>();
   sync->left = chunks - 1;
   int64_t step = (n + chunks - 1) / chunks;
+  std::exception_ptr own_error;
+  auto run_inline = [&](int64_t b, int64_t e) {
+    try {
+      f(b, e);
+    } catch (...) {
+      if (!own_error) {
+        own_error = std::current_exception();
+      }
+    }
+    sync->left.fetch_sub(1);
+  };
   for (int64_t c = 1; c < chunks; ++c) {
     int64_t b = c * step, e = std::min(n, b + step);
-    pool().submit([&f, b, e, sync] {
-      try {
-        f(b, e);
-      } catch (...) {
-        std::lock_guard<std::mutex> lk(sync->mu);
-        if (!sync->error) {
-          sync->error = std::current_exception();
+    try {
+      pool().submit([&f, b, e, sync] {
+        try {
+          f(b, e);
+        } catch (...) {
+          std::lock_guard<std::mutex> lk(sync->mu);
+          if (!sync->error) {
+            sync->error = std::current_exception();
+          }
         }
+        if (sync->left.fetch_sub(1) == 1) {
+          std::lock_guard<std::mutex> lk(sync->mu);
+          sync->cv.notify_all();
+        }
+      });
+    } catch (...) {
+      // Out of memory for the job itself: the chunks not handed over run
+      // here (those handed over still reference `f`, so we must not
+      // leave before they finish either).
+      for (; c < chunks; ++c) {
+        run_inline(c * step, std::min(n, c * step + step));
       }
-      if (sync->left.fetch_sub(1) == 1) {
-        std::lock_guard<std::mutex> lk(sync->mu);
-        sync->cv.notify_all();
-      }
-    });
+    }
   }
-  std::exception_ptr own_error;
   try {
     f(0, std::min(n, step));
   } catch (...) {
-    own_error = std::current_exception();
+    if (!own_error) {
+      own_error = std::current_exception();
+    }
   }
   // Help with queued jobs (maybe our own) rather than sleep. Every chunk must
   // finish before returning: they reference `f` and the caller's data.

@@ -96,10 +96,10 @@ void Log::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   math<detail::Log>(in[0], out[0], "log");
 }
 void Log1p::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  real_math<detail::Log1p>(in[0], out[0], "log1p");
+  math<detail::Log1p>(in[0], out[0], "log1p");
 }
 void Log2::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  real_math<detail::Log2>(in[0], out[0], "log2");
+  math<detail::Log2>(in[0], out[0], "log2");
 }
 void Log10::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   math<detail::Log10>(in[0], out[0], "log10");
