@@ -116,7 +116,9 @@ void transform_benchmarks() {
     auto step = value_and_grad(loss_fn, argnums);
     double t = median_seconds(
         [&] {
-          auto [loss, grads] = step(params);
+          auto loss_grads_ = step(params);
+          [[maybe_unused]] auto& loss = std::get<0>(loss_grads_);
+          [[maybe_unused]] auto& grads = std::get<1>(loss_grads_);
           std::vector<array> updated;
           for (size_t i = 0; i < params.size(); ++i) {
             updated.push_back(params[i] - 0.01f * grads[i]);
@@ -361,7 +363,10 @@ int main() {
   {
     const int k = 4096;
     array w = random::normal({k, k});
-    auto [wq, scales, biases] = quantize(w, 64, 4);
+    auto wq_scales_biases_ = quantize(w, 64, 4);
+    [[maybe_unused]] auto& wq = std::get<0>(wq_scales_biases_);
+    [[maybe_unused]] auto& scales = std::get<1>(wq_scales_biases_);
+    [[maybe_unused]] auto& biases = std::get<2>(wq_scales_biases_);
     array wt = transpose(w);
     eval(w, wq, scales, biases);
     for (int m : {1, 32}) {

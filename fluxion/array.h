@@ -68,7 +68,7 @@ class array {
   };
 
   // Scalars.
-  template <typename T>
+  template <HasDtype T>
   explicit array(T val, Dtype dtype = dtype_of<T>);
 
   // 1-D from a list; shaped from a list or an iterator.
@@ -245,7 +245,7 @@ array::Flags layout_flags(const Shape& shape, const Strides& strides,
 void convert_elements(const void* src, Dtype src_dtype, void* dst,
                       Dtype dst_dtype, size_t n);
 
-template <typename T>
+template <HasDtype T>
 array::array(T val, Dtype dtype)
     : desc_(std::make_shared<ArrayDesc>(Shape{}, dtype)) {
   init_from(&val, dtype_of<T>);

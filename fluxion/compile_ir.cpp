@@ -216,7 +216,9 @@ void simplify_ir(Ir& ir, bool shapeless) {
       alias[n.outputs[0]] = n.inputs[0];
       continue;
     }
-    auto key = std::make_pair(std::type_index(typeid(*n.prim)), n.inputs);
+    const Primitive& prim = *n.prim;  // typeid of a plain reference: no
+                                      // evaluated side effect (clang warns)
+    auto key = std::make_pair(std::type_index(typeid(prim)), n.inputs);
     auto& candidates = seen[key];
     bool merged = false;
     for (size_t k : candidates) {

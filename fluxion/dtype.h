@@ -130,4 +130,10 @@ struct TypeToDtype<unsigned long long> {
 template <typename T>
 inline constexpr Dtype dtype_of = TypeToDtype<T>::value;
 
+// A C++ type with a Fluxion dtype. Constraining templates on it keeps
+// overload resolution from instantiating dtype_of<std::vector<int>> (a hard
+// error rather than a discarded candidate).
+template <typename T>
+concept HasDtype = requires { TypeToDtype<T>::value; };
+
 }  // namespace fluxion

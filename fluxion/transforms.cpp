@@ -34,8 +34,11 @@ Stream stream_of(const array& a) {
 }
 
 bool is_stop_gradient(const array& a) {
-  return a.has_primitive() &&
-         typeid(a.primitive()) == typeid(StopGradient);
+  if (!a.has_primitive()) {
+    return false;
+  }
+  const Primitive& p = a.primitive();  // typeid of a call warns in clang
+  return typeid(p) == typeid(StopGradient);
 }
 }  // namespace
 
@@ -90,8 +93,7 @@ std::vector<array> make_tracers(const std::vector<array>& primals) {
 // after all its inputs.
 template <typename Enter, typename Leave>
 void walk_graph(const std::vector<array>& outputs,
-                std::unordered_set<uintptr_t>& seen, Enter enter,
-                Leave leave) {
+                std::unordered_set<uintptr_t>& seen, Enter enter, Leave leave) {
   std::vector<std::pair<array, size_t>> stack;
   for (auto& out : outputs) {
     if (!seen.insert(out.id()).second) {
@@ -184,8 +186,7 @@ std::pair<std::vector<array>, std::vector<array>> vjp(
       std::ostringstream msg;
       msg << "[vjp] Output shape " << shape_str(out.shape())
           << " does not match cotangent shape "
-          << shape_str(cotangents[ci].shape())
-          << ".";
+          << shape_str(cotangents[ci].shape()) << ".";
       if (outputs.size() == 1 && out.size() == 1) {
         msg << " If you are using grad your function must return a scalar.";
       }
@@ -482,8 +483,7 @@ std::pair<std::vector<array>, std::vector<array>> vmap_trace(
     int n = inputs[i].shape(in_axes[i]);
     if (size >= 0 && n != size) {
       std::ostringstream msg;
-      msg << "[vmap] Inconsistent axis sizes: " << n << " and " << size
-          << ".";
+      msg << "[vmap] Inconsistent axis sizes: " << n << " and " << size << ".";
       throw std::invalid_argument(msg.str());
     }
     size = n;
@@ -571,10 +571,9 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs,
         v_axes.push_back(-1);
       }
     }
-    auto [v_outputs, v_out_axes] =
-        detail::with_rule_context("vmap", a.primitive(), [&] {
-          return a.primitive().vmap(v_inputs, v_axes);
-        });
+    auto [v_outputs, v_out_axes] = detail::with_rule_context(
+        "vmap", a.primitive(),
+        [&] { return a.primitive().vmap(v_inputs, v_axes); });
     auto outs = a.outputs();
     for (size_t i = 0; i < v_outputs.size(); ++i) {
       tmap.insert({outs[i].id(), {v_outputs[i], v_out_axes[i]}});
@@ -599,8 +598,7 @@ std::vector<array> vmap_replace(const std::vector<array>& inputs,
       outputs.push_back(out);
     } else {
       // Independent of every mapped input: broadcast along the new axis.
-      const array& o =
-          found != tmap.end() ? found->second.first : s_outputs[i];
+      const array& o = found != tmap.end() ? found->second.first : s_outputs[i];
       // out_axes None (-1): returned unmapped, as MLX does.
       if (out_axes[i] == -1) {
         outputs.push_back(o);
@@ -643,8 +641,8 @@ Fn vmap(const Fn& fun, const std::vector<int>& in_axes,
 }
 
 std::function<array(const array&, const array&)> vmap(
-    const std::function<array(const array&, const array&)>& fun,
-    int in_axis_a, int in_axis_b, int out_axis) {
+    const std::function<array(const array&, const array&)>& fun, int in_axis_a,
+    int in_axis_b, int out_axis) {
   auto vf = vmap(
       [fun](const std::vector<array>& in) {
         return std::vector<array>{fun(in[0], in[1])};
@@ -687,24 +685,22 @@ Fn custom_function(Fn fun, std::optional<VjpFn> fun_vjp,
     // Rules not given are derived from `fun` (possibly recomputing it).
     VjpFn vjp_rule = fun_vjp.value_or(
         [fun](const std::vector<array>& primals,
-              const std::vector<array>& cotangents,
-              const std::vector<array>&) {
+              const std::vector<array>& cotangents, const std::vector<array>&) {
           return vjp(fun, primals, cotangents).second;
         });
-    JvpFn jvp_rule = fun_jvp.value_or(
-        [fun](const std::vector<array>& primals,
-              const std::vector<array>& tangents,
-              const std::vector<int>& argnums) {
-          std::vector<array> all;
-          for (size_t i = 0, j = 0; i < primals.size(); ++i) {
-            if (j < argnums.size() && static_cast<int>(i) == argnums[j]) {
-              all.push_back(tangents[j++]);
-            } else {
-              all.push_back(zeros_like(primals[i]));
-            }
-          }
-          return jvp(fun, primals, all).second;
-        });
+    JvpFn jvp_rule = fun_jvp.value_or([fun](const std::vector<array>& primals,
+                                            const std::vector<array>& tangents,
+                                            const std::vector<int>& argnums) {
+      std::vector<array> all;
+      for (size_t i = 0, j = 0; i < primals.size(); ++i) {
+        if (j < argnums.size() && static_cast<int>(i) == argnums[j]) {
+          all.push_back(tangents[j++]);
+        } else {
+          all.push_back(zeros_like(primals[i]));
+        }
+      }
+      return jvp(fun, primals, all).second;
+    });
     VmapFn vmap_rule = fun_vmap.value_or(
         [fun, n = outputs.size()](const std::vector<array>& in,
                                   const std::vector<int>& axes) {
@@ -713,10 +709,9 @@ Fn custom_function(Fn fun, std::optional<VjpFn> fun_vjp,
         });
     return array::make_arrays(
         std::move(shapes), dtypes,
-        std::make_shared<CustomTransforms>(s, static_cast<int>(outputs.size()),
-                                           std::move(vjp_rule),
-                                           std::move(jvp_rule),
-                                           std::move(vmap_rule)),
+        std::make_shared<CustomTransforms>(
+            s, static_cast<int>(outputs.size()), std::move(vjp_rule),
+            std::move(jvp_rule), std::move(vmap_rule)),
         inputs);
   };
 }
@@ -765,7 +760,8 @@ Fn jacrev(const Fn& fun, const std::vector<int>& argnums) {
     std::vector<array> jacs;
     auto rows = vmap(
         [&](const std::vector<array>& ct) {
-          return vjp([&](const std::vector<array>& p) {
+          return vjp(
+                     [&](const std::vector<array>& p) {
                        return std::vector<array>{fun(p)[0]};
                      },
                      primals, ct, argnums)
@@ -791,22 +787,20 @@ Fn jacfwd(const Fn& fun, const std::vector<int>& argnums) {
           [&](const std::vector<array>& t) {
             std::vector<array> tangents;
             for (size_t i = 0; i < primals.size(); ++i) {
-              tangents.push_back(static_cast<int>(i) == arg
-                                     ? t[0]
-                                     : zeros_like(primals[i]));
+              tangents.push_back(
+                  static_cast<int>(i) == arg ? t[0] : zeros_like(primals[i]));
             }
-            return std::vector<array>{jvp([&](const std::vector<array>& p) {
+            return std::vector<array>{jvp(
+                                          [&](const std::vector<array>& p) {
                                             return std::vector<array>{
                                                 fun(p)[0]};
                                           },
                                           primals, tangents)
                                           .second[0]};
           },
-          {0}, {out.ndim()})(
-          {basis(x.shape(), x.dtype())});
+          {0}, {out.ndim()})({basis(x.shape(), x.dtype())});
       // cols: (out..., n) -> (out..., x...)
-      jacs.push_back(
-          reshape(cols[0], concat_shapes(out.shape(), x.shape())));
+      jacs.push_back(reshape(cols[0], concat_shapes(out.shape(), x.shape())));
     }
     return jacs;
   };

@@ -170,7 +170,7 @@ SdpaArgs check_sdpa(const array& q, const array& k, const array& v,
     throw std::invalid_argument(tag + "Received unsupported type " + dt(t) +
                                 ": it needs a floating point type.");
   }
-  SdpaArgs a{astype(q, t, s), astype(k, t, s), astype(v, t, s)};
+  SdpaArgs a{astype(q, t, s), astype(k, t, s), astype(v, t, s), std::nullopt};
   if (mode == "causal") {
     if (mask) {
       throw std::invalid_argument(
@@ -346,11 +346,15 @@ array rope_angles(const array& x, int dims, float base, float scale,
   Dtype ct = compute_dtype(x.dtype());
   int half = dims / 2;
   int L = x.shape(-2);
-  array inv = freqs
-                  ? reciprocal(astype(*freqs, ct, s), s)
-                  : exp(multiply(arange(0, half, 1, ct, s),
-                                 array(-std::log(double{base}) / half, ct), s),
-                        s);
+  // The inverse frequencies are computed in float64 and rounded once (as
+  // the fused kernel does): positions in the thousands multiply their last
+  // bit, so both paths must start from the same, correctly rounded values.
+  array inv =
+      freqs ? reciprocal(astype(*freqs, ct, s), s)
+            : astype(exp(multiply(arange(0, half, 1, float64, s),
+                                  array(-std::log(double{base}) / half), s),
+                         s),
+                     ct, s);
   array pos = arange(0, L, 1, ct, s);
   auto off = astype(offset, ct, s);
   if (offset.ndim() == 0) {

@@ -128,7 +128,11 @@ SafetensorsLoad load_safetensors(std::shared_ptr<io::Reader> in,
   uint64_t base = 8 + hlen;
   uint64_t data_size = in->size() - base;
   SafetensorsLoad result;
-  for (auto& [key, v] : header.items()) {
+  for (auto& item : header.items()) {
+    // Not a structured binding: clang 14 cannot capture one in the lambda
+    // below.
+    const std::string& key = item.key();
+    auto& v = item.value();
     if (key == "__metadata__") {
       if (!v.is_object()) {
         load_error(*in,

@@ -5,7 +5,10 @@ A tree is built from lists, tuples and dicts; anything else is a leaf
 list indices and dict keys ("layers.0.weight").
 """
 
+import re
 from collections import defaultdict
+
+_INDEX = re.compile(r"0|[1-9][0-9]*")
 
 __all__ = [
     "tree_flatten",
@@ -14,6 +17,7 @@ __all__ = [
     "tree_map_with_path",
     "tree_visit",
     "tree_reduce",
+    "tree_merge",
 ]
 
 
@@ -83,25 +87,46 @@ def tree_map_with_path(fn, tree, *rest, is_leaf=None, path=None):
     return fn(path, tree, *rest)
 
 
-def tree_flatten(tree, prefix="", is_leaf=None):
-    """The leaves of ``tree`` as a list of ``(path, leaf)`` pairs, in order.
+def tree_flatten(tree, prefix="", is_leaf=None, destination=None):
+    """The leaves of ``tree`` as ``(path, leaf)`` pairs, in order.
+
+    ``destination`` (a list or a dict) receives the pairs and is returned;
+    by default a new list.
 
     >>> tree_flatten([[[0]]])
     [('0.0.0', 0)]
     >>> tree_flatten({"a": 1, "b": [2, 3]})
     [('a', 1), ('b.0', 2), ('b.1', 3)]
     """
-    flat = []
+    if destination is None:
+        destination = []
+    if isinstance(destination, dict):
+        add = destination.__setitem__
+    elif isinstance(destination, list):
+
+        def add(k, v):
+            destination.append((k, v))
+
+    else:
+        raise ValueError(
+            "[tree_flatten] destination must be a list or a dict, got "
+            f"{type(destination).__name__}"
+        )
+    _flatten_into(tree, prefix, is_leaf, add)
+    return destination
+
+
+def _flatten_into(tree, prefix, is_leaf, add):
     if is_leaf is None or not is_leaf(tree):
         if isinstance(tree, (list, tuple)):
             for i, child in enumerate(tree):
-                flat.extend(tree_flatten(child, f"{prefix}.{i}", is_leaf))
-            return flat
+                _flatten_into(child, f"{prefix}.{i}", is_leaf, add)
+            return
         if isinstance(tree, dict):
             for k, child in tree.items():
-                flat.extend(tree_flatten(child, f"{prefix}.{k}", is_leaf))
-            return flat
-    return [(prefix[1:], tree)]
+                _flatten_into(child, f"{prefix}.{k}", is_leaf, add)
+            return
+    add(prefix[1:], tree)
 
 
 def tree_unflatten(tree):
@@ -111,18 +136,21 @@ def tree_unflatten(tree):
     >>> tree_unflatten([("a", 1), ("b.0", 2), ("b.1", 3)])
     {'a': 1, 'b': [2, 3]}
     """
+    if isinstance(tree, dict):
+        tree = list(tree.items())
+    if len(tree) == 0:
+        return {}
     if len(tree) == 1 and tree[0][0] == "":
         return tree[0][1]
-    try:
-        int(tree[0][0].split(".", maxsplit=1)[0])
-        is_list = True
-    except ValueError:
-        is_list = False
 
     children = defaultdict(list)
     for key, value in tree:
         current, *rest = key.split(".", maxsplit=1)
         children[current].append((rest[0] if rest else "", value))
+
+    # A level is a list only when every key is a canonical index ("0",
+    # "12", not "01"), so that distinct keys never collapse onto one slot.
+    is_list = all(_INDEX.fullmatch(k) for k in children)
 
     if is_list:
         out = []
@@ -168,3 +196,63 @@ def tree_reduce(fn, tree, initializer=None, is_leaf=None):
     else:
         return tree if accumulator is None else fn(accumulator, tree)
     return accumulator
+
+
+def _is_empty_node(tree):
+    return isinstance(tree, (list, tuple, dict)) and len(tree) == 0
+
+
+def tree_merge(tree_a, tree_b, merge_fn=None):
+    """Merge two trees into one.
+
+    Where only one tree has something (the other has ``None``, an empty
+    node, or nothing at all), that is taken. Lists and tuples merge item by
+    item, dicts key by key. Two leaves at the same place are combined with
+    ``merge_fn(a, b)``; without one that is a ValueError, as are nodes of
+    different kinds at the same place.
+
+    >>> tree_merge({"a": 1}, {"b": [2]})
+    {'a': 1, 'b': [2]}
+    """
+    empty_a, empty_b = _is_empty_node(tree_a), _is_empty_node(tree_b)
+    if empty_a and empty_b:
+        if type(tree_a) is not type(tree_b):
+            raise ValueError(
+                "[tree_merge] Cannot merge empty nodes of different types: "
+                f"{type(tree_a).__name__} and {type(tree_b).__name__}"
+            )
+        return tree_a
+    if tree_a is None or empty_a:
+        return tree_b
+    if tree_b is None or empty_b:
+        return tree_a
+
+    a_seq = isinstance(tree_a, (list, tuple))
+    b_seq = isinstance(tree_b, (list, tuple))
+    if a_seq and b_seq:
+        n = max(len(tree_a), len(tree_b))
+        items = [
+            tree_merge(
+                tree_a[i] if i < len(tree_a) else None,
+                tree_b[i] if i < len(tree_b) else None,
+                merge_fn,
+            )
+            for i in range(n)
+        ]
+        return _rebuild(tree_a, items)
+    if isinstance(tree_a, dict) and isinstance(tree_b, dict):
+        out = {}
+        for k in list(tree_a.keys()) + [k for k in tree_b if k not in tree_a]:
+            out[k] = tree_merge(tree_a.get(k), tree_b.get(k), merge_fn)
+        return out
+    if a_seq or b_seq or isinstance(tree_a, dict) or isinstance(tree_b, dict):
+        raise ValueError(
+            "[tree_merge] Trees have different structures at the same place: "
+            f"{type(tree_a).__name__} and {type(tree_b).__name__}"
+        )
+    if merge_fn is None:
+        raise ValueError(
+            "[tree_merge] Both trees have a leaf at the same place and no "
+            "merge_fn was given"
+        )
+    return merge_fn(tree_a, tree_b)

@@ -219,91 +219,6 @@ void array_releasebuffer(PyObject*, Py_buffer* view) {
   delete static_cast<BufferHold*>(view->internal);
 }
 
-// --- DLPack (v0.8 ABI, declared here: no header ships with Debian) ---
-
-struct DLDevice {
-  int32_t device_type;  // kDLCPU = 1
-  int32_t device_id;
-};
-struct DLDataType {
-  uint8_t code;  // 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool
-  uint8_t bits;
-  uint16_t lanes;
-};
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-};
-struct DLManagedTensor {
-  DLTensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensor* self);
-};
-
-struct DLHold {
-  fx::array a;
-  std::vector<int64_t> shape, strides;
-  DLManagedTensor tensor;
-};
-
-uint8_t dl_code(fx::Dtype t) {
-  switch (fx::kindof(t)) {
-    case fx::Dtype::Kind::b:
-      return 6;
-    case fx::Dtype::Kind::u:
-      return 1;
-    case fx::Dtype::Kind::i:
-      return 0;
-    case fx::Dtype::Kind::f:
-      return 2;
-    case fx::Dtype::Kind::V:
-      return 4;
-    default:
-      return 5;
-  }
-}
-
-py::capsule to_dlpack(const fx::array& in) {
-  fxpy::eval_nogil(in);
-  auto* hold = new DLHold{in, {}, {}, {}};
-  const fx::array& a = hold->a;
-  for (int i = 0; i < a.ndim(); ++i) {
-    hold->shape.push_back(a.shape(i));
-    hold->strides.push_back(a.strides()[i]);
-  }
-  DLTensor& t = hold->tensor.dl_tensor;
-  t.data = a.raw_data();
-  t.device = {1, 0};
-  t.ndim = a.ndim();
-  t.dtype = {dl_code(a.dtype()), static_cast<uint8_t>(a.itemsize() * 8), 1};
-  t.shape = hold->shape.data();
-  t.strides = hold->strides.data();
-  t.byte_offset = 0;
-  hold->tensor.manager_ctx = hold;
-  hold->tensor.deleter = [](DLManagedTensor* self) {
-    delete static_cast<DLHold*>(self->manager_ctx);
-  };
-  // A consumer renames the capsule to "used_dltensor" and takes over the
-  // deleter; an unconsumed capsule frees the tensor itself.
-  PyObject* cap = PyCapsule_New(&hold->tensor, "dltensor", [](PyObject* c) {
-    if (PyCapsule_IsValid(c, "dltensor")) {
-      auto* t =
-          static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"));
-      t->deleter(t);
-    }
-  });
-  if (!cap) {
-    delete hold;
-    throw py::error_already_set();
-  }
-  return py::reinterpret_steal<py::capsule>(cap);
-}
-
 // --- Iteration over axis 0 ---
 
 struct ArrayIterator {
@@ -378,22 +293,10 @@ void init_array(py::module_& m) {
            "The value of a one-element array as a Python scalar.")
       .def("tolist", &fxpy::to_list,
            "The values as nested Python lists (a scalar for 0-d arrays).")
-      .def(
-          "__array__",
-          [](const fx::array& a, py::object dtype, py::object copy) {
-            py::object out = fxpy::to_numpy(a);
-            if (!dtype.is_none()) {
-              out = out.attr("astype")(dtype);
-            }
-            return out;
-          },
-          "dtype"_a = py::none(), "copy"_a = py::none())
-      .def(
-          "__dlpack__",
-          [](const fx::array& a, py::object stream) { return to_dlpack(a); },
-          "stream"_a = py::none())
-      .def("__dlpack_device__",
-           [](const fx::array&) { return py::make_tuple(1, 0); })
+      .def("__array__", &fxpy::array_protocol, "dtype"_a = py::none(),
+           "copy"_a = py::none(),
+           "A NumPy view of the evaluated array (copy=True: a copy; "
+           "copy=False: raises if a copy would be needed).")
       .def("__repr__", &repr)
       .def("__str__", &repr)
       .def("__len__",
@@ -489,4 +392,5 @@ void init_array(py::module_& m) {
             return fx::round(a, decimals);
           },
           "ndigits"_a = 0);
+  init_dlpack(m, cls);
 }

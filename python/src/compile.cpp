@@ -134,7 +134,9 @@ py::object compiled_call(const py::args& all_args, const py::kwargs& kwargs) {
     return fun(*args, **kwargs);
   }
   py::tuple call = py::make_tuple(args, kwargs);
-  auto [arrays, structure] = fxpy::tree_flatten_with_structure(call, false);
+  auto arrays_structure_ = fxpy::tree_flatten_with_structure(call, false);
+  [[maybe_unused]] auto& arrays = std::get<0>(arrays_structure_);
+  [[maybe_unused]] auto& structure = std::get<1>(arrays_structure_);
   std::vector<uint64_t> constants;
   hash_constants(call, constants);
   size_t n_args = arrays.size();
@@ -159,8 +161,9 @@ py::object compiled_call(const py::args& all_args, const py::kwargs& kwargs) {
     std::vector<fx::array> outs;
     try {
       out = fun(*rebuilt[0], **rebuilt[1]);
-      auto [out_arrays, out_tree] =
-          fxpy::tree_flatten_with_structure(out, false);
+      auto out_arrays_out_tree_ = fxpy::tree_flatten_with_structure(out, false);
+      [[maybe_unused]] auto& out_arrays = std::get<0>(out_arrays_out_tree_);
+      [[maybe_unused]] auto& out_tree = std::get<1>(out_arrays_out_tree_);
       outs = std::move(out_arrays);
       output_structures()[key] = {out_tree, outs.size()};
       if (!captured_out.is_none()) {

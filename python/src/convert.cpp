@@ -428,6 +428,33 @@ py::object to_numpy(const fx::array& in) {
   return out;
 }
 
+py::object array_protocol(const fx::array& a, py::object dtype,
+                          py::object copy) {
+  // copy: True always copies, False never does (and raises where a copy is
+  // unavoidable), None copies only when it must (NumPy 2's protocol; NumPy
+  // 1 passes only dtype).
+  int mode = copy.is_none() ? -1 : copy.cast<bool>();
+  bool converts = a.dtype() == fx::bfloat16;
+  py::object out = to_numpy(a);
+  if (!dtype.is_none()) {
+    py::object want = py::module_::import("numpy").attr("dtype")(dtype);
+    if (!want.equal(out.attr("dtype"))) {
+      converts = true;
+      out = out.attr("astype")(want);
+    }
+  }
+  if (mode == 0 && converts) {
+    throw std::invalid_argument(
+        "[__array__] A NumPy array of dtype " +
+        py::str(out.attr("dtype")).cast<std::string>() + " from an array of " +
+        fx::dtype_name(a.dtype()) + " needs a copy, but copy=False.");
+  }
+  if (mode == 1 && !converts) {
+    out = out.attr("copy")();
+  }
+  return out;
+}
+
 namespace {
 
 template <typename T>

@@ -119,6 +119,9 @@ void eval_nogil(const fx::array& a);
 // A NumPy array viewing (or, for bfloat16, converting) the evaluated data of
 // `a`; the view keeps `a`'s buffer alive.
 py::object to_numpy(const fx::array& a);
+// NumPy's __array__(dtype, copy) protocol (NumPy 2 passes copy=).
+py::object array_protocol(const fx::array& a, py::object dtype,
+                          py::object copy);
 
 // Nested Python lists (or a scalar for 0-d) of the values of `a`.
 py::object to_list(const fx::array& a);
@@ -152,3 +155,5 @@ void init_compile(py::module_& m);
 void init_io(py::module_& m);
 void init_quantized(py::module_& m);
 void init_ops_extras(py::module_& m);
+// DLPack: array.__dlpack__/__dlpack_device__ and mx.from_dlpack.
+void init_dlpack(py::module_& m, py::class_<fx::array>& cls);

@@ -13,7 +13,10 @@ namespace {
 OpCase qmm_case(const std::string& name, const Shape& x_shape,
                 const Shape& w_shape, bool transpose, int gs, int bits,
                 unsigned seed) {
-  auto [wq, scales, biases] = quantize(rnd(w_shape, seed), gs, bits);
+  auto wq_scales_biases_ = quantize(rnd(w_shape, seed), gs, bits);
+  [[maybe_unused]] auto& wq = std::get<0>(wq_scales_biases_);
+  [[maybe_unused]] auto& scales = std::get<1>(wq_scales_biases_);
+  [[maybe_unused]] auto& biases = std::get<2>(wq_scales_biases_);
   Fn f = [=](const std::vector<array>& x) {
     return std::vector<array>{
         quantized_matmul(x[0], wq, scales, biases, transpose, gs, bits)};
@@ -22,12 +25,18 @@ OpCase qmm_case(const std::string& name, const Shape& x_shape,
 }
 
 std::vector<OpCase> quantized_cases() {
-  auto [wq, scales, biases] = quantize(rnd({6, 64}, 99), 32, 4);
+  auto wq_scales_biases_ = quantize(rnd({6, 64}, 99), 32, 4);
+  [[maybe_unused]] auto& wq = std::get<0>(wq_scales_biases_);
+  [[maybe_unused]] auto& scales = std::get<1>(wq_scales_biases_);
+  [[maybe_unused]] auto& biases = std::get<2>(wq_scales_biases_);
   Fn with_sb = [wq](const std::vector<array>& in) {
     return std::vector<array>{
         quantized_matmul(in[0], wq, in[1], in[2], true, 32, 4)};
   };
-  auto [wn, sn, bn] = quantize(rnd({4, 128}, 101), 64, 2);
+  auto wn_sn_bn_ = quantize(rnd({4, 128}, 101), 64, 2);
+  [[maybe_unused]] auto& wn = std::get<0>(wn_sn_bn_);
+  [[maybe_unused]] auto& sn = std::get<1>(wn_sn_bn_);
+  [[maybe_unused]] auto& bn = std::get<2>(wn_sn_bn_);
   Fn with_sb_n = [wn](const std::vector<array>& in) {
     return std::vector<array>{
         quantized_matmul(in[0], wn, in[1], in[2], false, 64, 2)};

@@ -641,12 +641,14 @@ TEST(BinaryOps, Errors) {
       "[bitwise_invert] Only integer and boolean types are supported; got "
       "float32.");
   auto z = array({complex64_t(1, 1)});
-  for (auto& [name, fn] :
+  for (auto& name_fn_ :
        std::vector<std::pair<std::string,
                              std::function<array(const array&, const array&)>>>{
            {"floor_divide", [](auto&x, auto&y) { return floor_divide(x, y); }},
            {"remainder", [](auto&x, auto&y) { return remainder(x, y); }},
            {"arctan2", [](auto&x, auto&y) { return arctan2(x, y); }}}) {
+    [[maybe_unused]] auto& name = std::get<0>(name_fn_);
+    [[maybe_unused]] auto& fn = std::get<1>(name_fn_);
     expect_error<std::invalid_argument>(
         [&] { fn(z, f); },
         "[" + name + "] Not supported for complex64 inputs.");

@@ -285,10 +285,12 @@ TEST(Compile, GeneratedTranscendentalsAreAccurate) {
   v.push_back(std::numeric_limits<float>::quiet_NaN());
   array x(v.begin(), {static_cast<int>(v.size())});
   auto one = array(1.0f);
-  for (auto [name, op] : std::vector<std::pair<const char*, UnaryFn>>{
+  for (auto name_op_ : std::vector<std::pair<const char*, UnaryFn>>{
            {"exp", [](const array& a) { return exp(a); }},
            {"tanh", [](const array& a) { return tanh(a); }},
            {"sigmoid", [](const array& a) { return sigmoid(a); }}}) {
+    [[maybe_unused]] auto& name = std::get<0>(name_op_);
+    [[maybe_unused]] auto& op = std::get<1>(name_op_);
     SCOPED_TRACE(name);
     auto f = compile([op](const std::vector<array>& in) {
       return std::vector<array>{op(in[0] * in[1])};  // two ops: fused

@@ -195,7 +195,7 @@ TEST(Gather, StridedOperandsAndWindows) {
   auto idx_full = int_array(iv, {4, 2});
   auto idx = slice(idx_full, {0, 0}, {4, 2}, {1, 2});  // (4, 1), strided
   std::vector<Idx> ref = {{{iv[0], iv[2], iv[4], iv[6]}, {4, 1}}};
-  auto g = gather(a, {idx}, {0}, {3, 2});
+  auto g = gather(a, std::vector<array>{idx}, std::vector<int>{0}, {3, 2});
   EXPECT_EQ(g.shape(), Shape({4, 1, 3, 2}));
   expect_close(g, naive_gather(av, as, ref, {0}, {3, 2}));
   // No index arrays: a single slice at the origin.

@@ -163,7 +163,10 @@ inline std::vector<double> round_all(std::vector<double> v, Dtype dt) {
 inline std::string shape_text(const Shape& s) {
   std::string out = "(";
   for (size_t i = 0; i < s.size(); ++i) {
-    out += (i ? "," : "") + std::to_string(s[i]);
+    if (i) {
+      out += ",";
+    }
+    out += std::to_string(s[i]);  // appended: GCC 12 -Wrestrict misfires
   }
   return out + ")";
 }

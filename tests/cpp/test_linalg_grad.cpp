@@ -154,8 +154,10 @@ TEST(LinalgGradMatmul, BroadcastBatchDims) {
     {
       check_grads(mm, {randn({2, 1, 3, 4}, 1), randn({5, 4, 2}, 2)});
       check_grads(mm, {randn({3, 4}, 3), randn({2, 4, 5}, 4)});
-      auto [out, g] = vjp(mm, {randn({3, 4}, 5), randn({2, 4, 5}, 6)},
-                          {randn({2, 3, 5}, 7)});
+      auto out_g_ = vjp(mm, {randn({3, 4}, 5), randn({2, 4, 5}, 6)},
+                        {randn({2, 3, 5}, 7)});
+      [[maybe_unused]] auto& out = std::get<0>(out_g_);
+      [[maybe_unused]] auto& g = std::get<1>(out_g_);
       EXPECT_EQ(g[0].shape(), (Shape{3, 4}));
       EXPECT_EQ(g[1].shape(), (Shape{2, 4, 5}));
     }
@@ -231,7 +233,9 @@ TEST(LinalgGradMatmul, ComplexHasNoConjugation) {
   expect_values(t[0], ref_bmm(values<cdouble>(ta), bv, 1, M, K, N), 1e-5,
                 "ta @ b");
   // Through the transformation too (its graph is the Matmul node alone).
-  auto [o, gv] = vjp(mm, {a, b}, {ct});
+  auto o_gv_ = vjp(mm, {a, b}, {ct});
+  [[maybe_unused]] auto& o = std::get<0>(o_gv_);
+  [[maybe_unused]] auto& gv = std::get<1>(o_gv_);
   expect_values(gv[0], values<cdouble>(g[0]), 1e-6, "vjp(matmul) of a");
   // AddMM scales by real alpha and beta in the complex dtype.
   auto c = randc({M, N}, 5);
@@ -292,8 +296,10 @@ TEST(LinalgGradMatmul, OutputShapesAndEquivalence) {
 // --- addmm ---
 
 TEST(LinalgGradAddMM, AlphaBeta) {
-  for (auto [alpha, beta] :
+  for (auto alpha_beta_ :
        {std::pair{1.0f, 1.0f}, std::pair{0.5f, -2.0f}, std::pair{3.0f, 0.0f}}) {
+    [[maybe_unused]] auto& alpha = std::get<0>(alpha_beta_);
+    [[maybe_unused]] auto& beta = std::get<1>(alpha_beta_);
     Fn f = [alpha, beta](const std::vector<array>& in) {
       return std::vector<array>{addmm(in[0], in[1], in[2], alpha, beta)};
     };
@@ -489,8 +495,10 @@ TEST(LinalgGradJacobians, OfMatrixVectorProductIsA) {
 
 TEST(LinalgGradVmap, EveryAxisAndUnmapped) {
   const int B = 3;
-  for (auto [sa, sb] : {std::pair{Shape{2, 4}, Shape{4, 5}},
-                        std::pair{Shape{2, 2, 4}, Shape{2, 4, 1}}}) {
+  for (auto sa_sb_ : {std::pair{Shape{2, 4}, Shape{4, 5}},
+                      std::pair{Shape{2, 2, 4}, Shape{2, 4, 1}}}) {
+    [[maybe_unused]] auto& sa = std::get<0>(sa_sb_);
+    [[maybe_unused]] auto& sb = std::get<1>(sa_sb_);
     for (int ia = -1; ia <= static_cast<int>(sa.size()); ++ia) {
       for (int ib = -1; ib <= static_cast<int>(sb.size()); ++ib) {
         if (ia < 0 && ib < 0) {
@@ -574,7 +582,9 @@ TEST(CreationGradArange, Rules) {
   EXPECT_EQ(t[0].shape(), (Shape{4}));
   EXPECT_EQ(t[0].dtype(), float64);
   expect_values(t[0], std::vector<double>(4, 0.0), 0, "jvp");
-  auto [vo, va] = p.vmap({}, {});
+  auto vo_va_ = p.vmap({}, {});
+  [[maybe_unused]] auto& vo = std::get<0>(vo_va_);
+  [[maybe_unused]] auto& va = std::get<1>(vo_va_);
   ASSERT_EQ(vo.size(), 1u);
   EXPECT_EQ(va, std::vector<int>{-1});
   EXPECT_EQ(vo[0].dtype(), float64);
@@ -627,11 +637,13 @@ TEST(RandomGradBits, Rules) {
   EXPECT_EQ(p.output_shapes({keys}), std::vector<Shape>{(Shape{4, 3, 5})});
   EXPECT_EQ(p.output_shapes({k}), std::vector<Shape>{(Shape{3, 5})});
   // Through vjp: the key gets a zero cotangent.
-  auto [o, gk] = vjp(
+  auto o_gk_ = vjp(
       [](const std::vector<array>& in) {
         return std::vector<array>{random::bits({2}, 4, in[0])};
       },
       {k}, {zeros({2}, uint32)});
+  [[maybe_unused]] auto& o = std::get<0>(o_gk_);
+  [[maybe_unused]] auto& gk = std::get<1>(o_gk_);
   EXPECT_EQ(gk[0].dtype(), uint32);
   expect_values(gk[0], std::vector<double>{0, 0}, 0, "vjp of the key");
 }
@@ -643,7 +655,9 @@ TEST(RandomGradBits, Equivalence) {
   EXPECT_TRUE(p.is_equivalent(random::bits({3, 5}, 2, k).primitive()));
   EXPECT_FALSE(p.is_equivalent(random::bits({5, 3}, 2, k).primitive()));
   EXPECT_FALSE(p.is_equivalent(random::bits({3, 5}, 4, k).primitive()));
-  auto [k0, k1] = random::split(k);
+  auto k0_k1_ = random::split(k);
+  [[maybe_unused]] auto& k0 = std::get<0>(k0_k1_);
+  [[maybe_unused]] auto& k1 = std::get<1>(k0_k1_);
   EXPECT_FALSE(k0.primitive().is_equivalent(k1.primitive()));  // offsets
 }
 
@@ -659,7 +673,9 @@ TEST(RandomGradBits, VmapOverKeys) {
   }
   // The pair (first, second) of split(key) as a mapped key.
   Fn pair = [](const std::vector<array>& in) {
-    auto [a, b] = random::split(in[0]);
+    auto a_b_ = random::split(in[0]);
+    [[maybe_unused]] auto& a = std::get<0>(a_b_);
+    [[maybe_unused]] auto& b = std::get<1>(a_b_);
     return std::vector<array>{a, b};
   };
   check_vmap(pair, {keys}, {0}, 0, 0);
@@ -702,7 +718,9 @@ TEST(RandomGradUniform, GradFlowsToBounds) {
   {
     {
       check_grads(f, {low, high});
-      auto [o, g] = vjp(f, {low, high}, {ct});
+      auto o_g_ = vjp(f, {low, high}, {ct});
+      [[maybe_unused]] auto& o = std::get<0>(o_g_);
+      [[maybe_unused]] auto& g = std::get<1>(o_g_);
       auto u = values<double>(random::uniform({3, 4}, float64, k));
       auto cv = values<double>(ct);
       std::vector<double> glow(4, 0.0), ghigh(3, 0.0);
@@ -731,7 +749,9 @@ TEST(RandomGradNormal, GradFlowsToLocAndScale) {
   {
     {
       check_grads(f, {loc, scale});
-      auto [o, g] = vjp(f, {loc, scale}, {ct});
+      auto o_g_ = vjp(f, {loc, scale}, {ct});
+      [[maybe_unused]] auto& o = std::get<0>(o_g_);
+      [[maybe_unused]] auto& g = std::get<1>(o_g_);
       auto z = values<double>(random::normal({3, 4}, float64, 0.0f, 1.0f, k));
       auto cv = values<double>(ct);
       std::vector<double> gloc(4, 0.0), gscale(3, 0.0);

@@ -100,7 +100,10 @@ TEST(Quantized, QuantizeMatchesReference) {
       auto w = concatenate({randn({3, 256}, bits * gs, float32, 0.7),
                             randn({3, 256}, bits * gs + 1, float32, -0.7)},
                            0);
-      auto [wq, scales, biases] = quantize(w, gs, bits);
+      auto wq_scales_biases_ = quantize(w, gs, bits);
+      [[maybe_unused]] auto& wq = std::get<0>(wq_scales_biases_);
+      [[maybe_unused]] auto& scales = std::get<1>(wq_scales_biases_);
+      [[maybe_unused]] auto& biases = std::get<2>(wq_scales_biases_);
       EXPECT_EQ(wq.dtype(), uint32);
       EXPECT_EQ(wq.shape(), (Shape{6, 256 * bits / 32}));
       EXPECT_EQ(scales.shape(), (Shape{6, 256 / gs}));
@@ -117,7 +120,10 @@ TEST(Quantized, HandComputedGroup) {
   // One group 0, 1, ..., 31 (4 bits): |max| wins, scale = 31 / -15,
   // bias = 31, q_i = round((31 - i) * 15 / 31): q_0 = 15, q_31 = 0.
   auto w = reshape(arange(0, 32, float32), {1, 32});
-  auto [wq, scales, biases] = quantize(w, 32, 4);
+  auto wq_scales_biases_ = quantize(w, 32, 4);
+  [[maybe_unused]] auto& wq = std::get<0>(wq_scales_biases_);
+  [[maybe_unused]] auto& scales = std::get<1>(wq_scales_biases_);
+  [[maybe_unused]] auto& biases = std::get<2>(wq_scales_biases_);
   EXPECT_FLOAT_EQ(scales.item<float>(), 31.0f / -15.0f);
   EXPECT_EQ(biases.item<float>(), 31.0f);
   auto words = to_vector<uint32_t>(wq);
@@ -127,7 +133,10 @@ TEST(Quantized, HandComputedGroup) {
   EXPECT_EQ((words[0] >> 8) & 0xf, 14u);  // round(29 * 15 / 31) = 14
   EXPECT_EQ(words[3] >> 28, 0u);          // the last value, 31
   // A zero group: scale 1e-7, q0 = 0, bias 0, q = 0.
-  auto [zq, zs, zb] = quantize(zeros({2, 64}), 64, 8);
+  auto zq_zs_zb_ = quantize(zeros({2, 64}), 64, 8);
+  [[maybe_unused]] auto& zq = std::get<0>(zq_zs_zb_);
+  [[maybe_unused]] auto& zs = std::get<1>(zq_zs_zb_);
+  [[maybe_unused]] auto& zb = std::get<2>(zq_zs_zb_);
   expect_close(zs, {-1e-7, -1e-7}, 1e-6, 0);
   expect_close(zb, {0, 0});
   expect_close(zq, std::vector<double>(32, 0));
@@ -138,7 +147,10 @@ TEST(Quantized, DequantizeErrorBound) {
     for (int bits : kBits) {
       for (int gs : kGroups) {
         auto w = randn({4, 384}, 7 + bits + gs, t);
-        auto [wq, scales, biases] = quantize(w, gs, bits);
+        auto wq_scales_biases_ = quantize(w, gs, bits);
+        [[maybe_unused]] auto& wq = std::get<0>(wq_scales_biases_);
+        [[maybe_unused]] auto& scales = std::get<1>(wq_scales_biases_);
+        [[maybe_unused]] auto& biases = std::get<2>(wq_scales_biases_);
         EXPECT_EQ(scales.dtype(), t);
         auto d = dequantize(wq, scales, biases, gs, bits);
         EXPECT_EQ(d.dtype(), t);
@@ -182,7 +194,10 @@ TEST(Quantized, QuantizedMatmulMatchesDense) {
         SCOPED_TRACE(std::to_string(bits) + "/" + std::to_string(gs) + "/" +
                      std::to_string(M));
         auto w = randn({72, 256}, bits + gs + M);
-        auto [wq, s, b] = quantize(w, gs, bits);
+        auto wq_s_b_ = quantize(w, gs, bits);
+        [[maybe_unused]] auto& wq = std::get<0>(wq_s_b_);
+        [[maybe_unused]] auto& s = std::get<1>(wq_s_b_);
+        [[maybe_unused]] auto& b = std::get<2>(wq_s_b_);
         auto x = randn({M, 256}, M);
         auto wd = dequantize(wq, s, b, gs, bits);
         auto y = quantized_matmul(x, wq, s, b, true, gs, bits);
@@ -201,7 +216,10 @@ TEST(Quantized, QuantizedMatmulMatchesDense) {
 
 TEST(Quantized, LayoutsBatchesAndDtypes) {
   auto w = randn({40, 128}, 3);
-  auto [wq, s, b] = quantize(w, 64, 4);
+  auto wq_s_b_ = quantize(w, 64, 4);
+  [[maybe_unused]] auto& wq = std::get<0>(wq_s_b_);
+  [[maybe_unused]] auto& s = std::get<1>(wq_s_b_);
+  [[maybe_unused]] auto& b = std::get<2>(wq_s_b_);
   auto wd = dequantize(wq, s, b, 64, 4);
   // Batched and transposed x, a 1-D x, broadcast x.
   auto xt = transpose(randn({128, 3, 2}, 4), {2, 1, 0});  // (2, 3, 128)
@@ -216,7 +234,10 @@ TEST(Quantized, LayoutsBatchesAndDtypes) {
                to_vector<double>(matmul(xb, transpose(wd))), 1e-4, 1e-3);
   // Half types compute in float32; the output has their dtype.
   for (Dtype t : {float16, bfloat16, float64}) {
-    auto [hq, hs, hb] = quantize(astype(w, t), 64, 4);
+    auto hq_hs_hb_ = quantize(astype(w, t), 64, 4);
+    [[maybe_unused]] auto& hq = std::get<0>(hq_hs_hb_);
+    [[maybe_unused]] auto& hs = std::get<1>(hq_hs_hb_);
+    [[maybe_unused]] auto& hb = std::get<2>(hq_hs_hb_);
     auto wd64 = ref_dequantize(hq, hs, hb, 64, 4);
     for (int m : {3, 24}) {  // the row-by-row and the BLAS path
       auto x = astype(randn({m, 128}, 7), t);
@@ -235,7 +256,10 @@ TEST(Quantized, LayoutsBatchesAndDtypes) {
     }
   }
   // float32 x with float16 scales promotes to float32.
-  auto [hq, hs, hb] = quantize(astype(w, float16), 64, 4);
+  auto hq_hs_hb_ = quantize(astype(w, float16), 64, 4);
+  [[maybe_unused]] auto& hq = std::get<0>(hq_hs_hb_);
+  [[maybe_unused]] auto& hs = std::get<1>(hq_hs_hb_);
+  [[maybe_unused]] auto& hb = std::get<2>(hq_hs_hb_);
   EXPECT_EQ(quantized_matmul(randn({2, 128}, 8), hq, hs, hb).dtype(), float32);
   // Zero rows of x.
   EXPECT_EQ(quantized_matmul(zeros({0, 128}), wq, s, b).shape(),
@@ -243,7 +267,10 @@ TEST(Quantized, LayoutsBatchesAndDtypes) {
 }
 
 TEST(Quantized, Transformations) {
-  auto [wq, s, b] = quantize(randn({16, 64}, 9), 32, 4);
+  auto wq_s_b_ = quantize(randn({16, 64}, 9), 32, 4);
+  [[maybe_unused]] auto& wq = std::get<0>(wq_s_b_);
+  [[maybe_unused]] auto& s = std::get<1>(wq_s_b_);
+  [[maybe_unused]] auto& b = std::get<2>(wq_s_b_);
   auto wd = dequantize(wq, s, b, 32, 4);
   auto x = randn({3, 64}, 10);
   // Gradient wrt x: g @ W.
@@ -264,7 +291,10 @@ TEST(Quantized, Transformations) {
       1e-4, 1e-3);
   // Scales and biases: reverse and forward mode against finite
   // differences (float64, with x), and against P = G^T x summed by group.
-  auto [wq64, s64, b64] = quantize(randn({6, 64}, 12, float64), 32, 2);
+  auto wq64_s64_b64_ = quantize(randn({6, 64}, 12, float64), 32, 2);
+  [[maybe_unused]] auto& wq64 = std::get<0>(wq64_s64_b64_);
+  [[maybe_unused]] auto& s64 = std::get<1>(wq64_s64_b64_);
+  [[maybe_unused]] auto& b64 = std::get<2>(wq64_s64_b64_);
   {
     Fn qf = [&](const std::vector<array>& in) {
       return std::vector<array>{
@@ -274,7 +304,10 @@ TEST(Quantized, Transformations) {
                 {0, 1, 2});
   }
   {
-    auto [wn, sn, bn] = quantize(randn({5, 64}, 14, float64), 32, 8);
+    auto wn_sn_bn_ = quantize(randn({5, 64}, 14, float64), 32, 8);
+    [[maybe_unused]] auto& wn = std::get<0>(wn_sn_bn_);
+    [[maybe_unused]] auto& sn = std::get<1>(wn_sn_bn_);
+    [[maybe_unused]] auto& bn = std::get<2>(wn_sn_bn_);
     Fn qf = [&](const std::vector<array>& in) {
       return std::vector<array>{
           quantized_matmul(in[0], wn, in[1], in[2], false, 32, 8)};
@@ -286,7 +319,9 @@ TEST(Quantized, Transformations) {
     return std::vector<array>{
         sum(quantized_matmul(x, wq, in[0], in[1], true, 32, 4))};
   };
-  auto [outs, grads] = vjp(h, {s, b}, {array(1.0f)});
+  auto outs_grads_ = vjp(h, {s, b}, {array(1.0f)});
+  [[maybe_unused]] auto& outs = std::get<0>(outs_grads_);
+  [[maybe_unused]] auto& grads = std::get<1>(outs_grads_);
   // d/db[n, g] = sum over the group of sum_m x[m, k]; d/ds adds q.
   auto xg = sum(reshape(x, {3, 2, 32}), {0, 2});  // per group
   auto q =
@@ -343,7 +378,10 @@ TEST(Quantized, Errors) {
   expect_error<std::invalid_argument>(
       [&] { quantize(astype(w, int32), 64, 4); },
       "[quantize] Only real floating");
-  auto [wq, s, b] = quantize(w, 32, 4);
+  auto wq_s_b_ = quantize(w, 32, 4);
+  [[maybe_unused]] auto& wq = std::get<0>(wq_s_b_);
+  [[maybe_unused]] auto& s = std::get<1>(wq_s_b_);
+  [[maybe_unused]] auto& b = std::get<2>(wq_s_b_);
   expect_error<std::invalid_argument>(
       [&] { dequantize(astype(wq, int32), s, b, 32, 4); },
       "[dequantize] The matrix should be given as a uint32");
@@ -396,7 +434,10 @@ TEST(Quantized, Errors) {
 TEST(Quantized, TilesWithRemainders) {
   // transpose: K = 1024 makes tiles of 1024 rows of w, N = 1100 leaves 76.
   {
-    auto [wq, s, b] = quantize(randn({1100, 1024}, 21), 64, 4);
+    auto wq_s_b_ = quantize(randn({1100, 1024}, 21), 64, 4);
+    [[maybe_unused]] auto& wq = std::get<0>(wq_s_b_);
+    [[maybe_unused]] auto& s = std::get<1>(wq_s_b_);
+    [[maybe_unused]] auto& b = std::get<2>(wq_s_b_);
     auto wd = dequantize(wq, s, b, 64, 4);
     auto x = randn({5, 1024}, 22);
     expect_close(quantized_matmul(x, wq, s, b, true, 64, 4),
@@ -405,7 +446,10 @@ TEST(Quantized, TilesWithRemainders) {
   // no transpose: K = 2048 rows, groups of 128 columns, 4 groups per tile,
   // N = 640 columns = 5 groups (a tile of 4 and one of 1).
   {
-    auto [wq, s, b] = quantize(randn({2048, 640}, 23), 128, 8);
+    auto wq_s_b_ = quantize(randn({2048, 640}, 23), 128, 8);
+    [[maybe_unused]] auto& wq = std::get<0>(wq_s_b_);
+    [[maybe_unused]] auto& s = std::get<1>(wq_s_b_);
+    [[maybe_unused]] auto& b = std::get<2>(wq_s_b_);
     auto wd = dequantize(wq, s, b, 128, 8);
     auto x = randn({3, 2048}, 24);
     expect_close(quantized_matmul(x, wq, s, b, false, 128, 8),
@@ -413,7 +457,10 @@ TEST(Quantized, TilesWithRemainders) {
   }
   // A sliced (non-contiguous) packed matrix.
   {
-    auto [wq, s, b] = quantize(randn({16, 128}, 25), 32, 2);
+    auto wq_s_b_ = quantize(randn({16, 128}, 25), 32, 2);
+    [[maybe_unused]] auto& wq = std::get<0>(wq_s_b_);
+    [[maybe_unused]] auto& s = std::get<1>(wq_s_b_);
+    [[maybe_unused]] auto& b = std::get<2>(wq_s_b_);
     auto ws = slice(wq, {0, 0}, {16, 8}, {2, 1});
     auto ss = slice(s, {0, 0}, {16, 4}, {2, 1});
     auto bs = slice(b, {0, 0}, {16, 4}, {2, 1});

@@ -491,12 +491,12 @@ TEST(Random, Bernoulli) {
   EXPECT_NEAR(heads / 400, 0.5, 5 * std::sqrt(0.25 / 400));
 
   expect_error<std::invalid_argument>(
-      [] { random::bernoulli(array(1), {2}); },
+      [] { random::bernoulli(array(1), Shape{2}); },
       "[random.bernoulli] p must have a real floating point dtype; got "
       "int32.");
   expect_error<std::invalid_argument>(
       [] {
-        random::bernoulli(array({0.5f, 0.5f, 0.5f}), {2});
+        random::bernoulli(array({0.5f, 0.5f, 0.5f}), Shape{2});
       },
       "[random.bernoulli] p with shape (3) cannot be broadcast to shape (2).");
 }
@@ -525,7 +525,7 @@ TEST(Random, GlobalSeed) {
   // A call that fails validation leaves the global key alone.
   random::seed(3);
   EXPECT_THROW(random::uniform({2}, int32), std::invalid_argument);
-  EXPECT_THROW(random::bernoulli(array(1), {2}), std::invalid_argument);
+  EXPECT_THROW(random::bernoulli(array(1), Shape{2}), std::invalid_argument);
   auto after = to_vector<float>(random::uniform({4}));
   random::seed(3);
   EXPECT_EQ(after, to_vector<float>(random::uniform({4})));

@@ -537,6 +537,16 @@ TEST_P(RulesTable, GradientsAndVmap) {
     axis_sets.push_back(ax);
   }
   axis_sets.push_back(std::vector<int>(c.inputs.size(), 0));
+  // vmap must agree with the loop to rounding: a batched kernel may take
+  // another code path than a single slice (an FFT over many lines at once,
+  // another split over threads), so single-precision results may differ
+  // in the last bits.
+  double tol = 1e-9;
+  for (auto& o : c.f(c.inputs)) {
+    if (is_inexact(o.dtype()) && o.dtype() != float64) {
+      tol = 2e-6;
+    }
+  }
   for (auto& ax : axis_sets) {
     std::vector<array> batched;
     for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -554,7 +564,7 @@ TEST_P(RulesTable, GradientsAndVmap) {
       }
       batched.push_back(stack(variants, ax[i]));
     }
-    check_vmap(c.f, batched, ax, 0, 1e-9);
+    check_vmap(c.f, batched, ax, 0, tol);
   }
 }
 

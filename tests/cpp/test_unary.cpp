@@ -452,13 +452,15 @@ TEST(UnaryOps, RoundDecimals) {
 
 TEST(UnaryOps, Errors) {
   auto z = array({complex64_t(1, 2)});
-  for (auto& [name, fn] :
+  for (auto& name_fn_ :
        std::vector<std::pair<std::string, std::function<array(const array&)>>>{
            {"expm1", [](const array& a) { return expm1(a); }},
            {"erf", [](const array& a) { return erf(a); }},
            {"erfinv", [](const array& a) { return erfinv(a); }},
            {"floor", [](const array& a) { return floor(a); }},
            {"ceil", [](const array& a) { return ceil(a); }}}) {
+    [[maybe_unused]] auto& name = std::get<0>(name_fn_);
+    [[maybe_unused]] auto& fn = std::get<1>(name_fn_);
     expect_error<std::invalid_argument>(
         [&] { fn(z); }, "[" + name + "] Not supported for complex64 inputs.");
   }

@@ -166,6 +166,89 @@ def test_dlpack():
     del cap
 
 
+def capsule_name(cap):
+    import ctypes
+    get = ctypes.pythonapi.PyCapsule_GetName
+    get.restype, get.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    return get(cap).decode()
+
+
+def test_dlpack_versions_copy_and_device():
+    x = mx.arange(6, dtype=mx.float32).reshape(2, 3)
+    assert capsule_name(x.__dlpack__()) == "dltensor"
+    assert capsule_name(x.__dlpack__(max_version=(1, 0))) == \
+        "dltensor_versioned"
+    assert capsule_name(x.__dlpack__(max_version=(0, 8))) == "dltensor"
+    with pytest.raises(BufferError, match=r"\(2, 0\)"):
+        x.__dlpack__(dl_device=(2, 0))
+    x.__dlpack__(dl_device=(1, 0))
+    # Through our own importer: both capsule kinds, copy or not.
+    y = mx.from_dlpack(x)
+    assert mx.array_equal(y, x).item()
+    z = mx.from_dlpack(x.__dlpack__(max_version=(1, 0), copy=True))
+    w = mx.from_dlpack(x.__dlpack__())
+    assert np.shares_memory(np.asarray(w), np.asarray(x))
+    assert not np.shares_memory(np.asarray(z), np.asarray(x))
+    assert mx.array_equal(z, x).item()
+
+
+def test_from_dlpack_numpy_and_torch():
+    import weakref
+    a = np.arange(12, dtype=np.int16).reshape(3, 4)
+    ref = weakref.ref(a)
+    x = mx.from_dlpack(a)
+    assert x.dtype == mx.int16 and x.shape == (3, 4)
+    assert np.shares_memory(np.asarray(x), a)
+    np.testing.assert_array_equal(np.asarray(x), a)
+    # The producer's buffer stays alive with the array, and is released
+    # with it.
+    del a
+    assert ref() is not None
+    mx.eval(x + 1)
+    del x
+    import gc
+    gc.collect()
+    assert ref() is None
+    # Strided producers are copied into a row-major array.
+    b = np.arange(24, dtype=np.float64).reshape(2, 3, 4).transpose(2, 0, 1)
+    y = mx.from_dlpack(b)
+    np.testing.assert_array_equal(np.asarray(y), b)
+    for dt in (np.uint8, np.int64, np.float16, np.complex64):
+        c = np.ones((2, 2), dtype=dt)
+        assert mx.from_dlpack(c).dtype == getattr(mx, np.dtype(dt).name)
+    # NumPy 1.24 exports no bool; our own capsules carry bool and bfloat16.
+    for t in (mx.bool_, mx.bfloat16):
+        assert mx.from_dlpack(mx.ones((2,), dtype=t)).dtype == t
+    with pytest.raises(ValueError, match=r"\[from_dlpack\]"):
+        mx.from_dlpack(3)
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    u = mx.from_dlpack(t)
+    np.testing.assert_array_equal(np.asarray(u), t.numpy())
+    back = torch.from_dlpack(mx.arange(4, dtype=mx.int32))
+    assert back.tolist() == [0, 1, 2, 3]
+
+
+def test_array_protocol_copy_keyword():
+    x = mx.arange(4, dtype=mx.float32)
+    view = x.__array__()
+    assert np.shares_memory(view, np.asarray(x))
+    copied = x.__array__(copy=True)
+    assert not np.shares_memory(copied, np.asarray(x))
+    copied[0] = 100
+    assert x[0].item() == 0
+    assert x.__array__(np.float64).dtype == np.float64
+    assert x.__array__(copy=False).dtype == np.float32
+    with pytest.raises(ValueError, match=r"copy=False"):
+        x.__array__(np.float64, copy=False)
+    with pytest.raises(ValueError, match=r"copy=False"):
+        x.astype(mx.bfloat16).__array__(copy=False)
+    # np.array copies (writeable, independent); np.asarray may share.
+    a = np.array(x)
+    a[1] = -1
+    assert x[1].item() == 1
+
+
 # --- dtypes ---
 
 def test_dtype_objects():

@@ -1,5 +1,7 @@
 """fluxion.utils pytree functions (MLX semantics)."""
 
+import pytest
+
 import fluxion.core as mx
 from fluxion.utils import (tree_flatten, tree_map, tree_map_with_path,
                            tree_reduce, tree_unflatten, tree_visit)
@@ -56,3 +58,65 @@ def test_visit_and_reduce():
     assert tree_reduce(lambda acc, x: acc + len(x), {"a": [1, 2], "b": [3]},
                        0, is_leaf=lambda t: isinstance(t, list)) == 3
     assert tree_reduce(lambda acc, x: acc + x, [], 0) == 0
+
+
+def test_flatten_into_destination():
+    tree = {"a": [1, {"b": 2}], "c": {}}
+    d = {}
+    assert tree_flatten(tree, destination=d) is d
+    assert d == {"a.0": 1, "a.1.b": 2}
+    lst = [("x", 0)]
+    # As MLX, the prefix carries its own leading dot.
+    assert tree_flatten([5], prefix=".p", destination=lst) == [("x", 0), ("p.0", 5)]
+    with pytest.raises(ValueError, match="destination"):
+        tree_flatten(tree, destination=())
+
+
+def test_named_tuples_and_tuple_subclasses_keep_their_type():
+    from typing import NamedTuple
+
+    class Pair(NamedTuple):
+        left: int
+        right: int
+
+    class Vec(tuple):
+        pass
+
+    p = tree_map(lambda x: x * 10, Pair(1, 2))
+    assert isinstance(p, Pair) and p == Pair(10, 20)
+    v = tree_map(lambda x: -x, Vec([1, 2]))
+    assert type(v) is Vec and v == (-1, -2)
+    paths = []
+    q = tree_map_with_path(lambda path, a, b: paths.append(path) or a + b,
+                           Pair(1, 2), Pair(3, 4))
+    assert q == Pair(4, 6) and paths == ["0", "1"]
+
+
+def test_unflatten_only_canonical_indices_make_lists():
+    assert tree_unflatten([("0", "a"), ("1", "b")]) == ["a", "b"]
+    t = tree_unflatten([("01", "a"), ("1", "b")])
+    assert t == {"01": "a", "1": "b"}
+    assert tree_unflatten([("1", "b")]) == [{}, "b"]
+    assert tree_unflatten([]) == {}
+    assert tree_unflatten({"a.b": 1}) == {"a": {"b": 1}}
+
+
+def test_tree_merge():
+    from fluxion.utils import tree_merge
+
+    assert tree_merge({"a": 1}, {"b": [2]}) == {"a": 1, "b": [2]}
+    assert tree_merge([{"a": 1}, {}], [{"b": 2}, {}]) == [{"a": 1, "b": 2}, {}]
+    assert tree_merge({"x": [None, 2]}, {"x": [1]}) == {"x": [1, 2]}
+    # Empty nodes give way to the other side and are kept when both are
+    # empty (of the same type).
+    assert tree_merge({"a": 1, "b": {}, "c": {}}, {"a": {}, "b": {}, "c": 2}) == {
+        "a": 1, "b": {}, "c": 2}
+    assert tree_merge({"a": []}, {"a": []}) == {"a": []}
+    with pytest.raises(ValueError, match="different types"):
+        tree_merge({}, [])
+    with pytest.raises(ValueError, match="merge_fn"):
+        tree_merge({"a": 1}, {"a": 2})
+    with pytest.raises(ValueError, match="different structures"):
+        tree_merge({"a": [1]}, {"a": {"b": 1}})
+    assert tree_merge({"a": 1, "b": (2,)}, {"a": 10, "b": (3,)}, lambda x, y: x + y) == {
+        "a": 11, "b": (5,)}

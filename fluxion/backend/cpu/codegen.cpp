@@ -14,10 +14,17 @@ namespace fluxion::cpu {
 
 namespace {
 
+// "v3", "p0"...: built by appending, since GCC 12's -Wrestrict misfires on
+// `"v" + std::to_string(i)` (GCC bug 105329).
+std::string tagged(const char* prefix, int64_t i) {
+  std::string s(prefix);
+  s += std::to_string(i);
+  return s;
+}
+
 bool is_float(Dtype t) {
   return t == float16 || t == bfloat16 || t == float32 || t == float64;
 }
-bool is_real(Dtype t) { return t != complex64; }
 
 // How values of a dtype are stored in memory.
 const char* storage_type(Dtype t) {
@@ -175,7 +182,12 @@ std::string cast(const std::string& x, Dtype in, Dtype out) {
   if (out == bool_) {
     return "(" + x + " != 0)";
   }
-  return "(" + compute_type(out) + ")(" + x + ")";
+  std::string s = "(";  // appended: see tagged() on GCC 12's -Wrestrict
+  s += compute_type(out);
+  s += ")(";
+  s += x;
+  s += ")";
+  return s;
 }
 
 // Rounds a float holding a half-type value as storing it would.
@@ -318,7 +330,7 @@ bool can_generate(const Primitive& p, const std::vector<Dtype>& in, Dtype out) {
 std::string kernel_source(const detail::Ir& tape) {
   Emitter em;
   std::ostringstream body;
-  auto name = [](int v) { return "v" + std::to_string(v); };
+  auto name = [](int v) { return tagged("v", v); };
   for (auto& n : tape.nodes) {
     Dtype out = tape.values[n.outputs[0]].dtype;
     std::vector<std::string> args;
@@ -390,7 +402,7 @@ std::string kernel_source(const detail::Ir& tape) {
     for (auto d : v.shape) size *= d;
     if (size == 1) {
       src << "  const " << compute_type(v.dtype) << " s" << k << " = "
-          << load("p" + std::to_string(k) + "[0]", v.dtype) << ";\n";
+          << load(tagged("p", k) + "[0]", v.dtype) << ";\n";
     }
   }
   src << "  for (long long i = begin; i < end; ++i) {\n    po[i] = "
@@ -399,8 +411,8 @@ std::string kernel_source(const detail::Ir& tape) {
                  size_t size = 1;
                  for (auto d : v.shape) size *= d;
                  return size == 1
-                            ? "s" + std::to_string(k)
-                            : load("p" + std::to_string(k) + "[i]", v.dtype);
+                            ? tagged("s", k)
+                            : load(tagged("p", k) + "[i]", v.dtype);
                }),
                out_t)
       << ";\n  }\n}\n";

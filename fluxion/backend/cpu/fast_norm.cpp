@@ -145,9 +145,10 @@ void rope_kernel(const std::vector<array>& inputs, array& out, int dims,
       inv[i] = M(1) / fp[i];
     }
   } else {
-    const M coef = static_cast<M>(-std::log(double{base}) / half);
+    // In double, rounded once: rope_composed computes the same values.
+    const double coef = -std::log(double{base}) / half;
     for (int64_t i = 0; i < half; ++i) {
-      inv[i] = std::exp(static_cast<M>(i) * coef);
+      inv[i] = static_cast<M>(std::exp(static_cast<double>(i) * coef));
     }
   }
   const M sign = forward ? M(1) : M(-1);

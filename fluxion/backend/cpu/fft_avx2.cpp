@@ -9,8 +9,13 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 
 #define FLUXION_FFT_ISA avx2
 #define FLUXION_FFT_AVX2 1
@@ -29,5 +34,9 @@ void stage_avx2(bool inverse, int p, int64_t l, int64_t m,
 
 }  // namespace fluxion::cpu::fft
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #endif

@@ -1,5 +1,5 @@
 // Vectorized float32/float64 kernels for transcendental unary ops (AVX2 +
-// FMA through SLEEF), picked at run time: f32<Op>() is null when the CPU or
+// FMA through SLEEF or libmvec, see simd_avx2.cpp), picked at run time: f32<Op>() is null when the CPU or
 // the build has no vector version, and callers fall back to the scalar loop.
 #pragma once
 

@@ -1,19 +1,52 @@
 // Built with -mavx2 -mfma (see CMakeLists.txt); only called after a run-time
-// check that the CPU has both. SLEEF's u10 functions are within 1 ulp.
+// check that the CPU has both. The vector math comes from SLEEF (u10: within
+// 1 ulp) or, where SLEEF is absent, glibc's libmvec (AVX2 variants, within
+// 4 ulp; special values go through libm), chosen at configure time
+// (FLUXION_VECTOR_MATH). With neither, every kernel here reports nullptr and
+// the scalar functors run.
 #include <immintrin.h>
-#include <sleef.h>
 
 #include <cmath>
 
 #include "fluxion/backend/cpu/simd.h"
 
+// The ops whose vector versions come from the math library: (primitive
+// functor, libm name). Every list below is generated from this one.
+#define FX_LIBRARY_OPS(X)                                                   \
+  X(Exp, exp)                                                               \
+  X(Expm1, expm1) X(Log, log) X(Log1p, log1p) X(Log2, log2) X(Log10, log10) \
+      X(Sin, sin) X(Cos, cos) X(Tan, tan) X(ArcSin, asin) X(ArcCos, acos)   \
+          X(ArcTan, atan) X(Sinh, sinh) X(Cosh, cosh) X(Tanh, tanh)         \
+              X(ArcSinh, asinh) X(ArcCosh, acosh) X(ArcTanh, atanh)         \
+                  X(Erf, erf)
+
+#if defined(FLUXION_VMATH_SLEEF)
+#include <sleef.h>
+#define FX_V8(f) Sleef_##f##f8_u10avx2
+#define FX_V4(f) Sleef_##f##d4_u10avx2
+#define FX_HAVE_VMATH 1
+#elif defined(FLUXION_VMATH_LIBMVEC)
+// libmvec's x86-64 vector ABI names: _ZGV d(AVX2) N<lanes> v(vector arg).
+#define FX_LIBMVEC(OP, name)                    \
+  extern "C" __m256 _ZGVdN8v_##name##f(__m256); \
+  extern "C" __m256d _ZGVdN4v_##name(__m256d);
+FX_LIBRARY_OPS(FX_LIBMVEC)
+#undef FX_LIBMVEC
+#define FX_V8(name) _ZGVdN8v_##name##f
+#define FX_V4(name) _ZGVdN4v_##name
+#define FX_HAVE_VMATH 1
+#else
+#define FX_HAVE_VMATH 0
+#endif
+
 namespace fluxion::cpu::simd {
 
+#if FX_HAVE_VMATH
 namespace {
 
 bool has_avx2() {
-  static bool ok = __builtin_cpu_supports("avx2") &&
-                   __builtin_cpu_supports("fma");
+  static bool ok =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return ok;
 }
 
@@ -65,12 +98,12 @@ __m256d rsqrt4(__m256d x) {
 // 1 / (1 + exp(-x)): exp overflows to inf for very negative x, giving 0.
 __m256 sigmoid8(__m256 x) {
   __m256 one = _mm256_set1_ps(1.0f);
-  __m256 e = Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  __m256 e = FX_V8(exp)(_mm256_sub_ps(_mm256_setzero_ps(), x));
   return _mm256_div_ps(one, _mm256_add_ps(one, e));
 }
 __m256d sigmoid4(__m256d x) {
   __m256d one = _mm256_set1_pd(1.0);
-  __m256d e = Sleef_expd4_u10avx2(_mm256_sub_pd(_mm256_setzero_pd(), x));
+  __m256d e = FX_V4(exp)(_mm256_sub_pd(_mm256_setzero_pd(), x));
   return _mm256_div_pd(one, _mm256_add_pd(one, e));
 }
 
@@ -84,28 +117,26 @@ __m256 poly(__m256 w, const float* c, int n) {
   return p;
 }
 __m256 erfinv8(__m256 y) {
-  static const float lo[] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f,
-                             -4.39150654e-06f, 0.00021858087f, -0.00125372503f,
-                             -0.00417768164f, 0.246640727f,   1.50140941f};
+  static const float lo[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                             -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                             -0.00417768164f,  0.246640727f,    1.50140941f};
   static const float hi[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
                              -0.00367342844f,  0.00573950773f,  -0.0076224613f,
                              0.00943887047f,   1.00167406f,     2.83297682f};
   __m256 one = _mm256_set1_ps(1.0f);
   __m256 w = _mm256_sub_ps(
       _mm256_setzero_ps(),
-      Sleef_logf8_u10avx2(
-          _mm256_mul_ps(_mm256_sub_ps(one, y), _mm256_add_ps(one, y))));
+      FX_V8(log)(_mm256_mul_ps(_mm256_sub_ps(one, y), _mm256_add_ps(one, y))));
   __m256 small = _mm256_cmp_ps(w, _mm256_set1_ps(5.0f), _CMP_LT_OQ);
   __m256 p_lo = poly(_mm256_sub_ps(w, _mm256_set1_ps(2.5f)), lo, 9);
-  __m256 p_hi = poly(
-      _mm256_sub_ps(_mm256_sqrt_ps(w), _mm256_set1_ps(3.0f)), hi, 9);
+  __m256 p_hi =
+      poly(_mm256_sub_ps(_mm256_sqrt_ps(w), _mm256_set1_ps(3.0f)), hi, 9);
   __m256 x = _mm256_mul_ps(_mm256_blendv_ps(p_hi, p_lo, small), y);
   // Newton: f = erf(x) - y, f' = 2/sqrt(pi) exp(-x^2).
-  __m256 err = _mm256_sub_ps(Sleef_erff8_u10avx2(x), y);
+  __m256 err = _mm256_sub_ps(FX_V8(erf)(x), y);
   __m256 d = _mm256_mul_ps(
       _mm256_set1_ps(1.1283791670955126f),
-      Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_setzero_ps(),
-                                        _mm256_mul_ps(x, x))));
+      FX_V8(exp)(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(x, x))));
   x = _mm256_sub_ps(x, _mm256_div_ps(err, d));
   // |y| >= 1: +-inf at +-1, nan beyond.
   __m256 ay = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), y);
@@ -113,8 +144,7 @@ __m256 erfinv8(__m256 y) {
   __m256 inf = _mm256_or_ps(_mm256_and_ps(y, _mm256_set1_ps(-0.0f)),
                             _mm256_set1_ps(INFINITY));
   __m256 at_one = _mm256_cmp_ps(ay, one, _CMP_EQ_OQ);
-  __m256 edge_val =
-      _mm256_blendv_ps(_mm256_set1_ps(NAN), inf, at_one);
+  __m256 edge_val = _mm256_blendv_ps(_mm256_set1_ps(NAN), inf, at_one);
   x = _mm256_blendv_ps(x, edge_val, edge);
   // nan inputs stay nan (the compares above are false for them).
   return _mm256_blendv_ps(x, y, _mm256_cmp_ps(y, y, _CMP_UNORD_Q));
@@ -122,46 +152,32 @@ __m256 erfinv8(__m256 y) {
 
 }  // namespace
 
-#define FLUXION_SIMD_DEF(OP, F8, F4)                                \
-  namespace {                                                       \
-  struct OP##8 {                                                    \
-    static __m256 apply(__m256 x) { return F8(x); }                 \
-  };                                                                \
-  struct OP##4 {                                                    \
-    static __m256d apply(__m256d x) { return F4(x); }               \
-  };                                                                \
-  }                                                                 \
-  template <>                                                       \
-  F32Kernel f32<detail::OP>() {                                     \
-    return has_avx2() ? &run_f32<OP##8> : nullptr;                  \
-  }                                                                 \
-  template <>                                                       \
-  F64Kernel f64<detail::OP>() {                                     \
-    return has_avx2() ? &run_f64<OP##4> : nullptr;                  \
+#define FLUXION_SIMD_DEF(OP, F8, F4)                          \
+  namespace {                                                 \
+  struct OP##8 {static __m256 apply(__m256 x){return F8(x);   \
+  }                                                           \
+  }                                                           \
+  ;                                                           \
+  struct OP##4 {static __m256d apply(__m256d x){return F4(x); \
+  }                                                           \
+  }                                                           \
+  ;                                                           \
+  }                                                           \
+  template <>                                                 \
+  F32Kernel f32<detail::OP>() {                               \
+    return has_avx2() ? &run_f32<OP##8> : nullptr;            \
+  }                                                           \
+  template <>                                                 \
+  F64Kernel f64<detail::OP>() {                               \
+    return has_avx2() ? &run_f64<OP##4> : nullptr;            \
   }
 
-FLUXION_SIMD_DEF(Exp, Sleef_expf8_u10avx2, Sleef_expd4_u10avx2)
-FLUXION_SIMD_DEF(Expm1, Sleef_expm1f8_u10avx2, Sleef_expm1d4_u10avx2)
-FLUXION_SIMD_DEF(Log, Sleef_logf8_u10avx2, Sleef_logd4_u10avx2)
-FLUXION_SIMD_DEF(Log1p, Sleef_log1pf8_u10avx2, Sleef_log1pd4_u10avx2)
-FLUXION_SIMD_DEF(Log2, Sleef_log2f8_u10avx2, Sleef_log2d4_u10avx2)
-FLUXION_SIMD_DEF(Log10, Sleef_log10f8_u10avx2, Sleef_log10d4_u10avx2)
+#define FX_LIBRARY_DEF(OP, name) FLUXION_SIMD_DEF(OP, FX_V8(name), FX_V4(name))
+FX_LIBRARY_OPS(FX_LIBRARY_DEF)
+#undef FX_LIBRARY_DEF
 FLUXION_SIMD_DEF(Sqrt, sqrt8, sqrt4)
 FLUXION_SIMD_DEF(Rsqrt, rsqrt8, rsqrt4)
-FLUXION_SIMD_DEF(Sin, Sleef_sinf8_u10avx2, Sleef_sind4_u10avx2)
-FLUXION_SIMD_DEF(Cos, Sleef_cosf8_u10avx2, Sleef_cosd4_u10avx2)
-FLUXION_SIMD_DEF(Tan, Sleef_tanf8_u10avx2, Sleef_tand4_u10avx2)
-FLUXION_SIMD_DEF(ArcSin, Sleef_asinf8_u10avx2, Sleef_asind4_u10avx2)
-FLUXION_SIMD_DEF(ArcCos, Sleef_acosf8_u10avx2, Sleef_acosd4_u10avx2)
-FLUXION_SIMD_DEF(ArcTan, Sleef_atanf8_u10avx2, Sleef_atand4_u10avx2)
-FLUXION_SIMD_DEF(Sinh, Sleef_sinhf8_u10avx2, Sleef_sinhd4_u10avx2)
-FLUXION_SIMD_DEF(Cosh, Sleef_coshf8_u10avx2, Sleef_coshd4_u10avx2)
-FLUXION_SIMD_DEF(Tanh, Sleef_tanhf8_u10avx2, Sleef_tanhd4_u10avx2)
-FLUXION_SIMD_DEF(ArcSinh, Sleef_asinhf8_u10avx2, Sleef_asinhd4_u10avx2)
-FLUXION_SIMD_DEF(ArcCosh, Sleef_acoshf8_u10avx2, Sleef_acoshd4_u10avx2)
-FLUXION_SIMD_DEF(ArcTanh, Sleef_atanhf8_u10avx2, Sleef_atanhd4_u10avx2)
 FLUXION_SIMD_DEF(Sigmoid, sigmoid8, sigmoid4)
-FLUXION_SIMD_DEF(Erf, Sleef_erff8_u10avx2, Sleef_erfd4_u10avx2)
 #undef FLUXION_SIMD_DEF
 
 // float32 only: the double path keeps the scalar refinement in double.
@@ -178,5 +194,26 @@ template <>
 F64Kernel f64<detail::ErfInv>() {
   return nullptr;
 }
+
+#else  // no vector math library: the scalar functors run.
+
+#define FLUXION_SIMD_NONE(OP)   \
+  template <>                   \
+  F32Kernel f32<detail::OP>() { \
+    return nullptr;             \
+  }                             \
+  template <>                   \
+  F64Kernel f64<detail::OP>() { \
+    return nullptr;             \
+  }
+#define FX_LIBRARY_NONE(OP, name) FLUXION_SIMD_NONE(OP)
+FX_LIBRARY_OPS(FX_LIBRARY_NONE)
+#undef FX_LIBRARY_NONE
+FLUXION_SIMD_NONE(Sqrt)
+FLUXION_SIMD_NONE(Rsqrt)
+FLUXION_SIMD_NONE(Sigmoid)
+FLUXION_SIMD_NONE(ErfInv)
+#undef FLUXION_SIMD_NONE
+#endif  // FX_HAVE_VMATH
 
 }  // namespace fluxion::cpu::simd

@@ -1,0 +1,345 @@
+"""Tensor-parallel linear layers (MLX's ``nn.AllToShardedLinear`` family).
+
+A linear layer is split over the processes of a group: "all-to-sharded"
+layers hold a slice of the output features (every process sees the whole
+input and produces its slice), "sharded-to-all" layers a slice of the input
+features (partial products are summed over the group).
+
+Fluxion has no distributed backend yet: without ``mx.distributed`` the
+group is the single current process (rank 0 of 1), where the layers hold
+the whole weight and the collective operations are identities. A group
+with more processes is refused rather than silently computed wrongly.
+"""
+
+import math
+from functools import lru_cache
+
+import fluxion.core as mx
+from fluxion.nn.layers.base import Module
+from fluxion.nn.layers.quantized import _Quantized
+from fluxion.utils import tree_map_with_path
+
+__all__ = [
+    "AllToShardedLinear",
+    "ShardedToAllLinear",
+    "QuantizedAllToShardedLinear",
+    "QuantizedShardedToAllLinear",
+    "shard_linear",
+    "shard_inplace",
+]
+
+
+class _SingleProcessGroup:
+    """The group of one process, used when there is no distributed
+    backend."""
+
+    def rank(self):
+        return 0
+
+    def size(self):
+        return 1
+
+    def split(self, color, key=-1):
+        return self
+
+
+def _group(group):
+    if group is not None:
+        return group
+    dist = getattr(mx, "distributed", None)
+    if dist is not None and hasattr(dist, "init"):
+        return dist.init()
+    return _SingleProcessGroup()
+
+
+def _all_sum(x, group):
+    if group.size() == 1:
+        return x
+    return mx.distributed.all_sum(x, group=group)
+
+
+@lru_cache
+def _sum_gradients(group):
+    """Identity forward, all-sum of the cotangent backward: the input of an
+    all-to-sharded layer is used by every process."""
+    if group.size() == 1:
+        return lambda x: x
+
+    @mx.custom_function
+    def f(x):
+        return x
+
+    @f.vjp
+    def f_vjp(x, dx, _):
+        return mx.distributed.all_sum(dx, group=group)
+
+    return f
+
+
+def _split_axis(x, axis, segments, group):
+    """This process's part of ``x`` along ``axis``: each of ``segments``
+    equal segments (e.g. fused q/k/v projections) is split over the group
+    and the rank's pieces are concatenated."""
+    N, r = group.size(), group.rank()
+    if N == 1:
+        return x
+    parts = mx.split(x, segments, axis=axis) if segments > 1 else [x]
+    return mx.concatenate(
+        [mx.split(p, N, axis=axis)[r] for p in parts], axis=axis
+    )
+
+
+def _shard(parameters, rule, group):
+    """Shard a parameter tree: ``rule(path, weight)`` gives ``(axis,
+    segments)`` or None to replicate."""
+
+    def shard(path, w):
+        spec = rule(path, w)
+        if spec is None:
+            return w
+        axis, segments = spec
+        return _split_axis(w, axis, segments, group)
+
+    return tree_map_with_path(shard, parameters)
+
+
+def _all_to_sharded(segments):
+    # Output features are axis 0 of weights, scales and biases, and the
+    # only axis of the bias.
+    return lambda path, w: (max(w.ndim - 2, 0), segments)
+
+
+def _sharded_to_all(segments):
+    # Input features are the last axis; the bias is replicated.
+    return lambda path, w: None if path.endswith("bias") else (-1, segments)
+
+
+def _check_divisible(name, what, dims, N):
+    if dims % N != 0:
+        raise ValueError(
+            f"[{name}] Cannot shard the {what} of size {dims} over {N} "
+            "processes."
+        )
+
+
+class AllToShardedLinear(Module):
+    """A Linear layer computing this process's slice of the output
+    features from the whole input."""
+
+    def __init__(self, input_dims, output_dims, bias=True, group=None):
+        super().__init__()
+        self.group = _group(group)
+        N = self.group.size()
+        _check_divisible("AllToShardedLinear", "output", output_dims, N)
+        scale = math.sqrt(1.0 / input_dims)
+        self.weight = mx.random.uniform(
+            -scale, scale, (output_dims // N, input_dims)
+        )
+        if bias:
+            self.bias = mx.random.uniform(-scale, scale, (output_dims // N,))
+
+    def _extra_repr(self):
+        out, inp = self.weight.shape
+        return (
+            f"input_dims={inp}, output_dims={out * self.group.size()}, "
+            f"bias={'bias' in self}"
+        )
+
+    def __call__(self, x):
+        x = _sum_gradients(self.group)(x)
+        if "bias" in self:
+            return mx.addmm(self["bias"], x, self["weight"].T)
+        return x @ self["weight"].T
+
+    @classmethod
+    def from_linear(cls, linear_layer, *, segments=1, group=None):
+        group = _group(group)
+        out, inp = linear_layer.weight.shape
+        layer = cls(inp, out, "bias" in linear_layer, group)
+        layer.update(
+            _shard(linear_layer.parameters(), _all_to_sharded(segments), group)
+        )
+        return layer
+
+
+class ShardedToAllLinear(Module):
+    """A Linear layer over this process's slice of the input features;
+    the partial products are summed over the group."""
+
+    def __init__(self, input_dims, output_dims, bias=True, group=None):
+        super().__init__()
+        self.group = _group(group)
+        N = self.group.size()
+        _check_divisible("ShardedToAllLinear", "input", input_dims, N)
+        scale = math.sqrt(1.0 / input_dims)
+        self.weight = mx.random.uniform(
+            -scale, scale, (output_dims, input_dims // N)
+        )
+        if bias:
+            self.bias = mx.random.uniform(-scale, scale, (output_dims,))
+
+    def _extra_repr(self):
+        out, inp = self.weight.shape
+        return (
+            f"input_dims={inp * self.group.size()}, output_dims={out}, "
+            f"bias={'bias' in self}"
+        )
+
+    def __call__(self, x):
+        x = _all_sum(x @ self["weight"].T, self.group)
+        if "bias" in self:
+            x = x + self["bias"]
+        return x
+
+    @classmethod
+    def from_linear(cls, linear_layer, *, segments=1, group=None):
+        group = _group(group)
+        out, inp = linear_layer.weight.shape
+        layer = cls(inp, out, "bias" in linear_layer, group)
+        layer.update(
+            _shard(linear_layer.parameters(), _sharded_to_all(segments), group)
+        )
+        return layer
+
+
+class _QuantizedSharded(_Quantized):
+    def __init__(
+        self, weight_shape, output_dims, bias, group_size, bits, mode, group
+    ):
+        super().__init__()
+        self.group = group
+        self._init_format(group_size, bits, mode)
+        scale = math.sqrt(1.0 / weight_shape[1])
+        self._set_quantized(mx.random.uniform(-scale, scale, weight_shape))
+        if bias:
+            self.bias = mx.zeros((output_dims,))
+        self._freeze_quantized()
+
+    @classmethod
+    def from_quantized_linear(
+        cls, quantized_linear_layer, *, segments=1, group=None
+    ):
+        group = _group(group)
+        q = quantized_linear_layer
+        out = q.weight.shape[0]
+        inp = q.weight.shape[1] * 32 // q.bits
+        layer = cls(inp, out, "bias" in q, q.group_size, q.bits, q.mode, group)
+        layer.update(_shard(q.parameters(), cls._rule(segments), group))
+        return layer
+
+
+class QuantizedAllToShardedLinear(_QuantizedSharded):
+    """The quantized form of :class:`AllToShardedLinear`."""
+
+    _rule = staticmethod(_all_to_sharded)
+
+    def __init__(
+        self,
+        input_dims,
+        output_dims,
+        bias=True,
+        group_size=None,
+        bits=None,
+        mode="affine",
+        group=None,
+    ):
+        group = _group(group)
+        N = group.size()
+        _check_divisible(
+            "QuantizedAllToShardedLinear", "output", output_dims, N
+        )
+        super().__init__(
+            (output_dims // N, input_dims),
+            output_dims // N,
+            bias,
+            group_size,
+            bits,
+            mode,
+            group,
+        )
+
+    def __call__(self, x):
+        x = self._matmul(_sum_gradients(self.group)(x))
+        if "bias" in self:
+            x = x + self["bias"]
+        return x
+
+
+class QuantizedShardedToAllLinear(_QuantizedSharded):
+    """The quantized form of :class:`ShardedToAllLinear`."""
+
+    _rule = staticmethod(_sharded_to_all)
+
+    def __init__(
+        self,
+        input_dims,
+        output_dims,
+        bias=True,
+        group_size=None,
+        bits=None,
+        mode="affine",
+        group=None,
+    ):
+        group = _group(group)
+        N = group.size()
+        _check_divisible("QuantizedShardedToAllLinear", "input", input_dims, N)
+        super().__init__(
+            (output_dims, input_dims // N),
+            output_dims,
+            bias,
+            group_size,
+            bits,
+            mode,
+            group,
+        )
+
+    def __call__(self, x):
+        x = _all_sum(self._matmul(x), self.group)
+        if "bias" in self:
+            x = x + self["bias"]
+        return x
+
+
+_LINEAR_SHARDING = {
+    "all-to-sharded": (AllToShardedLinear, QuantizedAllToShardedLinear),
+    "sharded-to-all": (ShardedToAllLinear, QuantizedShardedToAllLinear),
+}
+
+
+def shard_linear(module, sharding, *, segments=1, group=None):
+    """The sharded version of a Linear or QuantizedLinear ``module``;
+    ``sharding`` is "all-to-sharded" or "sharded-to-all"."""
+    from fluxion.nn.layers.linear import Linear
+    from fluxion.nn.layers.quantized import QuantizedLinear
+
+    if sharding not in _LINEAR_SHARDING:
+        raise ValueError(
+            "[shard_linear] sharding must be 'all-to-sharded' or "
+            "'sharded-to-all', "
+            f"got {sharding!r}"
+        )
+    plain, quantized = _LINEAR_SHARDING[sharding]
+    if isinstance(module, QuantizedLinear):
+        return quantized.from_quantized_linear(
+            module, segments=segments, group=group
+        )
+    if isinstance(module, Linear):
+        return plain.from_linear(module, segments=segments, group=group)
+    raise ValueError(f"[shard_linear] Cannot shard a {type(module).__name__}")
+
+
+def shard_inplace(module, sharding, *, segments=1, group=None):
+    """Replace ``module``'s parameters, in place, by this process's shard:
+    ``sharding`` is "all-to-sharded", "sharded-to-all", or a function
+    ``(path, weight) -> (axis, segments) | None``."""
+    group = _group(group)
+    if callable(sharding):
+        rule = sharding
+    elif sharding == "all-to-sharded":
+        rule = _all_to_sharded(segments)
+    elif sharding == "sharded-to-all":
+        rule = _sharded_to_all(segments)
+    else:
+        raise ValueError(f"[shard_inplace] Unknown sharding {sharding!r}")
+    module.update(_shard(module.parameters(), rule, group))
+    return module
