@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -171,7 +173,34 @@ class CachingAllocator {
     peak_memory_ = std::max(peak_memory_, active_memory_);
   }
 
+  // More than the machine's RAM and swap together can never be backed: on
+  // a system that overcommits (vm.overcommit_memory=1), malloc would still
+  // succeed and the first touch would get the process killed, so such a
+  // request fails here, as it does where the kernel refuses it.
+  static size_t backable_bytes() {
+    static const size_t limit = [] {
+      long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+      size_t ram = pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
+      size_t swap = 0;
+      if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+        char key[64];
+        unsigned long long kb;
+        while (std::fscanf(f, "%63s %llu kB", key, &kb) == 2) {
+          if (std::string(key) == "SwapTotal:") {
+            swap = size_t(kb) * 1024;
+          }
+        }
+        std::fclose(f);
+      }
+      return ram == 0 ? SIZE_MAX : ram + swap;
+    }();
+    return limit;
+  }
+
   static void* system_malloc(size_t b) {
+    if (b > backable_bytes()) {
+      return nullptr;
+    }
     if (b >= kHugeThreshold) {
       size_t rounded = (b + kHugeAlign - 1) / kHugeAlign * kHugeAlign;
       void* p = std::aligned_alloc(kHugeAlign, rounded);

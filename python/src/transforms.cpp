@@ -242,8 +242,12 @@ py::object value_and_grad_call(const std::vector<int>& argnums,
     }
     return fxpy::tree_flatten(py_value_out, false);
   };
-  auto [value, gradients] =
+  // Named objects, not structured bindings: the lambda below uses them
+  // (clang < 16 cannot capture bindings).
+  auto value_and_gradients =
       fx::value_and_grad(traced, gradient_indices)(arrays);
+  const auto& value = value_and_gradients.first;
+  const auto& gradients = value_and_gradients.second;
 
   auto grads_of = [&](size_t i) {
     return fxpy::tree_unflatten_from_structure(grad_structures[i], gradients,

@@ -156,11 +156,14 @@ TEST(ReduceGrad, LogicalAndArgReductionsGiveZeros) {
   // integer tangents through the (linear) reductions, as MLX.
   auto xi = array({3, -1, 2, 0, 5, -2}, {2, 3});
   auto ti = array({1, 2, 3, 4, 5, 6}, {2, 3});
-  for (auto& [name, fn] :
+  for (auto& named :
        std::vector<std::pair<std::string, std::function<array(const array&)>>>{
            {"sum", [](const array& a) { return sum(a, 0); }},
            {"max", [](const array& a) { return max(a); }}}) {
-    SCOPED_TRACE(name);
+    SCOPED_TRACE(named.first);
+    // A named object, not a structured binding: clang < 16 cannot capture
+    // bindings in lambdas.
+    const auto& fn = named.second;
     auto g = vjp([&](const Arrays& in) { return Arrays{fn(in[0])}; }, {xi},
                  {ones_like(fn(xi))})
                  .second[0];
