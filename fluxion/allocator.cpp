@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -135,8 +136,10 @@ class CachingAllocator {
     return peak_memory_;
   }
   void reset_peak() {
+    // As MLX: the peak restarts from zero and is raised again by the next
+    // allocation.
     std::lock_guard<std::mutex> lk(mu_);
-    peak_memory_ = active_memory_;
+    peak_memory_ = 0;
   }
   size_t cache() {
     std::lock_guard<std::mutex> lk(mu_);
@@ -243,5 +246,22 @@ size_t set_cache_limit(size_t limit) {
   return instance().set_cache_limit(limit);
 }
 void clear_cache() { instance().clear_cache(); }
+
+size_t physical_memory() {
+  return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) *
+         static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
+}
+
+size_t set_wired_limit(size_t limit) {
+  static std::atomic<size_t> wired_limit{0};
+  size_t total = physical_memory();
+  if (limit > total) {
+    throw std::invalid_argument(
+        "[set_wired_limit] Setting a wired limit of " + std::to_string(limit) +
+        " bytes, larger than the physical memory (" + std::to_string(total) +
+        " bytes), is not allowed.");
+  }
+  return wired_limit.exchange(limit);
+}
 
 }  // namespace fluxion

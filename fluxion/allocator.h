@@ -24,5 +24,12 @@ size_t set_memory_limit(size_t limit);
 size_t get_memory_limit();
 size_t set_cache_limit(size_t limit);
 void clear_cache();
+// MLX's wired limit (memory kept resident, a Metal notion). The CPU backend
+// pages nothing in or out itself, so the limit is recorded and returned but
+// changes no allocation; over the machine's physical memory it raises
+// std::invalid_argument. Returns the previous limit.
+size_t set_wired_limit(size_t limit);
+// Bytes of physical memory on this machine.
+size_t physical_memory();
 
 }  // namespace fluxion

@@ -66,8 +66,12 @@ bool matches(const CacheEntry& e, const std::vector<array>& inputs,
 // An array from an enclosing transformation (a tracer that does not depend
 // on the inputs) is kept as a constant, and `captures_tracer` is set: such a
 // trace is right for this call only, and is not cached.
+// With `closures_as_constants` (export), a lazy array the function closes
+// over is a constant (its value when traced, evaluated when written) rather
+// than an error.
 detail::Ir build_ir(const std::vector<array>& tracers,
-                    const std::vector<array>& outputs, bool& captures_tracer) {
+                    const std::vector<array>& outputs, bool& captures_tracer,
+                    bool closures_as_constants = false) {
   detail::Ir ir;
   std::unordered_map<uintptr_t, int> index;
   std::vector<bool> depends;  // on an input, per value
@@ -118,6 +122,13 @@ detail::Ir build_ir(const std::vector<array>& tracers,
       }
       if (!d && node.is_tracer()) {
         captures_tracer = true;
+        for (auto& o : node.outputs()) {
+          int v = add_value(o);
+          ir.values[v].constant = o;
+        }
+        continue;
+      }
+      if (!d && !node.built_in_compile_trace() && closures_as_constants) {
         for (auto& o : node.outputs()) {
           int v = add_value(o);
           ir.values[v].constant = o;
@@ -232,6 +243,34 @@ std::shared_ptr<const CacheEntry> find_or_trace(
 }
 
 }  // namespace
+
+namespace detail {
+
+Ir trace_to_ir(const Fn& fun, const std::vector<array>& inputs,
+               bool shapeless) {
+  std::vector<array> tracers;
+  for (auto& in : inputs) {
+    array t(in.shape(), in.dtype(), nullptr, {});
+    t.set_tracer(true);
+    tracers.push_back(t);
+  }
+  std::vector<array> outputs;
+  {
+    InTracing tracing;
+    CompileTraceScope marks;
+    outputs = fun(tracers);
+  }
+  bool captures_tracer = false;
+  Ir ir = build_ir(tracers, outputs, captures_tracer,
+                   /*closures_as_constants=*/true);
+  if (shapeless) {
+    check_shapeless(ir);
+  }
+  simplify_ir(ir, shapeless);
+  return ir;
+}
+
+}  // namespace detail
 
 void disable_compile() { enabled_flag() = false; }
 void enable_compile() { enabled_flag() = true; }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "fluxion/compile_ir.h"
 #include "fluxion/transforms.h"
 
 namespace fluxion {
@@ -31,6 +32,13 @@ Fn compile(Fn fun, std::uintptr_t fun_id, bool shapeless,
            std::vector<uint64_t> constants);
 void compile_erase(std::uintptr_t fun_id);
 void compile_clear_cache();
+
+// `fun` traced on placeholders of the inputs' shapes and dtypes into a
+// simplified (unfused) tape, as compile traces it; with `shapeless` the
+// tape is checked for primitives that cannot follow new shapes. Used by
+// export_function.
+Ir trace_to_ir(const Fn& fun, const std::vector<array>& inputs,
+               bool shapeless);
 
 }  // namespace detail
 }  // namespace fluxion

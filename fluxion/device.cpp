@@ -1,10 +1,17 @@
 #include "fluxion/device.h"
 
+#include <sys/utsname.h>
+
 #include <atomic>
+#include <fstream>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
+#include "fluxion/allocator.h"
 #include "fluxion/backend/gpu.h"
 #include "fluxion/event.h"
 #include "fluxion/scheduler.h"
@@ -13,12 +20,23 @@ namespace fluxion {
 
 namespace {
 
+// Who may run operations on a stream. The two default streams (0: cpu,
+// 1: gpu) and new_thread_unsafe_stream's are shared; new_stream's belong to
+// the thread that made them. clear_streams() ends a thread's streams.
+struct StreamEntry {
+  Stream stream;
+  bool shared;
+  std::thread::id owner;
+  bool alive = true;
+};
+
 struct StreamRegistry {
   std::mutex mu;
-  std::vector<Stream> streams;
+  std::vector<StreamEntry> streams;  // by index
   Device default_device{Device::cpu};
   Stream default_cpu{0, Device::cpu};
   Stream default_gpu{1, Device::gpu};
+  int next_thread_local_id = 0;
   // The default stream of the default device, packed as index * 2 + is_gpu,
   // for lock-free reads; updated under `mu`.
   std::atomic<int> default_packed{0};
@@ -31,8 +49,8 @@ struct StreamRegistry {
   }
 
   StreamRegistry() {
-    streams.push_back(default_cpu);
-    streams.push_back(default_gpu);
+    streams.push_back({default_cpu, true, {}});
+    streams.push_back({default_gpu, true, {}});
     scheduler::new_thread(default_cpu);
   }
 };
@@ -42,9 +60,45 @@ StreamRegistry& registry() {
   return *r;
 }
 
+// This thread's defaults, set by set_default_stream and `with stream(...)`
+// (MLX: default streams are per thread). Unset fields fall back to the
+// process-wide defaults.
+struct ThreadDefaults {
+  std::optional<Device> device;
+  std::optional<Stream> cpu;
+  std::optional<Stream> gpu;
+  bool any() const { return device || cpu || gpu; }
+};
+thread_local ThreadDefaults t_defaults;
+// This thread's stream of each thread-local stream, by its id.
+thread_local std::unordered_map<int, Stream> t_local_streams;
+
+void check_available(const Device& d, const char* op) {
+  if (!is_available(d)) {
+    throw std::invalid_argument(
+        std::string("[") + op +
+        "] Cannot use the gpu: Fluxion was built without a GPU backend.");
+  }
+}
+
+Stream make_stream(Device d, bool shared) {
+  auto& r = registry();
+  Stream s{0, d};
+  {
+    std::lock_guard<std::mutex> lk(r.mu);
+    s.index = static_cast<int>(r.streams.size());
+    r.streams.push_back({s, shared, std::this_thread::get_id()});
+  }
+  scheduler::new_thread(s);
+  return s;
+}
+
 }  // namespace
 
 Device default_device() {
+  if (t_defaults.device) {
+    return *t_defaults.device;
+  }
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
   return r.default_device;
@@ -64,6 +118,68 @@ void set_default_device(const Device& d) {
   std::lock_guard<std::mutex> lk(r.mu);
   r.default_device = d;
   r.update_packed();
+  t_defaults.device.reset();
+}
+
+int device_count(Device::DeviceType t) {
+  return t == Device::cpu ? 1 : gpu::device_count();
+}
+
+namespace {
+
+std::string machine_architecture() {
+  struct utsname u;
+  if (uname(&u) == 0) {
+    return u.machine;
+  }
+  return "unknown";
+}
+
+// The "model name" line of /proc/cpuinfo, else the architecture.
+std::string cpu_name() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        auto start = line.find_first_not_of(" \t", colon + 1);
+        if (start != std::string::npos) {
+          return line.substr(start);
+        }
+      }
+    }
+  }
+  return machine_architecture();
+}
+
+}  // namespace
+
+DeviceInfo device_info(const Device& d) {
+  if (d.type == Device::gpu) {
+    if (d.index < 0 || d.index >= gpu::device_count()) {
+      if (gpu::device_count() == 0) {
+        return gpu::device_info(d.index);  // raises: no GPU backend
+      }
+      throw std::invalid_argument(
+          "[device_info] gpu " + std::to_string(d.index) +
+          " does not exist; there are " +
+          std::to_string(gpu::device_count()) + ".");
+    }
+    return gpu::device_info(d.index);
+  }
+  if (d.index != 0) {
+    throw std::invalid_argument("[device_info] cpu " +
+                                std::to_string(d.index) +
+                                " does not exist; there is one cpu device.");
+  }
+  static const DeviceInfo info = {
+      {"device_name", cpu_name()},
+      {"architecture", machine_architecture()},
+      {"memory_size", physical_memory()},
+      {"total_memory", physical_memory()},
+  };
+  return info;
 }
 
 std::ostream& operator<<(std::ostream& os, const Device& d) {
@@ -72,6 +188,15 @@ std::ostream& operator<<(std::ostream& os, const Device& d) {
 }
 
 Stream default_stream(Device d) {
+  if (!is_available(d)) {
+    throw std::invalid_argument(
+        "[default_stream] Cannot get the gpu stream: Fluxion was built "
+        "without a GPU backend.");
+  }
+  auto& local = d.type == Device::cpu ? t_defaults.cpu : t_defaults.gpu;
+  if (local) {
+    return *local;
+  }
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
   return d.type == Device::cpu ? r.default_cpu : r.default_gpu;
@@ -83,27 +208,89 @@ void set_default_stream(Stream s) {
         "[set_default_stream] Cannot use a gpu stream: Fluxion was built "
         "without a GPU backend.");
   }
-  auto& r = registry();
-  std::lock_guard<std::mutex> lk(r.mu);
-  if (s.device.type == Device::cpu) {
-    r.default_cpu = s;
-  } else {
-    r.default_gpu = s;
-  }
-  r.default_device = s.device;
-  r.update_packed();
+  (s.device.type == Device::cpu ? t_defaults.cpu : t_defaults.gpu) = s;
+  t_defaults.device = s.device;
 }
 
 Stream new_stream(Device d) {
+  check_available(d, "new_stream");
+  return make_stream(d, false);
+}
+
+Stream new_thread_unsafe_stream(Device d) {
+  check_available(d, "new_thread_unsafe_stream");
+  return make_stream(d, true);
+}
+
+ThreadLocalStream new_thread_local_stream(Device d) {
+  check_available(d, "new_thread_local_stream");
   auto& r = registry();
-  Stream s{0, d};
+  std::lock_guard<std::mutex> lk(r.mu);
+  return ThreadLocalStream{r.next_thread_local_id++, d};
+}
+
+Stream stream_from_thread_local_stream(const ThreadLocalStream& tls) {
+  auto it = t_local_streams.find(tls.id);
+  if (it != t_local_streams.end()) {
+    return it->second;
+  }
+  Stream s = make_stream(tls.device, false);
+  t_local_streams.emplace(tls.id, s);
+  return s;
+}
+
+void clear_streams() {
+  auto& r = registry();
+  auto me = std::this_thread::get_id();
+  std::vector<Stream> mine;
   {
     std::lock_guard<std::mutex> lk(r.mu);
-    s.index = static_cast<int>(r.streams.size());
-    r.streams.push_back(s);
+    for (auto& e : r.streams) {
+      if (e.alive && !e.shared && e.owner == me) {
+        mine.push_back(e.stream);
+      }
+    }
   }
-  scheduler::new_thread(s);
-  return s;
+  for (auto& s : mine) {
+    synchronize(s);
+  }
+  {
+    std::lock_guard<std::mutex> lk(r.mu);
+    for (auto& s : mine) {
+      r.streams[s.index].alive = false;
+    }
+  }
+  for (auto& s : mine) {
+    scheduler::end_thread(s);
+    for (auto* local : {&t_defaults.cpu, &t_defaults.gpu}) {
+      if (*local && (*local)->index == s.index) {
+        local->reset();
+      }
+    }
+  }
+  t_local_streams.clear();
+}
+
+void check_stream_usable(const Stream& s, const char* op) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  if (s.index < 0 || s.index >= static_cast<int>(r.streams.size())) {
+    throw std::invalid_argument(std::string("[") + op + "] There is no stream " +
+                                std::to_string(s.index) + ".");
+  }
+  const auto& e = r.streams[s.index];
+  if (!e.alive) {
+    throw std::runtime_error(
+        std::string("[") + op + "] Stream " + std::to_string(s.index) +
+        " was ended by clear_streams() on the thread that made it.");
+  }
+  if (!e.shared && e.owner != std::this_thread::get_id()) {
+    throw std::runtime_error(
+        std::string("[") + op + "] Stream " + std::to_string(s.index) +
+        " belongs to the thread that made it (new_stream); use "
+        "new_thread_local_stream for a stream per thread, or "
+        "new_thread_unsafe_stream for one that any thread may use.");
+  }
 }
 
 std::ostream& operator<<(std::ostream& os, const Stream& s) {
@@ -111,6 +298,16 @@ std::ostream& operator<<(std::ostream& os, const Stream& s) {
 }
 
 void synchronize(Stream s) {
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lk(r.mu);
+    if (s.index >= 0 && s.index < static_cast<int>(r.streams.size()) &&
+        !r.streams[s.index].alive) {
+      throw std::runtime_error(
+          "[synchronize] Stream " + std::to_string(s.index) +
+          " was ended by clear_streams().");
+    }
+  }
   Event e(s);
   e.set_value(1);
   e.signal(s);
@@ -122,7 +319,11 @@ void synchronize() {
   {
     auto& r = registry();
     std::lock_guard<std::mutex> lk(r.mu);
-    all = r.streams;
+    for (auto& e : r.streams) {
+      if (e.alive) {
+        all.push_back(e.stream);
+      }
+    }
   }
   for (auto& s : all) {
     synchronize(s);
@@ -136,6 +337,9 @@ Stream to_stream(StreamOrDevice s) {
     case StreamOrDevice::Kind::device:
       return default_stream(s.device);
     default: {
+      if (t_defaults.any()) {
+        return default_stream(default_device());
+      }
       // Lock-free: this runs for every op built.
       auto& r = registry();
       int packed = r.default_packed.load(std::memory_order_acquire);
@@ -143,5 +347,24 @@ Stream to_stream(StreamOrDevice s) {
     }
   }
 }
+
+namespace detail {
+
+ThreadDefaultsState save_thread_defaults() {
+  return {t_defaults.device, t_defaults.cpu, t_defaults.gpu};
+}
+
+void restore_thread_defaults(const ThreadDefaultsState& st) {
+  t_defaults.device = st.device;
+  t_defaults.cpu = st.cpu;
+  t_defaults.gpu = st.gpu;
+}
+
+void set_thread_default_device(const Device& d) {
+  check_available(d, "stream");
+  t_defaults.device = d;
+}
+
+}  // namespace detail
 
 }  // namespace fluxion

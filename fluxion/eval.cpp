@@ -68,6 +68,7 @@ static array eval_impl(std::vector<array> outputs, bool async) {
                             std::move(outputs));
   std::unordered_map<int, Fence> fences;
   std::unordered_map<int, Event> events;
+  check_stream_usable(stream, "eval");
   events.emplace(stream.index, Event{stream});
 
   {
@@ -183,6 +184,7 @@ static array eval_impl(std::vector<array> outputs, bool async) {
 
       auto e = events.find(s.index);
       if (e == events.end()) {
+        check_stream_usable(s, "eval");
         e = events.emplace(s.index, Event{s}).first;
       }
       e->second.set_value(1);

@@ -10,6 +10,7 @@
 #include "fluxion/graph_utils.h"
 #include "fluxion/ops/array_ops.h"
 #include "fluxion/ops/binary.h"
+#include "fluxion/ops/compat.h"
 #include "fluxion/ops/conv.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/custom.h"

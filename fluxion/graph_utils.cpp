@@ -1,6 +1,8 @@
 #include "fluxion/graph_utils.h"
 
+#include <atomic>
 #include <cmath>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -14,10 +16,11 @@ namespace fluxion {
 
 namespace {
 
-// NumPy's defaults: arrays of more than kThreshold elements show only
-// kEdgeItems entries at each end of every long axis.
-constexpr size_t kThreshold = 1000;
+// MLX's summary: an axis of more than 2 * kEdgeItems entries shows only
+// kEdgeItems entries at each end.
 constexpr int kEdgeItems = 3;
+
+std::atomic<int> g_precision{-1};
 // Width of "array(", which nested rows are aligned under.
 constexpr int kIndent = 6;
 
@@ -38,30 +41,53 @@ void print_element(std::ostream& os, T v) {
   }
 }
 
+// Floating-point output in the current precision (scoped to one print).
+class FloatFormat {
+ public:
+  explicit FloatFormat(std::ostream& os)
+      : os_(os), flags_(os.flags()), precision_(os.precision()) {
+    int p = g_precision.load();
+    if (p >= 0) {
+      os.setf(std::ios::fixed, std::ios::floatfield);
+      os.precision(p);
+    } else {
+      os.unsetf(std::ios::floatfield);
+      os.precision(6);
+    }
+  }
+  ~FloatFormat() {
+    os_.flags(flags_);
+    os_.precision(precision_);
+  }
+
+ private:
+  std::ostream& os_;
+  std::ios::fmtflags flags_;
+  std::streamsize precision_;
+};
+
 template <typename T>
 void print_subarray(std::ostream& os, const array& a, const T* data,
-                    int64_t offset, int dim, bool summarize) {
+                    int64_t offset, int dim) {
   const int n = a.shape(dim);
   const int64_t st = a.strides()[dim];
   const bool last = dim == a.ndim() - 1;
-  // Between rows: a newline per remaining dimension (blank lines between
-  // blocks of 3-D and higher arrays), then alignment under the bracket.
-  std::string sep = last ? ", "
-                         : "," + std::string(a.ndim() - 1 - dim, '\n') +
-                               std::string(kIndent + dim + 1, ' ');
+  // Between rows: a newline (MLX: no blank lines between the blocks of 3-D
+  // and higher arrays), then alignment under the bracket.
+  std::string sep = last ? ", " : ",\n" + std::string(kIndent + dim + 1, ' ');
   os << "[";
   for (int i = 0; i < n; ++i) {
     if (i > 0) {
       os << sep;
     }
-    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+    if (n > 2 * kEdgeItems && i == kEdgeItems) {
       os << "..." << sep;
       i = n - kEdgeItems;
     }
     if (last) {
       print_element(os, data[offset + i * st]);
     } else {
-      print_subarray(os, a, data, offset + i * st, dim + 1, summarize);
+      print_subarray(os, a, data, offset + i * st, dim + 1);
     }
   }
   os << "]";
@@ -149,8 +175,21 @@ std::string dot_escape(const std::string& s) {
 
 }  // namespace
 
+PrintOptions get_printoptions() { return {g_precision.load()}; }
+
+void set_printoptions(const PrintOptions& options) {
+  if (options.precision < -1) {
+    throw std::invalid_argument(
+        "[set_printoptions] precision must be -1 (default) or non-negative; "
+        "got " +
+        std::to_string(options.precision) + ".");
+  }
+  g_precision.store(options.precision);
+}
+
 std::ostream& operator<<(std::ostream& os, array a) {
   a.eval();
+  FloatFormat format(os);
   os << "array(";
   dispatch_all(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -158,7 +197,7 @@ std::ostream& operator<<(std::ostream& os, array a) {
     if (a.ndim() == 0) {
       print_element(os, data[0]);
     } else {
-      print_subarray(os, a, data, 0, 0, a.size() > kThreshold);
+      print_subarray(os, a, data, 0, 0);
     }
   });
   return os << ", dtype=" << a.dtype() << ")";

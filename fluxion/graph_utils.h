@@ -11,7 +11,16 @@
 namespace fluxion {
 
 // Prints the values (evaluating first), like MLX: array([1, 2], dtype=int32).
+// An axis longer than 6 shows its first and last 3 entries around "...".
 std::ostream& operator<<(std::ostream& os, array a);
+
+// MLX's print options: `precision` >= 0 prints floating-point values with
+// that many decimals (fixed); -1 (default) prints 6 significant digits.
+struct PrintOptions {
+  int precision = -1;
+};
+PrintOptions get_printoptions();
+void set_printoptions(const PrintOptions& options);
 std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 // One line per node from inputs to outputs:

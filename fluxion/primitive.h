@@ -1,15 +1,28 @@
 // The operation of a graph node, with its kernels and transformation rules.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
 
 namespace fluxion {
+
+// One parameter of a primitive, as export_function records it (and MLX's
+// export callback lists it): enums as their integer values, shapes and
+// axis lists as integer lists.
+using PrimitiveArg = std::variant<bool, int64_t, double, std::string, Dtype,
+                                  std::vector<int64_t>>;
+
+template <typename V>
+std::vector<int64_t> export_ints(const V& v) {
+  return std::vector<int64_t>(v.begin(), v.end());
+}
 
 class Primitive {
  public:
@@ -48,6 +61,10 @@ class Primitive {
   virtual bool shapeless_ok() const { return true; }
 
   virtual const char* name() const = 0;
+  // The parameters that rebuild this primitive with its name (see
+  // fluxion/export.h; every exportable primitive with parameters lists
+  // them, in its constructor's order).
+  virtual std::vector<PrimitiveArg> state() const { return {}; }
   // Name plus parameters, for graph printing.
   virtual void print(std::ostream& os) const { os << name(); }
 

@@ -32,6 +32,16 @@ class StreamWorker {
  public:
   StreamWorker() : thread_([this] { loop(); }) {}
 
+  // Runs what is queued, then ends the thread.
+  ~StreamWorker() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
   void push(std::vector<Task> tasks) {
     g_active.fetch_add(1);
     {
@@ -47,7 +57,10 @@ class StreamWorker {
       std::vector<Task> item;
       {
         std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [this] { return !queue_.empty(); });
+        cv_.wait(lk, [this] { return !queue_.empty() || stop_; });
+        if (queue_.empty()) {
+          return;  // stopping, and nothing left
+        }
         item = std::move(queue_.front());
         queue_.pop_front();
       }
@@ -65,6 +78,7 @@ class StreamWorker {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::vector<Task>> queue_;
+  bool stop_ = false;
   std::thread thread_;
 };
 
@@ -100,6 +114,22 @@ thread_local ThreadBatch t_batch;
 }  // namespace
 
 void new_thread(const Stream& stream) { worker(stream.index); }
+
+void end_thread(const Stream& stream) {
+  StreamWorker* w = nullptr;
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lk(r.mu);
+    auto it = r.workers.find(stream.index);
+    if (it == r.workers.end()) {
+      return;
+    }
+    w = it->second;
+    r.workers.erase(it);
+    r.errors.erase(stream.index);
+  }
+  delete w;  // joins after the queue drains
+}
 
 void enqueue(const Stream& stream, Task task) {
   if (t_batch.depth == 0) {

@@ -36,6 +36,8 @@ void wait_for_one();
 
 // Register a worker thread for a new stream (called by new_stream).
 void new_thread(const Stream& stream);
+// Run what is queued on `stream`, then end its worker (clear_streams).
+void end_thread(const Stream& stream);
 
 // Records an error raised by a task on `stream` (the first one wins): every
 // event the stream signals from then on carries it, until a wait reports it

@@ -8,6 +8,10 @@
 namespace fluxion::gpu {
 
 bool is_available();
+// GPUs this process can use, and the properties of one of them (device_name,
+// architecture, total_memory, ...; `index` < device_count()).
+int device_count();
+DeviceInfo device_info(int index);
 // Schedule `arr`'s primitive on its GPU stream.
 void eval(array& arr);
 // Submit work queued on `s` so far.

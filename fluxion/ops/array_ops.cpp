@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <numeric>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -136,19 +139,31 @@ array roll(const array& a, int shift, int axis, StreamOrDevice s) {
 
 array roll(const array& a, const Shape& shift, const std::vector<int>& axes,
            StreamOrDevice s) {
-  if (shift.size() != axes.size() && shift.size() != 1) {
+  // NumPy broadcasts shift against axis: one shift for several axes, or
+  // several shifts for one axis (they add up).
+  if (shift.size() != axes.size() && shift.size() != 1 && axes.size() != 1) {
     throw std::invalid_argument(
-        "[roll] shift and axis must have the same length (or one shift); "
-        "got shift " +
+        "[roll] shift and axis must have the same length (or one of them a "
+        "single value); got shift " +
         vec_str(shift) + " and axis " + vec_str(axes) + ".");
   }
-  if (shift.empty()) {
-    throw std::invalid_argument("[roll] At least one shift is needed.");
+  if (shift.empty() || axes.empty()) {
+    throw std::invalid_argument(
+        "[roll] At least one shift and one axis are needed.");
+  }
+  // Total shift per axis, so every axis is cut and joined once.
+  std::vector<int64_t> total(a.ndim(), 0);
+  size_t n = std::max(shift.size(), axes.size());
+  for (size_t i = 0; i < n; ++i) {
+    int ax = normalize_axis(axes.size() == 1 ? axes[0] : axes[i], a.ndim(),
+                            "roll");
+    total[ax] += shift.size() == 1 ? shift[0] : shift[i];
   }
   auto out = a;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int ax = normalize_axis(axes[i], a.ndim(), "roll");
-    out = roll_axis(out, shift.size() == 1 ? shift[0] : shift[i], ax, s);
+  for (int ax = 0; ax < a.ndim(); ++ax) {
+    if (total[ax] != 0) {
+      out = roll_axis(out, total[ax], ax, s);
+    }
   }
   return out;
 }
@@ -345,51 +360,171 @@ std::string needed(const std::vector<std::string>& terms, size_t skip1,
   return out;
 }
 
-int64_t result_size(const std::string& a, const std::string& b,
-                    const std::string& keep, const std::map<char, int>& size) {
+// NumPy's einsum_path (optimize="greedy", memory limit the largest input
+// or output): pairs that share an index, ranked by (-(elements removed),
+// flop count), skipping pairs past the memory limit or costlier in total
+// than the naive contraction; outer products only when nothing else is
+// left. One or two operands, or no index to sum, give one step over all
+// operands. Steps name positions in the current list; each result goes
+// last.
+using CharSet = std::set<char>;
+
+int64_t set_size(const CharSet& s, const std::map<char, int>& size) {
   int64_t n = 1;
-  std::string seen;
-  for (char c : a + b) {
-    if (keep.find(c) != std::string::npos &&
-        seen.find(c) == std::string::npos) {
-      n *= size.at(c);
-      seen += c;
-    }
+  for (char c : s) {
+    n *= size.at(c);
   }
   return n;
 }
 
-// The greedy order: the pair whose result is smallest (ties: first pair).
-std::vector<std::vector<int>> greedy_path(std::vector<std::string> terms,
-                                          const std::string& output,
-                                          const std::map<char, int>& size) {
+int64_t flop_count(const CharSet& contract, bool inner, int num_terms,
+                   const std::map<char, int>& size) {
+  int64_t factor = std::max(1, num_terms - 1) + (inner ? 1 : 0);
+  return set_size(contract, size) * factor;
+}
+
+struct Contraction {
+  CharSet result, removed, contract;
+  std::vector<CharSet> remaining;  // the other sets, then the result
+};
+
+Contraction find_contraction(const std::vector<int>& positions,
+                             const std::vector<CharSet>& sets,
+                             const CharSet& output) {
+  Contraction c;
+  CharSet remain = output;
+  for (size_t i = 0; i < sets.size(); ++i) {
+    if (std::find(positions.begin(), positions.end(), int(i)) !=
+        positions.end()) {
+      c.contract.insert(sets[i].begin(), sets[i].end());
+    } else {
+      c.remaining.push_back(sets[i]);
+      remain.insert(sets[i].begin(), sets[i].end());
+    }
+  }
+  for (char ch : c.contract) {
+    (remain.count(ch) ? c.result : c.removed).insert(ch);
+  }
+  c.remaining.push_back(c.result);
+  return c;
+}
+
+struct Candidate {
+  std::pair<int64_t, int64_t> sort;  // (-removed size, cost)
+  std::pair<int, int> pos;
+  std::vector<CharSet> sets;
+};
+
+std::optional<Candidate> possible_contraction(
+    std::pair<int, int> pos, const std::vector<CharSet>& sets,
+    const CharSet& output, const std::map<char, int>& size,
+    int64_t memory_limit, int64_t path_cost, int64_t naive_cost) {
+  auto c = find_contraction({pos.first, pos.second}, sets, output);
+  int64_t new_size = set_size(c.result, size);
+  if (new_size > memory_limit) {
+    return std::nullopt;
+  }
+  int64_t removed = set_size(sets[pos.first], size) +
+                    set_size(sets[pos.second], size) - new_size;
+  int64_t cost = flop_count(c.contract, !c.removed.empty(), 2, size);
+  if (path_cost + cost > naive_cost) {
+    return std::nullopt;
+  }
+  return Candidate{{-removed, cost}, pos, std::move(c.remaining)};
+}
+
+std::vector<std::vector<int>> numpy_path(const std::vector<std::string>& terms,
+                                         const std::string& output,
+                                         const std::map<char, int>& size) {
+  int n = static_cast<int>(terms.size());
+  std::vector<CharSet> sets;
+  CharSet indices, out(output.begin(), output.end());
+  size_t total_len = 0;
+  int64_t max_size = set_size(out, size);
+  for (auto& t : terms) {
+    sets.emplace_back(t.begin(), t.end());
+    total_len += sets.back().size();
+    indices.insert(t.begin(), t.end());
+    max_size = std::max(max_size, set_size(sets.back(), size));
+  }
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  if (n <= 2 || indices == out) {
+    return {all};
+  }
+  bool inner = total_len > indices.size();
+  int64_t naive_cost = flop_count(indices, inner, n, size);
   std::vector<std::vector<int>> path;
-  while (terms.size() > 1) {
-    int64_t best = -1;
-    size_t bi = 0, bj = 1;
-    for (size_t i = 0; i < terms.size(); ++i) {
-      for (size_t j = i + 1; j < terms.size(); ++j) {
-        auto keep = needed(terms, i, j, output);
-        int64_t n = result_size(terms[i], terms[j], keep, size);
-        if (best < 0 || n < best) {
-          best = n;
-          bi = i;
-          bj = j;
+  std::vector<Candidate> known;
+  std::vector<std::pair<int, int>> pairs;
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      pairs.push_back({i, j});
+    }
+  }
+  int64_t path_cost = 0;
+  for (int it = 0; it < n - 1; ++it) {
+    for (auto pos : pairs) {
+      const CharSet &a = sets[pos.first], &b = sets[pos.second];
+      bool shares = std::any_of(a.begin(), a.end(),
+                                [&](char c) { return b.count(c) > 0; });
+      if (!shares) {
+        continue;  // outer products only as a last resort
+      }
+      if (auto r = possible_contraction(pos, sets, out, size, max_size,
+                                        path_cost, naive_cost)) {
+        known.push_back(std::move(*r));
+      }
+    }
+    if (known.empty()) {
+      for (int i = 0; i < static_cast<int>(sets.size()); ++i) {
+        for (int j = i + 1; j < static_cast<int>(sets.size()); ++j) {
+          if (auto r = possible_contraction({i, j}, sets, out, size, max_size,
+                                            path_cost, naive_cost)) {
+            known.push_back(std::move(*r));
+          }
         }
       }
-    }
-    auto keep = needed(terms, bi, bj, output);
-    std::string merged;
-    for (char c : terms[bi] + terms[bj]) {
-      if (keep.find(c) != std::string::npos &&
-          merged.find(c) == std::string::npos) {
-        merged += c;
+      if (known.empty()) {
+        std::vector<int> rest(sets.size());
+        std::iota(rest.begin(), rest.end(), 0);
+        path.push_back(rest);
+        break;
       }
     }
-    path.push_back({int(bi), int(bj)});
-    terms.erase(terms.begin() + bj);
-    terms.erase(terms.begin() + bi);
-    terms.push_back(merged);
+    size_t bi = 0;
+    for (size_t k = 1; k < known.size(); ++k) {
+      if (known[k].sort < known[bi].sort) {
+        bi = k;
+      }
+    }
+    Candidate best = known[bi];
+    // Keep the other candidates, renumbered for the list after `best`.
+    auto [bx, by] = best.pos;
+    std::vector<Candidate> next;
+    for (auto& c : known) {
+      auto [x, y] = c.pos;
+      if (x == bx || x == by || y == bx || y == by) {
+        continue;
+      }
+      auto sets_c = c.sets;
+      sets_c.erase(sets_c.begin() + (by - int(by > x) - int(by > y)));
+      sets_c.erase(sets_c.begin() + (bx - int(bx > x) - int(bx > y)));
+      sets_c.insert(sets_c.end() - 1, best.sets.back());
+      next.push_back({c.sort,
+                      {x - int(x > bx) - int(x > by),
+                       y - int(y > bx) - int(y > by)},
+                      std::move(sets_c)});
+    }
+    known = std::move(next);
+    sets = best.sets;
+    int last = static_cast<int>(sets.size()) - 1;
+    pairs.clear();
+    for (int i = 0; i < last; ++i) {
+      pairs.push_back({i, last});
+    }
+    path.push_back({bx, by});
+    path_cost += best.sort.second;
   }
   return path;
 }
@@ -594,23 +729,44 @@ std::pair<std::vector<std::vector<int>>, std::string> einsum_path(
     }
     terms.push_back(t);
   }
-  auto path = greedy_path(terms, spec.output, size);
+  // The path is planned on the subscripts as given (NumPy's); the
+  // description follows it on the reduced terms.
+  auto path = numpy_path(spec.inputs, spec.output, size);
   std::ostringstream os;
   os << "Complete contraction: " << subscripts << "\n";
   for (const auto& p : path) {
-    auto keep = needed(terms, p[0], p[1], spec.output);
-    std::string merged;
-    for (char c : terms[p[0]] + terms[p[1]]) {
-      if (keep.find(c) != std::string::npos &&
-          merged.find(c) == std::string::npos) {
-        merged += c;
+    std::vector<size_t> pos(p.begin(), p.end());
+    std::string merged, joined;
+    std::string keep = spec.output;
+    for (size_t k = 0; k < terms.size(); ++k) {
+      if (std::find(pos.begin(), pos.end(), k) == pos.end()) {
+        keep += terms[k];
       }
     }
-    os << "(" << p[0] << ", " << p[1] << "): " << terms[p[0]] << ","
-       << terms[p[1]] << "->" << merged << " ("
-       << result_size(terms[p[0]], terms[p[1]], keep, size) << " elements)\n";
-    terms.erase(terms.begin() + p[1]);
-    terms.erase(terms.begin() + p[0]);
+    for (size_t i = 0; i < pos.size(); ++i) {
+      joined += (i ? "," : "") + terms[pos[i]];
+      for (char c : terms[pos[i]]) {
+        if (keep.find(c) != std::string::npos &&
+            merged.find(c) == std::string::npos) {
+          merged += c;
+        }
+      }
+    }
+    int64_t elems = 1;
+    for (char c : merged) {
+      elems *= size.at(c);
+    }
+    os << "(";
+    for (size_t i = 0; i < pos.size(); ++i) {
+      os << (i ? ", " : "") << pos[i];
+    }
+    os << "): " << joined << "->" << merged << " (" << elems
+       << " elements)\n";
+    std::vector<size_t> desc = pos;
+    std::sort(desc.rbegin(), desc.rend());
+    for (size_t k : desc) {
+      terms.erase(terms.begin() + k);
+    }
     terms.push_back(merged);
   }
   return {path, os.str()};
@@ -626,22 +782,44 @@ array einsum(const std::string& subscripts, const std::vector<array>& operands,
   ops = broadcast_einsum_operands(spec, std::move(ops), s);
   auto size = index_sizes(spec, ops);
   std::vector<Term> terms;
-  std::vector<std::string> letters;
   for (size_t i = 0; i < operands.size(); ++i) {
     terms.push_back(reduce_term({ops[i], spec.inputs[i]},
                                 needed(spec.inputs, i, i, spec.output), s));
-    letters.push_back(terms.back().idx);
   }
-  for (const auto& p : greedy_path(letters, spec.output, size)) {
-    std::vector<std::string> cur;
-    for (const auto& t : terms) {
-      cur.push_back(t.idx);
+  // NumPy's path (what einsum_path reports); a step over several terms
+  // contracts them pairwise, left to right.
+  for (const auto& step : numpy_path(spec.inputs, spec.output, size)) {
+    if (step.size() < 2) {
+      continue;
     }
-    auto keep = needed(cur, p[0], p[1], spec.output);
-    auto merged = contract(terms[p[0]], terms[p[1]], keep, s);
-    terms.erase(terms.begin() + p[1]);
-    terms.erase(terms.begin() + p[0]);
-    terms.push_back(merged);
+    std::vector<int> pos(step.begin(), step.end());
+    while (pos.size() > 1) {
+      int p0 = pos[0], p1 = pos[1];
+      std::vector<std::string> cur;
+      for (const auto& t : terms) {
+        cur.push_back(t.idx);
+      }
+      auto keep = needed(cur, p0, p1, spec.output);
+      if (pos.size() > 2) {
+        // Letters of the terms still to join in this step stay too.
+        for (size_t k = 2; k < pos.size(); ++k) {
+          keep += cur[pos[k]];
+        }
+      }
+      auto merged = contract(terms[p0], terms[p1], keep, s);
+      int lo = std::min(p0, p1), hi = std::max(p0, p1);
+      terms.erase(terms.begin() + hi);
+      terms.erase(terms.begin() + lo);
+      terms.push_back(merged);
+      // Positions of the rest of this step after removing p0 and p1; the
+      // merged term is last.
+      std::vector<int> rest;
+      for (size_t k = 2; k < pos.size(); ++k) {
+        rest.push_back(pos[k] - int(pos[k] > lo) - int(pos[k] > hi));
+      }
+      rest.push_back(static_cast<int>(terms.size()) - 1);
+      pos = rest;
+    }
   }
   auto last = reduce_term(terms[0], spec.output, s);
   std::vector<int> perm;

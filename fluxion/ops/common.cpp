@@ -11,7 +11,8 @@ int normalize_axis(int axis, int ndim, const char* op) {
     std::ostringstream msg;
     msg << "[" << op << "] Invalid axis " << axis << " for array with "
         << ndim << " dimensions.";
-    throw std::out_of_range(msg.str());
+    // MLX raises ValueError (std::invalid_argument) for a bad axis.
+    throw std::invalid_argument(msg.str());
   }
   return axis < 0 ? axis + ndim : axis;
 }

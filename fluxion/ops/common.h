@@ -24,8 +24,9 @@ std::string vec_str(const std::vector<T>& v) {
   return os.str();
 }
 
-// Map `axis` in [-ndim, ndim) to [0, ndim) or throw std::out_of_range
-// "[op] Invalid axis <axis> for array with <ndim> dimensions."
+// Map `axis` in [-ndim, ndim) to [0, ndim) or throw std::invalid_argument
+// "[op] Invalid axis <axis> for array with <ndim> dimensions." (MLX's
+// ValueError; out-of-range *indices* stay std::out_of_range / IndexError).
 int normalize_axis(int axis, int ndim, const char* op);
 // Normalize, check for duplicates, and sort.
 std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim,

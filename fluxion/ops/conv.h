@@ -124,6 +124,9 @@ class Convolution : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Convolution"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(stride_), export_ints(padding_lo_), export_ints(padding_hi_), export_ints(kernel_dilation_), export_ints(input_dilation_), int64_t{groups_}, flip_};
+  }
   void print(std::ostream& os) const override;
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

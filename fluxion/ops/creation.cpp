@@ -1,4 +1,5 @@
 #include "fluxion/ops/creation.h"
+#include "fluxion/ops/extras.h"
 
 #include <algorithm>
 #include <climits>
@@ -54,7 +55,18 @@ array full(Shape shape, const array& vals, Dtype dtype, StreamOrDevice s) {
                                 shape_str(shape) + ".");
   }
   auto st = to_stream(s);
-  return broadcast_to(astype(vals, dtype, st), shape, st);
+  auto v = astype(vals, dtype, st);
+  if (v.shape() == shape) {
+    return v;
+  }
+  // As MLX's Full: the result owns a buffer of its own (a writeable NumPy
+  // view, memory that counts as active), not a broadcast view of `vals`.
+  // Under a transformation the broadcast stays a view: compile folds and
+  // fuses broadcast constants, and shapeless traces re-broadcast them.
+  if (in_tracing()) {
+    return broadcast_to(v, shape, st);
+  }
+  return contiguous(broadcast_to(v, shape, st), false, st);
 }
 
 array full(Shape shape, const array& vals, StreamOrDevice s) {
@@ -191,6 +203,11 @@ std::pair<std::vector<array>, std::vector<int>> Arange::vmap(
 
 array linspace(double start, double stop, int num, Dtype dtype,
                StreamOrDevice s) {
+  return linspace(start, stop, num, true, dtype, s);
+}
+
+array linspace(double start, double stop, int num, bool endpoint, Dtype dtype,
+               StreamOrDevice s) {
   if (num < 0) {
     throw std::invalid_argument(
         "[linspace] The number of samples must be non-negative; got " +
@@ -202,8 +219,8 @@ array linspace(double start, double stop, int num, Dtype dtype,
   }
   // Interpolate in float64 so that both ends are exact and float32 outputs
   // are correctly rounded.
-  auto t = divide(arange(0.0, num, 1.0, float64, st),
-                  array(static_cast<double>(num - 1)), st);
+  double steps = endpoint ? num - 1 : num;
+  auto t = divide(arange(0.0, num, 1.0, float64, st), array(steps), st);
   auto vals = add(multiply(subtract(array(1.0), t, st), array(start), st),
                   multiply(t, array(stop), st), st);
   return astype(vals, dtype, st);

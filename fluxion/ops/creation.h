@@ -43,6 +43,10 @@ array arange(int stop, StreamOrDevice s = {});
 
 array linspace(double start, double stop, int num = 50, Dtype dtype = float32,
                StreamOrDevice s = {});
+// endpoint = false leaves `stop` out: num values with step (stop - start) /
+// num (NumPy).
+array linspace(double start, double stop, int num, bool endpoint,
+               Dtype dtype = float32, StreamOrDevice s = {});
 
 // n x m with ones on diagonal k.
 array eye(int n, int m, int k, Dtype dtype = float32, StreamOrDevice s = {});
@@ -61,6 +65,9 @@ class Arange : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Arange"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {start_, stop_, step_, dtype_};
+  }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES

@@ -93,7 +93,7 @@ array searchsorted(const array& a, const array& v, const std::string& side,
   auto prim = std::make_shared<SearchSorted>(s, side == "right");
   if (a.ndim() == 1) {
     array flat = reshape(vv, {-1}, s);
-    array out = array(flat.shape(), int32, prim, {sa, flat});
+    array out = array(flat.shape(), uint32, prim, {sa, flat});
     return reshape(out, v.shape(), s);
   }
   if (v.ndim() != a.ndim()) {
@@ -106,15 +106,14 @@ array searchsorted(const array& a, const array& v, const std::string& side,
                                 "searchsorted");
   sa = broadcast_to(sa, with_last(lead, a.shape(-1)), s);
   vv = broadcast_to(vv, with_last(lead, v.shape(-1)), s);
-  return array(vv.shape(), int32, prim, {sa, vv});
+  return array(vv.shape(), uint32, prim, {sa, vv});
 }
 
 array hadamard_transform(const array& a, std::optional<float> scale,
                          StreamOrDevice sd) {
   if (a.ndim() == 0) {
-    throw std::invalid_argument(
-        "[hadamard_transform] Expected an array with at least one dimension; "
-        "got a scalar.");
+    // A scalar is a length-1 transform: itself times the scale (MLX).
+    return reshape(hadamard_transform(reshape(a, {1}, sd), scale, sd), {}, sd);
   }
   int64_t n = a.shape(-1);
   if (n == 0 || (n & (n - 1)) != 0) {

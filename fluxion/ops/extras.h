@@ -20,7 +20,7 @@ namespace fluxion {
 // may have any shape (the output has v's shape); with an N-d `a`, `v` has
 // as many dimensions, its leading ones broadcast against a's, and the output
 // is (broadcast leading dims..., v.shape(-1)). `sorter` (optional) is an
-// argsort of `a` along its last axis. The output dtype is int32.
+// argsort of `a` along its last axis. The output dtype is uint32 (MLX).
 array searchsorted(const array& a, const array& v,
                    const std::string& side = "left",
                    const std::optional<array>& sorter = std::nullopt,
@@ -73,13 +73,16 @@ array block_masked_mm(const array& a, const array& b, int block_size = 64,
                       StreamOrDevice s = {});
 
 // Inputs (a, v): a (L..., n) sorted along the last axis, v (L..., m), both
-// of one dtype; output int32 (L..., m).
+// of one dtype; output uint32 (L..., m).
 class SearchSorted : public Primitive {
  public:
   SearchSorted(Stream s, bool right) : Primitive(s), right_(right) {}
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "SearchSorted"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {right_};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -96,6 +99,9 @@ class Hadamard : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Hadamard"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {scale_};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -116,6 +122,9 @@ class AsStrided : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "AsStrided"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(shape_), export_ints(strides_), static_cast<int64_t>(offset_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override {
@@ -136,6 +145,9 @@ class View : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "View"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {dtype_};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -151,6 +163,9 @@ class Contiguous : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Contiguous"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {allow_col_major_};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {

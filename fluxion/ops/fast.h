@@ -82,6 +82,9 @@ class LayerNorm : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "LayerNorm"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {double{eps_}, has_weight_, has_bias_};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -105,6 +108,9 @@ class RMSNorm : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "RMSNorm"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {double{eps_}, has_weight_};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -135,6 +141,9 @@ class RoPE : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "RoPE"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{dims_}, traditional_, double{base_}, double{scale_}, forward_, has_freqs_};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -167,6 +176,9 @@ class ScaledDotProductAttention : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ScaledDotProductAttention"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {double{scale_}, causal_, int64_t{mask_}};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;

@@ -60,6 +60,22 @@ array ifftshift(const array& a, const std::vector<int>& axes,
                 StreamOrDevice s = {});
 array ifftshift(const array& a, StreamOrDevice s = {});
 
+// NumPy's sample frequencies, float32 (computed in double, rounded once):
+// fftfreq gives [0, 1, ..., ceil(n/2) - 1, -floor(n/2), ..., -1] / (d n),
+// rfftfreq [0, 1, ..., n / 2] / (d n). n must be positive, d non-zero.
+array fftfreq(int n, double d = 1.0, StreamOrDevice s = {});
+array rfftfreq(int n, double d = 1.0, StreamOrDevice s = {});
+
+// NumPy's `norm=` of a transform whose result is `out`: the transforms
+// above use "backward" (forward unscaled, inverse by 1 / n); "ortho" scales
+// both by 1 / sqrt(n), "forward" puts 1 / n on the forward transform. `n` is
+// the number of points transformed (the product of the lengths along the
+// axes, real lengths for real transforms). Returns `out` rescaled.
+array apply_norm(const array& out, double n, bool inverse,
+                 const std::string& norm, StreamOrDevice s = {});
+// Throws std::invalid_argument unless `norm` is one of the three.
+void check_norm(const std::string& norm, const char* op);
+
 }  // namespace fft
 
 // The transform along `axes` (distinct, normalized) of an input already of
@@ -85,6 +101,9 @@ class FFT : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "FFT"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_), inverse_, real_, int64_t{n_}};
+  }
   void print(std::ostream& os) const override;
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

@@ -69,6 +69,9 @@ class Gather : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Gather"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_), export_ints(slice_sizes_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -91,6 +94,9 @@ class Scatter : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Scatter"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{reduce_}, export_ints(axes_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {

@@ -53,6 +53,12 @@ bool broadcastable_to(const Shape& from, const Shape& to) {
 array take(const array& a, const array& indices, int axis, StreamOrDevice s) {
   check_indices(indices, "take");
   int ax = normalize_axis(axis, a.ndim(), "take");
+  if (a.shape(ax) == 0 && indices.size() > 0) {
+    // No index is valid on an empty axis: say so now (MLX), not at eval.
+    throw std::invalid_argument("[take] Cannot take from the empty axis " +
+                                std::to_string(ax) + " of an array of shape " +
+                                shape_str(a.shape()) + ".");
+  }
   auto st = to_stream(s);
   // Gather with the indices flattened: GatherAxis then copies whole blocks
   // a[.., idx, ..] (rows of a matrix: one memcpy each), and the gathered
@@ -153,8 +159,9 @@ array take(const array& a, const array& indices, int axis,
   int ax = normalize_axis(axis, a.ndim(), "take");
   int64_t n = a.shape(ax);
   if (n == 0 && indices.size() > 0) {
-    throw std::out_of_range("[take] Cannot take from the empty axis " +
-                            std::to_string(ax) + " with mode '" + mode + "'.");
+    throw std::invalid_argument("[take] Cannot take from the empty axis " +
+                                std::to_string(ax) + " with mode '" + mode +
+                                "'.");
   }
   auto st = to_stream(s);
   // Unsigned indices are never negative: compute in uint64, others in
@@ -205,6 +212,11 @@ namespace {
 array scatter_axis(const array& a, const array& indices, const array& values,
                    int axis, ScatterAxis::ReduceType reduce, const char* op,
                    StreamOrDevice s) {
+  if (indices.size() == 0 && !is_integral(indices.dtype())) {
+    // No index is read: an empty index of any type is accepted (MLX).
+    return scatter_axis(a, astype(indices, int32, s), values, axis, reduce, op,
+                        s);
+  }
   check_indices(indices, op);
   int ax = normalize_axis(axis, a.ndim(), op);
   check_same_ndim(a, indices, op);

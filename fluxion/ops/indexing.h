@@ -56,6 +56,9 @@ class GatherAxis : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "GatherAxis"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{axis_}, std::string(op_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -81,6 +84,9 @@ class ScatterAxis : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ScatterAxis"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{axis_}, int64_t{reduce_}, std::string(op_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {

@@ -20,7 +20,16 @@
 //   written for members over 4 GiB) are rejected with a clear message.
 // - .safetensors: an 8-byte little-endian header length, a JSON header
 //   (padded with spaces to a multiple of 8 bytes), then the data. dtypes
-//   BOOL, U8, U16, U32, U64, I8, I16, I32, I64, F16, BF16, F32, F64, C64.
+//   BOOL, U8, U16, U32, U64, I8, I16, I32, I64, F16, BF16, F32, F64, C64,
+//   and F8_E4M3 on load (as uint8 codes, which from_fp8 decodes).
+// - .gguf (version 3): little-endian; typed key/value metadata, tensor
+//   infos (dims innermost first), data aligned to general.alignment (32 by
+//   default). Tensors F32, F16, BF16, F64, I8, I16, I32, I64 load lazily;
+//   the block-quantized Q4_0, Q4_1 and Q8_0 load (eagerly) as MLX's affine
+//   triplet "<base>.weight" (uint32, values repacked into Fluxion's order),
+//   "<base>.scales", "<base>.biases" (float16, group size 32); other
+//   quantized types raise. Metadata values: strings, lists of strings, and
+//   scalars or 1-D arrays of bool / (u)int8..64 / float32 / float64.
 //
 // Errors at load time throw std::invalid_argument("[load] ...") naming the
 // file and the problem; I/O errors at evaluation throw std::runtime_error.
@@ -31,6 +40,8 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
@@ -154,6 +165,25 @@ SafetensorsLoad load_safetensors(std::shared_ptr<io::Reader> in,
                                  StreamOrDevice s = {});
 SafetensorsLoad load_safetensors(const std::string& file,
                                  StreamOrDevice s = {});
+
+// GGUF metadata values.
+using GGUFMetaData =
+    std::variant<std::monostate, array, std::string, std::vector<std::string>>;
+using GGUFLoad = std::pair<std::unordered_map<std::string, array>,
+                           std::unordered_map<std::string, GGUFMetaData>>;
+// `file` gets ".gguf" appended when it does not end with it. Tensors are
+// written in key order; array metadata must be 0-d or 1-D, of an integer,
+// bool, float32 or float64 type.
+void save_gguf(std::string file,
+               const std::unordered_map<std::string, array>& arrays,
+               const std::unordered_map<std::string, GGUFMetaData>& metadata =
+                   {});
+void save_gguf(std::shared_ptr<io::Writer> out,
+               const std::unordered_map<std::string, array>& arrays,
+               const std::unordered_map<std::string, GGUFMetaData>& metadata =
+                   {});
+GGUFLoad load_gguf(std::shared_ptr<io::Reader> in, StreamOrDevice s = {});
+GGUFLoad load_gguf(const std::string& file, StreamOrDevice s = {});
 
 // Reads one array's bytes from a reader at `offset` when evaluated,
 // swapping byte order if asked. It has no inputs, so the transformations

@@ -19,7 +19,10 @@ const std::pair<const char*, Dtype> kTypes[] = {
     {"BOOL", bool_},  {"U8", uint8},     {"U16", uint16},    {"U32", uint32},
     {"U64", uint64},  {"I8", int8},      {"I16", int16},     {"I32", int32},
     {"I64", int64},   {"F16", float16},  {"BF16", bfloat16}, {"F32", float32},
-    {"F64", float64}, {"C64", complex64}};
+    {"F64", float64}, {"C64", complex64},
+    // Loaded as their raw codes (MLX): from_fp8 decodes them. Saving uint8
+    // finds "U8" first.
+    {"F8_E4M3", uint8}};
 
 const char* st_name(Dtype t) {
   for (auto& [n, d] : kTypes) {

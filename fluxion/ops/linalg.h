@@ -42,6 +42,9 @@ class AddMM : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "AddMM"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {double{alpha_}, double{beta_}};
+  }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES

@@ -1139,6 +1139,13 @@ array pinv(const array& a, StreamOrDevice s) {
   auto st = to_stream(s);
   auto x = prepared(a, "pinv", false, st);
   int m = x.shape(-2), n = x.shape(-1), k = std::min(m, n);
+  if (x.size() == 0) {
+    // An empty matrix (or batch): the pseudo-inverse is the empty (or
+    // zero, for a 0 x n / m x 0 matrix) transpose, as NumPy's.
+    Shape out = x.shape();
+    std::swap(out[out.size() - 1], out[out.size() - 2]);
+    return restored(zeros(out, x.dtype(), st), a.dtype(), st);
+  }
   auto f = svd(x, true, st);
   auto u = first_cols(f[0], k, st);
   auto vt = first_rows(f[2], k, st);
@@ -1242,17 +1249,13 @@ array matrix_norm_keep(const array& a, const std::string& sord, double ord,
   return ord > 0 ? max(rs, r, true, s) : min(rs, r, true, s);
 }
 
-array norm_impl(const array& a, std::optional<double> ord,
+array norm_impl(const array& a_in, std::optional<double> ord,
                 std::optional<std::string> sord,
                 const std::optional<std::vector<int>>& axis, bool keepdims,
                 StreamOrDevice s_) {
   auto s = to_stream(s_);
-  if (!is_inexact(a.dtype())) {
-    throw std::invalid_argument(
-        std::string("[linalg::norm] Arrays must have a floating point or "
-                    "complex type; got ") +
-        dtype_name(a.dtype()) + ".");
-  }
+  // Integer and boolean inputs are promoted to float32 (MLX).
+  array a = is_inexact(a_in.dtype()) ? a_in : astype(a_in, float32, s);
   std::vector<int> axes;
   if (axis) {
     for (int ax : *axis) {

@@ -70,6 +70,13 @@ std::vector<array> lu(const array& a, StreamOrDevice s = {});
 // leaves them; row i was swapped with row pivots[i] (0-based, uint32) at
 // step i.
 std::pair<array, array> lu_factor(const array& a, StreamOrDevice s = {});
+// Determinant of each square matrix of the last two axes, from the LU
+// factorization (so it differentiates through lu_factor's rules). Integer
+// inputs are promoted to float32; a singular matrix gives 0; 0x0 gives 1.
+array det(const array& a, StreamOrDevice s = {});
+// (sign, log|det|) of each matrix: sign is -1, 0 or 1 and log|det| is -inf
+// for a singular matrix, as NumPy; no overflow where det itself would.
+std::pair<array, array> slogdet(const array& a, StreamOrDevice s = {});
 // Cross product of 3-vectors along `axis`.
 array cross(const array& a, const array& b, int axis = -1,
             StreamOrDevice s = {});
@@ -103,6 +110,9 @@ class SolveTriangular : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "SolveTriangular"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {upper_};
+  }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -142,6 +152,9 @@ class SVD : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "SVD"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {compute_uv_};
+  }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -159,6 +172,9 @@ class Eigh : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Eigh"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {upper_, vectors_};
+  }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -174,6 +190,9 @@ class Eig : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Eig"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {vectors_};
+  }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES

@@ -40,6 +40,9 @@ class AsType : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "AsType"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {dtype_};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override {
     return Primitive::is_equivalent(o) &&

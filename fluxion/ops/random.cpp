@@ -292,14 +292,16 @@ array normal(const Shape& shape, Dtype dtype, float loc, float scale,
   check_normal_dtype(dtype);
   Dtype t = normal_compute_type(dtype);
   auto st = to_stream(s);
-  auto z = standard_normal(shape, t, key, st);
+  // Samples are rounded to `dtype` first and scaled in it, so that
+  // normal(loc, scale) == scale * normal() + loc in half types too (MLX).
+  auto z = astype(standard_normal(shape, t, key, st), dtype, st);
   if (scale != 1.0f) {
-    z = multiply(z, array(scale, t), st);
+    z = multiply(z, array(scale, dtype), st);
   }
   if (loc != 0.0f) {
-    z = add(z, array(loc, t), st);
+    z = add(z, array(loc, dtype), st);
   }
-  return astype(z, dtype, st);
+  return z;
 }
 
 array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
@@ -335,29 +337,39 @@ array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
   // Validation is done: standard_normal may now take the global key.
   Dtype t = normal_compute_type(dtype);
   auto st = to_stream(s);
-  auto z = standard_normal(shape, t, key, st);
+  // Rounded to `dtype` first, then scaled in it (as the float overload).
+  auto z = astype(standard_normal(shape, t, key, st), dtype, st);
   // Array parameters stay in the graph, so gradients reach them.
   if (scale) {
-    z = multiply(z, astype(*scale, t, st), st);
+    z = multiply(z, astype(*scale, dtype, st), st);
   }
   if (loc) {
-    z = add(z, astype(*loc, t, st), st);
+    z = add(z, astype(*loc, dtype, st), st);
   }
-  return astype(z, dtype, st);
+  return z;
 }
 
 array randint(const array& low, const array& high, const Shape& shape,
               Dtype dtype, const std::optional<array>& key, StreamOrDevice s) {
+  if (dtype == bool_) {
+    // Booleans draw integers from [low, high) and keep whether they are
+    // nonzero (MLX): randint(0, 2, dtype=bool) covers both values.
+    return astype(randint(low, high, shape, int64, key, s), bool_, s);
+  }
   if (!is_integral(dtype)) {
     throw std::invalid_argument(
-        "[random.randint] Only integer dtypes are supported; got " +
+        "[random.randint] Only integer and bool dtypes are supported; got " +
         std::string(dtype_name(dtype)) + ".");
   }
   auto st = to_stream(s);
   // float64 carries 53 random bits: exact and unbiased (to 2^-53) for any
   // range below 2^53. The uniform is below high, so its floor is too.
   auto u = uniform_impl(low, high, shape, float64, key, "random.randint", st);
-  return astype(floor(u, st), dtype, st);
+  auto r = astype(floor(u, st), dtype, st);
+  // An empty range [low, high) with high <= low gives low (MLX).
+  auto lo = astype(low, dtype, st);
+  return where(less_equal(high, low, st), broadcast_to(lo, r.shape(), st), r,
+               st);
 }
 
 array bernoulli(const array& p, const Shape& shape,
@@ -439,8 +451,11 @@ array truncated_normal(const array& lower, const array& upper,
   auto b = erf(divide(hi, sqrt2, st), st);
   auto u = uniform_impl(a, b, out_shape, t, k, op, st);
   auto z = multiply(erfinv(u, st), sqrt2, st);
-  // Rounding in erf/erfinv may step just outside the bounds.
-  return astype(minimum(maximum(z, lo, st), hi, st), dtype, st);
+  // Rounding in erf/erfinv may step just outside the bounds; reversed
+  // bounds (upper <= lower) give lower (MLX).
+  z = minimum(maximum(z, lo, st), hi, st);
+  z = where(less_equal(hi, lo, st), broadcast_to(lo, z.shape(), st), z, st);
+  return astype(z, dtype, st);
 }
 
 array gumbel(const Shape& shape, Dtype dtype, const std::optional<array>& key,
@@ -469,8 +484,9 @@ array laplace(const Shape& shape, Dtype dtype, float loc, float scale,
   auto u = uniform_impl(array(lo, t), array(1.0, t), shape, t, key, op, st);
   auto z = multiply(negative(sign(u, st), st),
                     log1p(negative(abs(u, st), st), st), st);
-  z = add(multiply(z, array(scale, t), st), array(loc, t), st);
-  return astype(z, dtype, st);
+  // Rounded to `dtype`, then scaled in it (as normal).
+  z = astype(z, dtype, st);
+  return add(multiply(z, array(scale, dtype), st), array(loc, dtype), st);
 }
 
 array categorical(const array& logits, int axis,

@@ -48,10 +48,14 @@ array reduce(const array& a, const std::vector<int>& axes, bool keepdims,
     return astype(a, out_dtype, st);  // each element reduces to itself
   }
   Shape kept = kept_shape(a.shape(), ax);
-  // As in NumPy: only an output fed by no elements needs an identity, so
-  // max over the non-empty axis of a (0, 3) array is a fine (0,) array.
-  if (a.size() == 0 && shape_size(kept) > 0 &&
-      (type == Reduce::Min || type == Reduce::Max)) {
+  // As in NumPy: max and min have no identity, so reducing over an empty
+  // axis raises (even into an empty result), while max over the non-empty
+  // axis of a (0, 3) array is a fine (0,) array.
+  bool empty_axis = false;
+  for (int d : ax) {
+    empty_axis = empty_axis || a.shape(d) == 0;
+  }
+  if (empty_axis && (type == Reduce::Min || type == Reduce::Max)) {
     throw std::invalid_argument(std::string("[") + name +
                                 "] Cannot reduce an empty array of shape " +
                                 shape_str(a.shape()) + " over axes " +

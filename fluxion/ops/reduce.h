@@ -76,6 +76,9 @@ class Reduce : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override;
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{type_}, export_ints(axes_), dtype_};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   // The output keeps reduced axes as size 1 (ops squeeze afterwards).
@@ -102,6 +105,9 @@ class ArgReduce : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override;
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{type_}, int64_t{axis_}};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -124,6 +130,9 @@ class NumberOfElements : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "NumberOfElements"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_), dtype_};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fluxion/ops/common.h"
+#include "fluxion/ops/indexing.h"
 #include "fluxion/ops/misc.h"
 
 namespace fluxion {
@@ -577,10 +578,11 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad,
                                 std::to_string(high_pad.size()) + " high for " +
                                 std::to_string(axes.size()) + " axes.");
   }
-  if (mode != "constant" && mode != "edge") {
+  if (mode != "constant" && mode != "edge" && mode != "reflect" &&
+      mode != "symmetric") {
     throw std::invalid_argument("[pad] Invalid padding mode (" + mode +
-                                ") passed to pad; expected 'constant' or "
-                                "'edge'.");
+                                ") passed to pad; expected 'constant', "
+                                "'edge', 'reflect' or 'symmetric'.");
   }
   if (pad_value.size() != 1) {
     throw std::invalid_argument(
@@ -621,6 +623,36 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad,
     return a;
   }
   auto st = to_stream(s);
+  if (mode == "reflect" || mode == "symmetric") {
+    // NumPy's periodic extension: reflect mirrors about the end elements
+    // (period 2 (n - 1)), symmetric repeats them (period 2 n). Each padded
+    // axis becomes one take of computed indices, so gradients scatter back.
+    bool sym = mode == "symmetric";
+    array out = a;
+    for (size_t i = 0; i < ax_sorted.size(); ++i) {
+      int ax = ax_sorted[i];
+      int n = out.shape(ax);
+      if (n == 0) {
+        throw std::invalid_argument("[pad] Cannot pad the empty axis " +
+                                    std::to_string(ax) + " in '" + mode +
+                                    "' mode.");
+      }
+      int64_t period = sym ? 2 * int64_t(n) : 2 * int64_t(n - 1);
+      int total = n + lo[i] + hi[i];
+      std::vector<int32_t> idx(total);
+      for (int j = 0; j < total; ++j) {
+        if (period == 0) {
+          idx[j] = 0;
+          continue;
+        }
+        int64_t m = ((int64_t(j) - lo[i]) % period + period) % period;
+        idx[j] = static_cast<int32_t>(
+            m < n ? m : (sym ? period - 1 - m : period - m));
+      }
+      out = take(out, array(idx.begin(), Shape{total}, int32), ax, st);
+    }
+    return out;
+  }
   if (mode == "edge") {
     // Repeat the first and last slices along each padded axis.
     array out = a;

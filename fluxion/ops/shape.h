@@ -110,6 +110,10 @@ class Reshape : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Reshape"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(shape_), int64_t{rule_.kind}, export_ints(rule_.dims),
+            int64_t{rule_.start}, int64_t{rule_.end}};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -134,6 +138,9 @@ class Transpose : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Transpose"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -149,6 +156,9 @@ class Broadcast : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Broadcast"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(shape_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override {
@@ -168,6 +178,9 @@ class ExpandDims : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ExpandDims"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -184,6 +197,9 @@ class Squeeze : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Squeeze"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -204,6 +220,9 @@ class Slice : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Slice"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(start_), export_ints(stop_), export_ints(strides_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -225,6 +244,9 @@ class SliceUpdate : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "SliceUpdate"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(start_), export_ints(stop_), export_ints(strides_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -244,6 +266,9 @@ class Concatenate : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Concatenate"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{axis_}};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -264,6 +289,9 @@ class Pad : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Pad"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {export_ints(axes_), export_ints(low_), export_ints(high_)};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;

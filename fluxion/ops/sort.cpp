@@ -126,11 +126,16 @@ array topk(const array& a, int k, int axis, StreamOrDevice s) {
   auto st = to_stream(s);
   int ax = normalize_axis(axis, a.ndim(), "topk");
   int n = a.shape(ax);
-  if (k < 1 || k > n) {
+  if (k < 0 || k > n) {
     throw std::invalid_argument(
         "[topk] Received k = " + std::to_string(k) + " for axis " +
         std::to_string(axis) + " of an array of shape " + shape_str(a.shape()) +
-        ": k must be in [1, " + std::to_string(n) + "].");
+        ": k must be in [0, " + std::to_string(n) + "].");
+  }
+  if (k == 0) {
+    Shape stop = a.shape();
+    stop[ax] = 0;
+    return slice(a, Shape(a.ndim(), 0), stop, st);
   }
   // The k largest sit after position n - k of a partition; sorting just
   // those and reading them backwards costs O(k log k).

@@ -57,6 +57,9 @@ class Sort : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Sort"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{axis_}};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -74,6 +77,9 @@ class ArgSort : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ArgSort"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{axis_}};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -94,6 +100,9 @@ class Partition : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Partition"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{kth_}, int64_t{axis_}};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -114,6 +123,9 @@ class ArgPartition : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ArgPartition"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{kth_}, int64_t{axis_}};
+  }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -148,6 +160,9 @@ class Scan : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Scan"; }
+  std::vector<PrimitiveArg> state() const override {
+    return {int64_t{type_}, int64_t{axis_}, reverse_, inclusive_};
+  }
   void print(std::ostream& os) const override;
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

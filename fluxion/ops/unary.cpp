@@ -113,7 +113,7 @@ array arctanh(const array& a, StreamOrDevice s) {
   return inexact_unary<ArcTanh>(a, s);
 }
 array sigmoid(const array& a, StreamOrDevice s) {
-  return inexact_unary<Sigmoid>(a, s);
+  return real_unary<Sigmoid>(a, "sigmoid", s);
 }
 array erf(const array& a, StreamOrDevice s) {
   return real_unary<Erf>(a, "erf", s);
@@ -138,7 +138,29 @@ array ceil(const array& a, StreamOrDevice s) {
 
 array round(const array& a, int decimals, StreamOrDevice s) {
   if (!is_inexact(a.dtype())) {
-    return a;  // integers are already round
+    if (decimals >= 0 || a.dtype() == bool_) {
+      return a;  // integers are already round
+    }
+    // To a multiple of q = 10^-decimals, half to even, in exact integer
+    // arithmetic: a = d q + r with 0 <= r < q rounds up when 2 r > q, or
+    // 2 r == q and d is odd. (q past the type's range leaves 0.)
+    int64_t q = 1;
+    for (int i = 0; i < -decimals && q <= (int64_t{1} << 62) / 10; ++i) {
+      q *= 10;
+    }
+    Dtype t = a.dtype();
+    Dtype wide = is_unsigned(t) ? uint64 : int64;
+    auto st = to_stream(s);
+    array x = astype(a, wide, st);
+    array qa = array(q, wide);
+    array d = floor_divide(x, qa, st);
+    array r = subtract(x, multiply(d, qa, st), st);
+    array two_r = multiply(r, array(2, wide), st);
+    array odd = not_equal(remainder(d, array(2, wide), st), array(0, wide), st);
+    array up = logical_or(greater(two_r, qa, st),
+                          logical_and(equal(two_r, qa, st), odd, st), st);
+    array out = multiply(add(d, astype(up, wide, st), st), qa, st);
+    return astype(out, t, st);
   }
   if (decimals == 0) {
     return make_unary<Round>(a, a.dtype(), s);

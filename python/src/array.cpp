@@ -16,12 +16,33 @@ py::object not_implemented() {
   return py::reinterpret_borrow<py::object>(Py_NotImplemented);
 }
 
+// Operands that an operator rejects outright (MLX raises ValueError for
+// them rather than trying the other operand's reflected method): lists,
+// tuples, strings and bytes. Other unknown objects get NotImplemented, so
+// their own reflected operators can run.
+bool rejected_operand(py::handle b) {
+  PyObject* o = b.ptr();
+  return PyList_Check(o) || PyTuple_Check(o) || PyUnicode_Check(o) ||
+         PyBytes_Check(o);
+}
+
+[[noreturn]] void bad_operand(py::handle b) {
+  throw std::invalid_argument(
+      std::string("[array] Cannot use an operand of type ") +
+      Py_TYPE(b.ptr())->tp_name +
+      " with an array: operators take arrays and scalars (convert with "
+      "mx.array first).");
+}
+
 // The operator paths are the hottest bindings (a chain of tiny adds is
 // bounded by them): array-array first, without building py::objects.
 template <BinaryFn Op>
 py::object binary_op(const fx::array& a, py::handle b) {
   if (auto* pb = fxpy::array_ptr(b)) {
     return py::cast(Op(a, *pb, {}));
+  }
+  if (rejected_operand(b)) {
+    bad_operand(b);
   }
   if (!fxpy::is_array_like(b)) {
     return not_implemented();
@@ -31,25 +52,54 @@ py::object binary_op(const fx::array& a, py::handle b) {
 
 template <BinaryFn Op>
 py::object reflected_op(const fx::array& a, py::handle b) {
+  if (rejected_operand(b)) {
+    bad_operand(b);
+  }
   if (!fxpy::is_array_like(b)) {
     return not_implemented();
   }
   return py::cast(Op(fxpy::to_array_like(b, a), a, {}));
 }
 
+// `==` and `!=` with anything that is not an array, a scalar or a NumPy
+// array are plain (in)equality of objects: False and True (MLX).
+template <BinaryFn Op, bool IsEq>
+py::object equality_op(const fx::array& a, py::handle b) {
+  if (auto* pb = fxpy::array_ptr(b)) {
+    return py::cast(Op(a, *pb, {}));
+  }
+  if (rejected_operand(b) || !fxpy::is_array_like(b)) {
+    return py::bool_(!IsEq);
+  }
+  return py::cast(Op(a, fxpy::to_array_like(b, a), {}));
+}
+
 // MLX arrays are immutable: `x += y` rebinds the Python object to a new
 // array (other Python references to the same object see the new value).
+// The result must keep x's dtype (MLX): `a /= 1` on integers raises.
 template <BinaryFn Op>
 py::object inplace_op(py::object self, py::handle b) {
   fx::array& a = *fxpy::array_ptr(self);
+  fx::array out(0.0f);
   if (auto* pb = fxpy::array_ptr(b)) {
-    a = Op(a, *pb, {});
-    return self;
+    out = Op(a, *pb, {});
+  } else {
+    if (rejected_operand(b)) {
+      bad_operand(b);
+    }
+    if (!fxpy::is_array_like(b)) {
+      return not_implemented();
+    }
+    out = Op(a, fxpy::to_array_like(b, a), {});
   }
-  if (!fxpy::is_array_like(b)) {
-    return not_implemented();
+  if (out.dtype() != a.dtype()) {
+    throw std::invalid_argument(
+        std::string("[array] An in-place operation on an array of dtype ") +
+        fx::dtype_name(a.dtype()) + " would give dtype " +
+        fx::dtype_name(out.dtype()) +
+        "; in-place results must keep the array's dtype.");
   }
-  a = Op(a, fxpy::to_array_like(b, a), {});
+  a = out;
   return self;
 }
 
@@ -114,7 +164,9 @@ const char* buffer_format(fx::Dtype t) {
     case fx::Dtype::Val::complex64:
       return "Zf";
     default:
-      return nullptr;  // bfloat16 has no buffer format
+      // bfloat16 has no PEP 3118 code: the buffer is exposed under this
+      // name (MLX), so memoryview works and NumPy refuses it by name.
+      return "bfloat16";
   }
 }
 
@@ -154,12 +206,6 @@ int array_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
     return -1;
   }
   const char* fmt = buffer_format(p->dtype());
-  if (!fmt) {
-    PyErr_SetString(PyExc_BufferError,
-                    "[array] bfloat16 has no buffer format; convert with "
-                    "astype(float32) first.");
-    return -1;
-  }
   try {
     fxpy::eval_nogil(*p);
   } catch (const std::exception& e) {
@@ -299,6 +345,24 @@ void init_array(py::module_& m) {
            "copy=False: raises if a copy would be needed).")
       .def("__repr__", &repr)
       .def("__str__", &repr)
+      .def(
+          "__format__",
+          [](const fx::array& a, const std::string& spec) -> py::object {
+            if (spec.empty()) {
+              return py::str(repr(a));
+            }
+            // A spec formats the value of a 0-d array, as a Python scalar.
+            if (a.ndim() != 0) {
+              throw py::type_error(
+                  "[array] Format specs apply to 0-d arrays only; got an "
+                  "array of " +
+                  std::to_string(a.ndim()) + " dimensions and spec '" + spec +
+                  "'.");
+            }
+            return py::module_::import("builtins")
+                .attr("format")(fxpy::item(a), spec);
+          },
+          "spec"_a)
       .def("__len__",
            [](const fx::array& a) -> size_t {
              if (a.ndim() == 0) {
@@ -368,8 +432,8 @@ void init_array(py::module_& m) {
   FLUXION_BINARY("lshift", left_shift_op)
   FLUXION_BINARY("rshift", right_shift_op)
 #undef FLUXION_BINARY
-  cls.def("__eq__", &binary_op<fx::equal>, py::is_operator())
-      .def("__ne__", &binary_op<fx::not_equal>, py::is_operator())
+  cls.def("__eq__", &equality_op<fx::equal, true>, py::is_operator())
+      .def("__ne__", &equality_op<fx::not_equal, false>, py::is_operator())
       .def("__lt__", &binary_op<fx::less>, py::is_operator())
       .def("__le__", &binary_op<fx::less_equal>, py::is_operator())
       .def("__gt__", &binary_op<fx::greater>, py::is_operator())

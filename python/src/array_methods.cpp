@@ -35,6 +35,34 @@ void init_array_methods(py::module_& m) {
       "start_axis"_a = 0, "end_axis"_a = -1, py::kw_only(), s);
   cls.def("squeeze", &fxpy::squeeze, "axis"_a = py::none(), py::kw_only(), s);
   cls.def(
+      "diag",
+      [](const fx::array& a, int k, fx::StreamOrDevice st) {
+        return fx::diag(a, k, st);
+      },
+      "k"_a = 0, py::kw_only(), s,
+      "The k-th diagonal of a 2-D array, or a 2-D array with a 1-D array "
+      "on its k-th diagonal.");
+  cls.def(
+      "diagonal",
+      [](const fx::array& a, int offset, int axis1, int axis2,
+         fx::StreamOrDevice st) {
+        return fx::diagonal(a, offset, axis1, axis2, st);
+      },
+      "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, s,
+      "The diagonal at ``offset`` of the (axis1, axis2) planes.");
+  cls.def(
+      "__array_namespace__",
+      [m](const fx::array&, py::object api_version) -> py::object {
+        if (!api_version.is_none() && !py::isinstance<py::str>(api_version)) {
+          throw py::type_error(
+              "[__array_namespace__] api_version must be a string or None.");
+        }
+        return m;
+      },
+      "api_version"_a = py::none(),
+      "The module of the array's functions (the array API's namespace): "
+      "fluxion.core.");
+  cls.def(
       "swapaxes",
       [](const fx::array& a, int a1, int a2, fx::StreamOrDevice st) {
         return fx::swapaxes(a, a1, a2, st);

@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -25,10 +26,38 @@ bool pybind11::detail::type_caster<fx::StreamOrDevice>::load(handle src, bool) {
     value = fx::StreamOrDevice(src.cast<fx::Device::DeviceType>());
     return true;
   }
+  if (isinstance<fx::ThreadLocalStream>(src)) {
+    // This thread's stream of a thread-local stream.
+    value = fx::StreamOrDevice(
+        fx::stream_from_thread_local_stream(src.cast<fx::ThreadLocalStream>()));
+    return true;
+  }
   return false;
 }
 
 namespace fxpy {
+
+void int32_overflow(PyObject* value) {
+  std::string v = py::str(value).cast<std::string>();
+  PyErr_SetString(PyExc_OverflowError,
+                  ("Shape dimension " + v +
+                   " is outside the supported range [-2147483648, "
+                   "2147483647]: Fluxion uses 32-bit integers for shape "
+                   "dimensions and axes.")
+                      .c_str());
+  throw py::error_already_set();
+}
+
+void check_int32(PyObject* value) {
+  if (!PyLong_Check(value) || PyBool_Check(value)) {
+    return;
+  }
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow || v < INT32_MIN || v > INT32_MAX) {
+    int32_overflow(value);
+  }
+}
 
 PyTypeObject* array_type = nullptr;
 
@@ -36,10 +65,52 @@ namespace {
 
 std::string type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
 
+// Whether `v` (or, when `big`, a value above int64's range) is a value of
+// the integer dtype `t`.
+bool int_fits(long long v, bool big, fx::Dtype t) {
+  if (big) {
+    return t == fx::uint64;
+  }
+  switch (t.val) {
+    case fx::Dtype::Val::int8:
+      return v >= INT8_MIN && v <= INT8_MAX;
+    case fx::Dtype::Val::int16:
+      return v >= INT16_MIN && v <= INT16_MAX;
+    case fx::Dtype::Val::int32:
+      return v >= INT32_MIN && v <= INT32_MAX;
+    case fx::Dtype::Val::uint8:
+      return v >= 0 && v <= UINT8_MAX;
+    case fx::Dtype::Val::uint16:
+      return v >= 0 && v <= UINT16_MAX;
+    case fx::Dtype::Val::uint32:
+      return v >= 0 && v <= static_cast<long long>(UINT32_MAX);
+    case fx::Dtype::Val::uint64:
+      return v >= 0;
+    default:
+      return true;  // int64, and non-integer types
+  }
+}
+
 // A Python int: with `exact`, of dtype `like`; else weak next to `like`
-// (or int32/int64/uint64 by value when there is no `like`).
+// (or int32/int64/uint64 by value when there is no `like`). A weak int
+// that the integer `like` cannot hold raises ValueError (MLX: an int32
+// array plus 3000000000 does not silently wrap).
 fx::array int_scalar(py::handle h, std::optional<fx::Dtype> like,
                      bool exact = false) {
+  if (like && !exact && fx::is_integral(*like)) {
+    int ovf = 0;
+    long long w = PyLong_AsLongLongAndOverflow(h.ptr(), &ovf);
+    if (ovf == 0 && w == -1 && PyErr_Occurred()) {
+      throw py::error_already_set();
+    }
+    if (ovf < 0 || !int_fits(w, ovf > 0, *like)) {
+      throw std::invalid_argument(
+          "[array] The Python integer " + py::str(h).cast<std::string>() +
+          " does not fit in " + fx::dtype_name(*like) +
+          ", the dtype of the array it is combined with; make it an array of "
+          "a wider dtype first.");
+    }
+  }
   auto target = [&](fx::Dtype by_value) {
     if (!like) {
       return by_value;
@@ -129,9 +200,7 @@ fx::array from_numpy(py::array a, std::optional<fx::Dtype> dtype) {
   fx::Shape shape;
   for (py::ssize_t i = 0; i < a.ndim(); ++i) {
     if (a.shape(i) > INT32_MAX) {
-      throw std::invalid_argument(
-          "[array] NumPy array dimensions must fit in int32; got " +
-          std::to_string(a.shape(i)) + ".");
+      int32_overflow(py::int_(a.shape(i)).ptr());  // OverflowError (MLX)
     }
     shape.push_back(static_cast<int32_t>(a.shape(i)));
   }
@@ -140,6 +209,11 @@ fx::array from_numpy(py::array a, std::optional<fx::Dtype> dtype) {
   std::memcpy(p, a.data(), a.nbytes());
   fx::array out(p, std::move(shape), t,
                 [nbytes](void* q) { fx::allocator::free(q, nbytes); });
+  // Issue 11 (MLX semantics): a float64 NumPy array becomes float32 unless
+  // a dtype is asked for, as Python floats do.
+  if (!dtype && t == fx::float64) {
+    return fx::astype(out, fx::float32);
+  }
   return dtype && *dtype != t ? fx::astype(out, *dtype) : out;
 }
 
@@ -235,18 +309,50 @@ void fill_list(py::handle h, std::vector<T>& out) {
   }
 }
 
-fx::array from_list(py::handle h, std::optional<fx::Dtype> dtype) {
-  ListInfo info;
-  inspect_list(h, 0, info);
-  if (info.has_arrays) {
-    // Array leaves (of equal shapes) are stacked level by level.
-    std::vector<fx::array> parts;
+bool has_array_leaves(py::handle h) {
+  if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) {
     for (auto item : py::reinterpret_borrow<py::sequence>(h)) {
+      if (has_array_leaves(item)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  return array_ptr(h) || py::isinstance<py::array>(h) ||
+         (scalar_kind(h) == ScalarKind::none && py::hasattr(h, "__array__"));
+}
+
+// A list holding arrays (possibly next to nested lists and scalars, as
+// MLX allows): each item becomes an array and the items, which must share a
+// shape, are stacked (dtypes promote; the arrays stay in the graph).
+fx::array from_mixed_list(py::handle h) {
+  std::vector<fx::array> parts;
+  for (auto item : py::reinterpret_borrow<py::sequence>(h)) {
+    if (PyList_Check(item.ptr()) || PyTuple_Check(item.ptr())) {
+      parts.push_back(has_array_leaves(item) ? from_mixed_list(item)
+                                             : to_array(item));
+    } else {
       parts.push_back(to_array(item));
     }
-    fx::array out = fx::stack(parts, 0);
+  }
+  if (parts.empty()) {
+    return fx::zeros({0}, fx::float32);
+  }
+  for (auto& p : parts) {
+    if (p.shape() != parts[0].shape()) {
+      ragged();
+    }
+  }
+  return fx::stack(parts, 0);
+}
+
+fx::array from_list(py::handle h, std::optional<fx::Dtype> dtype) {
+  if (has_array_leaves(h)) {
+    fx::array out = from_mixed_list(h);
     return dtype ? fx::astype(out, *dtype) : out;
   }
+  ListInfo info;
+  inspect_list(h, 0, info);
   using fx::complex64_t;
   switch (info.empty ? ScalarKind::floating : info.kind) {
     case ScalarKind::complex: {
@@ -330,6 +436,11 @@ fx::array to_array(py::handle h, std::optional<fx::Dtype> dtype) {
   }
   if (py::isinstance<py::array>(h)) {
     return from_numpy(py::reinterpret_borrow<py::array>(h), dtype);
+  }
+  if (PyBytes_Check(h.ptr()) || PyByteArray_Check(h.ptr())) {
+    // Raw bytes are uint8 values (MLX).
+    auto np = py::module_::import("numpy");
+    return from_numpy(np.attr("frombuffer")(h, "dtype"_a = "uint8"), dtype);
   }
   if (!PyUnicode_Check(h.ptr()) && !PyBytes_Check(h.ptr()) &&
       (py::hasattr(h, "__array__") || PyObject_CheckBuffer(h.ptr()))) {

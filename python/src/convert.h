@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -18,6 +19,71 @@
 namespace py = pybind11;
 namespace fx = fluxion;
 using namespace py::literals;
+
+// Shapes and axis lists are int32 (as in MLX): a Python int outside that
+// range raises OverflowError naming it, rather than making the argument
+// "incompatible" (issue 11). These replace pybind11's casters for
+// std::vector<int> and std::variant<int, std::vector<int>>.
+namespace fxpy {
+[[noreturn]] void int32_overflow(PyObject* value);
+// Raises for an int outside int32 (bools and non-ints are left alone).
+void check_int32(PyObject* value);
+}  // namespace fxpy
+
+namespace pybind11::detail {
+// An `int` parameter takes Python ints and objects with __index__ (NumPy
+// integers) only: pybind11's default would also truncate np.float32 and
+// other objects with __int__, where MLX raises TypeError.
+template <>
+class type_caster<int> {
+ public:
+  bool load(handle src, bool convert) {
+    if (!src) {
+      return false;
+    }
+    PyObject* o = src.ptr();
+    if (PyFloat_Check(o) || (!PyLong_Check(o) && !PyIndex_Check(o))) {
+      return false;
+    }
+    type_caster<long long> wide;
+    if (!wide.load(src, convert)) {
+      return false;
+    }
+    long long v = static_cast<long long>(wide);
+    if (v < INT32_MIN || v > INT32_MAX) {
+      return false;
+    }
+    value = static_cast<int>(v);
+    return true;
+  }
+  static handle cast(int src, return_value_policy, handle) {
+    return PyLong_FromLong(src);
+  }
+  PYBIND11_TYPE_CASTER(int, const_name("int"));
+};
+
+template <>
+struct type_caster<std::vector<int>> : list_caster<std::vector<int>, int> {
+  bool load(handle src, bool convert) {
+    if (isinstance<sequence>(src) && !isinstance<str>(src) &&
+        !isinstance<bytes>(src)) {
+      for (auto item : reinterpret_borrow<sequence>(src)) {
+        fxpy::check_int32(item.ptr());
+      }
+    }
+    return list_caster<std::vector<int>, int>::load(src, convert);
+  }
+};
+template <>
+struct type_caster<std::variant<int, std::vector<int>>>
+    : variant_caster<std::variant<int, std::vector<int>>> {
+  bool load(handle src, bool convert) {
+    fxpy::check_int32(src.ptr());
+    return variant_caster<std::variant<int, std::vector<int>>>::load(src,
+                                                                     convert);
+  }
+};
+}  // namespace pybind11::detail
 
 // `stream=None | Stream | Device | DeviceType`, as every op takes it.
 namespace pybind11::detail {

@@ -12,8 +12,9 @@ std::string to_string(const T& v) {
   return os.str();
 }
 
-// Within `with stream(s):` ops default to `s` (or to the device's default
-// stream); leaving restores the previous defaults.
+// Within `with stream(s):` ops of this thread default to `s` (or to the
+// device's default stream); leaving restores this thread's previous
+// defaults. Other threads are not affected.
 class StreamContext {
  public:
   explicit StreamContext(fx::StreamOrDevice s) : target_(s) {
@@ -23,40 +24,72 @@ class StreamContext {
     }
   }
   void enter() {
-    prev_device_ = fx::default_device();
-    fx::Device d = target_.kind == fx::StreamOrDevice::Kind::stream
-                       ? target_.stream.device
-                       : target_.device;
-    prev_stream_ = fx::default_stream(d);
+    saved_.push_back(fx::detail::save_thread_defaults());
     if (target_.kind == fx::StreamOrDevice::Kind::stream) {
       fx::set_default_stream(target_.stream);
     } else {
-      fx::set_default_device(target_.device);
+      fx::detail::set_thread_default_device(target_.device);
     }
   }
   void exit() {
-    if (prev_stream_) {
-      fx::set_default_stream(*prev_stream_);
-    }
-    if (prev_device_) {
-      fx::set_default_device(*prev_device_);
+    if (!saved_.empty()) {
+      fx::detail::restore_thread_defaults(saved_.back());
+      saved_.pop_back();
     }
   }
 
  private:
   fx::StreamOrDevice target_;
-  std::optional<fx::Device> prev_device_;
-  std::optional<fx::Stream> prev_stream_;
+  std::vector<fx::detail::ThreadDefaultsState> saved_;
 };
+
+py::dict device_info_dict(const fx::Device& d) {
+  py::dict out;
+  for (auto& [k, v] : fx::device_info(d)) {
+    if (auto* str = std::get_if<std::string>(&v)) {
+      out[py::str(k)] = py::str(*str);
+    } else {
+      out[py::str(k)] = py::int_(std::get<size_t>(v));
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
 void init_devices(py::module_& m) {
   py::class_<fx::Device> device(m, "Device",
                                 "A device: ``Device(DeviceType.cpu, 0)``.");
-  py::enum_<fx::Device::DeviceType>(m, "DeviceType")
-      .value("cpu", fx::Device::DeviceType::cpu)
+  py::enum_<fx::Device::DeviceType> device_type(m, "DeviceType");
+  device_type.value("cpu", fx::Device::DeviceType::cpu)
       .value("gpu", fx::Device::DeviceType::gpu);
+  // A type equals the device of that type with index 0 (MLX:
+  // `default_device().type == Device(cpu)`).
+  auto type_eq = [](fx::Device::DeviceType t, py::handle o) -> py::object {
+    if (py::isinstance<fx::Device>(o)) {
+      return py::bool_(fx::Device(t) == o.cast<fx::Device>());
+    }
+    if (py::isinstance<fx::Device::DeviceType>(o)) {
+      return py::bool_(t == o.cast<fx::Device::DeviceType>());
+    }
+    return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  };
+  // py::enum_ already defines __eq__/__ne__ (False for other types); they
+  // are replaced, not overloaded (an overload would never be reached).
+  device_type.attr("__eq__") = py::cpp_function(
+      type_eq, py::name("__eq__"), py::is_method(device_type), py::arg("other"));
+  device_type.attr("__ne__") = py::cpp_function(
+      [type_eq](fx::Device::DeviceType t, py::handle o) -> py::object {
+        py::object eq = type_eq(t, o);
+        if (eq.ptr() == Py_NotImplemented) {
+          return eq;
+        }
+        return py::bool_(!eq.cast<bool>());
+      },
+      py::name("__ne__"), py::is_method(device_type), py::arg("other"));
+  device_type.attr("__hash__") = py::cpp_function(
+      [](fx::Device::DeviceType t) { return static_cast<int>(t); },
+      py::name("__hash__"), py::is_method(device_type));
   device.def(py::init<fx::Device::DeviceType, int>(), "type"_a, "index"_a = 0)
       .def_readonly("type", &fx::Device::type)
       .def_readonly("index", &fx::Device::index)
@@ -99,11 +132,50 @@ void init_devices(py::module_& m) {
       [](const fx::Device& d) { return fx::default_stream(d); }, "device"_a,
       "The default stream of ``device``.");
   m.def("set_default_stream", &fx::set_default_stream, "stream"_a,
-        "Make ``stream`` the default stream of its device, and that device "
-        "the default device.");
+        "Make ``stream`` the default stream of its device on this thread, "
+        "and that device this thread's default device.");
   m.def(
       "new_stream", [](const fx::Device& d) { return fx::new_stream(d); },
-      "device"_a, "A new stream on ``device``.");
+      "device"_a,
+      "A new stream on ``device``, for the thread that makes it: evaluating "
+      "on it from another thread raises RuntimeError.");
+  m.def(
+      "new_thread_unsafe_stream",
+      [](const fx::Device& d) { return fx::new_thread_unsafe_stream(d); },
+      "device"_a,
+      "A new stream on ``device`` that any thread may use (keeping their "
+      "graphs apart is the caller's business).");
+  py::class_<fx::ThreadLocalStream>(
+      m, "ThreadLocalStream",
+      "A stream that is a different stream in each thread using it.")
+      .def_readonly("device", &fx::ThreadLocalStream::device)
+      .def("__repr__", [](const fx::ThreadLocalStream& t) {
+        return "ThreadLocalStream(" + to_string(t.device) + ")";
+      });
+  m.def(
+      "new_thread_local_stream",
+      [](const fx::Device& d) { return fx::new_thread_local_stream(d); },
+      "device"_a,
+      "A stream on ``device`` that each thread using it sees as its own "
+      "stream (made on first use there).");
+  m.def(
+      "clear_streams",
+      [] {
+        py::gil_scoped_release nogil;
+        fx::clear_streams();
+      },
+      "End the streams made by this thread (after their queued work), "
+      "including its streams of thread-local streams.");
+  m.def("device_count", &fx::device_count, "device_type"_a,
+        "The number of devices of ``device_type`` (cpu: 1).");
+  m.def(
+      "device_info",
+      [](std::optional<fx::Device> d) {
+        return device_info_dict(d.value_or(fx::default_device()));
+      },
+      "d"_a = py::none(),
+      "Properties of device ``d`` (default: the default device): "
+      "device_name, architecture and memory sizes in bytes.");
   m.def(
       "is_available", [](const fx::Device& d) { return fx::is_available(d); },
       "device"_a, "Whether ``device`` can run operations.");
@@ -124,6 +196,7 @@ void init_devices(py::module_& m) {
       .def(py::init<fx::StreamOrDevice>(), "s"_a)
       .def("__enter__", [](StreamContext& c) { c.enter(); })
       .def("__exit__", [](StreamContext& c, py::args) { c.exit(); });
+
   m.def(
       "stream", [](fx::StreamOrDevice s) { return StreamContext(s); }, "s"_a,
       "Context manager: ops inside ``with stream(s):`` run on ``s`` (a "

@@ -14,7 +14,7 @@ constexpr fx::Dtype kAllDtypes[] = {
 
 struct FInfo {
   fx::Dtype dtype;
-  double min, max, eps;
+  double min, max, eps, smallest_normal;
   int bits;
 };
 
@@ -29,14 +29,15 @@ FInfo make_finfo(fx::Dtype t) {
     throw std::invalid_argument(std::string("[finfo] ") + fx::dtype_name(t) +
                                 " is not an inexact type.");
   }
-  // complex64's parts are float32.
+  // complex64's parts are float32; finfo describes them (the array API).
   fx::Dtype real = t == fx::complex64 ? fx::float32 : t;
-  FInfo out{t, 0, 0, 0, static_cast<int>(t.size) * 8};
+  FInfo out{real, 0, 0, 0, 0, static_cast<int>(real.size) * 8};
   fx::dispatch<fx::FloatTypes>(real, "finfo", [&](auto tag) {
     using T = typename decltype(tag)::type;
     out.max = static_cast<double>(std::numeric_limits<T>::max());
     out.min = -out.max;  // IEEE formats are symmetric
     out.eps = static_cast<double>(std::numeric_limits<T>::epsilon());
+    out.smallest_normal = static_cast<double>(std::numeric_limits<T>::min());
   });
   return out;
 }
@@ -61,6 +62,60 @@ IInfo make_iinfo(fx::Dtype t) {
     }
   });
   return out;
+}
+
+// The dtype of an argument of result_type / can_cast: a Dtype or an array
+// (or anything convertible to one).
+fx::Dtype dtype_of(py::handle h) {
+  if (py::isinstance<fx::Dtype>(h)) {
+    return h.cast<fx::Dtype>();
+  }
+  if (auto* a = fxpy::array_ptr(h)) {
+    return a->dtype();
+  }
+  return fxpy::to_array(h).dtype();
+}
+
+// The array API's dtype kinds.
+bool is_kind(fx::Dtype t, const std::string& kind) {
+  if (kind == "bool") {
+    return t == fx::bool_;
+  }
+  if (kind == "signed integer") {
+    return fx::is_integral(t) && !fx::is_unsigned(t);
+  }
+  if (kind == "unsigned integer") {
+    return fx::is_integral(t) && fx::is_unsigned(t);
+  }
+  if (kind == "integral") {
+    return fx::is_integral(t);
+  }
+  if (kind == "real floating") {
+    return fx::is_floating_point(t);
+  }
+  if (kind == "complex floating") {
+    return fx::is_complex(t);
+  }
+  if (kind == "numeric") {
+    return t != fx::bool_;
+  }
+  throw std::invalid_argument(
+      "[isdtype] Unknown kind '" + kind +
+      "'; expected a dtype or one of 'bool', 'signed integer', 'unsigned "
+      "integer', 'integral', 'real floating', 'complex floating', "
+      "'numeric'.");
+}
+
+bool isdtype_one(fx::Dtype t, py::handle kind) {
+  if (py::isinstance<fx::Dtype>(kind)) {
+    return t == kind.cast<fx::Dtype>();
+  }
+  if (py::isinstance<py::str>(kind)) {
+    return is_kind(t, kind.cast<std::string>());
+  }
+  throw py::type_error(
+      "[isdtype] kind must be a Dtype, a string or a tuple of them; got " +
+      std::string(Py_TYPE(kind.ptr())->tp_name) + ".");
 }
 
 std::string dtype_repr(fx::Dtype t) {
@@ -145,12 +200,68 @@ void init_dtypes(py::module_& m) {
       "arg1"_a, "arg2"_a,
       "Whether ``arg1`` is ``arg2`` or below it in the type hierarchy.");
 
+  m.def(
+      "result_type",
+      [](py::args args) {
+        if (args.size() == 0) {
+          throw std::invalid_argument(
+              "[result_type] At least one array or dtype is required.");
+        }
+        // Arrays and dtypes promote strongly; Python scalars are weak, as
+        // next to an array in an op.
+        std::optional<fx::Dtype> out;
+        std::vector<py::handle> scalars;
+        for (auto h : args) {
+          if (fxpy::scalar_kind(h) != fxpy::ScalarKind::none) {
+            scalars.push_back(h);
+            continue;
+          }
+          fx::Dtype t = dtype_of(h);
+          out = out ? fx::promote_types(*out, t) : t;
+        }
+        for (auto h : scalars) {
+          fx::Dtype t = fxpy::scalar_to_array(h, fxpy::scalar_kind(h), out)
+                            .dtype();
+          out = out ? fx::promote_types(*out, t) : t;
+        }
+        return *out;
+      },
+      "The dtype that NumPy-style promotion gives the arguments (arrays, "
+      "dtypes or Python scalars, which are weak).");
+  m.def(
+      "can_cast",
+      [](py::handle from, fx::Dtype to) {
+        fx::Dtype f = dtype_of(from);
+        return fx::promote_types(f, to) == to;
+      },
+      "from_"_a, "to"_a,
+      "Whether ``from_`` (a dtype or an array) converts to ``to`` without "
+      "loss under the promotion rules (promote_types(from_, to) == to).");
+  m.def(
+      "isdtype",
+      [](fx::Dtype t, py::object kind) {
+        if (py::isinstance<py::tuple>(kind)) {
+          bool any = false;
+          for (auto k : kind) {
+            any = isdtype_one(t, k) || any;  // validate every entry
+          }
+          return any;
+        }
+        return isdtype_one(t, kind);
+      },
+      "dtype"_a, "kind"_a,
+      "Whether ``dtype`` is ``kind``: a dtype, one of the array API's kind "
+      "names ('bool', 'signed integer', 'unsigned integer', 'integral', "
+      "'real floating', 'complex floating', 'numeric'), or a tuple of "
+      "them (any).");
+
   py::class_<FInfo>(m, "finfo", "Limits of an inexact dtype.")
       .def(py::init(&make_finfo), "dtype"_a)
       .def_readonly("dtype", &FInfo::dtype)
       .def_readonly("min", &FInfo::min)
       .def_readonly("max", &FInfo::max)
       .def_readonly("eps", &FInfo::eps)
+      .def_readonly("smallest_normal", &FInfo::smallest_normal)
       .def_readonly("bits", &FInfo::bits)
       .def("__repr__", [](const FInfo& f) {
         return "finfo(min=" + py::repr(py::float_(f.min)).cast<std::string>() +

@@ -40,51 +40,141 @@ fx::array nd(const fx::array& a, const Ints& s, const Ints& axes,
   return WithAxes(a, all, st);
 }
 
+// The number of points a transform covers along `axes` of `a` (for norm=):
+// the lengths of the (cropped / padded) time-domain side. `real_out` is the
+// real output of an inverse real transform; `s` the requested lengths.
+double points(const fx::array& time_side, const std::vector<int>& axes) {
+  double n = 1;
+  for (int ax : axes) {
+    n *= time_side.shape(ax < 0 ? ax + time_side.ndim() : ax);
+  }
+  return n;
+}
+
+std::vector<int> resolved_axes(const fx::array& a, const Ints& s,
+                               const Ints& axes) {
+  if (axes) {
+    return *axes;
+  }
+  if (s) {
+    int k = static_cast<int>(s->size());
+    std::vector<int> last(k);
+    for (int i = 0; i < k; ++i) {
+      last[i] = i - k;
+    }
+    return last;
+  }
+  std::vector<int> all(a.ndim());
+  for (int i = 0; i < a.ndim(); ++i) {
+    all[i] = i;
+  }
+  return all;
+}
+
+// fftshift's axes: None, an int or a sequence.
+using ShiftAxes = std::optional<std::variant<int, std::vector<int>>>;
+std::optional<std::vector<int>> shift_axes(const ShiftAxes& axes) {
+  if (!axes) {
+    return std::nullopt;
+  }
+  if (auto* i = std::get_if<int>(&*axes)) {
+    return std::vector<int>{*i};
+  }
+  return std::get<std::vector<int>>(*axes);
+}
+
 }  // namespace
 
 void init_fft(py::module_& parent) {
   auto m = parent.def_submodule(
       "fft", "Discrete Fourier transforms (as MLX's mx.fft).");
   const auto stream = "stream"_a = py::none();
-#define FLUXION_FFT1(NAME, DOC)                                       \
-  m.def(                                                              \
-      #NAME,                                                          \
-      [](const fx::array& a, std::optional<int> n, int axis,          \
-         fx::StreamOrDevice st) {                                     \
-        return n ? ff::NAME(a, *n, axis, st) : ff::NAME(a, axis, st); \
-      },                                                              \
-      "a"_a, "n"_a = py::none(), "axis"_a = -1, stream, DOC);
-  FLUXION_FFT1(fft, "One-dimensional discrete Fourier transform.")
-  FLUXION_FFT1(ifft, "One-dimensional inverse discrete Fourier transform.")
-  FLUXION_FFT1(rfft,
+  // kind: 0 complex forward, 1 complex inverse, 2 real forward, 3 real
+  // inverse.
+#define FLUXION_FFT1(NAME, KIND, DOC)                                      \
+  m.def(                                                                   \
+      #NAME,                                                               \
+      [](const fx::array& a, std::optional<int> n, int axis,               \
+         const std::string& norm, fx::StreamOrDevice st) {                 \
+        ff::check_norm(norm, #NAME);                                       \
+        auto out = n ? ff::NAME(a, *n, axis, st) : ff::NAME(a, axis, st);  \
+        double pts = KIND == 2 ? (n ? *n : points(a, {axis}))              \
+                               : points(out, {axis});                      \
+        return ff::apply_norm(out, pts, KIND % 2 == 1, norm, st);          \
+      },                                                                   \
+      "a"_a, "n"_a = py::none(), "axis"_a = -1,                            \
+      "norm"_a = "backward", stream, DOC);
+  FLUXION_FFT1(fft, 0, "One-dimensional discrete Fourier transform.")
+  FLUXION_FFT1(ifft, 1, "One-dimensional inverse discrete Fourier transform.")
+  FLUXION_FFT1(rfft, 2,
                "One-dimensional transform of a real input (n // 2 + 1 "
                "frequencies).")
-  FLUXION_FFT1(irfft, "Inverse of rfft: n real values (default 2 (m - 1)).")
+  FLUXION_FFT1(irfft, 3,
+               "Inverse of rfft: n real values (default 2 (m - 1)).")
 #undef FLUXION_FFT1
-#define FLUXION_FFTN(NAME, DEFAULT_AXES, DOC)                      \
-  m.def(#NAME, &nd<ff::NAME, ff::NAME>, "a"_a, "s"_a = py::none(), \
-        "axes"_a = DEFAULT_AXES, stream, DOC);
+#define FLUXION_FFTN(NAME, KIND, DEFAULT_AXES, DOC)                         \
+  m.def(                                                                    \
+      #NAME,                                                                \
+      [](const fx::array& a, const Ints& s, const Ints& axes,               \
+         const std::string& norm, fx::StreamOrDevice st) {                  \
+        ff::check_norm(norm, #NAME);                                        \
+        auto out = nd<ff::NAME, ff::NAME>(a, s, axes, st);                  \
+        auto ax = resolved_axes(a, s, axes);                                \
+        double pts = 1;                                                     \
+        if (KIND == 2) {                                                    \
+          if (s) {                                                          \
+            for (int v : *s) pts *= v;                                      \
+          } else {                                                          \
+            pts = points(a, ax);                                            \
+          }                                                                 \
+        } else {                                                            \
+          pts = points(out, ax);                                            \
+        }                                                                   \
+        return ff::apply_norm(out, pts, KIND % 2 == 1, norm, st);           \
+      },                                                                    \
+      "a"_a, "s"_a = py::none(), "axes"_a = DEFAULT_AXES,                   \
+      "norm"_a = "backward", stream, DOC);
   const auto last2 = std::vector<int>{-2, -1};
-  FLUXION_FFTN(fft2, last2, "Two-dimensional discrete Fourier transform.")
-  FLUXION_FFTN(ifft2, last2, "Two-dimensional inverse transform.")
-  FLUXION_FFTN(rfft2, last2, "Two-dimensional transform of a real input.")
-  FLUXION_FFTN(irfft2, last2, "Inverse of rfft2.")
-  FLUXION_FFTN(fftn, py::none(), "n-dimensional discrete Fourier transform.")
-  FLUXION_FFTN(ifftn, py::none(), "n-dimensional inverse transform.")
-  FLUXION_FFTN(rfftn, py::none(), "n-dimensional transform of a real input.")
-  FLUXION_FFTN(irfftn, py::none(), "Inverse of rfftn.")
+  FLUXION_FFTN(fft2, 0, last2, "Two-dimensional discrete Fourier transform.")
+  FLUXION_FFTN(ifft2, 1, last2, "Two-dimensional inverse transform.")
+  FLUXION_FFTN(rfft2, 2, last2, "Two-dimensional transform of a real input.")
+  FLUXION_FFTN(irfft2, 3, last2, "Inverse of rfft2.")
+  FLUXION_FFTN(fftn, 0, py::none(),
+               "n-dimensional discrete Fourier transform.")
+  FLUXION_FFTN(ifftn, 1, py::none(), "n-dimensional inverse transform.")
+  FLUXION_FFTN(rfftn, 2, py::none(),
+               "n-dimensional transform of a real input.")
+  FLUXION_FFTN(irfftn, 3, py::none(), "Inverse of rfftn.")
 #undef FLUXION_FFTN
   m.def(
       "fftshift",
-      [](const fx::array& a, const Ints& axes, fx::StreamOrDevice st) {
-        return axes ? ff::fftshift(a, *axes, st) : ff::fftshift(a, st);
+      [](const fx::array& a, const ShiftAxes& axes, fx::StreamOrDevice st) {
+        auto ax = shift_axes(axes);
+        return ax ? ff::fftshift(a, *ax, st) : ff::fftshift(a, st);
       },
       "a"_a, "axes"_a = py::none(), stream,
-      "Move the zero frequency to the centre (all axes by default).");
+      "Move the zero frequency to the centre (all axes by default; ``axes`` "
+      "is an int or a sequence).");
   m.def(
       "ifftshift",
-      [](const fx::array& a, const Ints& axes, fx::StreamOrDevice st) {
-        return axes ? ff::ifftshift(a, *axes, st) : ff::ifftshift(a, st);
+      [](const fx::array& a, const ShiftAxes& axes, fx::StreamOrDevice st) {
+        auto ax = shift_axes(axes);
+        return ax ? ff::ifftshift(a, *ax, st) : ff::ifftshift(a, st);
       },
       "a"_a, "axes"_a = py::none(), stream, "The inverse of fftshift.");
+  m.def(
+      "fftfreq",
+      [](int n, double d, fx::StreamOrDevice st) {
+        return ff::fftfreq(n, d, st);
+      },
+      "n"_a, "d"_a = 1.0, py::kw_only(), stream,
+      "The sample frequencies of an n-point fft with spacing ``d`` "
+      "(float32, NumPy's order).");
+  m.def(
+      "rfftfreq",
+      [](int n, double d, fx::StreamOrDevice st) {
+        return ff::rfftfreq(n, d, st);
+      },
+      "n"_a, "d"_a = 1.0, py::kw_only(), stream,
+      "The n // 2 + 1 non-negative sample frequencies of an n-point rfft.");
 }

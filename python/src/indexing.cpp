@@ -11,6 +11,8 @@
 // the advanced items are adjacent, else they go first.
 #include <pybind11/numpy.h>
 
+#include <climits>
+#include <cstdint>
 #include <numeric>
 
 #include "fluxion/ops/gather_scatter.h"
@@ -76,17 +78,31 @@ std::vector<Item> parse(const fx::array& a, py::handle index, const char* op) {
   for (size_t i = 0; i < raw.size(); ++i) {
     if (raw[i].ptr() == Py_Ellipsis) {
       if (ellipsis >= 0) {
-        index_error(op, "An index can only have a single ellipsis ('...').");
+        // A malformed index is a ValueError, as in MLX (out-of-bounds
+        // integers stay IndexError).
+        throw std::invalid_argument(
+            std::string("[") + op +
+            "] An index can only have a single ellipsis ('...').");
       }
       ellipsis = static_cast<int>(i);
     } else if (!raw[i].is_none()) {
       ++consumed;
     }
   }
+  if (consumed > 0 && a.ndim() == 0) {
+    // MLX: indexing a 0-d array with anything but None / ... is a
+    // ValueError.
+    throw std::invalid_argument(std::string("[") + op +
+                                "] Cannot index a 0-d array with " +
+                                std::to_string(consumed) + " index" +
+                                (consumed == 1 ? "" : "es") +
+                                " (only None and ... apply).");
+  }
   if (consumed > a.ndim()) {
-    index_error(op, "Too many indices for an array with " +
-                        std::to_string(a.ndim()) + " dimensions: got " +
-                        std::to_string(consumed) + ".");
+    throw std::invalid_argument(std::string("[") + op +
+                                "] Too many indices for an array with " +
+                                std::to_string(a.ndim()) + " dimensions: got " +
+                                std::to_string(consumed) + ".");
   }
   std::vector<Item> items;
   int axis = 0;
@@ -113,6 +129,21 @@ std::vector<Item> parse(const fx::array& a, py::handle index, const char* op) {
     }
     int64_t n = a.shape(axis);
     if (PySlice_Check(h.ptr())) {
+      // Bounds past int32 cannot address an axis (shapes are int32): MLX
+      // raises ValueError rather than clamping them.
+      auto* sl = reinterpret_cast<PySliceObject*>(h.ptr());
+      for (PyObject* bound : {sl->start, sl->stop, sl->step}) {
+        if (bound && bound != Py_None && PyLong_Check(bound)) {
+          int overflow = 0;
+          long long v = PyLong_AsLongLongAndOverflow(bound, &overflow);
+          if (overflow || v < INT32_MIN || v > INT32_MAX) {
+            throw std::invalid_argument(
+                std::string("[") + op + "] Slice bound " +
+                py::str(bound).cast<std::string>() +
+                " does not fit in a 32-bit integer.");
+          }
+        }
+      }
       Py_ssize_t start, stop, step;
       if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) {
         throw py::error_already_set();
@@ -142,7 +173,13 @@ std::vector<Item> parse(const fx::array& a, py::handle index, const char* op) {
         throw py::error_already_set();
       }
       long long v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
-      if (overflow || v < -n || v >= n) {
+      if (overflow || v < INT32_MIN || v > INT32_MAX) {
+        throw std::invalid_argument(
+            std::string("[") + op + "] Index " +
+            py::str(h).cast<std::string>() +
+            " does not fit in a 32-bit integer.");
+      }
+      if (v < -n || v >= n) {
         index_error(op, "Index " + py::str(h).cast<std::string>() +
                             " is out of bounds for axis " +
                             std::to_string(axis) + " with size " +
@@ -475,6 +512,95 @@ fx::array update_item(const fx::array& a, py::handle index, py::handle value,
                     : fx::slice_update(a, out, p.start, p.stop, p.strides);
 }
 
+// A boolean mask used as a whole index (x[mask] = v): a Python bool, a
+// bool array, or a list / NumPy array of bools. Tuples are index
+// expressions, never masks.
+std::optional<fx::array> bool_mask(py::handle index) {
+  if (PyBool_Check(index.ptr())) {
+    return fx::array(index.cast<bool>());
+  }
+  if (auto* p = fxpy::array_ptr(index)) {
+    if (p->dtype() == fx::bool_) {
+      return *p;
+    }
+    return std::nullopt;
+  }
+  if (PyList_Check(index.ptr()) || py::isinstance<py::array>(index)) {
+    fx::array m = fxpy::to_array(index);
+    if (m.dtype() == fx::bool_) {
+      return m;
+    }
+  }
+  return std::nullopt;
+}
+
+// NumPy's x[mask] = v without reading the mask on the host: the mask
+// covers x's leading dimensions; v is broadcast to the selected elements
+// (a scalar, or the trailing shape), or gives them in order (one entry per
+// selected element: its k-th row goes to the k-th selected position, as
+// fx::masked_scatter places them).
+fx::array masked_update(const fx::array& a, const fx::array& mask,
+                        py::handle value) {
+  const char* op = "setitem";
+  int k = mask.ndim();
+  bool fits = k <= a.ndim();
+  for (int d = 0; fits && d < k; ++d) {
+    fits = mask.shape(d) == a.shape(d);
+  }
+  if (!fits) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] A boolean mask of shape " +
+        fx::shape_str(mask.shape()) +
+        " must match the leading dimensions of the array of shape " +
+        fx::shape_str(a.shape()) + ".");
+  }
+  fx::array v = fxpy::to_array_like(value, a);
+  fx::Shape trailing(a.shape().begin() + k, a.shape().end());
+  // The mask broadcast over the trailing dimensions.
+  fx::Shape mshape = mask.shape();
+  mshape.resize(a.ndim(), 1);
+  fx::array m = fx::reshape(mask, mshape);
+  auto broadcastable = [&](const fx::Shape& from) {
+    if (from.size() > trailing.size()) {
+      return false;
+    }
+    for (size_t i = 0; i < from.size(); ++i) {
+      int32_t f = from[from.size() - 1 - i];
+      int32_t t = trailing[trailing.size() - 1 - i];
+      if (f != 1 && f != t) {
+        return false;
+      }
+    }
+    return true;
+  };
+  fx::array update = v;
+  if (k == 0 || broadcastable(v.shape())) {
+    update = fx::broadcast_to(fx::reshape(v, [&] {
+                                fx::Shape s(k, 1);
+                                s.insert(s.end(), v.shape().begin(),
+                                         v.shape().end());
+                                return s;
+                              }()),
+                              a.shape());
+  } else {
+    // One row of v per selected position, in order.
+    fx::Shape rows{-1};
+    rows.insert(rows.end(), trailing.begin(), trailing.end());
+    fx::array vr = fx::reshape(v, rows);
+    if (!broadcastable(fx::Shape(vr.shape().begin() + 1, vr.shape().end()))) {
+      throw std::invalid_argument(
+          std::string("[") + op + "] Cannot assign values of shape " +
+          fx::shape_str(v.shape()) + " to the elements selected by a mask "
+          "of shape " + fx::shape_str(mask.shape()) + " in an array of "
+          "shape " + fx::shape_str(a.shape()) + ".");
+    }
+    // Row-major order of the selected elements is row by row, so this is
+    // masked_scatter with the mask spread over the trailing dimensions.
+    return fx::masked_scatter(a, m, vr);
+  }
+  return fx::where(m, fx::astype(update, a.dtype()), a);
+}
+
 // x.at[idx].add(v) and friends: functional updates returning new arrays.
 struct ArrayAt {
   fx::array a;
@@ -489,6 +615,10 @@ void init_indexing(py::module_& m) {
   cls.def(
       "__setitem__",
       [](fx::array& a, py::handle index, py::handle value) {
+        if (auto mask = bool_mask(index)) {
+          a = masked_update(a, *mask, value);
+          return;
+        }
         a = update_item(a, index, value, Update::set);
       },
       "index"_a, "value"_a);

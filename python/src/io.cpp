@@ -128,14 +128,15 @@ py::object load(py::handle file, std::optional<std::string> format,
     }
     format = name.substr(dot + 1);
   }
-  if (*format != "npy" && *format != "npz" && *format != "safetensors") {
+  if (*format != "npy" && *format != "npz" && *format != "safetensors" &&
+      *format != "gguf") {
     throw std::invalid_argument("[load] Unsupported file format '" + *format +
-                                "' (supported: npy, npz, safetensors).");
+                                "' (supported: npy, npz, safetensors, gguf).");
   }
-  if (return_metadata && *format != "safetensors") {
+  if (return_metadata && *format != "safetensors" && *format != "gguf") {
     throw std::invalid_argument(
         "[load] Metadata is not supported for format '" + *format +
-        "' (only safetensors has it).");
+        "' (only safetensors and gguf have it).");
   }
   if (auto path = as_path(file)) {
     reader = std::make_shared<fx::io::FileReader>(*path);
@@ -157,6 +158,25 @@ py::object load(py::handle file, std::optional<std::string> format,
   if (*format == "npz") {
     return to_dict(fx::load_npz(reader, s));
   }
+  if (*format == "gguf") {
+    auto [arrays, metadata] = fx::load_gguf(reader, s);
+    if (!return_metadata) {
+      return to_dict(arrays);
+    }
+    py::dict meta;
+    for (auto& [k, v] : metadata) {
+      if (auto* a = std::get_if<fx::array>(&v)) {
+        meta[py::str(k)] = py::cast(*a);
+      } else if (auto* str = std::get_if<std::string>(&v)) {
+        meta[py::str(k)] = py::str(*str);
+      } else if (auto* l = std::get_if<std::vector<std::string>>(&v)) {
+        meta[py::str(k)] = py::cast(*l);
+      } else {
+        meta[py::str(k)] = py::none();
+      }
+    }
+    return py::make_tuple(to_dict(arrays), meta);
+  }
   auto [arrays, metadata] = fx::load_safetensors(reader, s);
   if (!return_metadata) {
     return to_dict(arrays);
@@ -164,9 +184,46 @@ py::object load(py::handle file, std::optional<std::string> format,
   return py::make_tuple(to_dict(arrays), py::cast(metadata));
 }
 
+// GGUF metadata from Python: str, a list of str, or an array (anything
+// array-like: 0-d or 1-D).
+std::unordered_map<std::string, fx::GGUFMetaData> gguf_metadata(
+    const py::dict& d) {
+  std::unordered_map<std::string, fx::GGUFMetaData> out;
+  for (auto [k, v] : d) {
+    if (!py::isinstance<py::str>(k)) {
+      throw py::type_error("[save_gguf] Metadata keys must be str; got " +
+                           type_name(k) + ".");
+    }
+    std::string key = k.cast<std::string>();
+    if (py::isinstance<py::str>(v)) {
+      out[key] = v.cast<std::string>();
+    } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+      bool strings = py::len(v) > 0;
+      for (auto e : v) {
+        strings = strings && py::isinstance<py::str>(e);
+      }
+      if (strings) {
+        out[key] = v.cast<std::vector<std::string>>();
+      } else {
+        fx::array a = fxpy::to_array(v);
+        fxpy::eval_nogil(a);
+        out[key] = a;
+      }
+    } else {
+      fx::array a = fxpy::to_array(v);
+      fxpy::eval_nogil(a);
+      out[key] = a;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
+void init_export(py::module_& m);  // export.cpp
+
 void init_io(py::module_& m) {
+  init_export(m);
   m.def(
       "save",
       [](py::handle file, py::handle arr) {
@@ -181,11 +238,12 @@ void init_io(py::module_& m) {
       "to a path without it).");
   m.def("load", &load, "file"_a, py::pos_only(), "format"_a = py::none(),
         "return_metadata"_a = false, py::kw_only(), "stream"_a = py::none(),
-        "Load arrays from a .npy, .npz or .safetensors file (lazily: data is "
+        "Load arrays from a .npy, .npz, .safetensors or .gguf file (lazily: "
+        "data is "
         "read when the arrays are evaluated). The format comes from the "
         "extension unless `format` is given. Returns an array for .npy and a "
-        "dict of arrays otherwise; with return_metadata=True a safetensors "
-        "file also gives its metadata dict.");
+        "dict of arrays otherwise; with return_metadata=True a safetensors or "
+        "gguf file also gives its metadata dict.");
 #define FLUXION_SAVEZ(NAME)                                                 \
   m.def(                                                                    \
       #NAME,                                                                \
@@ -226,4 +284,21 @@ void init_io(py::module_& m) {
       "file"_a, "arrays"_a, "metadata"_a = py::none(),
       "Save a dict of arrays (and optional str metadata) in safetensors "
       "format (\".safetensors\" is appended to a path without it).");
+  m.def(
+      "save_gguf",
+      [](py::handle file, py::dict arrays, std::optional<py::dict> metadata) {
+        ArrayMap a = to_map(arrays, "save_gguf");
+        std::unordered_map<std::string, fx::GGUFMetaData> meta;
+        if (metadata) {
+          meta = gguf_metadata(*metadata);
+        }
+        save_to(
+            "save_gguf", file,
+            [&](const std::string& p) { fx::save_gguf(p, a, meta); },
+            [&](auto w) { fx::save_gguf(w, a, meta); });
+      },
+      "file"_a, "arrays"_a, "metadata"_a = py::none(),
+      "Save a dict of arrays in GGUF format, with optional metadata (str, "
+      "list of str, or 0-d / 1-D arrays); \".gguf\" is appended to a path "
+      "without it.");
 }

@@ -37,6 +37,21 @@ void init_linalg(py::module_& parent) {
   auto m = parent.def_submodule(
       "linalg", "Linear algebra: norms, solves, factorizations (as MLX).");
   const auto s = "stream"_a = py::none();
+  m.def(
+      "det",
+      [](const fx::array& a, fx::StreamOrDevice st) { return fl::det(a, st); },
+      "a"_a, py::pos_only(), py::kw_only(), s,
+      "Determinant of each square matrix of the last two axes (through the "
+      "LU factorization; integer inputs become float32).");
+  m.def(
+      "slogdet",
+      [](const fx::array& a, fx::StreamOrDevice st) {
+        auto [sign, logabs] = fl::slogdet(a, st);
+        return py::make_tuple(sign, logabs);
+      },
+      "a"_a, py::pos_only(), py::kw_only(), s,
+      "(sign, log|det|) of each square matrix: sign 0 and -inf for a "
+      "singular one; no overflow where det itself would.");
   m.def("norm", &norm, "a"_a, py::pos_only(), "ord"_a = py::none(),
         "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), s,
         "Vector or matrix norm (NumPy's ord values).");

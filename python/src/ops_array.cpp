@@ -72,7 +72,7 @@ void init_ops_array(py::module_& m) {
         for (auto a : arrays) {
           in.push_back(fxpy::to_array(a));
         }
-        return py::list(py::cast(fx::meshgrid(in, sparse, indexing, st)));
+        return py::tuple(py::cast(fx::meshgrid(in, sparse, indexing, st)));
       },
       py::kw_only(), "sparse"_a = false, "indexing"_a = "xy", s,
       "Coordinate grids from 1-D arrays (``indexing`` 'xy' or 'ij').");
@@ -97,7 +97,11 @@ void init_ops_array(py::module_& m) {
         auto [path, text] = fx::einsum_path(subscripts, arrays_of(operands));
         py::list steps;
         for (const auto& p : path) {
-          steps.append(py::make_tuple(p[0], p[1]));
+          py::tuple step(p.size());  // (i,), (i, j), or all that is left
+          for (size_t k = 0; k < p.size(); ++k) {
+            step[k] = py::int_(p[k]);
+          }
+          steps.append(step);
         }
         return py::make_tuple(steps, text);
       },

@@ -3,7 +3,12 @@
 #include "fluxion/ops/extras.h"
 #include "python/src/ops_common.h"
 
+void init_distributed(py::module_& m);  // distributed.cpp
+void init_ops_compat(py::module_& m);   // ops_compat.cpp
+
 void init_ops_extras(py::module_& m) {
+  init_distributed(m);
+  init_ops_compat(m);
   const auto s = "stream"_a = py::none();
   m.def(
       "searchsorted",
@@ -18,7 +23,7 @@ last axis (NumPy's searchsorted; MLX has none). ``side="left"`` puts a
 value before equal elements, ``"right"`` after them; NaNs sort last. A 1-D
 ``a`` takes values of any shape; an N-d ``a`` takes N-d values whose
 leading dimensions broadcast against a's. ``sorter`` is an argsort of
-``a``. Returns int32 positions.)doc");
+``a``. Returns uint32 positions (MLX).)doc");
   m.def(
       "hadamard_transform",
       [](const fx::array& a, std::optional<float> scale,

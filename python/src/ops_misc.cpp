@@ -1,6 +1,8 @@
 // Creation, integer-array indexing, linear algebra and misc ops (where,
 // clip, isclose, ...).
+#include <climits>
 #include <cmath>
+#include <cstdint>
 
 #include "python/src/ops_common.h"
 
@@ -20,14 +22,28 @@ double to_double(py::handle h, const char* what) {
   return PyFloat_AsDouble(h.ptr());
 }
 
-// MLX's arange: int32 when every given bound is an int, else float32.
+bool fits_int32(py::handle h) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  return overflow == 0 && v >= INT32_MIN && v <= INT32_MAX;
+}
+
+// MLX's arange: int32 when every given bound is an int (int64 when one does
+// not fit in int32), else float32. `arange(start, None, step)` counts from 0
+// to `start`, as `arange(stop, step=step)`.
 fx::array arange(py::handle start, py::handle stop, py::handle step,
                  std::optional<fx::Dtype> dtype, fx::StreamOrDevice s) {
+  if (stop.is_none()) {
+    return arange(py::int_(0), start, step, dtype, s);
+  }
   bool ints = is_integer_scalar(start) && is_integer_scalar(stop) &&
               (step.is_none() || is_integer_scalar(step));
+  bool wide = ints && !(fits_int32(start) && fits_int32(stop) &&
+                        (step.is_none() || fits_int32(step)));
   double st = step.is_none() ? 1.0 : to_double(step, "step");
+  fx::Dtype inferred = ints ? (wide ? fx::int64 : fx::int32) : fx::float32;
   return fx::arange(to_double(start, "start"), to_double(stop, "stop"), st,
-                    dtype.value_or(ints ? fx::int32 : fx::float32), s);
+                    dtype.value_or(inferred), s);
 }
 
 fx::array tensordot(const fx::array& a, const fx::array& b, py::handle axes,
@@ -75,17 +91,23 @@ void init_ops_misc(py::module_& m) {
       "shape"_a, "dtype"_a = fx::float32, py::kw_only(), s);
   m.def(
       "zeros_like",
-      [](const fx::array& a, fx::StreamOrDevice st) {
+      [](const fx::array& a, std::optional<fx::Dtype> dtype,
+         fx::StreamOrDevice st) {
         // full_like: follows a's shape in shapeless compiles.
-        return fx::full_like(a, fx::array(0, a.dtype()), st);
+        auto z = fx::full_like(a, fx::array(0, a.dtype()), st);
+        return dtype && *dtype != a.dtype() ? fx::astype(z, *dtype, st) : z;
       },
-      "a"_a, py::pos_only(), py::kw_only(), s);
+      "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), s,
+      "Zeros of a's shape, in a's dtype or ``dtype``.");
   m.def(
       "ones_like",
-      [](const fx::array& a, fx::StreamOrDevice st) {
-        return fx::full_like(a, fx::array(1, a.dtype()), st);
+      [](const fx::array& a, std::optional<fx::Dtype> dtype,
+         fx::StreamOrDevice st) {
+        auto o = fx::full_like(a, fx::array(1, a.dtype()), st);
+        return dtype && *dtype != a.dtype() ? fx::astype(o, *dtype, st) : o;
       },
-      "a"_a, py::pos_only(), py::kw_only(), s);
+      "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), s,
+      "Ones of a's shape, in a's dtype or ``dtype``.");
   m.def(
       "full_like",
       [](const fx::array& a, py::handle vals, fx::StreamOrDevice st) {
@@ -106,12 +128,14 @@ void init_ops_misc(py::module_& m) {
       s);
   m.def(
       "linspace",
-      [](double start, double stop, int num, fx::Dtype dtype,
+      [](double start, double stop, int num, bool endpoint, fx::Dtype dtype,
          fx::StreamOrDevice st) {
-        return fx::linspace(start, stop, num, dtype, st);
+        return fx::linspace(start, stop, num, endpoint, dtype, st);
       },
-      "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = fx::float32, py::kw_only(),
-      s);
+      "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true,
+      "dtype"_a = fx::float32, py::kw_only(), s,
+      "``num`` evenly spaced values from ``start`` to ``stop`` (included "
+      "unless ``endpoint=False``).");
   m.def(
       "eye",
       [](int n, std::optional<int> mm, int k, fx::Dtype dtype,

@@ -118,6 +118,10 @@ fx::array pad(const fx::array& a, py::handle pad_width, const std::string& mode,
   for (auto item : seq) {
     widths.push_back(pad_pair(item));
   }
+  if (widths.size() == 1) {
+    // [(lo, hi)] pads every axis alike, as (lo, hi) does (MLX).
+    return fx::pad(a, widths[0], value, mode, s);
+  }
   return fx::pad(a, widths, value, mode, s);
 }
 

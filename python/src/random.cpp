@@ -137,10 +137,8 @@ void init_random(py::module_& parent) {
       "bernoulli",
       [](py::handle p, std::optional<fxpy::ShapeArg> shape,
          std::optional<fx::array> k, fx::StreamOrDevice st) {
+        // p must be a floating probability (MLX: an int p raises).
         fx::array pa = fxpy::to_array(p);
-        if (!fx::is_floating_point(pa.dtype())) {
-          pa = fx::astype(pa, fx::float32);
-        }
         return shape ? fr::bernoulli(pa, fxpy::to_shape(*shape), resolve(k), st)
                      : fr::bernoulli(pa, resolve(k), st);
       },

@@ -51,6 +51,23 @@ TEST(Creation, FullBroadcastsValues) {
   expect_close(c, {11, 12, 13, 11, 12, 13});
 }
 
+TEST(Creation, FullOwnsItsBuffer) {
+  // As MLX's Full: a row-contiguous buffer of its own, not a broadcast view
+  // with zero strides (NumPy views are writeable, memory is accounted).
+  auto a = full({3, 4}, 2.0f);
+  a.eval();
+  EXPECT_TRUE(a.flags().row_contiguous);
+  EXPECT_EQ(a.strides(), Strides({4, 1}));
+  EXPECT_GE(a.data_size(), 12u);
+  auto z = zeros({5});
+  z.eval();
+  EXPECT_EQ(z.strides(), Strides({1}));
+  // Values of the full shape are used as they are.
+  auto v = array({1.0f, 2.0f});
+  auto same = full({2}, v);
+  EXPECT_EQ(same.id(), v.id());
+}
+
 TEST(Creation, FullLikeZerosOnes) {
   auto z = zeros({2, 2});
   EXPECT_EQ(z.dtype(), float32);
@@ -144,7 +161,8 @@ TEST(Creation, ArangeDoubleOverloads) {
 }
 
 TEST(Creation, ArangeEveryDtype) {
-  // 1, 2.5, 4, 5.5: integer dtypes truncate each value.
+  // 1, 2.5, 4, 5.5; integer dtypes step by the truncated step from the
+  // truncated start (MLX): 1, 2, 3, 4.
   std::vector<Dtype> floats = {float16, bfloat16, float32, float64};
   for (auto t : floats) {
     auto a = arange(1.0, 6.0, 1.5, t);
@@ -156,7 +174,7 @@ TEST(Creation, ArangeEveryDtype) {
   for (auto t : ints) {
     auto a = arange(1.0, 6.0, 1.5, t);
     EXPECT_EQ(a.dtype(), t);
-    expect_close(a, {1, 2, 4, 5}, 0, 0, dtype_name(t));
+    expect_close(a, {1, 2, 3, 4}, 0, 0, dtype_name(t));
   }
   auto c = arange(0.0, 3.0, 1.0, complex64);
   EXPECT_EQ(c.dtype(), complex64);

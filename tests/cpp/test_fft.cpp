@@ -395,16 +395,16 @@ TEST(FFT, Shift) {
     }
   }
   expect_close(fft::ifftshift(a, {-1}), want, 0, 0, "ifftshift axis -1");
-  expect_error<std::out_of_range>([&] { fft::fftshift(a, {2}); }, "[fftshift]");
-  expect_error<std::out_of_range>([&] { fft::ifftshift(a, {-3}); },
+  expect_error<std::invalid_argument>([&] { fft::fftshift(a, {2}); }, "[fftshift]");
+  expect_error<std::invalid_argument>([&] { fft::ifftshift(a, {-3}); },
                                   "[ifftshift]");
 }
 
 TEST(FFT, Errors) {
   auto a = zeros({4, 6}, complex64);
-  expect_error<std::out_of_range>([&] { fft::fft(a, 2); },
+  expect_error<std::invalid_argument>([&] { fft::fft(a, 2); },
                                   "[fft] Invalid axis 2");
-  expect_error<std::out_of_range>([&] { fft::rfft2(a, {0, -3}); }, "[rfft2]");
+  expect_error<std::invalid_argument>([&] { fft::rfft2(a, {0, -3}); }, "[rfft2]");
   expect_error<std::invalid_argument>([&] { fft::fft(a, 0, -1); },
                                       "[fft] Invalid number of data points 0");
   expect_error<std::invalid_argument>(

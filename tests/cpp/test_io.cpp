@@ -408,9 +408,9 @@ TEST_F(IoTest, SafetensorsErrors) {
   expect_error<std::invalid_argument>(
       [&] {
         load_safetensors(craft(
-            R"({"a": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}})"));
+            R"({"a": {"dtype": "F8_E5M2", "shape": [2], "data_offsets": [0, 2]}})"));
       },
-      "Unsupported safetensors dtype 'F8_E4M3'");
+      "Unsupported safetensors dtype 'F8_E5M2'");
   expect_error<std::invalid_argument>(
       [&] {
         load_safetensors(craft(R"({"a": {"dtype": "F32", "shape": [-2], )"

@@ -367,7 +367,7 @@ TEST(Quantized, Errors) {
   expect_error<std::invalid_argument>([&] { quantize(w, 16, 4); },
                                       "[quantize] The requested group size 16");
   expect_error<std::invalid_argument>(
-      [&] { quantize(w, 64, 3); }, "[quantize] The requested number of bits 3");
+      [&] { quantize(w, 64, 7); }, "[quantize] The requested number of bits 7");
   expect_error<std::invalid_argument>([&] { quantize(randn({64}, 1), 64, 4); },
                                       "[quantize] The matrix to be quantized");
   expect_error<std::invalid_argument>(
@@ -394,8 +394,8 @@ TEST(Quantized, Errors) {
       },
       "[dequantize] Scales and biases should have the same shape");
   expect_error<std::invalid_argument>(
-      [&] { dequantize(wq, s, b, 32, 5); },
-      "[dequantize] The requested number of bits 5");
+      [&] { dequantize(wq, s, b, 32, 7); },
+      "[dequantize] The requested number of bits 7");
   auto x = randn({2, 64}, 2);
   expect_error<std::invalid_argument>(
       [&] {
@@ -410,10 +410,19 @@ TEST(Quantized, Errors) {
       "[quantized_matmul] The weight matrix should be uint32");
   expect_error<std::invalid_argument>(
       [&] {
-        quantized_matmul(x, reshape(wq, {1, 4, 8}), reshape(s, {1, 4, 2}),
-                         reshape(b, {1, 4, 2}), true, 32, 4);
+        quantized_matmul(x, reshape(wq, {32}), reshape(s, {8}),
+                         reshape(b, {8}), true, 32, 4);
       },
-      "[quantized_matmul] The quantized matrix must be 2-D");
+      "[quantized_matmul] The quantized matrix must have at least 2 "
+      "dimensions");
+  expect_error<std::invalid_argument>(
+      [&] {
+        quantized_matmul(array({1.0f, 2.0f}, {2}), reshape(wq, {1, 4, 8}),
+                         reshape(s, {1, 4, 2}), reshape(b, {1, 4, 2}), true,
+                         32, 4);
+      },
+      "[quantized_matmul] The last dimension of x (shape (2)) does not "
+      "match the quantized matrix");
   expect_error<std::invalid_argument>(
       [&] { quantized_matmul(x, wq, s, b, true, 64, 4); },
       "[quantized_matmul] The shapes of the matrix and scales");
@@ -428,7 +437,8 @@ TEST(Quantized, Errors) {
         quantized_matmul(astype(x, int32), wq, astype(s, int32),
                          astype(b, int32), true, 32, 4);
       },
-      "[quantized_matmul] Only real floating");
+      "[quantized_matmul] Scales and biases must share a real floating "
+      "dtype; got int32 and int32");
 }
 
 TEST(Quantized, TilesWithRemainders) {

@@ -441,10 +441,18 @@ TEST(Random, Randint) {
 
   expect_error<std::invalid_argument>(
       [] { random::randint(array(0), array(5), {2}, float32); },
-      "[random.randint] Only integer dtypes are supported; got float32.");
-  expect_error<std::invalid_argument>(
-      [] { random::randint(array(0), array(5), {2}, bool_); },
-      "[random.randint] Only integer dtypes are supported; got bool.");
+      "[random.randint] Only integer and bool dtypes are supported; got "
+      "float32.");
+  // bool draws from [low, high) and keeps nonzero (MLX).
+  {
+    auto b = random::randint(array(0), array(2), {2000}, bool_,
+                             random::key(3));
+    EXPECT_EQ(b.dtype(), bool_);
+    EXPECT_TRUE(any(b).item<bool>());
+    EXPECT_FALSE(all(b).item<bool>());
+    EXPECT_FALSE(any(random::randint(array(0), array(1), {100}, bool_))
+                     .item<bool>());
+  }
   expect_error<std::invalid_argument>(
       [] {
         random::randint(array({0, 1}), array(5), {3});

@@ -223,7 +223,7 @@ TEST(ShapeFlatten, Values) {
   expect_error<std::invalid_argument>(
       [&] { flatten(a, 2, 1); },
       "[flatten] start_axis 2 must not come after end_axis 1.");
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [&] { flatten(a, 0, 3); },
       "[flatten] Invalid axis 3 for array with 3 dimensions.");
 }
@@ -252,7 +252,7 @@ TEST(ShapeUnflatten, Values) {
         unflatten(a, 1, {3, 3});
       },
       "[unflatten] Cannot unflatten axis 1 of size 12 into shape (3,3).");
-  expect_error<std::out_of_range>([&] { unflatten(a, 2, {1}); },
+  expect_error<std::invalid_argument>([&] { unflatten(a, 2, {1}); },
                                   "[unflatten] Invalid axis 2");
 }
 
@@ -278,7 +278,7 @@ TEST(ShapeSqueeze, ValuesViewsErrors) {
       [&] { squeeze(a, 1); },
       "[squeeze] Cannot squeeze axis 1 of size 3 in array of shape "
       "(1,3,1,2).");
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [&] { squeeze(a, 4); },
       "[squeeze] Invalid axis 4 for array with 4 dimensions.");
   expect_error<std::invalid_argument>(
@@ -301,7 +301,7 @@ TEST(ShapeExpandDims, ValuesViewsErrors) {
   expect_close(e, iota_vec(6));
   auto t = expand_dims(transpose(a), {0, 2});  // (1, 3, 1, 2)
   expect_close(t, {0, 3, 1, 4, 2, 5});
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [&] { expand_dims(a, 3); },
       "[expand_dims] Invalid axis 3 for array with 3 dimensions.");
   expect_error<std::invalid_argument>(
@@ -345,7 +345,7 @@ TEST(ShapeTranspose, ValuesViewsErrors) {
         transpose(a, {0, 1, 1});
       },
       "[transpose] Repeated axes in (0,1,1).");
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [&] {
         transpose(a, {0, 1, 3});
       },
@@ -368,13 +368,13 @@ TEST(ShapeSwapaxesMoveaxis, Values) {
   expect_close(m2, to_vector<double>(transpose(a, {2, 0, 1})));
   m.eval();
   EXPECT_TRUE(shares(m, a));
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [&] { swapaxes(a, 0, 3); },
       "[swapaxes] Invalid axis 3 for array with 3 dimensions.");
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [&] { moveaxis(a, -4, 0); },
       "[moveaxis] Invalid axis -4 for array with 3 dimensions.");
-  expect_error<std::out_of_range>([&] { moveaxis(a, 0, 5); },
+  expect_error<std::invalid_argument>([&] { moveaxis(a, 0, 5); },
                                   "[moveaxis] Invalid axis 5");
 }
 
@@ -827,7 +827,7 @@ TEST(ShapeConcatenate, Errors) {
         concatenate({iota({2, 3}), iota({6})}, 0);
       },
       "array 1 has shape (6).");
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [] {
         concatenate({iota({2, 3}), iota({2, 3})}, 2);
       },
@@ -862,7 +862,7 @@ TEST(ShapeStack, Values) {
       },
       "[stack] All arrays must have the same shape; array 0 has shape (2,3) "
       "and array 1 has shape (3,2).");
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [&] {
         stack({a, b}, 3);
       },
@@ -892,7 +892,7 @@ TEST(ShapeSplit, EqualParts) {
   expect_error<std::invalid_argument>(
       [&] { split(a, 0, 1); },
       "[split] Cannot split axis 1 of size 2 into 0 equal parts.");
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [&] { split(a, 2, 2); },
       "[split] Invalid axis 2 for array with 2 dimensions.");
 }
@@ -998,8 +998,8 @@ TEST(ShapePad, Edge) {
 TEST(ShapePad, Errors) {
   auto a = iota({2, 2});
   expect_error<std::invalid_argument>(
-      [&] { pad(a, 1, array(0), "reflect"); },
-      "[pad] Invalid padding mode (reflect) passed to pad");
+      [&] { pad(a, 1, array(0), "wrap"); },
+      "[pad] Invalid padding mode (wrap) passed to pad");
   expect_error<std::invalid_argument>(
       [&] { pad(a, -1); },
       "[pad] Padding widths must be non-negative; got (-1, -1) for axis 0.");
@@ -1028,7 +1028,7 @@ TEST(ShapePad, Errors) {
         pad(a, std::vector<int>{0, -2}, Shape{1, 1}, Shape{1, 1});
       },
       "[pad] Received duplicate axes");
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [&] { pad(a, std::vector<int>{2}, Shape{1}, Shape{1}); },
       "[pad] Invalid axis 2 for array with 2 dimensions.");
   expect_error<std::invalid_argument>(
@@ -1064,7 +1064,7 @@ TEST(ShapeRepeat, Values) {
   expect_error<std::invalid_argument>(
       [&] { repeat(a, -1, 0); },
       "[repeat] The number of repeats cannot be negative; got -1.");
-  expect_error<std::out_of_range>(
+  expect_error<std::invalid_argument>(
       [&] { repeat(a, 2, 2); },
       "[repeat] Invalid axis 2 for array with 2 dimensions.");
 }

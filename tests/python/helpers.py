@@ -76,4 +76,17 @@ def rand(shape, dtype, low=-2.0, high=2.0, seed=0):
 
 
 def from_np(vals, dtype):
+    # With the dtype given: float64 NumPy data would otherwise become float32
+    # first (MLX's conversion) and lose precision.
+    vals = np.asarray(vals)
+    if vals.dtype == np.float64:
+        return mx.array(vals, dtype=mx.float64).astype(dtype)
     return mx.array(vals).astype(dtype)
+
+
+def keep64(x, dtype=None):
+    """mx.array, keeping float64 NumPy arrays in float64 (mx.array alone
+    makes them float32, as MLX does)."""
+    if dtype is None and isinstance(x, np.ndarray) and x.dtype == np.float64:
+        dtype = mx.float64
+    return mx.array(x) if dtype is None else mx.array(x, dtype)

@@ -47,7 +47,7 @@ def check_grads(
 
         def f(v, i=i):
             a = list(args)
-            a[i] = mx.array(v)
+            a[i] = mx.array(v, dtype=args[i].dtype)  # NumPy float64 -> float32 otherwise
             return fn(*a).item()
 
         for idx in rng.choice(

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fluxion.core as mx
-from helpers import assert_close, to_np
+from helpers import assert_close, to_np, keep64
 
 
 def rng_array(shape, seed, dtype=np.float64):
@@ -95,7 +95,7 @@ CASES_2D = [
 def test_conv2d_against_numpy(kw):
     x = rng_array((2, 9, 8, 4), 1)
     w = rng_array((8, 3, 2, 4 // kw.get("groups", 1)), 2)
-    y = mx.conv2d(mx.array(x), mx.array(w), **kw)
+    y = mx.conv2d(keep64(x), keep64(w), **kw)
     ref = np_conv(x, w, kw.get("stride", 1), kw.get("padding", 0),
                   kw.get("dilation", 1), 1, kw.get("groups", 1))
     assert_close(y, ref)
@@ -104,14 +104,14 @@ def test_conv2d_against_numpy(kw):
 def test_conv1d_conv3d_against_numpy():
     x = rng_array((2, 11, 6), 3)
     w = rng_array((4, 3, 3), 4)
-    assert_close(mx.conv1d(mx.array(x), mx.array(w), 2, 1, 2, 2),
+    assert_close(mx.conv1d(keep64(x), keep64(w), 2, 1, 2, 2),
                  np_conv(x, w, 2, 1, 2, 1, 2))
     x3 = rng_array((1, 5, 6, 4, 2), 5)
     w3 = rng_array((3, 2, 3, 2, 2), 6)
-    y = mx.conv3d(mx.array(x3), mx.array(w3), stride=(1, 2, 1),
+    y = mx.conv3d(keep64(x3), keep64(w3), stride=(1, 2, 1),
                   padding=(1, 0, 1), dilation=(2, 1, 1))
     assert_close(y, np_conv(x3, w3, [1, 2, 1], [1, 0, 1], [2, 1, 1]))
-    assert_close(mx.conv3d(mx.array(x3), mx.array(w3), 2, 1),
+    assert_close(mx.conv3d(keep64(x3), keep64(w3), 2, 1),
                  np_conv(x3, w3, 2, 1))
 
 
@@ -124,12 +124,12 @@ def test_conv_general_against_numpy(d, flip):
     stride = [2, 1, 3][:d]
     lo, hi = [1, 0, 2][:d], [0, 2, 1][:d]
     kd, idil = [2, 1, 1][:d], [1, 2, 2][:d]
-    y = mx.conv_general(mx.array(x), mx.array(w), stride=stride,
+    y = mx.conv_general(keep64(x), keep64(w), stride=stride,
                         padding=(lo, hi), kernel_dilation=kd,
                         input_dilation=idil, groups=2, flip=flip)
     assert_close(y, np_conv(x, w, stride, (lo, hi), kd, idil, 2, flip))
     # Ints and one-per-axis lists.
-    y = mx.conv_general(mx.array(x), mx.array(w), 1, [1] * d, 2, 1, 2)
+    y = mx.conv_general(keep64(x), keep64(w), 1, [1] * d, 2, 1, 2)
     assert_close(y, np_conv(x, w, 1, 1, 2, 1, 2))
 
 
@@ -141,7 +141,7 @@ def test_conv_transpose_against_numpy(d, stride, padding, dilation,
     x = rng_array([2] + [3, 4, 2][:d] + [2], 20 + d)
     w = rng_array([4] + [3, 2, 2][:d] + [2 // groups], 30 + d)
     fn = [mx.conv_transpose1d, mx.conv_transpose2d, mx.conv_transpose3d][d - 1]
-    y = fn(mx.array(x), mx.array(w), stride=stride, padding=padding,
+    y = fn(keep64(x), keep64(w), stride=stride, padding=padding,
            dilation=dilation, output_padding=output_padding, groups=groups)
     assert_close(y, np_conv_transpose(x, w, stride, padding, dilation,
                                       output_padding, groups))
@@ -151,7 +151,7 @@ def test_conv_transpose_against_numpy(d, stride, padding, dilation,
 @pytest.mark.parametrize("n,m", [(7, 3), (6, 4), (3, 8), (5, 5), (1, 1)])
 def test_convolve_against_numpy(mode, n, m):
     a, v = rng_array(n, 40 + n), rng_array(m, 50 + m)
-    assert_close(mx.convolve(mx.array(a), mx.array(v), mode),
+    assert_close(mx.convolve(keep64(a), keep64(v), mode),
                  np.convolve(a, v, mode))
     assert_close(mx.convolve(a.tolist(), v.tolist(), mode=mode),
                  np.convolve(a, v, mode).astype(np.float32), rtol=1e-5)
@@ -163,7 +163,7 @@ def test_convolve_against_numpy(mode, n, m):
 def test_dtypes(dtype, tol):
     x = rng_array((2, 7, 6, 4), 60)
     w = rng_array((4, 3, 3, 2), 61)
-    xa, wa = mx.array(x).astype(dtype), mx.array(w).astype(dtype)
+    xa, wa = keep64(x).astype(dtype), keep64(w).astype(dtype)
     y = mx.conv2d(xa, wa, stride=2, padding=1, groups=2)
     assert y.dtype == dtype
     ref = np_conv(to_np(xa).astype(np.float64), to_np(wa).astype(np.float64),
@@ -173,9 +173,9 @@ def test_dtypes(dtype, tol):
 
 def test_strided_inputs():
     base = rng_array((4, 2, 9, 7), 62)  # [C, N, H, W]
-    x = mx.transpose(mx.array(base), (1, 2, 3, 0))
+    x = mx.transpose(keep64(base), (1, 2, 3, 0))
     wbig = rng_array((3, 6, 3, 8), 63)
-    w = mx.array(wbig)[:, ::2, :, ::2]
+    w = keep64(wbig)[:, ::2, :, ::2]
     ref = np_conv(np.transpose(base, (1, 2, 3, 0)), wbig[:, ::2, :, ::2],
                   1, 1)
     assert_close(mx.conv2d(x, w, padding=1), ref)
@@ -231,14 +231,14 @@ def numeric_grad(f, x, eps=1e-6):
 def test_grad_finite_differences(kw):
     x = rng_array((1, 5, 6, 4), 70)
     w = rng_array((2, 2, 3, 4 // kw.get("groups", 1)), 71)
-    c = rng_array(mx.conv2d(mx.array(x), mx.array(w), **kw).shape, 72)
+    c = rng_array(mx.conv2d(keep64(x), keep64(w), **kw).shape, 72)
 
     def loss(xa, wa):
-        return mx.sum(mx.conv2d(xa, wa, **kw) * mx.array(c))
+        return mx.sum(mx.conv2d(xa, wa, **kw) * keep64(c))
 
-    gx, gw = mx.grad(loss, argnums=(0, 1))(mx.array(x), mx.array(w))
-    fx = lambda v: loss(mx.array(v), mx.array(w)).item()
-    fw = lambda v: loss(mx.array(x), mx.array(v)).item()
+    gx, gw = mx.grad(loss, argnums=(0, 1))(keep64(x), keep64(w))
+    fx = lambda v: loss(keep64(v), keep64(w)).item()
+    fw = lambda v: loss(keep64(x), keep64(v)).item()
     assert_close(gx, numeric_grad(fx, x), rtol=1e-6, atol=1e-7)
     assert_close(gw, numeric_grad(fw, w), rtol=1e-6, atol=1e-7)
 
@@ -247,14 +247,14 @@ def test_grad_conv_transpose_and_convolve():
     x = rng_array((1, 3, 2), 73)
     w = rng_array((2, 3, 2), 74)
     loss = lambda a, b: mx.sum(mx.sin(mx.conv_transpose1d(a, b, 2, 1, 1, 1)))
-    gx = mx.grad(loss)(mx.array(x), mx.array(w))
-    assert_close(gx, numeric_grad(lambda v: loss(mx.array(v),
-                                                 mx.array(w)).item(), x),
+    gx = mx.grad(loss)(keep64(x), keep64(w))
+    assert_close(gx, numeric_grad(lambda v: loss(keep64(v),
+                                                 keep64(w)).item(), x),
                  rtol=1e-6, atol=1e-7)
     a, v = rng_array(6, 75), rng_array(3, 76)
-    lc = lambda p: mx.sum(mx.square(mx.convolve(p, mx.array(v), "same")))
-    assert_close(mx.grad(lc)(mx.array(a)),
-                 numeric_grad(lambda q: lc(mx.array(q)).item(), a),
+    lc = lambda p: mx.sum(mx.square(mx.convolve(p, keep64(v), "same")))
+    assert_close(mx.grad(lc)(keep64(a)),
+                 numeric_grad(lambda q: lc(keep64(q)).item(), a),
                  rtol=1e-6, atol=1e-7)
 
 
@@ -264,16 +264,16 @@ def test_vmap_against_loop():
     w0 = ws[0]
     f = lambda x, w: mx.conv2d(x, w, stride=(2, 1), padding=1, groups=2)
     # Batched input, shared weight.
-    y = mx.vmap(f, in_axes=(0, None))(mx.array(xs), mx.array(w0))
+    y = mx.vmap(f, in_axes=(0, None))(keep64(xs), keep64(w0))
     assert_close(y, np.stack([np_conv(x, w0, [2, 1], 1, 1, 1, 2)
                               for x in xs]))
     # Both batched (the weight through groups), batch on another axis.
-    y = mx.vmap(f, in_axes=(2, 0))(mx.array(np.moveaxis(xs, 0, 2)),
-                                   mx.array(ws))
+    y = mx.vmap(f, in_axes=(2, 0))(keep64(np.moveaxis(xs, 0, 2)),
+                                   keep64(ws))
     assert_close(y, np.stack([np_conv(x, w, [2, 1], 1, 1, 1, 2)
                               for x, w in zip(xs, ws)]))
     # Shared input, batched weight.
-    y = mx.vmap(f, in_axes=(None, 0))(mx.array(xs[0]), mx.array(ws))
+    y = mx.vmap(f, in_axes=(None, 0))(keep64(xs[0]), keep64(ws))
     assert_close(y, np.stack([np_conv(xs[0], w, [2, 1], 1, 1, 1, 2)
                               for w in ws]))
 
@@ -283,8 +283,8 @@ def test_vmap_of_grad():
     w = rng_array((2, 3, 2), 83)
     g = mx.grad(lambda x, w: mx.sum(mx.conv1d(x, w, padding=1) ** 2),
                 argnums=1)
-    got = mx.vmap(g, in_axes=(0, None))(mx.array(xs), mx.array(w))
-    want = np.stack([to_np(g(mx.array(x), mx.array(w))) for x in xs])
+    got = mx.vmap(g, in_axes=(0, None))(keep64(xs), keep64(w))
+    want = np.stack([to_np(g(keep64(x), keep64(w))) for x in xs])
     assert_close(got, want)
 
 
@@ -315,7 +315,7 @@ def test_against_torch(d, kw):
     x = rng_array([2] + [7, 6, 5][:d] + [4], 90 + d)
     w = rng_array([6] + [3, 2, 2][:d] + [4 // kw.get("groups", 1)], 95 + d)
     fn = [mx.conv1d, mx.conv2d, mx.conv3d][d - 1]
-    assert_close(fn(mx.array(x), mx.array(w), **kw), torch_conv(x, w, d, **kw))
+    assert_close(fn(keep64(x), keep64(w), **kw), torch_conv(x, w, d, **kw))
 
 
 @pytest.mark.parametrize("d", [1, 2, 3])
@@ -326,7 +326,7 @@ def test_transpose_against_torch(d, kw):
     x = rng_array([2] + [4, 3, 3][:d] + [4], 100 + d)
     w = rng_array([6] + [3, 2, 2][:d] + [4 // kw.get("groups", 1)], 105 + d)
     fn = [mx.conv_transpose1d, mx.conv_transpose2d, mx.conv_transpose3d][d - 1]
-    assert_close(fn(mx.array(x), mx.array(w), **kw),
+    assert_close(fn(keep64(x), keep64(w), **kw),
                  torch_conv(x, w, d, transpose=True, **kw))
 
 
@@ -339,7 +339,7 @@ def test_grads_against_torch():
     tw = torch.tensor(np.moveaxis(w, -1, 1), requires_grad=True)
     torch.sum(torch.nn.functional.conv2d(tx, tw, **kw) ** 3).backward()
     gx, gw = mx.grad(lambda a, b: mx.sum(mx.conv2d(a, b, **kw) ** 3),
-                     argnums=(0, 1))(mx.array(x), mx.array(w))
+                     argnums=(0, 1))(keep64(x), keep64(w))
     assert_close(gx, np.moveaxis(tx.grad.numpy(), 1, -1))
     assert_close(gw, np.moveaxis(tw.grad.numpy(), 1, -1))
 
@@ -354,9 +354,9 @@ def test_depthwise_against_torch():
     ty = torch.nn.functional.conv2d(tx, tw, stride=(2, 1), padding=(1, 2),
                                     groups=6)
     torch.sum(torch.tanh(ty)).backward()
-    assert_close(mx.conv2d(mx.array(x), mx.array(w), **kw),
+    assert_close(mx.conv2d(keep64(x), keep64(w), **kw),
                  np.moveaxis(ty.detach().numpy(), 1, -1))
     gx, gw = mx.grad(lambda a, b: mx.sum(mx.tanh(mx.conv2d(a, b, **kw))),
-                     argnums=(0, 1))(mx.array(x), mx.array(w))
+                     argnums=(0, 1))(keep64(x), keep64(w))
     assert_close(gx, np.moveaxis(tx.grad.numpy(), 1, -1))
     assert_close(gw, np.moveaxis(tw.grad.numpy(), 1, -1))

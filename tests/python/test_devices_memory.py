@@ -39,8 +39,9 @@ def test_streams():
     assert mx.sum(mx.ones((3,)), stream=mx.cpu).item() == 3.0
     mx.synchronize(s)
     mx.synchronize()
-    with pytest.raises(ValueError, match=r"\[set_default_stream\]"):
-        mx.set_default_stream(mx.default_stream(mx.gpu))
+    # Without a GPU backend there is no gpu stream to get (MLX).
+    with pytest.raises(ValueError, match=r"\[default_stream\]"):
+        mx.default_stream(mx.gpu)
 
 
 def test_stream_context():
@@ -70,7 +71,9 @@ def test_memory_api():
     del y
     assert mx.get_cache_memory() > 0 or mx.get_active_memory() >= base
     mx.reset_peak_memory()
-    assert mx.get_peak_memory() == mx.get_active_memory()
+    assert mx.get_peak_memory() == 0  # MLX: restarts from zero
+    mx.eval(mx.zeros((1 << 10,)))
+    assert mx.get_peak_memory() >= 4 * (1 << 10)
     mx.clear_cache()
     assert mx.get_cache_memory() == 0
     old = mx.set_cache_limit(1 << 30)

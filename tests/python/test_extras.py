@@ -5,6 +5,7 @@ gather_mm, segmented_mm, block_masked_mm (values, gradients, vmap)."""
 import numpy as np
 import pytest
 import fluxion.core as mx
+from helpers import keep64
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
@@ -14,9 +15,9 @@ def test_searchsorted_1d(side, dtype):
     rng = np.random.default_rng(0)
     a = np.sort(rng.integers(0, 20, size=50)).astype(dtype)
     v = rng.integers(-2, 23, size=(4, 7)).astype(dtype)
-    got = mx.searchsorted(mx.array(a), mx.array(v), side)
+    got = mx.searchsorted(keep64(a), keep64(v), side)
     np.testing.assert_array_equal(np.array(got), np.searchsorted(a, v, side))
-    assert got.dtype == mx.int32
+    assert got.dtype == mx.uint32
 
 
 def test_searchsorted_nan_sorter_and_nd():
@@ -24,26 +25,26 @@ def test_searchsorted_nan_sorter_and_nd():
     v = np.array([np.nan, 1.0, -np.inf, np.inf])
     for side in ["left", "right"]:
         np.testing.assert_array_equal(
-            np.array(mx.searchsorted(mx.array(a), mx.array(v), side=side)),
+            np.array(mx.searchsorted(keep64(a), keep64(v), side=side)),
             np.searchsorted(a, v, side=side))
     u = np.array([5.0, 1.0, 4.0, 2.0])
     order = np.argsort(u)
     np.testing.assert_array_equal(
-        np.array(mx.searchsorted(mx.array(u), mx.array([3.0, 0.0, 6.0]),
-                                 sorter=mx.array(order))),
+        np.array(mx.searchsorted(keep64(u), keep64([3.0, 0.0, 6.0]),
+                                 sorter=keep64(order))),
         np.searchsorted(u, [3.0, 0.0, 6.0], sorter=order))
     rng = np.random.default_rng(1)
     rows = np.sort(rng.standard_normal((3, 10)), axis=-1)
     vals = rng.standard_normal((1, 6))
-    got = np.array(mx.searchsorted(mx.array(rows), mx.array(vals), "right"))
+    got = np.array(mx.searchsorted(keep64(rows), keep64(vals), "right"))
     want = np.stack([np.searchsorted(r, vals[0], "right") for r in rows])
     np.testing.assert_array_equal(got, want)
     # vmap over the values.
-    vm = mx.vmap(lambda x: mx.searchsorted(mx.array(rows[0]), x))(
-        mx.array(rng.standard_normal((4, 5))))
+    vm = mx.vmap(lambda x: mx.searchsorted(keep64(rows[0]), x))(
+        keep64(rng.standard_normal((4, 5))))
     assert vm.shape == (4, 5)
     with pytest.raises(ValueError, match=r"\[searchsorted\] side must be"):
-        mx.searchsorted(mx.array(a), mx.array(v), "up")
+        mx.searchsorted(keep64(a), keep64(v), "up")
 
 
 def sylvester(n):
@@ -58,18 +59,18 @@ def test_hadamard_transform(n):
     rng = np.random.default_rng(n)
     x = rng.standard_normal((3, n))
     h = sylvester(n) / np.sqrt(n)
-    got = mx.hadamard_transform(mx.array(x))
+    got = mx.hadamard_transform(keep64(x))
     np.testing.assert_allclose(np.array(got), x @ h.T, rtol=1e-12,
                                atol=1e-12)
-    got32 = mx.hadamard_transform(mx.array(x.astype(np.float32)), scale=0.25)
+    got32 = mx.hadamard_transform(keep64(x.astype(np.float32)), scale=0.25)
     np.testing.assert_allclose(np.array(got32), x @ (h.T * np.sqrt(n) * 0.25),
                                rtol=1e-5, atol=1e-5)
     # Gradient of sum(w * H x) is H^T w.
     w = rng.standard_normal((3, n))
-    g = mx.grad(lambda t: (mx.hadamard_transform(t) * mx.array(w)).sum())(
-        mx.array(x))
+    g = mx.grad(lambda t: (mx.hadamard_transform(t) * keep64(w)).sum())(
+        keep64(x))
     np.testing.assert_allclose(np.array(g), w @ h, rtol=1e-12, atol=1e-12)
-    vm = mx.vmap(mx.hadamard_transform, in_axes=1)(mx.array(x.T.copy()))
+    vm = mx.vmap(mx.hadamard_transform, in_axes=1)(keep64(x.T.copy()))
     np.testing.assert_allclose(np.array(vm), x @ h.T, rtol=1e-12, atol=1e-12)
 
 
@@ -82,18 +83,18 @@ def test_as_strided_against_numpy():
     x = np.arange(20, dtype=np.float32)
     win = np.lib.stride_tricks.as_strided(x[2:], shape=(5, 4),
                                           strides=(12, 4))
-    got = mx.as_strided(mx.array(x), (5, 4), (3, 1), 2)
+    got = mx.as_strided(keep64(x), (5, 4), (3, 1), 2)
     np.testing.assert_array_equal(np.array(got), win)
     np.testing.assert_array_equal(
-        np.array(mx.as_strided(mx.array(x).reshape(4, 5))), x.reshape(4, 5))
+        np.array(mx.as_strided(keep64(x).reshape(4, 5))), x.reshape(4, 5))
     g = mx.grad(lambda t: mx.as_strided(t, (5, 4), (3, 1), 2).sum())(
-        mx.array(x))
+        keep64(x))
     counts = np.zeros(20)
     np.add.at(counts, (2 + np.arange(5)[:, None] * 3 + np.arange(4)).ravel(),
               1)
     np.testing.assert_array_equal(np.array(g), counts)
     with pytest.raises(ValueError, match=r"\[as_strided\] The view"):
-        mx.as_strided(mx.array(x), (5, 4), (4, 1), 2)
+        mx.as_strided(keep64(x), (5, 4), (4, 1), 2)
 
 
 @pytest.mark.parametrize("src,dst", [(np.float32, np.uint32),
@@ -104,18 +105,18 @@ def test_as_strided_against_numpy():
 def test_view_against_numpy(src, dst):
     rng = np.random.default_rng(2)
     x = (rng.standard_normal((4, 8)) * 50).astype(src)
-    got = mx.view(mx.array(x), getattr(mx, np.dtype(dst).name))
+    got = mx.view(keep64(x), getattr(mx, np.dtype(dst).name))
     np.testing.assert_array_equal(np.array(got), x.view(dst))
     # From a transposed (non-contiguous) array.
     xt = x.T
-    got = mx.view(mx.array(x).T, getattr(mx, np.dtype(dst).name))
+    got = mx.view(keep64(x).T, getattr(mx, np.dtype(dst).name))
     np.testing.assert_array_equal(np.array(got),
                                   np.ascontiguousarray(xt).view(dst))
 
 
 def test_view_scalar_and_errors():
     np.testing.assert_array_equal(
-        np.array(mx.array([1.0, 2.0]).view(mx.int32)),
+        np.array(keep64([1.0, 2.0]).view(mx.int32)),
         np.array([1.0, 2.0], np.float32).view(np.int32))
     assert mx.view(1.0, mx.int32).item() == np.float32(1.0).view(np.int32)
     with pytest.raises(ValueError, match=r"\[view\] The last axis"):
@@ -142,21 +143,21 @@ def test_gather_mm():
     b = rng.standard_normal((2, 5, 6))
     li = np.array([[3, 0], [1, 1]])
     ri = np.array([1, 0])
-    got = mx.gather_mm(mx.array(a), mx.array(b), mx.array(li), mx.array(ri))
+    got = mx.gather_mm(keep64(a), keep64(b), keep64(li), keep64(ri))
     want = np.einsum("pqmk,pqkn->pqmn", a[li], b[np.broadcast_to(ri, li.shape)])
     np.testing.assert_allclose(np.array(got), want, rtol=1e-12)
     # Gradient against finite differences on a.
     def f(x):
-        return (mx.gather_mm(x, mx.array(b), mx.array(li), mx.array(ri))
+        return (mx.gather_mm(x, keep64(b), keep64(li), keep64(ri))
                 ** 2).sum()
-    g = np.array(mx.grad(f)(mx.array(a)))
+    g = np.array(mx.grad(f)(keep64(a)))
     eps = 1e-6
     d = rng.standard_normal(a.shape)
-    fd = (f(mx.array(a + eps * d)).item() - f(mx.array(a - eps * d)).item()) \
+    fd = (f(keep64(a + eps * d)).item() - f(keep64(a - eps * d)).item()) \
         / (2 * eps)
     assert abs(fd - (g * d).sum()) < 1e-5 * max(1, abs(fd))
     np.testing.assert_allclose(
-        np.array(mx.gather_mm(mx.array(a[:2]), mx.array(b))), a[:2] @ b,
+        np.array(mx.gather_mm(keep64(a[:2]), keep64(b))), a[:2] @ b,
         rtol=1e-12)
 
 
@@ -165,7 +166,7 @@ def test_segmented_mm():
     a = rng.standard_normal((3, 8))
     b = rng.standard_normal((8, 2))
     seg = np.array([[0, 3], [3, 8], [2, 2]])
-    got = mx.segmented_mm(mx.array(a), mx.array(b), mx.array(seg))
+    got = mx.segmented_mm(keep64(a), keep64(b), keep64(seg))
     want = np.stack([a[:, s:e] @ b[s:e] for s, e in seg])
     np.testing.assert_allclose(np.array(got), want, rtol=1e-12, atol=1e-14)
 
@@ -177,10 +178,10 @@ def test_block_masked_mm():
     mo = rng.random((2, 2, 2)) > 0.3
     ml = rng.random((2, 2, 3)) > 0.3
     mr = rng.random((2, 3, 2)) > 0.3
-    got = mx.block_masked_mm(mx.array(a), mx.array(b), 32, mx.array(mo),
-                             mx.array(ml), mx.array(mr))
+    got = mx.block_masked_mm(keep64(a), keep64(b), 32, keep64(mo),
+                             keep64(ml), keep64(mr))
     up = lambda m: np.repeat(np.repeat(m, 32, -2), 32, -1)
     want = ((a * up(ml)) @ (b * up(mr))) * up(mo)
     np.testing.assert_allclose(np.array(got), want, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match=r"block sizes 32 and 64"):
-        mx.block_masked_mm(mx.array(a), mx.array(b), 8)
+        mx.block_masked_mm(keep64(a), keep64(b), 8)

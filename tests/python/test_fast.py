@@ -7,7 +7,7 @@ import pytest
 
 import fluxion.core as mx
 
-from helpers import to_np
+from helpers import to_np, keep64
 
 RNG = np.random.default_rng(0)
 
@@ -94,7 +94,7 @@ def check(got, want, t):
 
 
 def as_mx(x, t):
-    return mx.array(x).astype(t)
+    return keep64(x).astype(t)
 
 
 # ---------------------------------------------------------------- values
@@ -121,9 +121,9 @@ def test_norms(t, D):
 
 def test_norms_strided_and_leading_dims():
     x = randn(6, 2, 3, 5)
-    xt = mx.array(x).transpose(3, 1, 2, 0)  # last axis strided
+    xt = keep64(x).transpose(3, 1, 2, 0)  # last axis strided
     xn = np.transpose(x, (3, 1, 2, 0))
-    w = mx.array(randn(12))[::2]
+    w = keep64(randn(12))[::2]
     check(mx.fast.rms_norm(xt, w, 1e-6), np_rms_norm(xn, to_np(w), 1e-6),
           mx.float32)
     check(mx.fast.layer_norm(xt, w, 0.5 * mx.ones(6), 1e-6),
@@ -137,7 +137,7 @@ def test_norms_against_torch():
         torch.tensor(x, dtype=torch.float64), (9,),
         torch.tensor(w, dtype=torch.float64),
         torch.tensor(b, dtype=torch.float64), 1e-5).numpy()
-    check(mx.fast.layer_norm(mx.array(x), mx.array(w), mx.array(b), 1e-5),
+    check(mx.fast.layer_norm(keep64(x), keep64(w), keep64(b), 1e-5),
           want, mx.float32)
 
 
@@ -156,19 +156,19 @@ def test_rope(t, traditional):
             check(got, np_rope(xr, dims, traditional, 10000.0, 1.0, offset),
                   tol_t)
     got = mx.fast.rope(xm, 8, traditional=traditional, base=500.0, scale=0.5,
-                       offset=mx.array([3, 11]))
+                       offset=keep64([3, 11]))
     check(got, np_rope(xr, 8, traditional, 500.0, 0.5, [3, 11]), tol_t)
     freqs = np.abs(randn(4)) + 0.5
     got = mx.fast.rope(xm, 8, traditional=traditional, base=None, scale=1.0,
-                       offset=2, freqs=mx.array(freqs))
+                       offset=2, freqs=keep64(freqs))
     check(got, np_rope(xr, 8, traditional, None, 1.0, 2, freqs), tol_t)
 
 
 def test_rope_transposed_input():
     x = randn(1, 9, 4, 8)  # [B, L, H, D]
-    xm = mx.array(x).transpose(0, 2, 1, 3)
+    xm = keep64(x).transpose(0, 2, 1, 3)
     got = mx.fast.rope(xm, 8, traditional=False, base=10000.0, scale=1.0,
-                       offset=mx.array(4))
+                       offset=keep64(4))
     check(got, np_rope(np.transpose(x, (0, 2, 1, 3)), 8, False, 10000.0, 1.0,
                        4), mx.float32)
 
@@ -197,7 +197,7 @@ def test_sdpa(t, shape):
     check(sd(qm, km, vm, scale=scale, mask="causal"),
           np_sdpa(qr, kr, vr, scale, "causal"), t)
     keep = (RNG.standard_normal((Lq, Lk)) > -0.5) | (np.arange(Lk) == 0)
-    check(sd(qm, km, vm, scale=scale, mask=mx.array(keep)),
+    check(sd(qm, km, vm, scale=scale, mask=keep64(keep)),
           np_sdpa(qr, kr, vr, scale, keep), t)
     add = as_mx(randn(B, 1, Lq, Lk), t)
     check(sd(qm, km, vm, scale=scale, mask=add),
@@ -208,8 +208,8 @@ def test_sdpa_transposed_inputs():
     q, k, v = randn(2, 6, 4, 8), randn(2, 6, 2, 8), randn(2, 6, 2, 8)
     tr = (0, 2, 1, 3)
     got = mx.fast.scaled_dot_product_attention(
-        mx.array(q).transpose(*tr), mx.array(k).transpose(*tr),
-        mx.array(v).transpose(*tr), scale=0.3, mask="causal")
+        keep64(q).transpose(*tr), keep64(k).transpose(*tr),
+        keep64(v).transpose(*tr), scale=0.3, mask="causal")
     want = np_sdpa(q.transpose(tr), k.transpose(tr), v.transpose(tr), 0.3,
                    "causal")
     check(got, want, mx.float32)
@@ -224,7 +224,7 @@ def test_sdpa_against_torch():
         *(torch.tensor(a, dtype=torch.float64) for a in (q, k, v)),
         is_causal=True).numpy()
     got = mx.fast.scaled_dot_product_attention(
-        mx.array(q), mx.array(k), mx.array(v), scale=8 ** -0.5, mask="causal")
+        keep64(q), keep64(k), keep64(v), scale=8 ** -0.5, mask="causal")
     check(got, want, mx.float32)
 
 
@@ -233,7 +233,7 @@ def test_sdpa_against_torch():
 
 def finite_diff_check(f, args, argnum, eps=1e-6, tol=1e-6):
     """mx.grad(sum(f * c)) against central differences in float64."""
-    c = mx.array(randn(*f(*args).shape, dtype=np.float64))
+    c = keep64(randn(*f(*args).shape, dtype=np.float64))
 
     def loss(*a):
         return (f(*a) * c).sum()
@@ -246,13 +246,13 @@ def finite_diff_check(f, args, argnum, eps=1e-6, tol=1e-6):
             xp = x.copy()
             xp[i] += sgn * eps
             a = list(args)
-            a[argnum] = mx.array(xp)
+            a[argnum] = keep64(xp)
             num[i] += sgn * loss(*a).item() / (2 * eps)
     np.testing.assert_allclose(g, num, rtol=tol, atol=tol)
 
 
 def f64(*shape):
-    return mx.array(randn(*shape, dtype=np.float64))
+    return keep64(randn(*shape, dtype=np.float64))
 
 
 def test_norm_grads():
@@ -266,7 +266,7 @@ def test_norm_grads():
 
 
 def test_rope_grads():
-    x, f = f64(2, 2, 3, 6), mx.array(np.abs(randn(2, dtype=np.float64)) + 0.5)
+    x, f = f64(2, 2, 3, 6), keep64(np.abs(randn(2, dtype=np.float64)) + 0.5)
     r = lambda x: mx.fast.rope(x, 4, traditional=True, base=10000.0,
                                scale=1.0, offset=3)
     finite_diff_check(r, [x], 0)
@@ -293,8 +293,8 @@ def test_sdpa_grads(mask):
 
 
 def test_vmap_matches_loop():
-    x = mx.array(randn(3, 2, 4, 6))
-    w = mx.array(randn(3, 6))
+    x = keep64(randn(3, 2, 4, 6))
+    w = keep64(randn(3, 6))
     ln = mx.vmap(lambda x, w: mx.fast.layer_norm(x, w, None, 1e-5))
     got = ln(x, w)
     for i in range(3):
@@ -305,7 +305,7 @@ def test_vmap_matches_loop():
     for i in range(4):
         check(got[i], np.array(mx.fast.rms_norm(x[:, :, i], None, 1e-5)),
               mx.float32)
-    xr = mx.array(randn(5, 2, 3, 4, 8))
+    xr = keep64(randn(5, 2, 3, 4, 8))
     ro = mx.vmap(lambda x: mx.fast.rope(x, 8, traditional=False,
                                         base=10000.0, scale=1.0, offset=2))
     got = ro(xr)
@@ -313,7 +313,7 @@ def test_vmap_matches_loop():
         check(got[i], np.array(mx.fast.rope(xr[i], 8, traditional=False,
                                             base=10000.0, scale=1.0,
                                             offset=2)), mx.float32)
-    q, k, v = (mx.array(randn(3, 1, 4, 5, 8)) for _ in range(3))
+    q, k, v = (keep64(randn(3, 1, 4, 5, 8)) for _ in range(3))
     sd = mx.vmap(lambda q, k, v: mx.fast.scaled_dot_product_attention(
         q, k, v, scale=0.3, mask="causal"), in_axes=(0, 0, None))
     got = sd(q, k, v[0])
@@ -361,10 +361,10 @@ def test_sdpa_nan_scores_match_composed():
                for _ in range(3))
     q[0, 1, 5, 3] = np.nan
     k[0, 0, 7, 2] = np.nan
-    f = mx.fast.scaled_dot_product_attention(mx.array(q), mx.array(k),
-                                             mx.array(v), scale=0.25)
-    s = (mx.array(q) * 0.25) @ mx.array(k).transpose(0, 1, 3, 2)
-    c = mx.softmax(s, axis=-1) @ mx.array(v)
+    f = mx.fast.scaled_dot_product_attention(keep64(q), keep64(k),
+                                             keep64(v), scale=0.25)
+    s = (keep64(q) * 0.25) @ keep64(k).transpose(0, 1, 3, 2)
+    c = mx.softmax(s, axis=-1) @ keep64(v)
     a, b = np.array(f), np.array(c)
     assert np.array_equal(np.isnan(a), np.isnan(b))
     assert np.allclose(a[~np.isnan(a)], b[~np.isnan(b)], atol=1e-5)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import fluxion.core as mx
-from helpers import assert_close, rand
+from helpers import assert_close, rand, keep64
 
 DTYPES = [mx.float32, mx.int32, mx.bool_, mx.float16, mx.bfloat16,
           mx.uint8, mx.int64, mx.complex64, mx.float64]
@@ -13,7 +13,7 @@ DTYPES = [mx.float32, mx.int32, mx.bool_, mx.float16, mx.bfloat16,
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_shape_ops(dtype):
     v = rand((2, 3, 4), dtype)
-    x = mx.array(v).astype(dtype)
+    x = keep64(v).astype(dtype)
     assert_close(mx.reshape(x, (4, 6)), v.reshape(4, 6))
     assert_close(mx.reshape(x, shape=[-1, 2]), v.reshape(-1, 2))
     assert_close(x.reshape(6, 4), v.reshape(6, 4))
@@ -59,33 +59,33 @@ def test_shape_ops(dtype):
 
 def test_pad():
     v = rand((2, 3), mx.float32)
-    x = mx.array(v)
+    x = keep64(v)
     assert_close(mx.pad(x, 1), np.pad(v, 1))
     assert_close(mx.pad(x, (1, 2)), np.pad(v, (1, 2)))
     assert_close(mx.pad(x, [(0, 1), (2, 0)], constant_values=7),
                  np.pad(v, [(0, 1), (2, 0)], constant_values=7))
     assert_close(mx.pad(x, [(1, 1), (1, 2)], mode="edge"),
                  np.pad(v, [(1, 1), (1, 2)], mode="edge"))
-    i = mx.pad(mx.array([1, 2], mx.uint8), 1, constant_values=3)
+    i = mx.pad(keep64([1, 2], mx.uint8), 1, constant_values=3)
     assert i.dtype == mx.uint8 and i.tolist() == [3, 1, 2, 3]
 
 
 def test_atleast():
-    assert mx.atleast_1d(mx.array(1)).shape == (1,)
-    assert mx.atleast_2d(mx.array([1, 2])).shape == (1, 2)
-    assert mx.atleast_3d(mx.array([1, 2])).shape == (1, 2, 1)
-    a, b = mx.atleast_2d(1, mx.array([[1]]))
+    assert mx.atleast_1d(keep64(1)).shape == (1,)
+    assert mx.atleast_2d(keep64([1, 2])).shape == (1, 2)
+    assert mx.atleast_3d(keep64([1, 2])).shape == (1, 2, 1)
+    a, b = mx.atleast_2d(1, keep64([[1]]))
     assert a.shape == (1, 1) and b.shape == (1, 1)
 
 
 def test_mlx_slice_and_slice_update():
     v = np.arange(24).reshape(4, 6)
-    x = mx.array(v)
-    out = mx.slice(x, mx.array([1, 2]), axes=[0, 1], slice_size=[2, 3])
+    x = keep64(v)
+    out = mx.slice(x, keep64([1, 2]), axes=[0, 1], slice_size=[2, 3])
     assert_close(out, v[1:3, 2:5])
     assert_close(mx.slice(x, [1], [1], [4]), v[:, 1:5])
     upd = mx.zeros((2, 6), mx.int32)
-    res = mx.slice_update(x, upd, mx.array([1]), [0])
+    res = mx.slice_update(x, upd, keep64([1]), [0])
     ref = v.copy()
     ref[1:3] = 0
     assert_close(res, ref)
@@ -101,9 +101,9 @@ def test_creation():
     assert f.dtype == mx.int32 and f.tolist() == [[3, 3], [3, 3]]
     assert mx.full((2,), 2.5).dtype == mx.float32
     assert mx.full(3, 1, mx.float64).dtype == mx.float64
-    assert_close(mx.full((2, 3), mx.array([1.0, 2.0, 3.0])),
+    assert_close(mx.full((2, 3), keep64([1.0, 2.0, 3.0])),
                  np.full((2, 3), [1.0, 2.0, 3.0]))
-    x = mx.array([[1, 2]], mx.uint8)
+    x = keep64([[1, 2]], mx.uint8)
     assert mx.zeros_like(x).dtype == mx.uint8
     assert mx.ones_like(x).tolist() == [[1, 1]]
     assert mx.full_like(x, 7).tolist() == [[7, 7]]
@@ -115,9 +115,9 @@ def test_creation():
     assert_close(mx.tri(3, 4, 1), np.tri(3, 4, 1))
     assert_close(mx.tri(3), np.tri(3))
     m = rand((4, 4), mx.float32)
-    assert_close(mx.tril(mx.array(m)), np.tril(m))
-    assert_close(mx.triu(mx.array(m), 1), np.triu(m, 1))
-    assert_close(mx.triu(mx.array(m), k=-1), np.triu(m, -1))
+    assert_close(mx.tril(keep64(m)), np.tril(m))
+    assert_close(mx.triu(keep64(m), 1), np.triu(m, 1))
+    assert_close(mx.triu(keep64(m), k=-1), np.triu(m, -1))
 
 
 @pytest.mark.parametrize("args,kwargs,ref,dtype", [
@@ -147,29 +147,29 @@ def test_linspace():
 
 def test_take_family():
     v = rand((3, 4), mx.float32)
-    x = mx.array(v)
+    x = keep64(v)
     idx = np.array([[2, 0], [-1, 1]])
-    assert_close(mx.take(x, mx.array(idx), axis=1), np.take(v, idx, axis=1))
-    assert_close(mx.take(x, mx.array([0, 5, -1])), np.take(v, [0, 5, -1]))
+    assert_close(mx.take(x, keep64(idx), axis=1), np.take(v, idx, axis=1))
+    assert_close(mx.take(x, keep64([0, 5, -1])), np.take(v, [0, 5, -1]))
     assert_close(mx.take(x, 1, axis=0), v[1])
     assert_close(mx.take(x, [1, 1], axis=0), v[[1, 1]])
     ia = np.array([[0, 2, 1, 3], [3, 3, 0, 0], [1, 0, 2, 2]])
-    assert_close(mx.take_along_axis(x, mx.array(ia), axis=1),
+    assert_close(mx.take_along_axis(x, keep64(ia), axis=1),
                  np.take_along_axis(v, ia, axis=1))
-    assert_close(mx.take_along_axis(x, mx.array([5, 0]), axis=None),
+    assert_close(mx.take_along_axis(x, keep64([5, 0]), axis=None),
                  np.take_along_axis(v, np.array([5, 0]), axis=None))
     ref = v.copy()
     np.put_along_axis(ref, ia[:, :1], -1.0, axis=1)
-    assert_close(mx.put_along_axis(x, mx.array(ia[:, :1]), -1.0, axis=1), ref)
+    assert_close(mx.put_along_axis(x, keep64(ia[:, :1]), -1.0, axis=1), ref)
     # scatter_add_axis accumulates duplicate indices.
     z = mx.zeros((2, 3))
-    out = mx.scatter_add_axis(z, mx.array([[0, 0], [2, 2]]),
-                              mx.array([[1.0, 2.0], [3.0, 4.0]]), 1)
+    out = mx.scatter_add_axis(z, keep64([[0, 0], [2, 2]]),
+                              keep64([[1.0, 2.0], [3.0, 4.0]]), 1)
     assert out.tolist() == [[3.0, 0.0, 0.0], [0.0, 0.0, 7.0]]
 
 
 def test_depends():
-    a = mx.array([1.0])
-    b = mx.array([2.0])
+    a = keep64([1.0])
+    b = keep64([2.0])
     (out,) = mx.depends([a], [b])
     assert out.tolist() == [1.0]

@@ -60,6 +60,8 @@ def stub_params(node):
     names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
     if a.vararg:
         names.insert(len(a.posonlyargs + a.args), a.vararg.arg)
+    if a.kwarg:
+        names.append(a.kwarg.arg)
     return [n for n in names if n != "self"]
 
 
@@ -69,7 +71,8 @@ def public(obj):
 
 # Submodules and the stub classes that describe them.
 SUBMODULES = {"random": "_Random", "linalg": "_Linalg", "fast": "_Fast",
-              "fft": "_FFT"}
+              "fft": "_FFT", "metal": "_Metal", "cuda": "_Cuda",
+              "distributed": "_Distributed"}
 
 
 def test_module_names_match():

@@ -149,13 +149,8 @@ struct Power {
     } else if constexpr (std::is_integral_v<T>) {
       if constexpr (std::is_signed_v<T>) {
         if (exp < 0) {
-          // Integer results of negative powers: only |base| == 1 survives.
-          if (base == 1) {
-            return 1;
-          }
-          if (base == -1) {
-            return (exp % 2 == 0) ? 1 : -1;
-          }
+          // MLX: an integer power with a negative exponent is 0, whatever
+          // the base (1 ** -1 included).
           return 0;
         }
       }

@@ -40,6 +40,19 @@ void Arange::eval_cpu(const std::vector<array>&, std::vector<array>& out) {
         }
         return;
       }
+      if constexpr (std::is_integral_v<T>) {
+        // Integer ranges step by the truncated step from the truncated start
+        // (MLX: arange(0, 3, 0.2, int32) is all zeros), exactly in 64 bits.
+        int64_t first = static_cast<int64_t>(start);
+        int64_t inc = static_cast<int64_t>(step);
+        cpu::parallel_for(o.size(), cpu::kElementwiseGrain,
+                          [&](int64_t b, int64_t e) {
+                            for (int64_t i = b; i < e; ++i) {
+                              dst[i] = static_cast<T>(first + i * inc);
+                            }
+                          });
+        return;
+      }
       // Each value from its index (not a running sum): no drift, and chunks
       // are independent.
       cpu::parallel_for(o.size(), cpu::kElementwiseGrain,

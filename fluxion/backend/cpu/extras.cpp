@@ -97,7 +97,7 @@ void SearchSorted::eval_cpu(const std::vector<array>& in,
       };
       const T* ap = a.data<T>();
       const T* vp = v.data<T>();
-      int32_t* op = o.data<int32_t>();
+      uint32_t* op = o.data<uint32_t>();
       cpu::parallel_for(
           rows, std::max<int64_t>(1, cpu::kElementwiseGrain / (m * 8 + 1)),
           [&](int64_t b, int64_t e) {
@@ -118,7 +118,7 @@ void SearchSorted::eval_cpu(const std::vector<array>& in,
                     hi = mid;
                   }
                 }
-                op[r * m + j] = static_cast<int32_t>(lo);
+                op[r * m + j] = static_cast<uint32_t>(lo);
               }
             }
           });

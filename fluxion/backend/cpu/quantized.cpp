@@ -9,13 +9,21 @@
 //  - otherwise: tiles of about 1Mi values (rows of w when transposed, whole
 //    groups of columns when not) are unpacked in parallel into a float
 //    buffer (AVX2 when the scales are float32) and handed to BLAS gemm.
-// Half types compute in float32.
+// Half types compute in float32. 3-, 5- and 6-bit values straddle words and
+// are read from the bit stream; the floating modes (mxfp4, nvfp4, mxfp8)
+// decode their codes through value tables, with per-group scales decoded
+// once up front and zero biases, so they share every path except the AVX2
+// ones. A batched matrix runs the 2-D product per batch element (batch dims
+// broadcast between x and w).
 #include "fluxion/ops/quantized.h"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "fluxion/backend/common/dispatch.h"
@@ -60,23 +68,80 @@ void unpack_q(const uint32_t* w, int64_t n, C* dst) {
   }
 }
 
+// Values that straddle 32-bit words (3, 5, 6 bits): read from the bit
+// stream, value i in bits [i * bits, (i + 1) * bits).
 template <typename C>
-void unpack_q(int bits, const uint32_t* w, int64_t n, C* dst) {
+void unpack_stream(int bits, const uint32_t* w, int64_t n, C* dst) {
+  const uint32_t mask = (1u << bits) - 1;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t p = i * bits;
+    int64_t word = p >> 5;
+    int off = static_cast<int>(p & 31);
+    uint32_t v = w[word] >> off;
+    if (off + bits > 32) {
+      v |= w[word + 1] << (32 - off);
+    }
+    dst[i] = static_cast<C>(v & mask);
+  }
+}
+
+// Byte -> its two FP4 E2M1 values (low nibble first), or its FP8 E4M3
+// value.
+template <typename C>
+const C* fp_table(bool fp8) {
+  static const std::vector<C> t4 = [] {
+    std::vector<C> t(512);
+    for (int v = 0; v < 256; ++v) {
+      t[2 * v] = static_cast<C>(fp4_values()[v & 15]);
+      t[2 * v + 1] = static_cast<C>(fp4_values()[v >> 4]);
+    }
+    return t;
+  }();
+  static const std::vector<C> t8 = [] {
+    std::vector<C> t(256);
+    for (int v = 0; v < 256; ++v) {
+      t[v] = static_cast<C>(fp8_values()[v]);
+    }
+    return t;
+  }();
+  return fp8 ? t8.data() : t4.data();
+}
+
+// The values of `n` packed entries at `w`: integers (affine) or decoded
+// small floats (the floating modes), as C.
+template <typename C>
+void unpack_q(QuantizationMode mode, int bits, const uint32_t* w, int64_t n,
+              C* dst) {
+  if (mode != QuantizationMode::affine) {
+    bool fp8 = mode == QuantizationMode::mxfp8;
+    int per = fp8 ? 1 : 2;
+    const C* table = fp_table<C>(fp8);
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(w);
+    for (int64_t i = 0; i < n / per; ++i) {
+      const C* src = table + bytes[i] * per;
+      for (int j = 0; j < per; ++j) {
+        dst[i * per + j] = src[j];
+      }
+    }
+    return;
+  }
   switch (bits) {
     case 2:
       return unpack_q<C, 2>(w, n, dst);
     case 4:
       return unpack_q<C, 4>(w, n, dst);
-    default:
+    case 8:
       return unpack_q<C, 8>(w, n, dst);
+    default:
+      return unpack_stream(bits, w, n, dst);
   }
 }
 
 // Unpacks `ngroups` consecutive groups (packed words at `w`, one scale and
 // bias per group) into dst: dst[i] = scale * q[i] + bias.
 template <typename C, typename S>
-void unpack(int bits, const uint32_t* w, const S* sc, const S* bi, int gs,
-            int64_t ngroups, C* dst) {
+void unpack(QuantizationMode mode, int bits, const uint32_t* w, const S* sc,
+            const S* bi, int gs, int64_t ngroups, C* dst) {
   if constexpr (std::is_same_v<C, float> && std::is_same_v<S, float>) {
     static const std::array<cpu::qsimd::UnpackFn, 9> fns = {
         nullptr,
@@ -88,11 +153,11 @@ void unpack(int bits, const uint32_t* w, const S* sc, const S* bi, int gs,
         nullptr,
         nullptr,
         cpu::qsimd::unpack(8)};
-    if (fns[bits]) {
+    if (mode == QuantizationMode::affine && fns[bits]) {
       return fns[bits](w, sc, bi, gs, ngroups, dst);
     }
   }
-  unpack_q(bits, w, ngroups * gs, dst);
+  unpack_q(mode, bits, w, ngroups * gs, dst);
   for (int64_t g = 0; g < ngroups; ++g) {
     const C s = static_cast<C>(sc[g]);
     const C b = static_cast<C>(bi[g]);
@@ -144,15 +209,15 @@ void gemm(bool bt, int M, int nb, int K, const double* a, const double* b,
 // packed row.
 template <typename C, typename S>
 void qmm(const C* x, const uint32_t* w, const S* sc, const S* bi, C* out, int M,
-         int N, int K, int gs, int bits, bool transpose) {
-  const int el = 32 / bits;
+         int N, int K, int gs, int bits, bool transpose,
+         QuantizationMode mode) {
   if (transpose) {
-    const int64_t words = K / el, groups = K / gs;
+    const int64_t words = int64_t{K} * bits / 32, groups = K / gs;
     // The row-by-row path: up to 4 rows of x, or kSimdRows in blocks of 4
     // with AVX2 (past that, unpacking tiles for BLAS pays off).
     std::array<cpu::qsimd::RowDotsFn, 5> simd{};
     if constexpr (std::is_same_v<C, float>) {
-      for (int r = 1; r <= 4; ++r) {
+      for (int r = 1; r <= 4 && mode == QuantizationMode::affine; ++r) {
         simd[r] = cpu::qsimd::row_dots(bits, r);
       }
     }
@@ -187,7 +252,7 @@ void qmm(const C* x, const uint32_t* w, const S* sc, const S* bi, C* out, int M,
             }
           }
           if (!done) {
-            unpack_q(bits, w + n * words, K, row.data());
+            unpack_q(mode, bits, w + n * words, K, row.data());
             for (int m = 0; m < M; ++m) {
               for (int64_t g = 0; g < groups; ++g) {
                 dots[m * groups + g] =
@@ -217,7 +282,7 @@ void qmm(const C* x, const uint32_t* w, const S* sc, const S* bi, C* out, int M,
       int nb = static_cast<int>(std::min<int64_t>(nb_max, N - n0));
       cpu::parallel_for(nb, 1, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
-          unpack(bits, w + (n0 + r) * words, sc + (n0 + r) * groups,
+          unpack(mode, bits, w + (n0 + r) * words, sc + (n0 + r) * groups,
                  bi + (n0 + r) * groups, gs, groups, buf.data() + r * K);
         }
       });
@@ -226,7 +291,7 @@ void qmm(const C* x, const uint32_t* w, const S* sc, const S* bi, C* out, int M,
     return;
   }
   // W is K x N: tiles of whole groups of columns.
-  const int64_t words = N / el, groups = N / gs;
+  const int64_t words = int64_t{N} * bits / 32, groups = N / gs;
   const int64_t per_tile =
       std::clamp<int64_t>(kTileElems / (int64_t{K} * gs), 1, groups);
   std::vector<C> buf(int64_t{K} * per_tile * gs);
@@ -235,24 +300,74 @@ void qmm(const C* x, const uint32_t* w, const S* sc, const S* bi, C* out, int M,
     int nb = static_cast<int>(ng * gs);
     cpu::parallel_for(K, 16, [&](int64_t k0, int64_t k1) {
       for (int64_t k = k0; k < k1; ++k) {
-        unpack(bits, w + k * words + g0 * gs / el, sc + k * groups + g0,
-               bi + k * groups + g0, gs, ng, buf.data() + k * nb);
+        unpack(mode, bits, w + k * words + g0 * gs * bits / 32,
+               sc + k * groups + g0, bi + k * groups + g0, gs, ng,
+               buf.data() + k * nb);
       }
     });
     gemm(false, M, nb, K, x, buf.data(), nb, out + g0 * gs, N);
   }
 }
 
+// Per-group scales and biases as S: affine ones as given; the floating
+// modes' uint8 codes decoded (E8M0: 2^(c - 127); nvfp4: E4M3 over the
+// global encode factor 448 * 6 / g), with zero biases.
+template <typename S>
+void decode_scales(QuantizationMode mode, const array& sc,
+                   const std::vector<array>& in, std::vector<S>& scales,
+                   std::vector<S>& biases) {
+  const uint8_t* c = sc.data<uint8_t>();
+  scales.resize(sc.size());
+  biases.assign(sc.size(), S(0));
+  float inv_enc = 1.0f;
+  if (mode == QuantizationMode::nvfp4 && in.size() > 3) {
+    inv_enc = cpu::ensure_row_contiguous(in[3]).data<float>()[0] /
+              (448.0f * 6.0f);
+  }
+  for (size_t i = 0; i < sc.size(); ++i) {
+    float v = mode == QuantizationMode::nvfp4
+                  ? fp8_values()[c[i]] * inv_enc
+                  : (c[i] == 255 ? std::numeric_limits<float>::quiet_NaN()
+                                 : std::ldexp(1.0f, int(c[i]) - 127));
+    scales[i] = static_cast<S>(v);
+  }
+}
+
+// Offsets (in batch elements) of each output batch element into an input
+// whose batch dims `in_batch` broadcast to `out_batch` (right-aligned).
+std::vector<int64_t> batch_offsets(const Shape& out_batch,
+                                   const Shape& in_batch) {
+  int64_t total = 1;
+  for (auto d : out_batch) {
+    total *= d;
+  }
+  std::vector<int64_t> offs(total);
+  int nd = out_batch.size(), lead = nd - static_cast<int>(in_batch.size());
+  for (int64_t b = 0; b < total; ++b) {
+    int64_t rem = b, off = 0, stride = 1;
+    for (int d = nd - 1; d >= 0; --d) {
+      int64_t coord = rem % out_batch[d];
+      rem /= out_batch[d];
+      if (d >= lead) {
+        int64_t size = in_batch[d - lead];
+        off += (size == 1 ? 0 : coord) * stride;
+        stride *= size;
+      }
+    }
+    offs[b] = off;
+  }
+  return offs;
+}
+
 template <typename T>
 void run(const std::vector<array>& in, array& out, int gs, int bits,
-         bool transpose) {
+         bool transpose, QuantizationMode mode) {
+  bool fp = mode != QuantizationMode::affine;
   array x = cpu::ensure_row_contiguous(in[0]);
   array w = cpu::ensure_row_contiguous(in[1]);
   array sc = cpu::ensure_row_contiguous(in[2]);
-  array bi = cpu::ensure_row_contiguous(in[3]);
   int N = out.shape(-1);
   int K = x.shape(-1);
-  int M = static_cast<int>(x.size() / std::max(K, 1));
   out.set_data(out.nbytes());
   if (out.size() == 0) {
     return;
@@ -261,20 +376,69 @@ void run(const std::vector<array>& in, array& out, int gs, int bits,
     std::fill_n(out.data<T>(), out.size(), T(0));
     return;
   }
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    qmm<T, T>(x.data<T>(), w.data<uint32_t>(), sc.data<T>(), bi.data<T>(),
-              out.data<T>(), M, N, K, gs, bits, transpose);
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  using S = std::conditional_t<std::is_same_v<T, double>, double, T>;
+  // Scales and biases as S; the floating modes' decoded into C (E8M0
+  // scales span far more than a half type).
+  std::vector<C> fsc, fbi;
+  array bi = fp ? sc : cpu::ensure_row_contiguous(in[3]);
+  if (fp) {
+    decode_scales<C>(mode, sc, in, fsc, fbi);
+  }
+  // x as C (half types widened once).
+  std::vector<C> xbuf;
+  const C* xp;
+  if constexpr (std::is_same_v<T, C>) {
+    xp = x.data<T>();
   } else {
-    std::vector<float> xf(x.size()), of(out.size());
-    const T* xp = x.data<T>();
-    for (size_t i = 0; i < xf.size(); ++i) {
-      xf[i] = static_cast<float>(xp[i]);
+    xbuf.resize(x.size());
+    const T* src = x.data<T>();
+    for (size_t i = 0; i < xbuf.size(); ++i) {
+      xbuf[i] = static_cast<C>(src[i]);
     }
-    qmm<float, T>(xf.data(), w.data<uint32_t>(), sc.data<T>(), bi.data<T>(),
-                  of.data(), M, N, K, gs, bits, transpose);
-    T* op = out.data<T>();
-    for (size_t i = 0; i < of.size(); ++i) {
-      op[i] = T(of[i]);
+    xp = xbuf.data();
+  }
+  std::vector<C> obuf;
+  C* op;
+  if constexpr (std::is_same_v<T, C>) {
+    op = out.data<T>();
+  } else {
+    obuf.resize(out.size());
+    op = obuf.data();
+  }
+  const uint32_t* wp = w.data<uint32_t>();
+  auto product = [&](const auto* scp, const auto* bip) {
+    using SS = std::remove_cv_t<std::remove_pointer_t<decltype(scp)>>;
+    if (w.ndim() == 2) {
+      int M = static_cast<int>(x.size() / K);
+      qmm<C, SS>(xp, wp, scp, bip, op, M, N, K, gs, bits, transpose, mode);
+      return;
+    }
+    // One 2-D product per output batch element.
+    Shape ob(out.shape().begin(), out.shape().end() - 2);
+    Shape xb(x.shape().begin(), x.shape().end() - 2);
+    Shape wb(w.shape().begin(), w.shape().end() - 2);
+    auto xo = batch_offsets(ob, xb);
+    auto wo = batch_offsets(ob, wb);
+    int M = x.shape(-2);
+    int64_t x_step = int64_t{M} * K, o_step = int64_t{M} * N;
+    int64_t w_step = int64_t{w.shape(-2)} * w.shape(-1);
+    int64_t s_step = int64_t{sc.shape(-2)} * sc.shape(-1);
+    for (size_t b = 0; b < xo.size(); ++b) {
+      qmm<C, SS>(xp + xo[b] * x_step, wp + wo[b] * w_step,
+                 scp + wo[b] * s_step, bip + wo[b] * s_step, op + b * o_step,
+                 M, N, K, gs, bits, transpose, mode);
+    }
+  };
+  if (fp) {
+    product(fsc.data(), fbi.data());
+  } else {
+    product(sc.data<S>(), bi.data<S>());
+  }
+  if constexpr (!std::is_same_v<T, C>) {
+    T* dst = out.data<T>();
+    for (size_t i = 0; i < obuf.size(); ++i) {
+      dst[i] = T(obuf[i]);
     }
   }
 }
@@ -286,13 +450,15 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs,
   array& out = outputs[0];
   switch (out.dtype().val) {
     case Dtype::Val::float32:
-      return run<float>(inputs, out, group_size_, bits_, transpose_);
+      return run<float>(inputs, out, group_size_, bits_, transpose_, mode_);
     case Dtype::Val::float64:
-      return run<double>(inputs, out, group_size_, bits_, transpose_);
+      return run<double>(inputs, out, group_size_, bits_, transpose_, mode_);
     case Dtype::Val::float16:
-      return run<float16_t>(inputs, out, group_size_, bits_, transpose_);
+      return run<float16_t>(inputs, out, group_size_, bits_, transpose_,
+                            mode_);
     case Dtype::Val::bfloat16:
-      return run<bfloat16_t>(inputs, out, group_size_, bits_, transpose_);
+      return run<bfloat16_t>(inputs, out, group_size_, bits_, transpose_,
+                             mode_);
     default:
       throw std::invalid_argument(
           "[quantized_matmul] Unsupported output dtype.");

@@ -77,6 +77,12 @@ bool lex_greater(T a, T b) {
   return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
 }
 
+// A complex value with a NaN part (NumPy's isnan for complex).
+template <typename T>
+bool complex_nan(T a) {
+  return a.real() != a.real() || a.imag() != a.imag();
+}
+
 template <typename Acc>
 struct MaxOp {
   static Acc init() {
@@ -90,6 +96,10 @@ struct MaxOp {
   }
   Acc operator()(Acc a, Acc b) const {
     if constexpr (is_complex_v<Acc>) {
+      // NaN propagates (the first one met), as in NumPy.
+      if (complex_nan(a) || complex_nan(b)) {
+        return complex_nan(a) ? a : b;
+      }
       return lex_greater(b, a) ? b : a;
     } else if constexpr (std::is_floating_point_v<Acc>) {
       // NaN propagates; written as one select so it vectorizes.
@@ -112,6 +122,9 @@ struct MinOp {
   }
   Acc operator()(Acc a, Acc b) const {
     if constexpr (is_complex_v<Acc>) {
+      if (complex_nan(a) || complex_nan(b)) {
+        return complex_nan(a) ? a : b;
+      }
       return lex_greater(a, b) ? b : a;
     } else if constexpr (std::is_floating_point_v<Acc>) {
       return (a < b || a != a) ? a : b;
@@ -481,6 +494,9 @@ struct SumOut<uint16_t> {
 template <typename M, bool IsMax>
 bool better(M v, M best) {
   if constexpr (is_complex_v<M>) {
+    if (complex_nan(best) || complex_nan(v)) {
+      return !complex_nan(best);
+    }
     return IsMax ? lex_greater(v, best) : lex_greater(best, v);
   } else if constexpr (std::is_floating_point_v<M>) {
     return !std::isnan(best) &&

@@ -1,0 +1,298 @@
+// Names MLX programs use that Fluxion lacked (issue 11): NumPy / array-API
+// aliases, constants, and the ops of fluxion/ops/compat.h.
+#include <cmath>
+
+#include "fluxion/ops/compat.h"
+#include "python/src/ops_common.h"
+
+namespace {
+
+using UnaryFn = fx::array (*)(const fx::array&, fx::StreamOrDevice);
+using BinaryFn = fx::array (*)(const fx::array&, const fx::array&,
+                               fx::StreamOrDevice);
+
+template <UnaryFn Op>
+fx::array unary(const fx::array& a, fx::StreamOrDevice s) {
+  return Op(a, s);
+}
+
+template <BinaryFn Op>
+fx::array binary(py::handle a, py::handle b, fx::StreamOrDevice s) {
+  auto [x, y] = fxpy::to_arrays(a, b);
+  return Op(x, y, s);
+}
+
+std::optional<std::vector<int>> opt_axes(const fxpy::Axes& axis) {
+  if (!axis) {
+    return std::nullopt;
+  }
+  return fxpy::axes_vector(*axis);
+}
+
+// The array API's cumulative_sum / cumulative_prod: an inclusive scan along
+// `axis` (the flattened array when None), optionally starting with the
+// identity (include_initial), in `dtype` when given.
+template <bool IsSum>
+fx::array cumulative(const fx::array& a, std::optional<int> axis,
+                     std::optional<fx::Dtype> dtype, bool include_initial,
+                     fx::StreamOrDevice s) {
+  fx::array x = dtype ? fx::astype(a, *dtype, s) : a;
+  if (!axis) {
+    x = fx::flatten(x, 0, -1, s);
+  }
+  int ax = axis.value_or(0);
+  fx::array out = IsSum ? fx::cumsum(x, ax, false, true, s)
+                        : fx::cumprod(x, ax, false, true, s);
+  if (!include_initial) {
+    return out;
+  }
+  int nd = out.ndim();
+  int k = fx::normalize_axis(ax, nd, IsSum ? "cumulative_sum"
+                                            : "cumulative_prod");
+  fx::Shape first = out.shape();
+  first[k] = 1;
+  fx::array init = IsSum ? fx::zeros(first, out.dtype(), s)
+                         : fx::ones(first, out.dtype(), s);
+  return fx::concatenate({init, out}, k, s);
+}
+
+// `with printoptions(precision=p):` sets the options and restores the
+// previous ones on exit.
+struct PrintOptionsContext {
+  fx::PrintOptions options;
+  std::vector<fx::PrintOptions> saved;
+};
+
+}  // namespace
+
+void init_ops_compat(py::module_& m) {
+  const auto s = "stream"_a = py::none();
+
+  // Print options.
+  py::class_<fx::PrintOptions>(m, "PrintOptions",
+                               "How arrays are printed.")
+      .def(py::init([](int precision) { return fx::PrintOptions{precision}; }),
+           "precision"_a = -1)
+      .def_readwrite("precision", &fx::PrintOptions::precision)
+      .def("__repr__", [](const fx::PrintOptions& o) {
+        return "PrintOptions(precision=" + std::to_string(o.precision) + ")";
+      });
+  m.def(
+      "set_printoptions",
+      [](int precision) { fx::set_printoptions({precision}); },
+      "precision"_a = -1,
+      "Print floating-point values with ``precision`` decimals (-1: six "
+      "significant digits, the default).");
+  m.def("get_printoptions", &fx::get_printoptions,
+        "The current print options.");
+  py::class_<PrintOptionsContext>(m, "_PrintOptionsContext")
+      .def("__enter__",
+           [](PrintOptionsContext& c) {
+             c.saved.push_back(fx::get_printoptions());
+             fx::set_printoptions(c.options);
+           })
+      .def("__exit__", [](PrintOptionsContext& c, py::args) {
+        if (!c.saved.empty()) {
+          fx::set_printoptions(c.saved.back());
+          c.saved.pop_back();
+        }
+      });
+  m.def(
+      "printoptions",
+      [](int precision) {
+        if (precision < -1) {
+          throw std::invalid_argument(
+              "[printoptions] precision must be -1 (default) or "
+              "non-negative; got " +
+              std::to_string(precision) + ".");
+        }
+        return PrintOptionsContext{{precision}, {}};
+      },
+      "precision"_a = -1,
+      "Context manager: print options inside ``with printoptions(...)``.");
+
+  // Constants.
+  m.attr("e") = py::float_(M_E);
+  m.attr("pi") = py::float_(M_PI);
+  m.attr("inf") = py::float_(INFINITY);
+  m.attr("nan") = py::float_(NAN);
+  m.attr("newaxis") = py::none();
+  m.attr("euler_gamma") = py::float_(0.57721566490153286060651209008240243);
+
+  // Array-API spellings of existing ops.
+#define FLUXION_UNARY(NAME, FN)                                            \
+  m.def(NAME, &unary<FN>, "a"_a, py::pos_only(), py::kw_only(), s, \
+        "Alias of " #FN ".");
+  FLUXION_UNARY("acos", fx::arccos)
+  FLUXION_UNARY("asin", fx::arcsin)
+  FLUXION_UNARY("atan", fx::arctan)
+  FLUXION_UNARY("acosh", fx::arccosh)
+  FLUXION_UNARY("asinh", fx::arcsinh)
+  FLUXION_UNARY("atanh", fx::arctanh)
+  FLUXION_UNARY("trunc", fx::trunc)
+#undef FLUXION_UNARY
+#define FLUXION_BINARY(NAME, FN, DOC)                                     \
+  m.def(NAME, &binary<FN>, "a"_a, "b"_a, py::pos_only(), py::kw_only(), s, \
+        DOC);
+  FLUXION_BINARY("atan2", fx::arctan2, "Alias of arctan2.")
+  FLUXION_BINARY("pow", fx::power, "Alias of power.")
+  FLUXION_BINARY("bitwise_left_shift", fx::left_shift, "Alias of left_shift.")
+  FLUXION_BINARY("bitwise_right_shift", fx::right_shift,
+                 "Alias of right_shift.")
+  FLUXION_BINARY("logical_xor", fx::logical_xor,
+                 "Elementwise exclusive or of the truth values.")
+#undef FLUXION_BINARY
+  m.def(
+      "positive", [](const fx::array& a, fx::StreamOrDevice) { return a; },
+      "a"_a, py::pos_only(), py::kw_only(), s, "``+a``: the array itself.");
+  m.def(
+      "permute_dims",
+      [](const fx::array& a, std::optional<std::vector<int>> axes,
+         fx::StreamOrDevice st) {
+        return axes ? fx::transpose(a, *axes, st) : fx::transpose(a, st);
+      },
+      "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), s,
+      "Alias of transpose.");
+  m.def(
+      "matrix_transpose",
+      [](const fx::array& a, fx::StreamOrDevice st) {
+        if (a.ndim() < 2) {
+          throw std::invalid_argument(
+              "[matrix_transpose] Expected an array with at least two "
+              "dimensions; got shape " +
+              fx::shape_str(a.shape()) + ".");
+        }
+        return fx::swapaxes(a, -1, -2, st);
+      },
+      "a"_a, py::pos_only(), py::kw_only(), s,
+      "Swap the last two axes.");
+  m.def("cumulative_sum", &cumulative<true>, "a"_a, py::pos_only(),
+        "axis"_a = py::none(), py::kw_only(), "dtype"_a = py::none(),
+        "include_initial"_a = false, s,
+        "Inclusive cumulative sum (the array API's), optionally starting "
+        "with 0.");
+  m.def("cumulative_prod", &cumulative<false>, "a"_a, py::pos_only(),
+        "axis"_a = py::none(), py::kw_only(), "dtype"_a = py::none(),
+        "include_initial"_a = false, s,
+        "Inclusive cumulative product (the array API's), optionally "
+        "starting with 1.");
+
+  // Creation.
+  m.def(
+      "asarray",
+      [](py::object a, std::optional<fx::Dtype> dtype,
+         std::optional<bool> copy) -> py::object {
+        if (copy && !*copy) {
+          // Arrays are values: a new array always gets its own node, so no
+          // conversion can promise to reuse the input's memory.
+          throw std::invalid_argument(
+              "[asarray] copy=False is not supported: the result may not "
+              "share memory with the input. Use copy=None or copy=True.");
+        }
+        if (auto* p = fxpy::array_ptr(a)) {
+          if (copy && *copy) {
+            return py::cast(fx::copy(dtype ? fx::astype(*p, *dtype) : *p));
+          }
+          if (!dtype || p->dtype() == *dtype) {
+            return a;  // no copy
+          }
+          return py::cast(fx::astype(*p, *dtype));
+        }
+        return py::cast(fxpy::to_array(a, dtype));
+      },
+      "a"_a, "dtype"_a = py::none(), "copy"_a = py::none(),
+      "``a`` as an array: the same object when it already is one of that "
+      "dtype (copy=None), a new array with copy=True; other inputs convert "
+      "as ``array`` does.");
+  m.def(
+      "empty",
+      [](fxpy::ShapeArg shape, fx::Dtype dtype, fx::StreamOrDevice st) {
+        return fx::empty(fxpy::to_shape(shape), dtype, st);
+      },
+      "shape"_a, "dtype"_a = fx::float32, py::kw_only(), s,
+      "An array of the given shape whose values are unspecified (Fluxion "
+      "gives zeros).");
+  m.def(
+      "empty_like",
+      [](const fx::array& a, std::optional<fx::Dtype> dtype,
+         fx::StreamOrDevice st) {
+        return dtype ? fx::empty(a.shape(), *dtype, st) : fx::empty_like(a, st);
+      },
+      "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), s,
+      "An array like ``a`` (in ``dtype`` if given) whose values are "
+      "unspecified (zeros).");
+#define FLUXION_WINDOW(NAME, DOC)                                           \
+  m.def(                                                                    \
+      #NAME, [](int m_, fx::StreamOrDevice st) { return fx::NAME(m_, st); }, \
+      "M"_a, py::kw_only(), s, DOC);
+  FLUXION_WINDOW(bartlett, "NumPy's Bartlett (triangular) window, float32.")
+  FLUXION_WINDOW(blackman, "NumPy's Blackman window, float32.")
+  FLUXION_WINDOW(hamming, "NumPy's Hamming window, float32.")
+  FLUXION_WINDOW(hanning, "NumPy's Hann window, float32.")
+#undef FLUXION_WINDOW
+
+  // Reductions and shape ops.
+  m.def(
+      "median",
+      [](const fx::array& a, const fxpy::Axes& axis, bool keepdims,
+         fx::StreamOrDevice st) {
+        return fx::median(a, opt_axes(axis), keepdims, st);
+      },
+      "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false,
+      py::kw_only(), s,
+      "The median over ``axis`` (all axes by default); NaNs propagate.");
+  m.def(
+      "diff",
+      [](const fx::array& a, int n, int axis, std::optional<fx::array> prepend,
+         std::optional<fx::array> append, fx::StreamOrDevice st) {
+        return fx::diff(a, n, axis, prepend, append, st);
+      },
+      "a"_a, py::pos_only(), "n"_a = 1, "axis"_a = -1,
+      "prepend"_a = py::none(), "append"_a = py::none(), py::kw_only(), s,
+      "The n-th discrete difference along ``axis`` (NumPy's diff).");
+  m.def(
+      "flip",
+      [](const fx::array& a, const fxpy::Axes& axis, fx::StreamOrDevice st) {
+        return fx::flip(a, opt_axes(axis), st);
+      },
+      "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), s,
+      "Reverse the elements along ``axis`` (every axis by default).");
+  m.def(
+      "unstack",
+      [](const fx::array& a, int axis, fx::StreamOrDevice st) {
+        auto parts = fx::unstack(a, axis, st);
+        py::tuple out(parts.size());
+        for (size_t i = 0; i < parts.size(); ++i) {
+          out[i] = py::cast(parts[i]);
+        }
+        return out;
+      },
+      "a"_a, py::pos_only(), "axis"_a = 0, py::kw_only(), s,
+      "The slices along ``axis``, as a tuple of arrays without that axis.");
+  m.def(
+      "count_nonzero",
+      [](const fx::array& a, const fxpy::Axes& axis, bool keepdims,
+         fx::StreamOrDevice st) {
+        return fx::count_nonzero(a, opt_axes(axis), keepdims, st);
+      },
+      "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false,
+      py::kw_only(), s, "The number of non-zero elements (int32).");
+  m.def(
+      "vecdot",
+      [](py::handle a, py::handle b, int axis, fx::StreamOrDevice st) {
+        auto [x, y] = fxpy::to_arrays(a, b);
+        return fx::vecdot(x, y, axis, st);
+      },
+      "a"_a, "b"_a, py::pos_only(), "axis"_a = -1, py::kw_only(), s,
+      "sum(conj(a) * b) along ``axis`` (the array API's vecdot).");
+  m.def(
+      "matrix_norm",
+      [](const fx::array& a, const std::variant<double, std::string>& ord,
+         bool keepdims, fx::StreamOrDevice st) {
+        return fx::matrix_norm(a, ord, keepdims, st);
+      },
+      "a"_a, py::pos_only(), py::kw_only(), "ord"_a = "fro",
+      "keepdims"_a = false, s,
+      "The matrix norm over the last two axes (ord 'fro', 'nuc', 1, -1, 2, "
+      "-2, inf or -inf).");
+}
