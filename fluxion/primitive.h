@@ -24,6 +24,17 @@ std::vector<int64_t> export_ints(const V& v) {
   return std::vector<int64_t>(v.begin(), v.end());
 }
 
+// A state() list built one element at a time: an initializer list of
+// PrimitiveArg would copy each variant out of a temporary, which GCC 12
+// misreads as a use of uninitialized memory (-Wmaybe-uninitialized).
+template <typename... Args>
+std::vector<PrimitiveArg> export_state(Args&&... args) {
+  std::vector<PrimitiveArg> state;
+  state.reserve(sizeof...(Args));
+  (state.emplace_back(std::forward<Args>(args)), ...);
+  return state;
+}
+
 class Primitive {
  public:
   explicit Primitive(Stream stream) : stream_(stream) {}

@@ -125,7 +125,7 @@ class Convolution : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Convolution"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(stride_), export_ints(padding_lo_), export_ints(padding_hi_), export_ints(kernel_dilation_), export_ints(input_dilation_), int64_t{groups_}, flip_};
+    return export_state(export_ints(stride_), export_ints(padding_lo_), export_ints(padding_hi_), export_ints(kernel_dilation_), export_ints(input_dilation_), int64_t{groups_}, flip_);
   }
   void print(std::ostream& os) const override;
   FLUXION_DECLARE_RULES

@@ -66,7 +66,7 @@ class Arange : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Arange"; }
   std::vector<PrimitiveArg> state() const override {
-    return {start_, stop_, step_, dtype_};
+    return export_state(start_, stop_, step_, dtype_);
   }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;

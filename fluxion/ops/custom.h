@@ -26,7 +26,7 @@ class Depends : public Primitive {
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const char* name() const override { return "Depends"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{num_passed_}};
+    return export_state(int64_t{num_passed_});
   }
   bool is_equivalent(const Primitive& o) const override {
     return Primitive::is_equivalent(o) &&

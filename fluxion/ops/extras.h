@@ -81,7 +81,7 @@ class SearchSorted : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "SearchSorted"; }
   std::vector<PrimitiveArg> state() const override {
-    return {right_};
+    return export_state(right_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -100,7 +100,7 @@ class Hadamard : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Hadamard"; }
   std::vector<PrimitiveArg> state() const override {
-    return {scale_};
+    return export_state(scale_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -123,7 +123,7 @@ class AsStrided : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "AsStrided"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(shape_), export_ints(strides_), static_cast<int64_t>(offset_)};
+    return export_state(export_ints(shape_), export_ints(strides_), static_cast<int64_t>(offset_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -146,7 +146,7 @@ class View : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "View"; }
   std::vector<PrimitiveArg> state() const override {
-    return {dtype_};
+    return export_state(dtype_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -164,7 +164,7 @@ class Contiguous : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Contiguous"; }
   std::vector<PrimitiveArg> state() const override {
-    return {allow_col_major_};
+    return export_state(allow_col_major_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

@@ -83,7 +83,7 @@ class LayerNorm : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "LayerNorm"; }
   std::vector<PrimitiveArg> state() const override {
-    return {double{eps_}, has_weight_, has_bias_};
+    return export_state(double{eps_}, has_weight_, has_bias_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -109,7 +109,7 @@ class RMSNorm : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "RMSNorm"; }
   std::vector<PrimitiveArg> state() const override {
-    return {double{eps_}, has_weight_};
+    return export_state(double{eps_}, has_weight_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -142,7 +142,7 @@ class RoPE : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "RoPE"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{dims_}, traditional_, double{base_}, double{scale_}, forward_, has_freqs_};
+    return export_state(int64_t{dims_}, traditional_, double{base_}, double{scale_}, forward_, has_freqs_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -177,7 +177,7 @@ class ScaledDotProductAttention : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ScaledDotProductAttention"; }
   std::vector<PrimitiveArg> state() const override {
-    return {double{scale_}, causal_, int64_t{mask_}};
+    return export_state(double{scale_}, causal_, int64_t{mask_});
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

@@ -102,7 +102,7 @@ class FFT : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "FFT"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(axes_), inverse_, real_, int64_t{n_}};
+    return export_state(export_ints(axes_), inverse_, real_, int64_t{n_});
   }
   void print(std::ostream& os) const override;
   FLUXION_DECLARE_RULES

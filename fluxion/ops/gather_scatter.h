@@ -70,7 +70,7 @@ class Gather : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Gather"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(axes_), export_ints(slice_sizes_)};
+    return export_state(export_ints(axes_), export_ints(slice_sizes_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -95,7 +95,7 @@ class Scatter : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Scatter"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{reduce_}, export_ints(axes_)};
+    return export_state(int64_t{reduce_}, export_ints(axes_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

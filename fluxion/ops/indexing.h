@@ -57,7 +57,7 @@ class GatherAxis : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "GatherAxis"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{axis_}, std::string(op_)};
+    return export_state(int64_t{axis_}, std::string(op_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -85,7 +85,7 @@ class ScatterAxis : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ScatterAxis"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{axis_}, int64_t{reduce_}, std::string(op_)};
+    return export_state(int64_t{axis_}, int64_t{reduce_}, std::string(op_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

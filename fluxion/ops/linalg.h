@@ -43,7 +43,7 @@ class AddMM : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "AddMM"; }
   std::vector<PrimitiveArg> state() const override {
-    return {double{alpha_}, double{beta_}};
+    return export_state(double{alpha_}, double{beta_});
   }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;

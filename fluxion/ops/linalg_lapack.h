@@ -111,7 +111,7 @@ class SolveTriangular : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "SolveTriangular"; }
   std::vector<PrimitiveArg> state() const override {
-    return {upper_};
+    return export_state(upper_);
   }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -153,7 +153,7 @@ class SVD : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "SVD"; }
   std::vector<PrimitiveArg> state() const override {
-    return {compute_uv_};
+    return export_state(compute_uv_);
   }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -173,7 +173,7 @@ class Eigh : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Eigh"; }
   std::vector<PrimitiveArg> state() const override {
-    return {upper_, vectors_};
+    return export_state(upper_, vectors_);
   }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -191,7 +191,7 @@ class Eig : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Eig"; }
   std::vector<PrimitiveArg> state() const override {
-    return {vectors_};
+    return export_state(vectors_);
   }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;

@@ -41,7 +41,7 @@ class AsType : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "AsType"; }
   std::vector<PrimitiveArg> state() const override {
-    return {dtype_};
+    return export_state(dtype_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override {

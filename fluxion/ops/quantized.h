@@ -155,7 +155,7 @@ class QuantizedMatmul : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "QuantizedMatmul"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{group_size_}, int64_t{bits_}, transpose_, static_cast<int64_t>(mode_)};
+    return export_state(int64_t{group_size_}, int64_t{bits_}, transpose_, static_cast<int64_t>(mode_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

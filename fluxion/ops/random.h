@@ -130,7 +130,7 @@ class RandomBits : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "RandomBits"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(shape_), int64_t{width_}, static_cast<int64_t>(offset_)};
+    return export_state(export_ints(shape_), int64_t{width_}, static_cast<int64_t>(offset_));
   }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;

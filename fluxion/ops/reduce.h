@@ -77,7 +77,7 @@ class Reduce : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override;
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{type_}, export_ints(axes_), dtype_};
+    return export_state(int64_t{type_}, export_ints(axes_), dtype_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -106,7 +106,7 @@ class ArgReduce : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override;
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{type_}, int64_t{axis_}};
+    return export_state(int64_t{type_}, int64_t{axis_});
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -131,7 +131,7 @@ class NumberOfElements : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "NumberOfElements"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(axes_), dtype_};
+    return export_state(export_ints(axes_), dtype_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

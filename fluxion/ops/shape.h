@@ -111,8 +111,8 @@ class Reshape : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Reshape"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(shape_), int64_t{rule_.kind}, export_ints(rule_.dims),
-            int64_t{rule_.start}, int64_t{rule_.end}};
+    return export_state(export_ints(shape_), int64_t{rule_.kind}, export_ints(rule_.dims),
+            int64_t{rule_.start}, int64_t{rule_.end});
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -139,7 +139,7 @@ class Transpose : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Transpose"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(axes_)};
+    return export_state(export_ints(axes_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -157,7 +157,7 @@ class Broadcast : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Broadcast"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(shape_)};
+    return export_state(export_ints(shape_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -179,7 +179,7 @@ class ExpandDims : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ExpandDims"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(axes_)};
+    return export_state(export_ints(axes_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -198,7 +198,7 @@ class Squeeze : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Squeeze"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(axes_)};
+    return export_state(export_ints(axes_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -221,7 +221,7 @@ class Slice : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Slice"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(start_), export_ints(stop_), export_ints(strides_)};
+    return export_state(export_ints(start_), export_ints(stop_), export_ints(strides_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -245,7 +245,7 @@ class SliceUpdate : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "SliceUpdate"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(start_), export_ints(stop_), export_ints(strides_)};
+    return export_state(export_ints(start_), export_ints(stop_), export_ints(strides_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -267,7 +267,7 @@ class Concatenate : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Concatenate"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{axis_}};
+    return export_state(int64_t{axis_});
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -290,7 +290,7 @@ class Pad : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Pad"; }
   std::vector<PrimitiveArg> state() const override {
-    return {export_ints(axes_), export_ints(low_), export_ints(high_)};
+    return export_state(export_ints(axes_), export_ints(low_), export_ints(high_));
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

@@ -58,7 +58,7 @@ class Sort : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Sort"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{axis_}};
+    return export_state(int64_t{axis_});
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -78,7 +78,7 @@ class ArgSort : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ArgSort"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{axis_}};
+    return export_state(int64_t{axis_});
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -101,7 +101,7 @@ class Partition : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Partition"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{kth_}, int64_t{axis_}};
+    return export_state(int64_t{kth_}, int64_t{axis_});
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -124,7 +124,7 @@ class ArgPartition : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "ArgPartition"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{kth_}, int64_t{axis_}};
+    return export_state(int64_t{kth_}, int64_t{axis_});
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -161,7 +161,7 @@ class Scan : public Primitive {
                 std::vector<array>& outputs) override;
   const char* name() const override { return "Scan"; }
   std::vector<PrimitiveArg> state() const override {
-    return {int64_t{type_}, int64_t{axis_}, reverse_, inclusive_};
+    return export_state(int64_t{type_}, int64_t{axis_}, reverse_, inclusive_);
   }
   void print(std::ostream& os) const override;
   FLUXION_DECLARE_RULES

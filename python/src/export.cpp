@@ -126,8 +126,16 @@ py::list arg_list(const std::vector<fx::PrimitiveArg>& args) {
   return out;
 }
 
+// "v<index>", the name MLX's callback gives a traced value (appended rather
+// than `"v" + ...`, which GCC 12's -Wrestrict misreads).
+std::string value_name(size_t v) {
+  std::string name = "v";
+  name += std::to_string(v);
+  return name;
+}
+
 py::tuple value_info(const fx::detail::Ir& ir, int v) {
-  return py::make_tuple("v" + std::to_string(v),
+  return py::make_tuple(value_name(v),
                         py::tuple(py::cast(ir.values[v].shape)),
                         ir.values[v].dtype);
 }
@@ -144,13 +152,13 @@ void to_callback(py::handle callback, const fx::ExportedTrace& t) {
   py::list keywords;
   for (size_t i = 0; i < t.kwarg_names.size(); ++i) {
     keywords.append(py::make_tuple(
-        t.kwarg_names[i], "v" + std::to_string(ir.inputs[t.n_args + i])));
+        t.kwarg_names[i], value_name(ir.inputs[t.n_args + i])));
   }
   callback(py::dict("type"_a = "keyword_inputs", "keywords"_a = keywords));
   py::list constants;
   for (size_t v = 0; v < ir.values.size(); ++v) {
     if (ir.values[v].constant) {
-      constants.append(py::make_tuple("v" + std::to_string(v),
+      constants.append(py::make_tuple(value_name(v),
                                       py::cast(*ir.values[v].constant)));
     }
   }
@@ -159,7 +167,7 @@ void to_callback(py::handle callback, const fx::ExportedTrace& t) {
     auto [name, args] = fx::export_primitive(*n.prim);
     py::list ins, outs;
     for (int v : n.inputs) {
-      ins.append("v" + std::to_string(v));
+      ins.append(value_name(v));
     }
     for (int v : n.outputs) {
       outs.append(value_info(ir, v));
