@@ -19,6 +19,7 @@ import argparse
 import glob
 import math
 import os
+import sys
 import time
 from functools import partial
 
@@ -28,6 +29,11 @@ import fluxion.core as mx
 import fluxion.nn as nn
 import fluxion.optimizers as optim
 from fluxion.utils import tree_flatten
+
+# The examples' shared set-up, beside this file (also when it is loaded
+# by path, as the tests do).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from example_common import add_run_arguments, start_run  # noqa: E402
 
 FORTUNES_DIR = "/usr/share/games/fortunes"
 
@@ -210,12 +216,7 @@ def main(argv=None):
         action="store_true",
         help="tiny model and a few steps, for CI",
     )
-    ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data-dir", default=FORTUNES_DIR)
-    ap.add_argument("--out", default="out/char_lm")
-    ap.add_argument("--no-progress", action="store_true")
+    add_run_arguments(ap, FORTUNES_DIR, "out/char_lm")
     args = ap.parse_args(argv)
     if args.smoke:
         args.steps, args.batch_size, args.context = min(args.steps, 20), 8, 32
@@ -223,15 +224,7 @@ def main(argv=None):
 
     from tqdm import tqdm
 
-    if args.device == "gpu":
-        if not mx.is_available(mx.gpu):
-            raise SystemExit(
-                "--device gpu: no GPU backend in this build of Fluxion"
-            )
-        mx.set_default_device(mx.gpu)
-    mx.random.seed(args.seed)
-    rng = np.random.default_rng(args.seed)
-    os.makedirs(args.out, exist_ok=True)
+    rng = start_run(args)
 
     fortunes = load_fortunes(args.data_dir)
     order = rng.permutation(len(fortunes))

@@ -19,6 +19,7 @@ Run:  PYTHONPATH=build/python /usr/bin/python3 examples/fashion_mnist_cnn.py
 import argparse
 import gzip
 import os
+import sys
 import time
 from functools import partial
 
@@ -28,6 +29,11 @@ import fluxion.core as mx
 import fluxion.nn as nn
 import fluxion.optimizers as optim
 from fluxion.utils import tree_flatten
+
+# The examples' shared set-up, beside this file (also when it is loaded
+# by path, as the tests do).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from example_common import add_run_arguments, start_run  # noqa: E402
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 CLASSES = [
@@ -183,29 +189,12 @@ def main(argv=None):
         help="tiny run for CI: one pass over 2048 training images, "
         "512 test images",
     )
-    ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    ap.add_argument(
-        "--no-compile",
-        action="store_true",
-        help="run the training step eagerly",
-    )
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data-dir", default=DATA_DIR)
-    ap.add_argument("--out", default="out/fashion_mnist")
-    ap.add_argument("--no-progress", action="store_true")
+    add_run_arguments(ap, DATA_DIR, "out/fashion_mnist")
     args = ap.parse_args(argv)
 
     from tqdm import tqdm
 
-    if args.device == "gpu":
-        if not mx.is_available(mx.gpu):
-            raise SystemExit(
-                "--device gpu: no GPU backend in this build of Fluxion"
-            )
-        mx.set_default_device(mx.gpu)
-    mx.random.seed(args.seed)
-    rng = np.random.default_rng(args.seed)
-    os.makedirs(args.out, exist_ok=True)
+    rng = start_run(args)
 
     train_x, train_y, test_x, test_y = load_fashion_mnist(args.data_dir)
     if args.smoke:

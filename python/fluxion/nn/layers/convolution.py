@@ -19,8 +19,14 @@ def _ntuple(value, n, name):
 
 
 class _ConvNd(Module):
+    """Shared by the convolution and transposed-convolution layers: the
+    weight ``(C_out, *kernel, C_in / groups)`` initialised as PyTorch and MLX
+    do, the per-dimension arguments, and the call."""
+
     _ndim = 0
     _op = None
+    # Attributes beyond MLX's common ones, shown by repr in this order.
+    _extra_names = ()
 
     def __init__(
         self,
@@ -58,21 +64,31 @@ class _ConvNd(Module):
         )
         if bias:
             self.bias = mx.zeros((out_channels,))
-        self.padding = padding if n == 1 else _ntuple(padding, n, "padding")
-        self.stride = stride if n == 1 else _ntuple(stride, n, "stride")
-        self.dilation = (
-            dilation if n == 1 else _ntuple(dilation, n, "dilation")
-        )
+        self.padding = self._per_dim(padding, "padding")
+        self.stride = self._per_dim(stride, "stride")
+        self.dilation = self._per_dim(dilation, "dilation")
         self.groups = groups
+
+    def _per_dim(self, value, name):
+        # 1-D layers keep what they were given (an int), as MLX.
+        return value if self._ndim == 1 else _ntuple(value, self._ndim, name)
+
+    # The layer's extra arguments to its op, between dilation and groups
+    # (the transposed layers' output_padding).
+    def _op_extras(self):
+        return ()
 
     def _extra_repr(self):
         kernel = self.weight.shape[1:-1]
         kernel = kernel[0] if self._ndim == 1 else tuple(kernel)
+        extras = "".join(
+            f"{name}={getattr(self, name)}, " for name in self._extra_names
+        )
         return (
             f"{self.weight.shape[-1] * self.groups}, {self.weight.shape[0]}, "
             f"kernel_size={kernel}, stride={self.stride}, "
             f"padding={self.padding}, "
-            f"dilation={self.dilation}, groups={self.groups}, "
+            f"dilation={self.dilation}, {extras}groups={self.groups}, "
             f"bias={'bias' in self}"
         )
 
@@ -83,6 +99,7 @@ class _ConvNd(Module):
             self.stride,
             self.padding,
             self.dilation,
+            *self._op_extras(),
             self.groups,
         )
         if "bias" in self:

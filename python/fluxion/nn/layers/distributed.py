@@ -122,28 +122,55 @@ def _check_divisible(name, what, dims, N):
         )
 
 
-class AllToShardedLinear(Module):
-    """A Linear layer computing this process's slice of the output
-    features from the whole input."""
+class _ShardedLinear(Module):
+    """A Linear layer holding this process's slice of the weight along
+    ``_axis`` (0: output features, 1: input features); the bias is sliced
+    with the output features and replicated with the input ones."""
+
+    _axis = 0
 
     def __init__(self, input_dims, output_dims, bias=True, group=None):
         super().__init__()
         self.group = _group(group)
         N = self.group.size()
-        _check_divisible("AllToShardedLinear", "output", output_dims, N)
-        scale = math.sqrt(1.0 / input_dims)
-        self.weight = mx.random.uniform(
-            -scale, scale, (output_dims // N, input_dims)
+        dims = [output_dims, input_dims]
+        _check_divisible(
+            type(self).__name__,
+            ("output", "input")[self._axis],
+            dims[self._axis],
+            N,
         )
+        dims[self._axis] //= N
+        scale = math.sqrt(1.0 / input_dims)
+        self.weight = mx.random.uniform(-scale, scale, tuple(dims))
         if bias:
-            self.bias = mx.random.uniform(-scale, scale, (output_dims // N,))
+            self.bias = mx.random.uniform(-scale, scale, (dims[0],))
 
     def _extra_repr(self):
-        out, inp = self.weight.shape
+        dims = list(self.weight.shape)
+        dims[self._axis] *= self.group.size()
         return (
-            f"input_dims={inp}, output_dims={out * self.group.size()}, "
+            f"input_dims={dims[1]}, output_dims={dims[0]}, "
             f"bias={'bias' in self}"
         )
+
+    @classmethod
+    def from_linear(cls, linear_layer, *, segments=1, group=None):
+        group = _group(group)
+        out, inp = linear_layer.weight.shape
+        layer = cls(inp, out, "bias" in linear_layer, group)
+        layer.update(
+            _shard(linear_layer.parameters(), cls._rule(segments), group)
+        )
+        return layer
+
+
+class AllToShardedLinear(_ShardedLinear):
+    """A Linear layer computing this process's slice of the output
+    features from the whole input."""
+
+    _axis = 0
+    _rule = staticmethod(_all_to_sharded)
 
     def __call__(self, x):
         x = _sum_gradients(self.group)(x)
@@ -151,55 +178,19 @@ class AllToShardedLinear(Module):
             return mx.addmm(self["bias"], x, self["weight"].T)
         return x @ self["weight"].T
 
-    @classmethod
-    def from_linear(cls, linear_layer, *, segments=1, group=None):
-        group = _group(group)
-        out, inp = linear_layer.weight.shape
-        layer = cls(inp, out, "bias" in linear_layer, group)
-        layer.update(
-            _shard(linear_layer.parameters(), _all_to_sharded(segments), group)
-        )
-        return layer
 
-
-class ShardedToAllLinear(Module):
+class ShardedToAllLinear(_ShardedLinear):
     """A Linear layer over this process's slice of the input features;
     the partial products are summed over the group."""
 
-    def __init__(self, input_dims, output_dims, bias=True, group=None):
-        super().__init__()
-        self.group = _group(group)
-        N = self.group.size()
-        _check_divisible("ShardedToAllLinear", "input", input_dims, N)
-        scale = math.sqrt(1.0 / input_dims)
-        self.weight = mx.random.uniform(
-            -scale, scale, (output_dims, input_dims // N)
-        )
-        if bias:
-            self.bias = mx.random.uniform(-scale, scale, (output_dims,))
-
-    def _extra_repr(self):
-        out, inp = self.weight.shape
-        return (
-            f"input_dims={inp * self.group.size()}, output_dims={out}, "
-            f"bias={'bias' in self}"
-        )
+    _axis = 1
+    _rule = staticmethod(_sharded_to_all)
 
     def __call__(self, x):
         x = _all_sum(x @ self["weight"].T, self.group)
         if "bias" in self:
             x = x + self["bias"]
         return x
-
-    @classmethod
-    def from_linear(cls, linear_layer, *, segments=1, group=None):
-        group = _group(group)
-        out, inp = linear_layer.weight.shape
-        layer = cls(inp, out, "bias" in linear_layer, group)
-        layer.update(
-            _shard(linear_layer.parameters(), _sharded_to_all(segments), group)
-        )
-        return layer
 
 
 class _QuantizedSharded(_Quantized):

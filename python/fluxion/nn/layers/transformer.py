@@ -120,10 +120,12 @@ class TransformerEncoderLayer(Module):
         return self.ln2(x + self._mlp(x))
 
 
-class TransformerEncoder(Module):
-    """A stack of encoder layers and a final LayerNorm. With
+class _LayerStack(Module):
+    """``num_layers`` copies of ``_layer`` and a final LayerNorm. With
     ``checkpoint`` each layer's activations are recomputed in the backward
     pass instead of stored."""
+
+    _layer = None
 
     def __init__(
         self,
@@ -138,7 +140,7 @@ class TransformerEncoder(Module):
     ):
         super().__init__()
         self.layers = [
-            TransformerEncoderLayer(
+            type(self)._layer(
                 dims, num_heads, mlp_dims, dropout, activation, norm_first
             )
             for _ in range(num_layers)
@@ -146,13 +148,19 @@ class TransformerEncoder(Module):
         self.ln = LayerNorm(dims)
         self.checkpoint = checkpoint
 
-    def __call__(self, x, mask):
+    def __call__(self, x, *context):
         from fluxion.nn.utils import checkpoint
 
         for layer in self.layers:
             layer = checkpoint(layer) if self.checkpoint else layer
-            x = layer(x, mask)
+            x = layer(x, *context)
         return self.ln(x)
+
+
+class TransformerEncoder(_LayerStack):
+    """A stack of encoder layers, called as ``encoder(x, mask)``."""
+
+    _layer = TransformerEncoderLayer
 
 
 class TransformerDecoderLayer(Module):
@@ -205,37 +213,11 @@ class TransformerDecoderLayer(Module):
         return self.ln3(x + self._mlp(x))
 
 
-class TransformerDecoder(Module):
-    """A stack of decoder layers and a final LayerNorm."""
+class TransformerDecoder(_LayerStack):
+    """A stack of decoder layers, called as
+    ``decoder(x, memory, x_mask, memory_mask)``."""
 
-    def __init__(
-        self,
-        num_layers,
-        dims,
-        num_heads,
-        mlp_dims=None,
-        dropout=0.0,
-        activation=relu,
-        norm_first=True,
-        checkpoint=False,
-    ):
-        super().__init__()
-        self.layers = [
-            TransformerDecoderLayer(
-                dims, num_heads, mlp_dims, dropout, activation, norm_first
-            )
-            for _ in range(num_layers)
-        ]
-        self.ln = LayerNorm(dims)
-        self.checkpoint = checkpoint
-
-    def __call__(self, x, memory, x_mask, memory_mask):
-        from fluxion.nn.utils import checkpoint
-
-        for layer in self.layers:
-            layer = checkpoint(layer) if self.checkpoint else layer
-            x = layer(x, memory, x_mask, memory_mask)
-        return self.ln(x)
+    _layer = TransformerDecoderLayer
 
 
 class Transformer(Module):
