@@ -236,7 +236,8 @@ const std::unordered_map<std::string, Factory>& factories() {
       }
       return std::make_shared<fast::ScaledDotProductAttention>(
           s, static_cast<float>(f64(a, 0, n)), b(a, 1, n),
-          static_cast<fast::ScaledDotProductAttention::MaskKind>(mask));
+          static_cast<fast::ScaledDotProductAttention::MaskKind>(mask),
+          b(a, 3, n));
     };
     f["FFT"] = [](Stream s, const Args& a) {
       const std::string n = "FFT";
