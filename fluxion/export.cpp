@@ -195,7 +195,8 @@ const std::unordered_map<std::string, Factory>& factories() {
       return std::make_shared<SearchSorted>(s, b(a, 0, "SearchSorted"));
     };
     f["Hadamard"] = [](Stream s, const Args& a) {
-      return std::make_shared<Hadamard>(s, f64(a, 0, "Hadamard"));
+      return std::make_shared<Hadamard>(s, f64(a, 0, "Hadamard"),
+                                        b(a, 1, "Hadamard"));
     };
     f["AsStrided"] = [](Stream s, const Args& a) {
       const std::string n = "AsStrided";
@@ -235,7 +236,8 @@ const std::unordered_map<std::string, Factory>& factories() {
       }
       return std::make_shared<fast::ScaledDotProductAttention>(
           s, static_cast<float>(f64(a, 0, n)), b(a, 1, n),
-          static_cast<fast::ScaledDotProductAttention::MaskKind>(mask));
+          static_cast<fast::ScaledDotProductAttention::MaskKind>(mask),
+          b(a, 3, n));
     };
     f["FFT"] = [](Stream s, const Args& a) {
       const std::string n = "FFT";

@@ -55,21 +55,25 @@ void init_fast(py::module_& parent) {
   m.def(
       "scaled_dot_product_attention",
       [](const fx::array& q, const fx::array& k, const fx::array& v,
-         float scale, const py::object& mask, fx::StreamOrDevice s) {
+         float scale, const py::object& mask, const py::object& sinks,
+         fx::StreamOrDevice s) {
+        auto sk = opt_array(sinks);
         if (mask.is_none()) {
           return ff::scaled_dot_product_attention(q, k, v, scale, "",
-                                                  std::nullopt, s);
+                                                  std::nullopt, sk, s);
         }
         if (py::isinstance<py::str>(mask)) {
           return ff::scaled_dot_product_attention(
-              q, k, v, scale, mask.cast<std::string>(), std::nullopt, s);
+              q, k, v, scale, mask.cast<std::string>(), std::nullopt, sk, s);
         }
         return ff::scaled_dot_product_attention(q, k, v, scale, "array",
-                                                fxpy::to_array(mask), s);
+                                                fxpy::to_array(mask), sk, s);
       },
       "q"_a, "k"_a, "v"_a, py::kw_only(), "scale"_a, "mask"_a = py::none(),
-      "stream"_a = py::none(),
+      "sinks"_a = py::none(), "stream"_a = py::none(),
       "softmax(scale * q @ k.T + mask) @ v with grouped-query attention; "
       "mask is None, \"causal\", a boolean mask (True keeps) or an additive "
-      "mask.");
+      "mask. Hidden keys score the lowest finite value (a row that sees none "
+      "is uniform). ``sinks`` (one logit per query head) joins every row's "
+      "softmax without a value.");
 }

@@ -124,6 +124,46 @@ std::vector<OpCase> fast_cases() {
        {rnd({2, 2, 1, 3}, 33), rnd({2, 1, 6, 3}, 34), rnd({2, 1, 6, 3}, 35)},
        true,
        true});
+  // Attention sinks (the last input, one logit per query head), alone, with
+  // grouped heads and a causal mask, and with a boolean mask that hides a
+  // whole row (uniform over the keys; its scores take no gradient).
+  auto sinked = [](const char* mode, float scale) {
+    return [mode, scale](const std::vector<array>& x) {
+      std::optional<array> m;
+      if (x.size() > 4) {
+        m = x[3];
+      }
+      return std::vector<array>{fx::scaled_dot_product_attention(
+          x[0], x[1], x[2], scale, mode, m, x.back())};
+    };
+  };
+  c.push_back({"sdpa_sinks",
+               sinked("", 0.5f),
+               {rnd({2, 2, 3, 4}, 36), rnd({2, 2, 5, 4}, 37),
+                rnd({2, 2, 5, 4}, 38), rnd({2}, 39)},
+               true,
+               true});
+  c.push_back({"sdpa_sinks_gqa_causal",
+               sinked("causal", 0.7f),
+               {rnd({1, 4, 3, 5}, 40), rnd({1, 2, 4, 5}, 41),
+                rnd({1, 2, 4, 3}, 42), rnd({4}, 43)},
+               true,
+               true});
+  auto hide_row = array({true, true, false, true, true, false, false, false,
+                         true, false, true, true},
+                        {3, 4});
+  c.push_back({"sdpa_sinks_hidden_row",
+               sinked("", 0.5f),
+               {rnd({1, 2, 3, 4}, 44), rnd({1, 1, 4, 4}, 45),
+                rnd({1, 1, 4, 4}, 46), hide_row, rnd({2}, 47)},
+               true,
+               true});
+  c.push_back({"sdpa_hidden_row",
+               sdpa("", 0.5f),
+               {rnd({1, 2, 3, 4}, 48), rnd({1, 1, 4, 4}, 49),
+                rnd({1, 1, 4, 4}, 50), hide_row},
+               true,
+               true});
   return c;
 }
 
