@@ -308,8 +308,8 @@ const std::unordered_map<std::string, Factory>& factories() {
     };
     f["RandomBits"] = [](Stream s, const Args& a) {
       const std::string n = "RandomBits";
-      return std::make_shared<random::RandomBits>(s, shp(a, 0, n), i32(a, 1, n),
-                                          static_cast<uint64_t>(i64(a, 2, n)));
+      return std::make_shared<random::RandomBits>(s, shp(a, 0, n),
+                                                  i32(a, 1, n));
     };
     f["Reduce"] = [](Stream s, const Args& a) {
       const std::string n = "Reduce";
