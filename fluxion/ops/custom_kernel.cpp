@@ -49,13 +49,14 @@ std::vector<array> metal_kernel_call(
     std::optional<double> init_value, bool verbose, StreamOrDevice s) {
   if (inputs.size() != spec.input_names.size()) {
     throw std::invalid_argument(
-        "[metal_kernel] Expected " + std::to_string(spec.input_names.size()) +
+        std::string("[metal_kernel] Expected ") +
+        std::to_string(spec.input_names.size()) +
         " inputs (" + std::to_string(inputs.size()) + " given).");
   }
   if (output_shapes.size() != spec.output_names.size() ||
       output_dtypes.size() != spec.output_names.size()) {
     throw std::invalid_argument(
-        "[metal_kernel] Expected " +
+        std::string("[metal_kernel] Expected ") +
         std::to_string(spec.output_names.size()) +
         " output shapes and dtypes (got " +
         std::to_string(output_shapes.size()) + " and " +

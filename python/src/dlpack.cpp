@@ -422,7 +422,8 @@ fx::array from_capsule(py::capsule cap, std::optional<bool> copy) {
     im.strides = fx::Strides(st.begin(), st.end());
   }
   const std::string what =
-      "a tensor of DLPack dtype (code " + std::to_string(t->dtype.code) +
+      std::string("a tensor of DLPack dtype (code ") +
+      std::to_string(t->dtype.code) +
       ", " + std::to_string(t->dtype.bits) + " bits)";
   // The capsule is consumed from here on: the deleter is ours to call.
   PyCapsule_SetName(cap.ptr(), versioned ? "used_dltensor_versioned"
