@@ -106,7 +106,8 @@ array hadamard_transform(const array& a, std::optional<float> scale,
   int64_t n = a.shape(-1);
   if (detail::hadamard_factor(n) == 0) {
     throw std::invalid_argument(
-        "[hadamard_transform] The last axis has size " + std::to_string(n) +
+        std::string("[hadamard_transform] The last axis has size ") +
+        std::to_string(n) +
         "; it must be m * 2^k with m in (1, 12, 20, 28) and k <= 26.");
   }
   if (a.dtype() == complex64) {
@@ -441,7 +442,7 @@ std::vector<int8_t> hadamard_matrix(int m) {
     }
     default:
       throw std::invalid_argument(
-          "[hadamard_transform] No Hadamard matrix of order " +
+          std::string("[hadamard_transform] No Hadamard matrix of order ") +
           std::to_string(m) + " (expected 1, 12, 20 or 28).");
   }
 }

@@ -442,6 +442,13 @@ fx::array to_array(py::handle h, std::optional<fx::Dtype> dtype) {
     auto np = py::module_::import("numpy");
     return from_numpy(np.attr("frombuffer")(h, "dtype"_a = "uint8"), dtype);
   }
+  if (py::hasattr(h, "__dlpack__")) {
+    // DLPack first (as MLX's nanobind caster): a PyTorch bfloat16 tensor
+    // has no NumPy form. Copied, with MLX's float64 -> float32.
+    if (auto a = array_from_dlpack(h)) {
+      return dtype && *dtype != a->dtype() ? fx::astype(*a, *dtype) : *a;
+    }
+  }
   if (!PyUnicode_Check(h.ptr()) && !PyBytes_Check(h.ptr()) &&
       (py::hasattr(h, "__array__") || PyObject_CheckBuffer(h.ptr()))) {
     auto np = py::module_::import("numpy");
