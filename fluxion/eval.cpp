@@ -24,7 +24,9 @@ namespace {
 
 constexpr int kMaxActiveTasks = 10;
 
-// Joins the outputs of one eval into a single node to wait on.
+// Joins the outputs of one eval into a single node to wait on. Not an op,
+// so not in the primitive registry: its kernels, which do nothing, are the
+// same on every backend and written here.
 class Synchronizer : public Primitive {
  public:
   explicit Synchronizer(Stream stream) : Primitive(stream) {}

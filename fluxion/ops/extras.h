@@ -77,8 +77,7 @@ array block_masked_mm(const array& a, const array& b, int block_size = 64,
 class SearchSorted : public Primitive {
  public:
   SearchSorted(Stream s, bool right) : Primitive(s), right_(right) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "SearchSorted"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(right_);
@@ -96,8 +95,7 @@ class SearchSorted : public Primitive {
 class Hadamard : public Primitive {
  public:
   Hadamard(Stream s, double scale) : Primitive(s), scale_(scale) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Hadamard"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(scale_);
@@ -119,8 +117,7 @@ class AsStrided : public Primitive {
         shape_(std::move(shape)),
         strides_(std::move(strides)),
         offset_(offset) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "AsStrided"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(shape_), export_ints(strides_), static_cast<int64_t>(offset_));
@@ -142,8 +139,7 @@ class AsStrided : public Primitive {
 class View : public Primitive {
  public:
   View(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "View"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(dtype_);
@@ -160,8 +156,7 @@ class Contiguous : public Primitive {
  public:
   Contiguous(Stream s, bool allow_col_major)
       : Primitive(s), allow_col_major_(allow_col_major) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Contiguous"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(allow_col_major_);

@@ -126,8 +126,7 @@ class RandomBits : public Primitive {
         shape_(std::move(shape)),
         width_(width),
         offset_(offset) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "RandomBits"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(shape_), int64_t{width_}, static_cast<int64_t>(offset_));

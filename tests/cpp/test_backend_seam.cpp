@@ -9,6 +9,7 @@
 
 #include "fluxion/backend/common/caching_allocator.h"
 #include "fluxion/backend/gpu.h"
+#include "fluxion/primitive_registry.h"
 #include "fluxion/scheduler.h"
 
 #include "test_utils.h"
@@ -354,3 +355,39 @@ TEST(NoGpu, KernelsOfASampleOfPrimitivesRaise) {
   synchronize();
 }
 
+// ---- The registry -----------------------------------------------------------
+
+TEST(Registry, OneEntryPerPrimitive) {
+  auto& reg = primitive_registry();
+  EXPECT_GT(reg.size(), 100u);
+  std::set<std::string> names;
+  for (auto& p : reg) {
+    EXPECT_TRUE(names.insert(p.name).second) << "twice: " << p.name;
+    EXPECT_TRUE(p.cpu) << p.name;
+    EXPECT_NE(std::string(p.family), "");
+  }
+  auto* add_p = find_primitive("Add");
+  ASSERT_NE(add_p, nullptr);
+  EXPECT_STREQ(add_p->family, "binary");
+  auto* inv = find_primitive("Inverse");
+  ASSERT_NE(inv, nullptr);
+  EXPECT_STREQ(inv->cls, "linalg::Inverse");
+  EXPECT_STREQ(find_primitive("Reshape")->family, "view");
+  EXPECT_EQ(find_primitive("Synchronizer"), nullptr);  // not an op
+  EXPECT_EQ(find_primitive("Nope"), nullptr);
+  EXPECT_TRUE(kernels_missing(Device::cpu).empty());
+  if (!gpu::backend_built()) {
+    EXPECT_EQ(kernels_missing(Device::gpu).size(), reg.size());
+  }
+}
+
+TEST(Registry, NamesMatchThePrimitives) {
+  // The registry's name is what name() returns (but for the primitives
+  // that print a parameter: Reduce as Sum, ArgReduce as ArgMax...).
+  array a({1.0f, 2.0f});
+  EXPECT_STREQ(exp(a).primitive().name(), find_primitive("Exp")->name);
+  EXPECT_STREQ(reshape(a, {2, 1}).primitive().name(),
+               find_primitive("Reshape")->name);
+  EXPECT_STREQ(linalg::inv(array({2.0f}, {1, 1})).primitive().name(),
+               "Inverse");
+}
