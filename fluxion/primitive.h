@@ -100,6 +100,17 @@ class Primitive {
   void eval_gpu(const std::vector<array>& inputs,                  \
                 std::vector<array>& outputs) override;
 
+// The backend-neutral kernel of a primitive that moves no data (a view, or
+// outputs forwarding input buffers), defined once in
+// backend/common/views.cpp and called by every backend's eval_cpu /
+// eval_gpu. It returns false, having done nothing, when input 0 must first
+// be made row-contiguous (a reshape that no strides can express, an
+// as_strided of a strided input): the backend copies it with its own copy
+// kernel and calls again (see common::eval_view in backend/common/views.h).
+#define FLUXION_DECLARE_VIEW_EVAL                                  \
+  bool eval_view(const std::vector<array>& inputs,                 \
+                 std::vector<array>& outputs);
+
 // Declarations of a primitive's rule overrides, for the class bodies in
 // fluxion/ops/*.h (the signatures are the virtuals above).
 #define FLUXION_DECLARE_VJP                                        \

@@ -21,6 +21,7 @@ class Depends : public Primitive {
  public:
   Depends(Stream s, int num_passed) : Primitive(s), num_passed_(num_passed) {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   FLUXION_DECLARE_RULES
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const char* name() const override { return "Depends"; }
@@ -49,6 +50,7 @@ class CustomTransforms : public Primitive {
         jvp_fun_(std::move(jvp)),
         vmap_fun_(std::move(vmap)) {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   FLUXION_DECLARE_RULES
   // Its rules are arbitrary functions: equivalent only to itself (compile
   // must not merge two custom functions of the same inputs).

@@ -118,6 +118,7 @@ class AsStrided : public Primitive {
         strides_(std::move(strides)),
         offset_(offset) {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "AsStrided"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(shape_), export_ints(strides_), static_cast<int64_t>(offset_));
@@ -140,6 +141,7 @@ class View : public Primitive {
  public:
   View(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "View"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(dtype_);
@@ -157,6 +159,7 @@ class Contiguous : public Primitive {
   Contiguous(Stream s, bool allow_col_major)
       : Primitive(s), allow_col_major_(allow_col_major) {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Contiguous"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(allow_col_major_);

@@ -108,6 +108,7 @@ class Reshape : public Primitive {
         shape_(shape),
         rule_{ReshapeRule::Requested, std::move(shape), 0, 0} {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Reshape"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(shape_), int64_t{rule_.kind}, export_ints(rule_.dims),
@@ -135,6 +136,7 @@ class Transpose : public Primitive {
   Transpose(Stream s, std::vector<int> axes)
       : Primitive(s), axes_(std::move(axes)) {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Transpose"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(axes_));
@@ -152,6 +154,7 @@ class Broadcast : public Primitive {
  public:
   Broadcast(Stream s, Shape shape) : Primitive(s), shape_(std::move(shape)) {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Broadcast"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(shape_));
@@ -173,6 +176,7 @@ class ExpandDims : public Primitive {
   ExpandDims(Stream s, std::vector<int> axes)
       : Primitive(s), axes_(std::move(axes)) {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "ExpandDims"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(axes_));
@@ -191,6 +195,7 @@ class Squeeze : public Primitive {
   Squeeze(Stream s, std::vector<int> axes)
       : Primitive(s), axes_(std::move(axes)) {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Squeeze"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(axes_));
@@ -213,6 +218,7 @@ class Slice : public Primitive {
         stop_(std::move(stop)),
         strides_(std::move(strides)) {}
   FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Slice"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(start_), export_ints(stop_), export_ints(strides_));
