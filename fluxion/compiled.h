@@ -19,8 +19,7 @@ class Compiled : public Primitive {
   // and one output. The generated source is made once, here.
   Compiled(Stream s, detail::Ir tape);
 
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_RULES
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   bool is_equivalent(const Primitive& other) const override;

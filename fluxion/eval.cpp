@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "fluxion/allocator.h"
-#include "fluxion/backend/cpu/eval.h"
+#include "fluxion/backend/cpu.h"
 #include "fluxion/backend/gpu.h"
 #include "fluxion/flat_map.h"
 #include "fluxion/primitive.h"
@@ -24,7 +24,9 @@ namespace {
 
 constexpr int kMaxActiveTasks = 10;
 
-// Joins the outputs of one eval into a single node to wait on.
+// Joins the outputs of one eval into a single node to wait on. Not an op,
+// so not in the primitive registry: its kernels, which do nothing, are the
+// same on every backend and written here.
 class Synchronizer : public Primitive {
  public:
   explicit Synchronizer(Stream stream) : Primitive(stream) {}
@@ -213,8 +215,9 @@ static array eval_impl(std::vector<array> outputs, bool async) {
         cpu::eval(arr);
       }
 
+      // Memory is the node's device's (each device has its allocator).
       if (scheduler::n_active_tasks() > kMaxActiveTasks ||
-          (get_active_memory() > get_memory_limit() &&
+          (get_active_memory(s.device) > get_memory_limit(s.device) &&
            scheduler::n_active_tasks() > 0)) {
         for (auto& [_, ev] : events) {
           if (ev.stream().device == Device::gpu) {
@@ -222,7 +225,7 @@ static array eval_impl(std::vector<array> outputs, bool async) {
           }
         }
         scheduler::wait_for_one();
-        while (get_active_memory() > get_memory_limit() &&
+        while (get_active_memory(s.device) > get_memory_limit(s.device) &&
                scheduler::n_active_tasks() > 0) {
           scheduler::wait_for_one();
         }

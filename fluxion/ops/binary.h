@@ -176,8 +176,7 @@ class Equal : public BinaryPrimitive {
  public:
   Equal(Stream s, bool equal_nan = false)
       : BinaryPrimitive(s), equal_nan_(equal_nan) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override {
     return equal_nan_ ? "NaNEqual" : "Equal";
   }

@@ -61,8 +61,7 @@ class CustomKernel : public Primitive {
         threadgroup_(std::move(threadgroup)),
         template_args_(std::move(template_args)),
         init_value_(init_value) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "CustomKernel"; }
   std::vector<PrimitiveArg> state() const override;
   FLUXION_DECLARE_RULES

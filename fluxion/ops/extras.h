@@ -79,8 +79,7 @@ array block_masked_mm(const array& a, const array& b, int block_size = 64,
 class SearchSorted : public Primitive {
  public:
   SearchSorted(Stream s, bool right) : Primitive(s), right_(right) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "SearchSorted"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(right_);
@@ -112,8 +111,7 @@ class Hadamard : public Primitive {
  public:
   Hadamard(Stream s, double scale, bool transpose = false)
       : Primitive(s), scale_(scale), transpose_(transpose) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Hadamard"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(scale_, transpose_);
@@ -137,8 +135,8 @@ class AsStrided : public Primitive {
         shape_(std::move(shape)),
         strides_(std::move(strides)),
         offset_(offset) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "AsStrided"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(shape_), export_ints(strides_), static_cast<int64_t>(offset_));
@@ -160,8 +158,8 @@ class AsStrided : public Primitive {
 class View : public Primitive {
  public:
   View(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "View"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(dtype_);
@@ -178,8 +176,8 @@ class Contiguous : public Primitive {
  public:
   Contiguous(Stream s, bool allow_col_major)
       : Primitive(s), allow_col_major_(allow_col_major) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Contiguous"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(allow_col_major_);

@@ -86,8 +86,7 @@ class LayerNorm : public Primitive {
  public:
   LayerNorm(Stream s, float eps, bool has_weight, bool has_bias)
       : Primitive(s), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "LayerNorm"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(double{eps_}, has_weight_, has_bias_);
@@ -112,8 +111,7 @@ class RMSNorm : public Primitive {
  public:
   RMSNorm(Stream s, float eps, bool has_weight)
       : Primitive(s), eps_(eps), has_weight_(has_weight) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "RMSNorm"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(double{eps_}, has_weight_);
@@ -145,8 +143,7 @@ class RoPE : public Primitive {
         scale_(scale),
         forward_(forward),
         has_freqs_(has_freqs) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "RoPE"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{dims_}, traditional_, double{base_}, double{scale_}, forward_, has_freqs_);
@@ -187,8 +184,7 @@ class ScaledDotProductAttention : public Primitive {
         causal_(causal),
         mask_(mask),
         has_sinks_(has_sinks) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "ScaledDotProductAttention"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(double{scale_}, causal_, int64_t{mask_}, has_sinks_);

@@ -37,8 +37,7 @@ array array_equal(const array& a, const array& b, bool equal_nan = false,
 class AsType : public Primitive {
  public:
   AsType(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "AsType"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(dtype_);
@@ -62,8 +61,7 @@ class AsType : public Primitive {
 class Select : public Primitive {
  public:
   using Primitive::Primitive;
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Select"; }
   FLUXION_DECLARE_RULES
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {

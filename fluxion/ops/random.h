@@ -125,8 +125,7 @@ class RandomBits : public Primitive {
   bool shapeless_ok() const override { return false; }
   RandomBits(Stream s, Shape shape, int width)
       : Primitive(s), shape_(std::move(shape)), width_(width) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "RandomBits"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(shape_), int64_t{width_});
