@@ -6,20 +6,13 @@
 #include <vector>
 
 #include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/common/layout.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 
 namespace fluxion {
 
 namespace {
-
-Strides row_major(const Shape& s) {
-  Strides st(s.size(), 1);
-  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) {
-    st[d] = st[d + 1] * s[d + 1];
-  }
-  return st;
-}
 
 // Offset of row `r` (an index over all but the last dimension).
 int64_t row_offset(int64_t r, const Shape& shape, const Strides& st) {
@@ -29,37 +22,6 @@ int64_t row_offset(int64_t r, const Shape& shape, const Strides& st) {
     r /= shape[d];
   }
   return off;
-}
-
-// The slots a strided view spans, for its flags: the element count when
-// its elements are dense at positive strides, else never equal to it (see
-// Reshape's view rule).
-size_t span_of(const Shape& shape, const Strides& strides) {
-  int64_t size = 1;
-  std::vector<std::pair<int64_t, int64_t>> dims;
-  bool positive = true;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    size *= shape[i];
-    if (shape[i] != 1) {
-      dims.emplace_back(std::abs(strides[i]), shape[i]);
-      positive &= strides[i] > 0;
-    }
-  }
-  if (size <= 1) {
-    return static_cast<size_t>(size);
-  }
-  std::sort(dims.begin(), dims.end());
-  bool dense = positive;
-  int64_t expect = 1, span = 1;
-  for (auto& [st, n] : dims) {
-    dense &= st == expect;
-    expect *= n;
-    span += (n - 1) * st;
-  }
-  if (dense) {
-    return static_cast<size_t>(size);
-  }
-  return static_cast<size_t>(span == size ? span + 1 : span);
 }
 
 }  // namespace
@@ -184,7 +146,7 @@ void AsStrided::eval_cpu(const std::vector<array>& in,
                          std::vector<array>& out) {
   const array& a = in[0];
   array c = a.flags().row_contiguous ? a : cpu::ensure_row_contiguous(a);
-  size_t ds = span_of(shape_, strides_);
+  size_t ds = detail::view_data_size(shape_, strides_);
   out[0].copy_shared_buffer(c, strides_, layout_flags(shape_, strides_, ds), ds,
                             static_cast<int64_t>(offset_));
 }
@@ -193,7 +155,7 @@ void View::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   const array& a = in[0];
   array& o = out[0];
   array c = a.flags().row_contiguous ? a : cpu::ensure_row_contiguous(a);
-  Strides st = row_major(o.shape());
+  Strides st = row_major_strides(o.shape());
   o.copy_shared_buffer(c, st, layout_flags(o.shape(), st, o.size()), o.size(),
                        0);
 }

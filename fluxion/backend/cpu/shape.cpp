@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/common/layout.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 
@@ -15,48 +16,7 @@ namespace fluxion {
 
 namespace {
 
-// `data_size` of a view with this shape and strides. Kernels take the flat
-// path (walk data[0, data_size) from the data pointer) when
-// flags.contiguous, which layout_flags sets when data_size == size; so
-//  - dense elements at non-negative strides (any order): size;
-//  - every element at one address (a broadcast scalar): 1, which the
-//    binary kernels read as a scalar;
-//  - otherwise the number of slots the view spans, never equal to size:
-//    an overlapping view (stride 0 next to a gap) can span exactly `size`
-//    slots without filling them, and must not pass as contiguous.
-size_t view_data_size(const Shape& shape, const Strides& strides) {
-  int64_t size = 1;
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, extent)
-  bool positive = true;
-  bool all_zero = true;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    size *= shape[i];
-    if (shape[i] != 1) {
-      dims.emplace_back(std::abs(strides[i]), shape[i]);
-      positive &= strides[i] > 0;
-      all_zero &= strides[i] == 0;
-    }
-  }
-  if (size <= 1) {
-    return static_cast<size_t>(size);
-  }
-  if (all_zero) {
-    return 1;
-  }
-  std::sort(dims.begin(), dims.end());
-  bool dense = positive;
-  int64_t expect = 1;
-  int64_t span = 1;
-  for (auto& [st, n] : dims) {
-    dense &= st == expect;
-    expect *= n;
-    span += (n - 1) * st;
-  }
-  if (dense) {
-    return static_cast<size_t>(size);
-  }
-  return static_cast<size_t>(span == size ? span + 1 : span);
-}
+using detail::view_data_size;
 
 void view(const array& in, array& out, const Strides& strides,
           int64_t offset = 0) {

@@ -50,7 +50,7 @@ void math_in(const array& in, array& out, const char* name) {
 
 // Defined for real and complex inputs.
 template <typename Op>
-void math(const array& in, array& out, const char* name) {
+void inexact_math(const array& in, array& out, const char* name) {
   math_in<InexactTypes, Op>(in, out, name);
 }
 
@@ -87,28 +87,28 @@ void Sign::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   same_type<AllTypes>(in[0], out[0], detail::Sign{}, "sign");
 }
 void Exp::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Exp>(in[0], out[0], "exp");
+  inexact_math<detail::Exp>(in[0], out[0], "exp");
 }
 void Expm1::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   real_math<detail::Expm1>(in[0], out[0], "expm1");
 }
 void Log::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Log>(in[0], out[0], "log");
+  inexact_math<detail::Log>(in[0], out[0], "log");
 }
 void Log1p::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Log1p>(in[0], out[0], "log1p");
+  inexact_math<detail::Log1p>(in[0], out[0], "log1p");
 }
 void Log2::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Log2>(in[0], out[0], "log2");
+  inexact_math<detail::Log2>(in[0], out[0], "log2");
 }
 void Log10::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Log10>(in[0], out[0], "log10");
+  inexact_math<detail::Log10>(in[0], out[0], "log10");
 }
 void Sqrt::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Sqrt>(in[0], out[0], "sqrt");
+  inexact_math<detail::Sqrt>(in[0], out[0], "sqrt");
 }
 void Rsqrt::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Rsqrt>(in[0], out[0], "rsqrt");
+  inexact_math<detail::Rsqrt>(in[0], out[0], "rsqrt");
 }
 void Square::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   same_type<AllTypes>(in[0], out[0], detail::Square{}, "square");
@@ -118,43 +118,43 @@ void Reciprocal::eval_cpu(const std::vector<array>& in,
   same_type<InexactTypes>(in[0], out[0], detail::Reciprocal{}, "reciprocal");
 }
 void Sin::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Sin>(in[0], out[0], "sin");
+  inexact_math<detail::Sin>(in[0], out[0], "sin");
 }
 void Cos::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Cos>(in[0], out[0], "cos");
+  inexact_math<detail::Cos>(in[0], out[0], "cos");
 }
 void Tan::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Tan>(in[0], out[0], "tan");
+  inexact_math<detail::Tan>(in[0], out[0], "tan");
 }
 void ArcSin::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::ArcSin>(in[0], out[0], "arcsin");
+  inexact_math<detail::ArcSin>(in[0], out[0], "arcsin");
 }
 void ArcCos::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::ArcCos>(in[0], out[0], "arccos");
+  inexact_math<detail::ArcCos>(in[0], out[0], "arccos");
 }
 void ArcTan::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::ArcTan>(in[0], out[0], "arctan");
+  inexact_math<detail::ArcTan>(in[0], out[0], "arctan");
 }
 void Sinh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Sinh>(in[0], out[0], "sinh");
+  inexact_math<detail::Sinh>(in[0], out[0], "sinh");
 }
 void Cosh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Cosh>(in[0], out[0], "cosh");
+  inexact_math<detail::Cosh>(in[0], out[0], "cosh");
 }
 void Tanh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Tanh>(in[0], out[0], "tanh");
+  inexact_math<detail::Tanh>(in[0], out[0], "tanh");
 }
 void ArcSinh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::ArcSinh>(in[0], out[0], "arcsinh");
+  inexact_math<detail::ArcSinh>(in[0], out[0], "arcsinh");
 }
 void ArcCosh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::ArcCosh>(in[0], out[0], "arccosh");
+  inexact_math<detail::ArcCosh>(in[0], out[0], "arccosh");
 }
 void ArcTanh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::ArcTanh>(in[0], out[0], "arctanh");
+  inexact_math<detail::ArcTanh>(in[0], out[0], "arctanh");
 }
 void Sigmoid::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  math<detail::Sigmoid>(in[0], out[0], "sigmoid");
+  inexact_math<detail::Sigmoid>(in[0], out[0], "sigmoid");
 }
 void Erf::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   real_math<detail::Erf>(in[0], out[0], "erf");
