@@ -243,7 +243,7 @@ struct LogAddExp {
     if (math::isinf(hi) && hi == lo) {
       return hi;  // inf + inf, -inf + -inf
     }
-    return hi + math::log1p(math::exp(lo - hi));
+    return hi + math::log1p(math::libm_exp(lo - hi));
   }
 };
 

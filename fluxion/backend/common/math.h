@@ -174,18 +174,24 @@ FLUXION_MATH2(copysign)
 #undef FLUXION_MATH1
 #undef FLUXION_MATH2
 
+#if defined(__CUDACC__)
+#define FLUXION_CLASSIFY(name) ::name
+#else
+#define FLUXION_CLASSIFY(name) __builtin_##name
+#endif
 template <typename T>
 FLUXION_HOST_DEVICE inline bool isnan(T x) {
-  return x != x;
+  return FLUXION_CLASSIFY(isnan)(x);
 }
 template <typename T>
 FLUXION_HOST_DEVICE inline bool isinf(T x) {
-  return x == highest<T>() || x == lowest<T>();
+  return FLUXION_CLASSIFY(isinf)(x);
 }
 template <typename T>
 FLUXION_HOST_DEVICE inline bool isfinite(T x) {
-  return x - x == T(0);  // nan and inf give nan
+  return FLUXION_CLASSIFY(isfinite)(x);
 }
+#undef FLUXION_CLASSIFY
 
 // --- float32 exponentials: branch-free (selects only), so loops over them
 // vectorize, in eager kernels and generated ones alike. One argument
@@ -294,6 +300,16 @@ FLUXION_HOST_DEVICE inline float sigmoid(float x) {
 FLUXION_HOST_DEVICE inline double sigmoid(double x) {
   double e = exp(-fabs(x));
   return x >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+
+// libm's exponential: for scalar code that does not vectorize anyway
+// (LogAddExp's branches around log1p), where it is faster than the
+// polynomial (measured: logaddexp 16 ns an element against 24).
+FLUXION_HOST_DEVICE inline float libm_exp(float x) {
+  return FLUXION_LIBM(expf)(x);
+}
+FLUXION_HOST_DEVICE inline double libm_exp(double x) {
+  return FLUXION_LIBM(exp)(x);
 }
 
 #undef FLUXION_LIBM
