@@ -75,6 +75,17 @@ class Primitive {
   // built (Reshape, Slice...): shapeless compile rejects such primitives.
   virtual bool shapeless_ok() const { return true; }
 
+  // Fusion trait: the elementwise functor computing this primitive on
+  // inputs of dtypes `in` (its name in backend/common/*_ops.h, namespace
+  // fluxion::detail), or null. compile fuses exactly the nodes whose
+  // primitive names one (fuse_ir, compiled.cpp), and every backend's code
+  // generator calls that functor, the one its eager kernels use. Unary
+  // and binary primitives name the functor called like them; Select and
+  // AsType theirs; everything else null.
+  virtual const char* elementwise_functor(const std::vector<Dtype>& in) const {
+    return nullptr;
+  }
+
   virtual const char* name() const = 0;
   // The parameters that rebuild this primitive with its name (see
   // fluxion/export.h; every exportable primitive with parameters lists

@@ -137,7 +137,7 @@
   X(fast::RMSNorm, fast, 1, 0)                    \
   X(fast::RoPE, fast, 1, 0)                       \
   X(fast::ScaledDotProductAttention, fast, 1, 0)  \
-  X(CustomKernel, custom_kernel, 1, 0)            \
+  X(fast::CustomKernel, fast, 1, 0)               \
   X(Load, io, 1, 0)                               \
   X(QuantizedMatmul, quantized, 1, 0)             \
   X(Compiled, compile, 1, 0)

@@ -39,6 +39,12 @@ class AsType : public Primitive {
   AsType(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "AsType"; }
+  // A conversion (generated code casts each result to its node's dtype),
+  // except float to unsigned: out-of-range values convert differently in
+  // scalar and vector code.
+  const char* elementwise_functor(const std::vector<Dtype>& in) const override {
+    return is_floating_point(in[0]) && is_unsigned(dtype_) ? nullptr : "AsType";
+  }
   std::vector<PrimitiveArg> state() const override {
     return export_state(dtype_);
   }
@@ -63,6 +69,9 @@ class Select : public Primitive {
   using Primitive::Primitive;
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Select"; }
+  const char* elementwise_functor(const std::vector<Dtype>&) const override {
+    return "Select";
+  }
   FLUXION_DECLARE_RULES
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     return {in[0].shape()};

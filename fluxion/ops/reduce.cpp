@@ -28,17 +28,6 @@ Shape kept_shape(const Shape& shape, const std::vector<int>& axes) {
   return out;
 }
 
-// Sums and products of small integer types accumulate in 32 bits (MLX).
-Dtype sum_dtype(Dtype t) {
-  if (t == bool_ || t == int8 || t == int16) {
-    return int32;
-  }
-  if (t == uint8 || t == uint16) {
-    return uint32;
-  }
-  return t;
-}
-
 array reduce(const array& a, const std::vector<int>& axes, bool keepdims,
              Reduce::ReduceType type, Dtype out_dtype, const char* name,
              StreamOrDevice s) {

@@ -83,6 +83,10 @@ class UnaryPrimitive : public Primitive,
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
   }
+  // detail::<name()> (backend/common/*_ops.h).
+  const char* elementwise_functor(const std::vector<Dtype>&) const override {
+    return name();
+  }
   FLUXION_DECLARE_RULES
 
  protected:

@@ -2,6 +2,8 @@
 // share their inputs' buffers, whatever device holds them.
 #include "fluxion/backend/common/views.h"
 
+#include "fluxion/backend/common/layout.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
@@ -16,39 +18,7 @@ namespace fluxion {
 
 namespace common {
 
-size_t view_data_size(const Shape& shape, const Strides& strides) {
-  int64_t size = 1;
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, extent)
-  bool positive = true;
-  bool all_zero = true;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    size *= shape[i];
-    if (shape[i] != 1) {
-      dims.emplace_back(std::abs(strides[i]), shape[i]);
-      positive &= strides[i] > 0;
-      all_zero &= strides[i] == 0;
-    }
-  }
-  if (size <= 1) {
-    return static_cast<size_t>(size);
-  }
-  if (all_zero) {
-    return 1;
-  }
-  std::sort(dims.begin(), dims.end());
-  bool dense = positive;
-  int64_t expect = 1;
-  int64_t span = 1;
-  for (auto& [st, n] : dims) {
-    dense &= st == expect;
-    expect *= n;
-    span += (n - 1) * st;
-  }
-  if (dense) {
-    return static_cast<size_t>(size);
-  }
-  return static_cast<size_t>(span == size ? span + 1 : span);
-}
+using detail::view_data_size;
 
 void make_view(const array& in, array& out, const Strides& strides,
                int64_t offset) {
@@ -217,7 +187,7 @@ bool AsStrided::eval_view(const std::vector<array>& in,
   if (!a.flags().row_contiguous) {
     return false;
   }
-  size_t ds = common::view_data_size(shape_, strides_);
+  size_t ds = detail::view_data_size(shape_, strides_);
   out[0].copy_shared_buffer(a, strides_, layout_flags(shape_, strides_, ds),
                             ds, static_cast<int64_t>(offset_));
   return true;

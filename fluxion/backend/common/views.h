@@ -15,16 +15,7 @@
 
 namespace fluxion::common {
 
-// `data_size` of a view with this shape and strides. Kernels take the flat
-// path (walk data[0, data_size) from the data pointer) when
-// flags.contiguous, which layout_flags sets when data_size == size; so
-//  - dense elements at non-negative strides (any order): size;
-//  - every element at one address (a broadcast scalar): 1, which the
-//    binary kernels read as a scalar;
-//  - otherwise the number of slots the view spans, never equal to size:
-//    an overlapping view (stride 0 next to a gap) can span exactly `size`
-//    slots without filling them, and must not pass as contiguous.
-size_t view_data_size(const Shape& shape, const Strides& strides);
+// (The data_size of a view: detail::view_data_size, backend/common/layout.h.)
 
 // Make `out` a view of `in`'s buffer with `strides`, `offset` elements past
 // in's data pointer.

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/common/layout.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 
