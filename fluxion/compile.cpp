@@ -316,11 +316,6 @@ void compile_erase(std::uintptr_t fun_id) {
   cache().erase(fun_id);
 }
 
-void compile_clear_cache() {
-  std::lock_guard<std::mutex> lock(cache_mutex);
-  cache().clear();
-}
-
 }  // namespace detail
 
 Fn compile(Fn fun, bool shapeless) {

@@ -31,7 +31,6 @@ namespace detail {
 Fn compile(Fn fun, std::uintptr_t fun_id, bool shapeless,
            std::vector<uint64_t> constants);
 void compile_erase(std::uintptr_t fun_id);
-void compile_clear_cache();
 
 // `fun` traced on placeholders of the inputs' shapes and dtypes into a
 // simplified (unfused) tape, as compile traces it; with `shapeless` the

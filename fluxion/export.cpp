@@ -16,7 +16,10 @@
 #include "fluxion/fluxion.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/custom_kernel.h"
-#include "fluxion/ops/extras.h"
+#include "fluxion/ops/hadamard.h"
+#include "fluxion/ops/layout.h"
+#include "fluxion/ops/matmul_variants.h"
+#include "fluxion/ops/searchsorted.h"
 #include "fluxion/ops/gather_scatter.h"
 #include "fluxion/transforms.h"
 

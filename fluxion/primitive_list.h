@@ -87,8 +87,8 @@
   X(BitwiseXor, binary, 1, 0)                     \
   X(LeftShift, binary, 1, 0)                      \
   X(RightShift, binary, 1, 0)                     \
-  X(AsType, misc, 1, 0)                           \
-  X(Select, misc, 1, 0)                           \
+  X(AsType, astype, 1, 0)                         \
+  X(Select, ternary, 1, 0)                        \
   X(Reduce, reduce, 1, 0)                         \
   X(ArgReduce, reduce, 1, 0)                      \
   X(NumberOfElements, reduce, 1, 0)               \
@@ -107,8 +107,8 @@
   X(SliceUpdate, shape, 1, 0)                     \
   X(Concatenate, shape, 1, 0)                     \
   X(Pad, shape, 1, 0)                             \
-  X(SearchSorted, extras, 1, 0)                   \
-  X(Hadamard, extras, 1, 0)                       \
+  X(SearchSorted, searchsorted, 1, 0)             \
+  X(Hadamard, hadamard, 1, 0)                     \
   X(GatherAxis, indexing, 1, 0)                   \
   X(ScatterAxis, indexing, 1, 0)                  \
   X(Gather, indexing, 1, 0)                       \

@@ -15,7 +15,8 @@
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/custom.h"
-#include "fluxion/ops/misc.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
 #include "fluxion/primitive.h"
@@ -26,7 +27,7 @@ namespace fluxion {
 // --- tracing state (per thread) ---
 
 namespace {
-thread_local std::vector<std::pair<bool, bool>> t_trace_stack;
+thread_local int t_trace_depth = 0;
 thread_local int t_retain_graph = 0;
 
 Stream stream_of(const array& a) {
@@ -42,30 +43,12 @@ bool is_stop_gradient(const array& a) {
 }
 }  // namespace
 
-bool in_tracing() { return !t_trace_stack.empty(); }
-bool in_dynamic_tracing() {
-  for (auto& [dynamic, grad] : t_trace_stack) {
-    if (dynamic) {
-      return true;
-    }
-  }
-  return false;
-}
-bool in_grad_tracing() {
-  for (auto& [dynamic, grad] : t_trace_stack) {
-    if (grad) {
-      return true;
-    }
-  }
-  return false;
-}
+bool in_tracing() { return t_trace_depth > 0; }
 bool retain_graph() { return t_retain_graph > 0; }
 
 namespace detail {
-InTracing::InTracing(bool dynamic, bool grad) {
-  t_trace_stack.emplace_back(dynamic, grad);
-}
-InTracing::~InTracing() { t_trace_stack.pop_back(); }
+InTracing::InTracing() { ++t_trace_depth; }
+InTracing::~InTracing() { --t_trace_depth; }
 RetainGraph::RetainGraph() { ++t_retain_graph; }
 RetainGraph::~RetainGraph() { --t_retain_graph; }
 }  // namespace detail
@@ -163,7 +146,7 @@ std::vector<array> grad_tape(std::vector<array>& outputs,
 std::pair<std::vector<array>, std::vector<array>> vjp(
     const Fn& fun, const std::vector<array>& primals,
     const std::vector<array>& cotangents, const std::vector<int>& argnums) {
-  detail::InTracing tracing{false, true};
+  detail::InTracing tracing;
   auto tracers = make_tracers(primals);
   auto outputs = fun(tracers);
 
@@ -299,7 +282,7 @@ std::pair<array, array> vjp(const UnaryFn& fun, const array& primal,
 std::pair<std::vector<array>, std::vector<array>> jvp(
     const Fn& fun, const std::vector<array>& primals,
     const std::vector<array>& tangents) {
-  detail::InTracing tracing{false, true};
+  detail::InTracing tracing;
   if (primals.size() != tangents.size()) {
     throw std::invalid_argument(
         "[jvp] Number of inputs does not match number of tangents.");

@@ -120,8 +120,6 @@ std::pair<std::vector<array>, std::vector<array>> hvp(
 
 // True while a transformation traces a function on this thread.
 bool in_tracing();
-bool in_dynamic_tracing();
-bool in_grad_tracing();
 // True while transformation rules run: graphs must be kept, not detached.
 bool retain_graph();
 
@@ -130,7 +128,7 @@ namespace detail {
 // Scoped tracing marks (thread-local: threads transform independently).
 class InTracing {
  public:
-  explicit InTracing(bool dynamic = false, bool grad = false);
+  InTracing();
   ~InTracing();
   InTracing(const InTracing&) = delete;
   InTracing& operator=(const InTracing&) = delete;

@@ -13,7 +13,8 @@
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/linalg.h"
-#include "fluxion/ops/misc.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
 

@@ -4,7 +4,9 @@
 
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/misc.h"
+#include "fluxion/ops/reduce.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
@@ -383,6 +385,57 @@ std::optional<array> LogAddExp::partial(int arg, const array& a, const array& b,
   auto same = equal(a, b, s);
   auto d = arg == 0 ? subtract(a, b, s) : subtract(b, a, s);
   return sigmoid(where(same, cst(0, d), d, s), s);
+}
+
+// --- comparisons of whole arrays ---
+
+namespace {
+
+array isclose_impl(const array& a, const array& b, double rtol, double atol,
+                   bool equal_nan, const char* name, StreamOrDevice s) {
+  broadcast_shapes(a.shape(), b.shape(), name);
+  // |a - b| <= atol + rtol * |b|, in at least float32: in a half type the
+  // default atol (1e-8) would round to 0.
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  t = is_complex(t) || t == float64 ? t : float32;
+  auto x = astype(a, t, s);
+  auto y = astype(b, t, s);
+  auto ay = abs(y, s);
+  auto rhs =
+      add(array(atol, ay.dtype()), multiply(array(rtol, ay.dtype()), ay, s), s);
+  auto out = less_equal(abs(subtract(x, y, s), s), rhs, s);
+  // An infinite b makes the tolerance infinite: only equal values are close
+  // then (as in NumPy), and inf == inf is close although inf - inf is nan.
+  out = logical_or(logical_and(out, isfinite(y, s), s), equal(x, y, s), s);
+  if (equal_nan) {
+    out = logical_or(out, logical_and(isnan(x, s), isnan(y, s), s), s);
+  }
+  return out;
+}
+
+}  // namespace
+
+array isclose(const array& a, const array& b, double rtol, double atol,
+              bool equal_nan, StreamOrDevice s) {
+  return isclose_impl(a, b, rtol, atol, equal_nan, "isclose", s);
+}
+
+array allclose(const array& a, const array& b, double rtol, double atol,
+               bool equal_nan, StreamOrDevice s) {
+  return all(isclose_impl(a, b, rtol, atol, equal_nan, "allclose", s), false,
+             s);
+}
+
+array array_equal(const array& a, const array& b, bool equal_nan,
+                  StreamOrDevice s) {
+  if (a.shape() != b.shape()) {
+    return array(false);
+  }
+  auto st = to_stream(s);
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  auto eq = array(a.shape(), bool_, std::make_shared<Equal>(st, equal_nan),
+                  {astype(a, t, st), astype(b, t, st)});
+  return all(eq, false, s);
 }
 
 }  // namespace fluxion

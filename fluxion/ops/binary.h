@@ -197,4 +197,16 @@ class Equal : public BinaryPrimitive {
   bool equal_nan_;
 };
 
+// Comparisons of whole arrays (composed).
+array isclose(const array& a, const array& b, double rtol = 1e-5,
+              double atol = 1e-8, bool equal_nan = false,
+              StreamOrDevice s = {});
+// A scalar bool array: all(isclose(a, b)).
+array allclose(const array& a, const array& b, double rtol = 1e-5,
+               double atol = 1e-8, bool equal_nan = false,
+               StreamOrDevice s = {});
+// Same shape and equal values (dtypes may differ).
+array array_equal(const array& a, const array& b, bool equal_nan = false,
+                  StreamOrDevice s = {});
+
 }  // namespace fluxion

@@ -9,7 +9,8 @@
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/conv_impl.h"
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/misc.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
 
 namespace fluxion {

@@ -1,5 +1,8 @@
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/extras.h"
+#include "fluxion/ops/hadamard.h"
+#include "fluxion/ops/layout.h"
+#include "fluxion/ops/matmul_variants.h"
+#include "fluxion/ops/searchsorted.h"
 
 #include <algorithm>
 #include <climits>
@@ -8,7 +11,8 @@
 
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
-#include "fluxion/ops/misc.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/transforms.h"
 

@@ -4,7 +4,10 @@
 
 #include "fluxion/export.h"
 #include "fluxion/ops/common.h"
-#include "fluxion/ops/extras.h"
+#include "fluxion/ops/hadamard.h"
+#include "fluxion/ops/layout.h"
+#include "fluxion/ops/matmul_variants.h"
+#include "fluxion/ops/searchsorted.h"
 
 namespace fluxion::fast {
 

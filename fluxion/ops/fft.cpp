@@ -9,7 +9,8 @@
 #include "fluxion/ops/array_ops.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
-#include "fluxion/ops/misc.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
 

@@ -4,7 +4,8 @@
 #include <string>
 
 #include "fluxion/ops/common.h"
-#include "fluxion/ops/misc.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
 
 namespace fluxion {

@@ -8,7 +8,8 @@
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/misc.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
 
 namespace fluxion {

@@ -30,6 +30,18 @@ inline array tangent_or_zeros(const std::vector<array>& primals,
   return zeros_like(primals[i], s);
 }
 
+// Zero cotangents for the inputs at `argnums`: the vjp of a piecewise
+// constant function (positions, reinterpreted bits).
+inline std::vector<array> zero_cotangents(const std::vector<array>& primals,
+                                          const std::vector<int>& argnums,
+                                          Stream s) {
+  std::vector<array> out;
+  for (int i : argnums) {
+    out.push_back(zeros_like(primals[i], s));
+  }
+  return out;
+}
+
 // Gather/scatter rules: integer indices have no derivative, and asking for
 // one (differentiating with respect to them, or through indices computed
 // from a differentiated input, e.g. argsort) is a mistake the user should

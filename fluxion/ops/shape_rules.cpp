@@ -12,7 +12,8 @@
 #include <numeric>
 
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/misc.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"

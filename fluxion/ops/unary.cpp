@@ -7,7 +7,8 @@
 
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/misc.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 
 namespace fluxion {
 

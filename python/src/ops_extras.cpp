@@ -1,6 +1,9 @@
 // searchsorted, hadamard_transform, as_strided, view, contiguous,
 // broadcast_shapes and the gathered / segmented / block-masked products.
-#include "fluxion/ops/extras.h"
+#include "fluxion/ops/hadamard.h"
+#include "fluxion/ops/layout.h"
+#include "fluxion/ops/matmul_variants.h"
+#include "fluxion/ops/searchsorted.h"
 #include "python/src/ops_common.h"
 
 void init_distributed(py::module_& m);  // distributed.cpp

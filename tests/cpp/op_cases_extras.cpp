@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "fluxion/ops/extras.h"
+#include "fluxion/ops/hadamard.h"
+#include "fluxion/ops/layout.h"
+#include "fluxion/ops/matmul_variants.h"
+#include "fluxion/ops/searchsorted.h"
 #include "op_cases.h"
 
 using namespace fluxion;

@@ -4,7 +4,10 @@
 #include <cstring>
 #include <random>
 
-#include "fluxion/ops/extras.h"
+#include "fluxion/ops/hadamard.h"
+#include "fluxion/ops/layout.h"
+#include "fluxion/ops/matmul_variants.h"
+#include "fluxion/ops/searchsorted.h"
 #include "fluxion/transforms.h"
 #include "test_utils.h"
 

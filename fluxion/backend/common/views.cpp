@@ -10,7 +10,10 @@
 #include <utility>
 
 #include "fluxion/ops/custom.h"
-#include "fluxion/ops/extras.h"
+#include "fluxion/ops/hadamard.h"
+#include "fluxion/ops/layout.h"
+#include "fluxion/ops/matmul_variants.h"
+#include "fluxion/ops/searchsorted.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
 

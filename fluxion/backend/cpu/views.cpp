@@ -4,7 +4,10 @@
 #include "fluxion/backend/common/views.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/ops/custom.h"
-#include "fluxion/ops/extras.h"
+#include "fluxion/ops/hadamard.h"
+#include "fluxion/ops/layout.h"
+#include "fluxion/ops/matmul_variants.h"
+#include "fluxion/ops/searchsorted.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
 
