@@ -31,17 +31,24 @@ std::set<std::string> registered_primitives() {
   return names;
 }
 
-// Primitive names reached by a graph.
-void collect(const array& a, std::set<std::string>& seen,
-             std::set<uintptr_t>& visited) {
-  if (!visited.insert(a.id()).second || !a.has_primitive()) {
-    return;
+// The nodes of case `c`'s graph (arrays with a primitive), each once,
+// every node before its inputs. Collected before anything is evaluated:
+// evaluation detaches the graph.
+std::vector<array> graph_nodes(const OpCase& c) {
+  std::vector<array> stack = c.f(case_inputs(c)), nodes;
+  std::set<uintptr_t> visited;
+  while (!stack.empty()) {
+    array a = stack.back();
+    stack.pop_back();
+    if (!visited.insert(a.id()).second || !a.has_primitive()) {
+      continue;
+    }
+    for (auto& in : a.inputs()) {
+      stack.push_back(in);
+    }
+    nodes.push_back(a);
   }
-  std::string n = a.primitive().name();
-  seen.insert(n);
-  for (auto& in : a.inputs()) {
-    collect(in, seen, visited);
-  }
+  return nodes;
 }
 
 }  // namespace
@@ -49,9 +56,8 @@ void collect(const array& a, std::set<std::string>& seen,
 TEST(RulesCoverage, EveryPrimitiveIsCovered) {
   std::set<std::string> reached;
   for (auto& c : op_table()) {
-    std::set<uintptr_t> visited;
-    for (auto& o : c.f(case_inputs(c))) {
-      collect(o, reached, visited);
+    for (auto& a : graph_nodes(c)) {
+      reached.insert(a.primitive().name());
     }
   }
   // Names as printed may carry parameters (Reduce prints Sum, Max...).
@@ -117,20 +123,7 @@ TEST(RulesCoverage, NoGpuKernelsRaise) {
   }
   std::set<std::string> checked;
   for (auto& c : op_table()) {
-    std::vector<array> stack;
-    std::set<uintptr_t> visited;
-    for (auto& o : c.f(case_inputs(c))) {
-      stack.push_back(o);
-    }
-    while (!stack.empty()) {
-      array a = stack.back();
-      stack.pop_back();
-      if (!visited.insert(a.id()).second || !a.has_primitive()) {
-        continue;
-      }
-      for (auto& in : a.inputs()) {
-        stack.push_back(in);
-      }
+    for (auto& a : graph_nodes(c)) {
       std::string n = a.primitive().name();
       if (!checked.insert(n).second) {
         continue;
@@ -154,25 +147,12 @@ TEST(RulesCoverage, NoGpuKernelsRaise) {
 TEST(RulesCoverage, OutputShapesMatch) {
   for (auto& c : op_table()) {
     SCOPED_TRACE(c.name);
-    std::vector<array> stack;
-    std::set<uintptr_t> visited;
-    for (auto& o : c.f(case_inputs(c))) {
-      stack.push_back(o);
-    }
-    while (!stack.empty()) {
-      array a = stack.back();
-      stack.pop_back();
-      if (!visited.insert(a.id()).second || !a.has_primitive()) {
-        continue;
-      }
+    for (auto& a : graph_nodes(c)) {
       auto shapes = a.primitive().output_shapes(a.inputs());
       auto outs = a.outputs();
       ASSERT_EQ(shapes.size(), outs.size()) << a.primitive().name();
       for (size_t i = 0; i < outs.size(); ++i) {
         EXPECT_EQ(shapes[i], outs[i].shape()) << a.primitive().name();
-      }
-      for (auto& in : a.inputs()) {
-        stack.push_back(in);
       }
     }
   }
@@ -192,20 +172,7 @@ TEST(RulesCoverage, ExportRoundTrip) {
       std::vector<array> inputs, outputs;
     };
     std::vector<Node> nodes;
-    std::vector<array> stack;
-    std::set<uintptr_t> visited;
-    for (auto& o : c.f(case_inputs(c))) {
-      stack.push_back(o);
-    }
-    while (!stack.empty()) {
-      array a = stack.back();
-      stack.pop_back();
-      if (!visited.insert(a.id()).second || !a.has_primitive()) {
-        continue;
-      }
-      for (auto& in : a.inputs()) {
-        stack.push_back(in);
-      }
+    for (auto& a : graph_nodes(c)) {
       nodes.push_back({a.primitive_ptr(), a.inputs(), a.outputs()});
     }
     for (auto& node : nodes) {
