@@ -622,13 +622,13 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad,
   auto st = to_stream(s);
   if (mode == "reflect" || mode == "symmetric") {
     // Each padded axis becomes one take of source indices, so gradients
-    // scatter back. The indices follow numpy.pad exactly (MLX tests against
-    // it): a pad wider than the axis is filled in rounds, each mirroring at
-    // most the current valid length (minus the edge for reflect) on the left
-    // and then on the right, and later rounds mirror values padded before,
-    // right-side ones included. That is not the periodic extension when both
-    // sides are padded (numpy.pad([0, 1, 2], (9, 1), 'reflect') starts
-    // 1, 2, 1, 2, 1, 0 where the period-4 extension gives 1, 0, 1, 2, 1, 0).
+    // scatter back. The indices are the periodic extension of the axis
+    // mirrored at its ends (period 2(n - 1) for reflect, 2n for
+    // symmetric), as MLX and NumPy 2 compute them, however wide the pad.
+    // (NumPy 1 filled wide pads in rounds that mirror values padded
+    // before, and its reflect departs from the periodic extension when
+    // both sides are padded: numpy 1.24's pad([0, 1, 2], (9, 1),
+    // 'reflect') starts 1, 2, 1, 2 where the extension gives 1, 0, 1, 2.)
     bool sym = mode == "symmetric";
     array out = a;
     for (size_t i = 0; i < ax_sorted.size(); ++i) {
@@ -640,37 +640,13 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad,
                                     "' mode.");
       }
       const int64_t total = int64_t{n} + lo[i] + hi[i];
+      // reflect of one element: nothing to mirror about, every slot is it.
+      const int64_t period = sym ? 2 * int64_t{n} : 2 * (int64_t{n} - 1);
       std::vector<int32_t> idx(total, 0);
-      int64_t left = lo[i], right = hi[i];
-      for (int j = 0; j < n; ++j) {
-        idx[left + j] = j;
-      }
-      if (n == 1 && !sym) {
-        // Nothing to mirror about: every padded slot is the one element
-        // (numpy.pad's result too).
-        std::fill(idx.begin(), idx.end(), 0);
-        left = right = 0;
-      }
-      const int64_t edge = sym ? 0 : 1;
-      while (left > 0 || right > 0) {
-        // The valid span is [left, total - right); the mirrored chunk
-        // leaves out the edge element for reflect.
-        int64_t valid = total - right - left - edge;
-        if (left > 0) {
-          int64_t chunk = std::min(valid, left);
-          for (int64_t k = 0; k < chunk; ++k) {
-            idx[left - 1 - k] = idx[left + edge + k];
-          }
-          left -= chunk;
-        }
-        if (right > 0) {
-          int64_t chunk = std::min(valid, right);
-          int64_t end = total - right;  // first padded slot on the right
-          for (int64_t k = 0; k < chunk; ++k) {
-            idx[end + k] = idx[end - 1 - edge - k];
-          }
-          right -= chunk;
-        }
+      for (int64_t k = 0; k < total && period > 0; ++k) {
+        int64_t j = ((k - lo[i]) % period + period) % period;
+        idx[k] = static_cast<int32_t>(j < n ? j : (sym ? period - 1 - j
+                                                        : period - j));
       }
       out = take(out,
                  array(idx.begin(),

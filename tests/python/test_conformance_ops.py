@@ -41,24 +41,37 @@ def test_kron_of_an_empty_array_raises():
         np.kron([[1, 2]], [[0, 1], [2, 3]]))
 
 
-# --- pad: numpy.pad's reflect / symmetric, pads wider than the axis ---
+# --- pad: reflect / symmetric, pads wider than the axis ---
 
-# numpy.pad fills a pad wider than the axis in rounds. For reflect pads wide
-# on both sides NumPy 2 gives other values than NumPy 1 in some cases (it
-# moved toward the periodic extension); Fluxion keeps NumPy 1's rounds,
-# which MLX's suite checks. These are NumPy 1.24's source indices, so the
-# tests do not depend on the NumPy installed.
-NUMPY1_REFLECT = {
-    ((3,), ((9, 1),)): [1, 2, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1],
-    ((3,), ((1, 9),)): [1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 0, 1],
-}
+# The reference is the periodic extension of each axis mirrored at its
+# ends (MLX's and NumPy 2's result), built here by tiling one period
+# (a[0..n-1] then the mirror image) rather than by numpy.pad: NumPy 1
+# fills wide pads in rounds and its reflect leaves the periodic extension
+# when both sides are padded (numpy 1.24: pad([0, 1, 2], (9, 1),
+# 'reflect') starts 1, 2, 1, 2 instead of 1, 0, 1, 2).
+def periodic_indices(n, lo, hi, mode):
+    if mode == "reflect":
+        period = list(range(n)) + list(range(n - 2, 0, -1)) if n > 1 else [0]
+    else:
+        period = list(range(n)) + list(range(n - 1, -1, -1))
+    return np.array(period)[np.arange(-lo, n + hi) % len(period)]
 
 
 def pad_reference(a, width, mode):
-    key = (a.shape, tuple(map(tuple, width)))
-    if mode == "reflect" and key in NUMPY1_REFLECT:
-        return a[np.array(NUMPY1_REFLECT[key])]
-    return np.pad(a, width, mode=mode)
+    for ax, (lo, hi) in enumerate(width):
+        a = np.take(a, periodic_indices(a.shape[ax], lo, hi, mode), axis=ax)
+    return a
+
+
+def test_pad_reference_is_numpy_where_numpy_is_periodic():
+    # One pad side, or pads narrower than the axis: every NumPy agrees.
+    a = np.arange(12.0).reshape(3, 4)
+    for width in ([(2, 0), (0, 3)], [(1, 2), (3, 2)], [(0, 7), (9, 0)]):
+        for mode in ("reflect", "symmetric"):
+            np.testing.assert_array_equal(pad_reference(a, width, mode),
+                                          np.pad(a, width, mode=mode))
+    np.testing.assert_array_equal(periodic_indices(3, 9, 1, "reflect"),
+                                  [1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1])
 
 
 @pytest.mark.parametrize("mode", ["reflect", "symmetric"])
@@ -71,7 +84,7 @@ def pad_reference(a, width, mode):
     ((4, 3), [(6, 1), (0, 8)]),
     ((2, 3, 4), [(3, 3), (5, 0), (9, 9)]),
 ])
-def test_pad_reflect_symmetric_match_numpy(mode, shape, width):
+def test_pad_reflect_symmetric_periodic(mode, shape, width):
     a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) * 1.5 - 2
     got = mx.pad(mx.array(a), width, mode=mode)
     want = pad_reference(a, width, mode)
@@ -81,11 +94,11 @@ def test_pad_reflect_symmetric_match_numpy(mode, shape, width):
 
 def test_pad_reflect_gradient_counts_each_source():
     # Each output position reads one input element: the gradient of a sum
-    # counts how often numpy.pad reads each one.
+    # counts how often the pad reads each one.
     a = np.arange(3, dtype=np.float32)
     g = mx.grad(lambda x: mx.pad(x, [(9, 1)], mode="reflect").sum())(
         mx.array(a))
-    idx = np.array(NUMPY1_REFLECT[((3,), ((9, 1),))])
+    idx = periodic_indices(3, 9, 1, "reflect")
     np.testing.assert_array_equal(np.array(g), np.bincount(idx, minlength=3))
 
 
