@@ -11,7 +11,7 @@
 //    kernel defined next to a 0 is a duplicate definition.
 //  - fluxion/primitive_registry.h turns it into a table at run time
 //    (primitive_registry(), kernels_missing()), which the rules-coverage
-//    test, fluxion_bench --kernels and fluxion.core._primitive_registry()
+//    test (RulesCoverage.KernelsPerBackend) and fluxion.core._primitive_registry()
 //    (tools/kernel_coverage.py) read.
 //
 // X(CLASS, FAMILY, CPU, GPU): CLASS relative to namespace fluxion (its
