@@ -21,7 +21,7 @@ ifeq ($(origin OPENBLAS_CORETYPE),undefined)
   endif
 endif
 
-.PHONY: deps build test demo fashion-mnist char-lm bench clean format
+.PHONY: deps build test test-gpu demo fashion-mnist char-lm bench clean format
 
 # Install only the Debian packages that are missing. Where they cannot be
 # installed (no apt, no network: a machine set up another way, like the GPU
@@ -46,6 +46,12 @@ build: deps $(BUILD)/build.ninja
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	PYTHONPATH=$(BUILD)/python $(PY) -m pytest -q tests/python
+
+# On a machine with an NVIDIA GPU: build with CUDA (build-gpu, all cores)
+# and run the GPU tests, one summary at the end (tools/test_gpu.sh; FULL=1
+# adds the whole suite with the CPU as default device).
+test-gpu:
+	BUILD=build-gpu JOBS=$(JOBS) sh tools/test_gpu.sh
 
 demo: build
 	PYTHONPATH=$(BUILD)/python $(PY) examples/digits_mlp.py
