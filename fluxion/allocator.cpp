@@ -48,8 +48,7 @@ Allocator& get_slow(Device d, const char* op) {
   if (d.type == Device::gpu && find(Device(Device::gpu, 0)) == nullptr) {
     throw std::invalid_argument(
         std::string("[") + op +
-        "] Cannot use the gpu's memory: Fluxion was built without a GPU "
-        "backend.");
+        "] Cannot use the gpu's memory: " + fluxion::detail::no_gpu_reason());
   }
   throw std::invalid_argument(std::string("[") + op + "] There is no " +
                               (d.type == Device::cpu ? "cpu " : "gpu ") +

@@ -1,9 +1,11 @@
 #include "fluxion/array.h"
 
 #include <limits>
+#include <mutex>
 #include <string>
 
 #include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/gpu.h"
 #include "fluxion/primitive.h"
 #include "fluxion/transforms.h"
 
@@ -301,6 +303,49 @@ void array::wait() {
   if (desc_->error) {
     std::rethrow_exception(desc_->error);
   }
+}
+
+void* Data::ptr_on(Device d) {
+  if (d == device_) {
+    return ptr_;
+  }
+  if (void* c = copy_.load(std::memory_order_acquire)) {
+    if (copy_device_ == d) {
+      return c;
+    }
+  }
+  // Rare (once per buffer and device): one lock for all buffers.
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lk(mu);
+  if (void* c = copy_.load(std::memory_order_relaxed)) {
+    if (copy_device_ == d) {
+      return c;
+    }
+    throw std::runtime_error(
+        "[residency] A buffer can have a copy on one other device only.");
+  }
+  auto& a = allocator::get(d, "malloc");
+  void* c = a.malloc(nbytes_);
+  try {
+    gpu::copy_memory(c, d, ptr_, device_, nbytes_);
+  } catch (...) {
+    a.free(c, nbytes_);
+    throw;
+  }
+  copy_allocator_ = &a;
+  copy_device_ = d;
+  copy_.store(c, std::memory_order_release);
+  return c;
+}
+
+void* array::data_on(Device d) const {
+  if (!desc_->data) {
+    return desc_->data_ptr;
+  }
+  Data& data = *desc_->data;
+  auto offset = static_cast<char*>(desc_->data_ptr) -
+                static_cast<char*>(data.ptr());
+  return static_cast<char*>(data.ptr_on(d)) + offset;
 }
 
 void array::set_data(size_t nbytes, Device device) {

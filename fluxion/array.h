@@ -26,6 +26,14 @@ class array;
 // Owns a block of memory on its home device: from that device's allocator,
 // or an external buffer released by a user-supplied deleter. Views share one
 // Data.
+//
+// Residency (docs/architecture.md, "Residency"): a block used on the other
+// device (a GPU result read by a CPU kernel, item() or NumPy; a host array
+// read by a GPU kernel) gets one copy there, made on first use
+// (`ptr_on`), kept with the block and freed with it. Copies are only ever
+// read: kernels write fresh blocks, or donated ones, and
+// array::is_donatable refuses a block that lives on another device or has
+// a copy, so no stale copy can survive an in-place update.
 class Data {
  public:
   using Deleter = std::function<void(void*)>;
@@ -42,6 +50,9 @@ class Data {
         device_(device),
         deleter_(std::move(deleter)) {}
   ~Data() {
+    if (void* c = copy_.load(std::memory_order_acquire)) {
+      copy_allocator_->free(c, nbytes_);
+    }
     if (deleter_) {
       deleter_(ptr_);
     } else if (allocator_ != nullptr) {
@@ -54,8 +65,18 @@ class Data {
   size_t nbytes() const { return nbytes_; }
   // The device whose memory holds the block.
   Device device() const { return device_; }
+  // The block in `d`'s memory: ptr() on the home device, else its copy
+  // there, made now (a blocking copy, after the block's producer has
+  // finished: callers wait on the array's event first) when there is none.
+  void* ptr_on(Device d);
+  bool has_copy() const {
+    return copy_.load(std::memory_order_acquire) != nullptr;
+  }
 
  private:
+  std::atomic<void*> copy_{nullptr};
+  Device copy_device_{Device::cpu};
+  allocator::Allocator* copy_allocator_ = nullptr;
   allocator::Allocator* allocator_;  // null for an external buffer
   void* ptr_;
   size_t nbytes_;
@@ -133,16 +154,31 @@ class array {
   template <typename T>
   T item() const;
 
-  // Raw data; valid once the array is available.
+  // Raw data in host memory; valid once the array is available. A buffer
+  // whose home is a GPU is copied to the host on first use (Data::ptr_on),
+  // so CPU kernels, item(), NumPy and save read GPU results unchanged.
   template <typename T>
   T* data() {
-    return static_cast<T*>(desc_->data_ptr);
+    return static_cast<T*>(raw_data());
   }
   template <typename T>
   const T* data() const {
-    return static_cast<const T*>(desc_->data_ptr);
+    return static_cast<const T*>(raw_data());
   }
-  void* raw_data() const { return desc_->data_ptr; }
+  void* raw_data() const {
+    const Data* d = desc_->data.get();
+    if (d == nullptr || d->device().type == Device::cpu) {
+      return desc_->data_ptr;
+    }
+    return data_on(Device::cpu);
+  }
+  // For backends: this array's data in `d`'s memory (the home buffer, or
+  // its copy on `d`, made now when missing).
+  void* data_on(Device d) const;
+  // The device whose memory holds the buffer (cpu when there is none).
+  Device home_device() const {
+    return desc_->data ? desc_->data->device() : Device(Device::cpu);
+  }
 
   // Evaluation.
   void eval();
@@ -206,10 +242,13 @@ class array {
   void move_shared_buffer(array other);
   // True when no one else can see this array's buffer, so an op may write
   // its output into it.
-  bool is_donatable() const {
+  // `d` is the device of the kernel that would write it: the buffer must
+  // live there and have no copy elsewhere (Data's residency rule).
+  bool is_donatable(Device d = Device::cpu) const {
     return desc_.use_count() == 1 && desc_->data != nullptr &&
            desc_->data.use_count() == 1 && desc_->flags.row_contiguous &&
-           desc_->data_size == desc_->size;
+           desc_->data_size == desc_->size && desc_->data->device() == d &&
+           !desc_->data->has_copy();
   }
 
   // Indexing sugar is in ops; arrays compare by identity here.

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -53,7 +54,15 @@ struct StreamRegistry {
     cpu::new_stream(default_cpu);
     if (gpu::is_available()) {
       gpu::new_stream(default_gpu);
+      // The GPU is the default device when there is one (MLX);
+      // FLUXION_DEFAULT_DEVICE=cpu keeps the CPU (make test-gpu runs the
+      // CPU suite that way, next to the GPU tests).
+      const char* env = std::getenv("FLUXION_DEFAULT_DEVICE");
+      if (env == nullptr || std::string(env) != "cpu") {
+        default_device = Device{Device::gpu};
+      }
     }
+    update_packed();
   }
 };
 
@@ -96,7 +105,7 @@ void check_available(const Device& d, const char* op) {
   if (!is_available(d)) {
     throw std::invalid_argument(
         std::string("[") + op +
-        "] Cannot use the gpu: Fluxion was built without a GPU backend.");
+        "] Cannot use the gpu: " + detail::no_gpu_reason());
   }
 }
 
@@ -123,6 +132,13 @@ Device default_device() {
   return r.default_device;
 }
 
+namespace detail {
+std::string no_gpu_reason() {
+  return gpu::backend_built() ? "no GPU is visible."
+                              : "Fluxion was built without a GPU backend.";
+}
+}  // namespace detail
+
 bool is_available(const Device& d) {
   return d.type == Device::cpu || gpu::is_available();
 }
@@ -130,8 +146,8 @@ bool is_available(const Device& d) {
 void set_default_device(const Device& d) {
   if (!is_available(d)) {
     throw std::invalid_argument(
-        "[set_default_device] Cannot set the gpu device: Fluxion was built "
-        "without a GPU backend.");
+        "[set_default_device] Cannot set the gpu device: " +
+        detail::no_gpu_reason());
   }
   auto& r = registry();
   std::lock_guard<std::mutex> lk(r.mu);
@@ -209,8 +225,8 @@ std::ostream& operator<<(std::ostream& os, const Device& d) {
 Stream default_stream(Device d) {
   if (!is_available(d)) {
     throw std::invalid_argument(
-        "[default_stream] Cannot get the gpu stream: Fluxion was built "
-        "without a GPU backend.");
+        "[default_stream] Cannot get the gpu stream: " +
+        detail::no_gpu_reason());
   }
   auto& local = d.type == Device::cpu ? t_defaults.cpu : t_defaults.gpu;
   if (local) {
@@ -224,8 +240,8 @@ Stream default_stream(Device d) {
 void set_default_stream(Stream s) {
   if (!is_available(s.device)) {
     throw std::invalid_argument(
-        "[set_default_stream] Cannot use a gpu stream: Fluxion was built "
-        "without a GPU backend.");
+        "[set_default_stream] Cannot use a gpu stream: " +
+        detail::no_gpu_reason());
   }
   (s.device.type == Device::cpu ? t_defaults.cpu : t_defaults.gpu) = s;
   t_defaults.device = s.device;
@@ -330,8 +346,7 @@ void synchronize(Stream s) {
   if (s.device == Device::gpu) {
     if (!gpu::is_available()) {
       throw std::invalid_argument(
-          "[synchronize] Cannot use the gpu: Fluxion was built without a GPU "
-          "backend.");
+          "[synchronize] Cannot use the gpu: " + detail::no_gpu_reason());
     }
     gpu::synchronize(s);
   } else {

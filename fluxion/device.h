@@ -38,6 +38,12 @@ std::ostream& operator<<(std::ostream& os, const Device& d);
 // Properties of a device, as MLX's device_info: "device_name" and
 // "architecture" always, memory sizes in bytes where known.
 using DeviceInfo = std::unordered_map<std::string, std::variant<std::string, size_t>>;
+namespace detail {
+// Why the gpu cannot be used: "Fluxion was built without a GPU backend."
+// or "no GPU is visible." (a CUDA build on a machine without a GPU).
+std::string no_gpu_reason();
+}  // namespace detail
+
 // How many devices of a type there are (1 cpu; gpus of the GPU backend).
 int device_count(Device::DeviceType t);
 DeviceInfo device_info(const Device& d);

@@ -24,86 +24,86 @@
 
 // clang-format off
 #define FLUXION_PRIMITIVES(X) \
-  X(Abs, unary, 1, 0)                             \
-  X(Negative, unary, 1, 0)                        \
-  X(Sign, unary, 1, 0)                            \
-  X(Exp, unary, 1, 0)                             \
-  X(Expm1, unary, 1, 0)                           \
-  X(Log, unary, 1, 0)                             \
-  X(Log1p, unary, 1, 0)                           \
-  X(Log2, unary, 1, 0)                            \
-  X(Log10, unary, 1, 0)                           \
-  X(Sqrt, unary, 1, 0)                            \
-  X(Rsqrt, unary, 1, 0)                           \
-  X(Square, unary, 1, 0)                          \
-  X(Reciprocal, unary, 1, 0)                      \
-  X(Sin, unary, 1, 0)                             \
-  X(Cos, unary, 1, 0)                             \
-  X(Tan, unary, 1, 0)                             \
-  X(ArcSin, unary, 1, 0)                          \
-  X(ArcCos, unary, 1, 0)                          \
-  X(ArcTan, unary, 1, 0)                          \
-  X(Sinh, unary, 1, 0)                            \
-  X(Cosh, unary, 1, 0)                            \
-  X(Tanh, unary, 1, 0)                            \
-  X(ArcSinh, unary, 1, 0)                         \
-  X(ArcCosh, unary, 1, 0)                         \
-  X(ArcTanh, unary, 1, 0)                         \
-  X(Sigmoid, unary, 1, 0)                         \
-  X(Erf, unary, 1, 0)                             \
-  X(ErfInv, unary, 1, 0)                          \
-  X(Floor, unary, 1, 0)                           \
-  X(Ceil, unary, 1, 0)                            \
-  X(Round, unary, 1, 0)                           \
-  X(LogicalNot, unary, 1, 0)                      \
-  X(IsNan, unary, 1, 0)                           \
-  X(IsInf, unary, 1, 0)                           \
-  X(IsFinite, unary, 1, 0)                        \
-  X(Conjugate, unary, 1, 0)                       \
-  X(Real, unary, 1, 0)                            \
-  X(Imag, unary, 1, 0)                            \
-  X(Copy, unary, 1, 0)                            \
-  X(Add, binary, 1, 0)                            \
-  X(Subtract, binary, 1, 0)                       \
-  X(Multiply, binary, 1, 0)                       \
-  X(Divide, binary, 1, 0)                         \
-  X(FloorDivide, binary, 1, 0)                    \
-  X(Remainder, binary, 1, 0)                      \
-  X(Power, binary, 1, 0)                          \
-  X(Maximum, binary, 1, 0)                        \
-  X(Minimum, binary, 1, 0)                        \
-  X(ArcTan2, binary, 1, 0)                        \
-  X(LogAddExp, binary, 1, 0)                      \
-  X(Equal, binary, 1, 0)                          \
-  X(NotEqual, binary, 1, 0)                       \
-  X(Less, binary, 1, 0)                           \
-  X(LessEqual, binary, 1, 0)                      \
-  X(Greater, binary, 1, 0)                        \
-  X(GreaterEqual, binary, 1, 0)                   \
-  X(LogicalAnd, binary, 1, 0)                     \
-  X(LogicalOr, binary, 1, 0)                      \
-  X(BitwiseAnd, binary, 1, 0)                     \
-  X(BitwiseOr, binary, 1, 0)                      \
-  X(BitwiseXor, binary, 1, 0)                     \
-  X(LeftShift, binary, 1, 0)                      \
-  X(RightShift, binary, 1, 0)                     \
-  X(AsType, astype, 1, 0)                         \
-  X(Select, ternary, 1, 0)                        \
-  X(Reduce, reduce, 1, 0)                         \
-  X(ArgReduce, reduce, 1, 0)                      \
-  X(NumberOfElements, reduce, 1, 0)               \
-  X(Reshape, view, 1, 0)                          \
-  X(Transpose, view, 1, 0)                        \
-  X(Broadcast, view, 1, 0)                        \
-  X(ExpandDims, view, 1, 0)                       \
-  X(Squeeze, view, 1, 0)                          \
-  X(Slice, view, 1, 0)                            \
-  X(AsStrided, view, 1, 0)                        \
-  X(View, view, 1, 0)                             \
-  X(Contiguous, view, 1, 0)                       \
-  X(StopGradient, view, 1, 0)                     \
-  X(Depends, view, 1, 0)                          \
-  X(CustomTransforms, view, 1, 0)                 \
+  X(Abs, unary, 1, 1)                             \
+  X(Negative, unary, 1, 1)                        \
+  X(Sign, unary, 1, 1)                            \
+  X(Exp, unary, 1, 1)                             \
+  X(Expm1, unary, 1, 1)                           \
+  X(Log, unary, 1, 1)                             \
+  X(Log1p, unary, 1, 1)                           \
+  X(Log2, unary, 1, 1)                            \
+  X(Log10, unary, 1, 1)                           \
+  X(Sqrt, unary, 1, 1)                            \
+  X(Rsqrt, unary, 1, 1)                           \
+  X(Square, unary, 1, 1)                          \
+  X(Reciprocal, unary, 1, 1)                      \
+  X(Sin, unary, 1, 1)                             \
+  X(Cos, unary, 1, 1)                             \
+  X(Tan, unary, 1, 1)                             \
+  X(ArcSin, unary, 1, 1)                          \
+  X(ArcCos, unary, 1, 1)                          \
+  X(ArcTan, unary, 1, 1)                          \
+  X(Sinh, unary, 1, 1)                            \
+  X(Cosh, unary, 1, 1)                            \
+  X(Tanh, unary, 1, 1)                            \
+  X(ArcSinh, unary, 1, 1)                         \
+  X(ArcCosh, unary, 1, 1)                         \
+  X(ArcTanh, unary, 1, 1)                         \
+  X(Sigmoid, unary, 1, 1)                         \
+  X(Erf, unary, 1, 1)                             \
+  X(ErfInv, unary, 1, 1)                          \
+  X(Floor, unary, 1, 1)                           \
+  X(Ceil, unary, 1, 1)                            \
+  X(Round, unary, 1, 1)                           \
+  X(LogicalNot, unary, 1, 1)                      \
+  X(IsNan, unary, 1, 1)                           \
+  X(IsInf, unary, 1, 1)                           \
+  X(IsFinite, unary, 1, 1)                        \
+  X(Conjugate, unary, 1, 1)                       \
+  X(Real, unary, 1, 1)                            \
+  X(Imag, unary, 1, 1)                            \
+  X(Copy, unary, 1, 1)                            \
+  X(Add, binary, 1, 1)                            \
+  X(Subtract, binary, 1, 1)                       \
+  X(Multiply, binary, 1, 1)                       \
+  X(Divide, binary, 1, 1)                         \
+  X(FloorDivide, binary, 1, 1)                    \
+  X(Remainder, binary, 1, 1)                      \
+  X(Power, binary, 1, 1)                          \
+  X(Maximum, binary, 1, 1)                        \
+  X(Minimum, binary, 1, 1)                        \
+  X(ArcTan2, binary, 1, 1)                        \
+  X(LogAddExp, binary, 1, 1)                      \
+  X(Equal, binary, 1, 1)                          \
+  X(NotEqual, binary, 1, 1)                       \
+  X(Less, binary, 1, 1)                           \
+  X(LessEqual, binary, 1, 1)                      \
+  X(Greater, binary, 1, 1)                        \
+  X(GreaterEqual, binary, 1, 1)                   \
+  X(LogicalAnd, binary, 1, 1)                     \
+  X(LogicalOr, binary, 1, 1)                      \
+  X(BitwiseAnd, binary, 1, 1)                     \
+  X(BitwiseOr, binary, 1, 1)                      \
+  X(BitwiseXor, binary, 1, 1)                     \
+  X(LeftShift, binary, 1, 1)                      \
+  X(RightShift, binary, 1, 1)                     \
+  X(AsType, astype, 1, 1)                         \
+  X(Select, ternary, 1, 1)                        \
+  X(Reduce, reduce, 1, 1)                         \
+  X(ArgReduce, reduce, 1, 1)                      \
+  X(NumberOfElements, reduce, 1, 1)               \
+  X(Reshape, view, 1, 1)                          \
+  X(Transpose, view, 1, 1)                        \
+  X(Broadcast, view, 1, 1)                        \
+  X(ExpandDims, view, 1, 1)                       \
+  X(Squeeze, view, 1, 1)                          \
+  X(Slice, view, 1, 1)                            \
+  X(AsStrided, view, 1, 1)                        \
+  X(View, view, 1, 1)                             \
+  X(Contiguous, view, 1, 1)                       \
+  X(StopGradient, view, 1, 1)                     \
+  X(Depends, view, 1, 1)                          \
+  X(CustomTransforms, view, 1, 1)                 \
   X(SliceUpdate, shape, 1, 0)                     \
   X(Concatenate, shape, 1, 0)                     \
   X(Pad, shape, 1, 0)                             \
@@ -113,9 +113,9 @@
   X(ScatterAxis, indexing, 1, 0)                  \
   X(Gather, indexing, 1, 0)                       \
   X(Scatter, indexing, 1, 0)                      \
-  X(Arange, creation, 1, 0)                       \
-  X(Matmul, linalg, 1, 0)                         \
-  X(AddMM, linalg, 1, 0)                          \
+  X(Arange, creation, 1, 1)                       \
+  X(Matmul, linalg, 1, 1)                         \
+  X(AddMM, linalg, 1, 1)                          \
   X(linalg::Inverse, lapack, 1, 0)                \
   X(linalg::Solve, lapack, 1, 0)                  \
   X(linalg::SolveTriangular, lapack, 1, 0)        \
@@ -125,7 +125,7 @@
   X(linalg::Eigh, lapack, 1, 0)                   \
   X(linalg::Eig, lapack, 1, 0)                    \
   X(linalg::LUF, lapack, 1, 0)                    \
-  X(random::RandomBits, random, 1, 0)             \
+  X(random::RandomBits, random, 1, 1)             \
   X(Sort, sort, 1, 0)                             \
   X(ArgSort, sort, 1, 0)                          \
   X(Partition, sort, 1, 0)                        \

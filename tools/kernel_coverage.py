@@ -21,8 +21,10 @@ def report(backend):
             by_family[p["family"]].append(p["name"])
     have = len(registry) - len(missing)
     note = ""
-    if backend == "gpu" and not mx.is_available(mx.gpu):
+    if backend == "gpu" and not mx._gpu_backend_built():
         note = " (built without a GPU backend)"
+    elif backend == "gpu" and not mx.is_available(mx.gpu):
+        note = " (no GPU is visible)"
     print(f"{backend}: {have} of {len(registry)} primitives have a kernel"
           f"{note}")
     for family in sorted(by_family):

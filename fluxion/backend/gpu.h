@@ -20,6 +20,11 @@ bool is_available();
 int device_count();
 DeviceInfo device_info(int index);
 
+// Copy `n` bytes between devices (one of them a GPU), blocking until
+// done: the residency copies of fluxion/array.h (Data::ptr_on).
+void copy_memory(void* dst, Device dst_device, const void* src,
+                 Device src_device, size_t n);
+
 // Schedule `arr`'s primitive (eval_gpu) on its GPU stream.
 void eval(array& arr);
 // Submit work queued on `s` so far.

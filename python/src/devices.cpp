@@ -1,6 +1,7 @@
 // Devices, streams, the `stream` context manager and synchronize.
 #include <sstream>
 
+#include "fluxion/backend/gpu.h"
 #include "fluxion/primitive_registry.h"
 #include "python/src/convert.h"
 
@@ -222,6 +223,9 @@ void init_devices(py::module_& m) {
       },
       "Every primitive: name, class, family, and whether the cpu and gpu "
       "backends have a kernel for it (the registry's columns).");
+  m.def(
+      "_gpu_backend_built", [] { return fx::gpu::backend_built(); },
+      "Whether a GPU backend (CUDA) was compiled in, visible GPU or not.");
   m.def(
       "_kernels_missing",
       [](fx::Device::DeviceType t) { return fx::kernels_missing(t); },

@@ -101,6 +101,23 @@ struct OnDevice {
   ~OnDevice() { detail::set_thread_default_device(saved); }
 };
 
+// A GPU kernel not ported yet raises "... on the gpu yet" (a primitive of
+// the registry's GPU column 0, or a dtype the kernel does not take yet,
+// such as complex64 in the elementwise kernels): on the GPU that skips the
+// rest of the case, naming what is missing; anything else is a failure.
+template <typename F>
+void on_device_or_skip(Device d, F&& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    if (d != Device::cpu &&
+        std::string(e.what()).find("on the gpu yet") != std::string::npos) {
+      GTEST_SKIP() << e.what();
+    }
+    throw;
+  }
+}
+
 using Param = std::tuple<int, int>;  // case, device index
 
 class OpTable : public ::testing::TestWithParam<Param> {
@@ -112,43 +129,45 @@ class OpTable : public ::testing::TestWithParam<Param> {
 }  // namespace
 
 TEST_P(OpTable, Forward) {
-  auto& c = entry();
-  OnDevice on(device());
-  auto x = case_inputs(c);
-  if (!c.ref) {
-    EXPECT_FALSE(c.ref_note.empty())
-        << c.name << ": a case needs a reference or a note saying where its "
-        << "values are checked";
-  }
-  for (Dtype t : c.dtypes) {
-    SCOPED_TRACE(dtype_name(t));
-    auto in = cast_inputs(c, x, t);
-    auto got = c.f(in);
-    if (device() != Device::cpu) {
-      // The same case on the CPU: a GPU kernel must agree with it.
-      OnDevice cpu(Device::cpu);
-      auto want = c.f(in);
+  on_device_or_skip(device(), [&] {
+    auto& c = entry();
+    OnDevice on(device());
+    auto x = case_inputs(c);
+    if (!c.ref) {
+      EXPECT_FALSE(c.ref_note.empty())
+          << c.name << ": a case needs a reference or a note saying where its "
+          << "values are checked";
+    }
+    for (Dtype t : c.dtypes) {
+      SCOPED_TRACE(dtype_name(t));
+      auto in = cast_inputs(c, x, t);
+      auto got = c.f(in);
+      if (device() != Device::cpu) {
+        // The same case on the CPU: a GPU kernel must agree with it.
+        OnDevice cpu(Device::cpu);
+        auto want = c.f(in);
+        for (size_t k = 0; k < got.size(); ++k) {
+          double tol = std::max(c.fwd_tol, 4 * resolution(got[k].dtype()));
+          EXPECT_TRUE(allclose(got[k], want[k], tol, tol, true).item<bool>())
+              << "output " << k << " differs from the CPU's";
+        }
+      }
+      if (!c.ref) {
+        continue;
+      }
+      auto want = c.ref(in);
+      ASSERT_EQ(got.size(), want.size());
       for (size_t k = 0; k < got.size(); ++k) {
-        double tol = std::max(c.fwd_tol, 4 * resolution(got[k].dtype()));
-        EXPECT_TRUE(allclose(got[k], want[k], tol, tol, true).item<bool>())
-            << "output " << k << " differs from the CPU's";
+        EXPECT_EQ(got[k].shape(), want[k].shape()) << "output " << k;
+        // The coarser of the dtype under test and the output's.
+        double res = std::max(resolution(t), resolution(got[k].dtype()));
+        double tol = t == float64 ? c.fwd_tol
+                                  : std::max(c.fwd_tol, c.fwd_ulps * res);
+        expect_close(got[k], values(want[k]), tol, tol,
+                     c.name + " output " + std::to_string(k));
       }
     }
-    if (!c.ref) {
-      continue;
-    }
-    auto want = c.ref(in);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k) {
-      EXPECT_EQ(got[k].shape(), want[k].shape()) << "output " << k;
-      // The coarser of the dtype under test and the output's.
-      double res = std::max(resolution(t), resolution(got[k].dtype()));
-      double tol = t == float64 ? c.fwd_tol
-                                : std::max(c.fwd_tol, c.fwd_ulps * res);
-      expect_close(got[k], values(want[k]), tol, tol,
-                   c.name + " output " + std::to_string(k));
-    }
-  }
+  });
 }
 
 namespace {
@@ -181,108 +200,112 @@ Arrays draw_at(const OpCase& c, const std::vector<Shape>& shapes) {
 }  // namespace
 
 TEST_P(OpTable, Gradients) {
-  auto& c = entry();
-  OnDevice on(device());
-  auto x = case_inputs(c);
-  bool any_fixed = false;
-  for (auto& in : c.inputs) {
-    any_fixed = any_fixed || is_fixed(in);
-  }
-  // Integer and bool inputs of elementwise ops take no gradient: zeros of
-  // their dtype. (Linear and structural ops pass integer cotangents and
-  // tangents through, as MLX.)
-  for (Dtype t : c.dtypes) {
-    if (!is_inexact(t) && !any_fixed && elementwise(c) &&
-        c.deriv != Deriv::none) {
-      SCOPED_TRACE(dtype_name(t));
-      rules::zero_grads(c.f, cast_inputs(c, x, t), c.name);
+  on_device_or_skip(device(), [&] {
+    auto& c = entry();
+    OnDevice on(device());
+    auto x = case_inputs(c);
+    bool any_fixed = false;
+    for (auto& in : c.inputs) {
+      any_fixed = any_fixed || is_fixed(in);
     }
-  }
-  switch (c.deriv) {
-    case Deriv::none:
-      return;
-    case Deriv::zero:
-      rules::zero_grads(c.f, x, c.name);
-      if (elementwise(c)) {
-        rules::zero_grads(c.f, cast_inputs(c, x, float32), c.name);
+    // Integer and bool inputs of elementwise ops take no gradient: zeros of
+    // their dtype. (Linear and structural ops pass integer cotangents and
+    // tangents through, as MLX.)
+    for (Dtype t : c.dtypes) {
+      if (!is_inexact(t) && !any_fixed && elementwise(c) &&
+          c.deriv != Deriv::none) {
+        SCOPED_TRACE(dtype_name(t));
+        rules::zero_grads(c.f, cast_inputs(c, x, t), c.name);
       }
-      return;
-    case Deriv::second:
-      rules::second_order(c.f, x, std::max(c.tol, 1e-5),
-                          std::max(c.eps, 1e-5));
-      [[fallthrough]];
-    case Deriv::first:
-      rules::grads(c.f, x, c.tol, c.eps);
-      break;
-  }
-  for (auto& shapes : shape_variants(c)) {
-    SCOPED_TRACE(::testing::PrintToString(shapes));  // input shapes
-    rules::grads(c.f, draw_at(c, shapes), c.tol, c.eps);
-    if (c.deriv == Deriv::second) {
-      rules::second_order(c.f, draw_at(c, shapes));
     }
-  }
-  if (elementwise(c) && c.inputs.size() == 2) {
-    // The same array as both operands: cotangents accumulate.
-    Fn f = c.f;
-    rules::grads([f](const Arrays& a) { return f({a[0], a[0]}); }, {x[0]},
-                 c.tol, c.eps);
-  }
-  if (elementwise(c) &&
-      std::find(c.dtypes.begin(), c.dtypes.end(), float32) != c.dtypes.end()) {
-    // float32 derivatives keep the dtype and agree with float64's.
-    auto x32 = cast_inputs(c, x, float32);
-    auto outs = c.f(x32);
-    Arrays cts;
-    for (auto& o : outs) {
-      cts.push_back(ones_like(o));
+    switch (c.deriv) {
+      case Deriv::none:
+        return;
+      case Deriv::zero:
+        rules::zero_grads(c.f, x, c.name);
+        if (elementwise(c)) {
+          rules::zero_grads(c.f, cast_inputs(c, x, float32), c.name);
+        }
+        return;
+      case Deriv::second:
+        rules::second_order(c.f, x, std::max(c.tol, 1e-5),
+                            std::max(c.eps, 1e-5));
+        [[fallthrough]];
+      case Deriv::first:
+        rules::grads(c.f, x, c.tol, c.eps);
+        break;
     }
-    auto args = rules::floating_args(x32);
-    auto g32 = vjp(c.f, x32, cts, args).second;
-    Arrays x64 = cast_inputs(c, x32, float64);
-    Arrays cts64;
-    for (auto& ct : cts) {
-      cts64.push_back(astype(ct, float64));
+    for (auto& shapes : shape_variants(c)) {
+      SCOPED_TRACE(::testing::PrintToString(shapes));  // input shapes
+      rules::grads(c.f, draw_at(c, shapes), c.tol, c.eps);
+      if (c.deriv == Deriv::second) {
+        rules::second_order(c.f, draw_at(c, shapes));
+      }
     }
-    auto g64 = vjp(c.f, x64, cts64, args).second;
-    for (size_t j = 0; j < g32.size(); ++j) {
-      EXPECT_EQ(g32[j].dtype(), float32) << "cotangent " << j;
-      expect_close(g32[j], values(g64[j]), 1e-4, 1e-5, "float32 cotangent");
+    if (elementwise(c) && c.inputs.size() == 2) {
+      // The same array as both operands: cotangents accumulate.
+      Fn f = c.f;
+      rules::grads([f](const Arrays& a) { return f({a[0], a[0]}); }, {x[0]},
+                   c.tol, c.eps);
     }
-  }
+    if (elementwise(c) &&
+        std::find(c.dtypes.begin(), c.dtypes.end(), float32) != c.dtypes.end()) {
+      // float32 derivatives keep the dtype and agree with float64's.
+      auto x32 = cast_inputs(c, x, float32);
+      auto outs = c.f(x32);
+      Arrays cts;
+      for (auto& o : outs) {
+        cts.push_back(ones_like(o));
+      }
+      auto args = rules::floating_args(x32);
+      auto g32 = vjp(c.f, x32, cts, args).second;
+      Arrays x64 = cast_inputs(c, x32, float64);
+      Arrays cts64;
+      for (auto& ct : cts) {
+        cts64.push_back(astype(ct, float64));
+      }
+      auto g64 = vjp(c.f, x64, cts64, args).second;
+      for (size_t j = 0; j < g32.size(); ++j) {
+        EXPECT_EQ(g32[j].dtype(), float32) << "cotangent " << j;
+        expect_close(g32[j], values(g64[j]), 1e-4, 1e-5, "float32 cotangent");
+      }
+    }
+  });
 }
 
 TEST_P(OpTable, Vmap) {
-  auto& c = entry();
-  OnDevice on(device());
-  auto x = case_inputs(c);
-  if (x.empty()) {
-    GTEST_SKIP() << "no inputs";
-  }
-  std::vector<Shape> shapes;
-  std::vector<rules::Maker> makers;
-  unsigned seed = name_seed(c.name) ^ 0x5bd1e995u;
-  for (auto& in : c.inputs) {
-    shapes.push_back(in.shape);
-    makers.push_back([&in, seed](const Shape& s) mutable {
-      return in.draw(s, seed++);
-    });
-  }
-  // vmap must agree with the loop to rounding: a batched kernel may take
-  // another code path than a single slice (an FFT over many lines at once,
-  // another split over threads), so single-precision results may differ
-  // in the last bits.
-  double tol = c.vmap_tol;
-  for (auto& o : c.f(x)) {
-    if (is_inexact(o.dtype()) && o.dtype() != float64) {
-      tol = std::max(tol, 2e-6);
+  on_device_or_skip(device(), [&] {
+    auto& c = entry();
+    OnDevice on(device());
+    auto x = case_inputs(c);
+    if (x.empty()) {
+      GTEST_SKIP() << "no inputs";
     }
-  }
-  rules::vmaps(c.f, shapes, makers, tol);
-  if (elementwise(c) && c.inputs.size() == 2) {
-    // Operands that broadcast inside the function.
-    rules::vmaps(c.f, {Shape{2, 4}, Shape{4}}, makers, tol);
-  }
+    std::vector<Shape> shapes;
+    std::vector<rules::Maker> makers;
+    unsigned seed = name_seed(c.name) ^ 0x5bd1e995u;
+    for (auto& in : c.inputs) {
+      shapes.push_back(in.shape);
+      makers.push_back([&in, seed](const Shape& s) mutable {
+        return in.draw(s, seed++);
+      });
+    }
+    // vmap must agree with the loop to rounding: a batched kernel may take
+    // another code path than a single slice (an FFT over many lines at once,
+    // another split over threads), so single-precision results may differ
+    // in the last bits.
+    double tol = c.vmap_tol;
+    for (auto& o : c.f(x)) {
+      if (is_inexact(o.dtype()) && o.dtype() != float64) {
+        tol = std::max(tol, 2e-6);
+      }
+    }
+    rules::vmaps(c.f, shapes, makers, tol);
+    if (elementwise(c) && c.inputs.size() == 2) {
+      // Operands that broadcast inside the function.
+      rules::vmaps(c.f, {Shape{2, 4}, Shape{4}}, makers, tol);
+    }
+  });
 }
 
 namespace {
@@ -350,69 +373,71 @@ double ulp_distance(double a, double b, Dtype t) {
 }  // namespace
 
 TEST_P(OpTable, Compile) {
-  auto& c = entry();
-  OnDevice on(device());
-  // float32 for every case with float inputs: the generated float32 math
-  // then runs.
-  Dtype t = c.dtypes[0];
-  for (Dtype d : c.dtypes) {
-    if (is_floating_point(d)) {
-      t = float32;
+  on_device_or_skip(device(), [&] {
+    auto& c = entry();
+    OnDevice on(device());
+    // float32 for every case with float inputs: the generated float32 math
+    // then runs.
+    Dtype t = c.dtypes[0];
+    for (Dtype d : c.dtypes) {
+      if (is_floating_point(d)) {
+        t = float32;
+      }
     }
-  }
-  auto x = cast_inputs(c, case_inputs(c), t);
-  Fn f = c.f;
-  Fn wrapped = [f](const Arrays& in) {
-    Arrays pre;
-    for (auto& a : in) {
-      pre.push_back(through_two_ops(a));
+    auto x = cast_inputs(c, case_inputs(c), t);
+    Fn f = c.f;
+    Fn wrapped = [f](const Arrays& in) {
+      Arrays pre;
+      for (auto& a : in) {
+        pre.push_back(through_two_ops(a));
+      }
+      Arrays out = f(pre);
+      for (auto& o : out) {
+        o = through_two_ops(o);
+      }
+      return out;
+    };
+    auto compiled = compile(wrapped)(x);
+    auto fused = compiled_nodes(compiled);
+    ASSERT_FALSE(fused.empty()) << "no Compiled node";
+    EXPECT_GE(*std::max_element(fused.begin(), fused.end()), 2)
+        << "a Compiled node fuses fewer than two ops";
+    auto eager = wrapped(x);
+    ASSERT_EQ(compiled.size(), eager.size());
+    for (size_t k = 0; k < eager.size(); ++k) {
+      EXPECT_EQ(compiled[k].shape(), eager[k].shape());
+      EXPECT_EQ(compiled[k].dtype(), eager[k].dtype());
+      // To the precision of the least precise of the inputs' (float32) and
+      // the output's dtype: a float64 output computed from float32 values
+      // (sin(x32) * w64) carries float32 rounding, in which the eager vector
+      // kernels and the fused functors may differ by an ulp or two.
+      double tol = std::max({1e-12, 8 * resolution(eager[k].dtype()),
+                             is_inexact(t) ? 8 * resolution(t) : 0.0});
+      EXPECT_TRUE(allclose(compiled[k], eager[k], tol, tol, true).item<bool>())
+          << "compiled output " << k << " differs from eager";
     }
-    Arrays out = f(pre);
-    for (auto& o : out) {
-      o = through_two_ops(o);
+    if (c.fused_ulps < 0) {
+      return;
     }
-    return out;
-  };
-  auto compiled = compile(wrapped)(x);
-  auto fused = compiled_nodes(compiled);
-  ASSERT_FALSE(fused.empty()) << "no Compiled node";
-  EXPECT_GE(*std::max_element(fused.begin(), fused.end()), 2)
-      << "a Compiled node fuses fewer than two ops";
-  auto eager = wrapped(x);
-  ASSERT_EQ(compiled.size(), eager.size());
-  for (size_t k = 0; k < eager.size(); ++k) {
-    EXPECT_EQ(compiled[k].shape(), eager[k].shape());
-    EXPECT_EQ(compiled[k].dtype(), eager[k].dtype());
-    // To the precision of the least precise of the inputs' (float32) and
-    // the output's dtype: a float64 output computed from float32 values
-    // (sin(x32) * w64) carries float32 rounding, in which the eager vector
-    // kernels and the fused functors may differ by an ulp or two.
-    double tol = std::max({1e-12, 8 * resolution(eager[k].dtype()),
-                           is_inexact(t) ? 8 * resolution(t) : 0.0});
-    EXPECT_TRUE(allclose(compiled[k], eager[k], tol, tol, true).item<bool>())
-        << "compiled output " << k << " differs from eager";
-  }
-  if (c.fused_ulps < 0) {
-    return;
-  }
-  // Elementwise: the fused kernel against the eager scalar functors (the
-  // vector kernels off: they stand in for the functors within ulps).
-  cpu::simd::set_enabled(false);
-  auto scalar = f(x);
-  for (auto& o : scalar) {
-    o.eval();
-  }
-  cpu::simd::set_enabled(true);
-  for (size_t k = 0; k < scalar.size(); ++k) {
-    auto got = to_vector<double>(compiled[k]);
-    auto want = to_vector<double>(scalar[k]);
-    double worst = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      worst = std::max(worst, ulp_distance(got[i], want[i], scalar[k].dtype()));
+    // Elementwise: the fused kernel against the eager scalar functors (the
+    // vector kernels off: they stand in for the functors within ulps).
+    cpu::simd::set_enabled(false);
+    auto scalar = f(x);
+    for (auto& o : scalar) {
+      o.eval();
     }
-    EXPECT_LE(worst, c.fused_ulps)
-        << "fused output " << k << " vs the eager functor";
-  }
+    cpu::simd::set_enabled(true);
+    for (size_t k = 0; k < scalar.size(); ++k) {
+      auto got = to_vector<double>(compiled[k]);
+      auto want = to_vector<double>(scalar[k]);
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        worst = std::max(worst, ulp_distance(got[i], want[i], scalar[k].dtype()));
+      }
+      EXPECT_LE(worst, c.fused_ulps)
+          << "fused output " << k << " vs the eager functor";
+    }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(

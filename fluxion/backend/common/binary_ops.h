@@ -142,7 +142,7 @@ struct Remainder {
 
 struct Power {
   template <typename T>
-  T operator()(T base, T exp) const {
+  FLUXION_HOST_DEVICE T operator()(T base, T exp) const {
     if constexpr (math::is_same_v<T, bool>) {
       return base || !exp;
     } else if constexpr (math::is_integral_v<T>) {

@@ -201,7 +201,7 @@ FLUXION_HOST_DEVICE inline bool isfinite(T x) {
 
 FLUXION_HOST_DEVICE inline float pow2i(int k) {  // 2^k, -126 <= k <= 127
   unsigned bits = static_cast<unsigned>(k + 127) << 23;
-#if defined(__CUDACC__)
+#if defined(__CUDA_ARCH__)  // nvcc's device pass (its host pass has builtins)
   return __uint_as_float(bits);
 #else
   return __builtin_bit_cast(float, bits);

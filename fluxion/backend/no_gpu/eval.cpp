@@ -32,6 +32,10 @@ DeviceInfo device_info(int index) {
       ": Fluxion was built without a GPU backend.");
 }
 
+void copy_memory(void*, Device, const void*, Device, size_t) {
+  no_gpu("copy_memory");
+}
+
 void eval(array& arr) {
   // The generated eval_gpu raises "[eval] Cannot run <Name> on the gpu:
   // Fluxion was built without a GPU backend." (eval's own Synchronizer

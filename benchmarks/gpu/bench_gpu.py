@@ -1,0 +1,116 @@
+"""GPU benchmarks of issue 13, with PyTorch measured in the same process on
+the same GPU (CUDA-event timing, medians of repeated runs). Prints each
+workload's figures and the ratio against its reference.
+
+Run on a machine with an NVIDIA GPU, after `make test-gpu`:
+    PYTHONPATH=build-gpu/python python3 benchmarks/gpu/bench_gpu.py
+Not run yet at the time of writing (no device time was left): no figures
+are claimed from it.
+"""
+import statistics
+import time
+
+import fluxion.core as mx
+
+try:
+    import torch
+except ImportError:  # the references need torch on the GPU
+    torch = None
+
+REPS = 10
+
+
+def cuda_time(fn, reps=REPS):
+    """Median seconds of fn() bracketed by CUDA events recorded on torch's
+    stream, after a warm-up. fn must finish its GPU work before returning
+    (mx.eval waits for Fluxion's own stream), so the figure includes the
+    launch and the host wait."""
+    fn()
+    times = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(times)
+
+
+def wall_time(fn, reps=REPS):
+    fn()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def report(name, ours, ref, unit, ref_name, higher_is_better):
+    ratio = ours / ref if higher_is_better else ref / ours
+    print(f"{name:<34} fluxion {ours:10.2f} {unit}   {ref_name} "
+          f"{ref:10.2f} {unit}   ratio {ratio:5.2f}")
+
+
+def main():
+    assert mx.is_available(mx.gpu), "no GPU is visible"
+    assert torch is not None and torch.cuda.is_available()
+    g = mx.gpu
+    dev = torch.device("cuda")
+
+    # Chain of 1000 adds on 16 elements, built and evaluated eagerly.
+    def chain_fx():
+        x = mx.zeros((16,), stream=g)
+        for _ in range(1000):
+            x = mx.add(x, 1.0, stream=g)
+        mx.eval(x)
+    xt = torch.zeros(16, device=dev)
+
+    def chain_torch():
+        x = xt
+        for _ in range(1000):
+            x = x + 1.0
+        torch.cuda.synchronize()
+    report("chain of 1000 adds (us/op)", wall_time(chain_fx) * 1e3,
+           wall_time(chain_torch) * 1e3, "us", "torch", False)
+
+    # Add of two 256M float32 arrays against the device copy bandwidth.
+    n = 256 << 20
+    a = mx.ones((n,), stream=g)
+    b = mx.ones((n,), stream=g)
+    mx.eval(a, b)
+    at = torch.ones(n, device=dev)
+    bt = torch.empty_like(at)
+
+    def add_fx():
+        mx.eval(mx.add(a, b, stream=g))
+    copy_s = cuda_time(lambda: bt.copy_(at))
+    copy_bw = 2 * 4 * n / copy_s / 1e12
+    add_bw = 3 * 4 * n / cuda_time(add_fx) / 1e12
+    report("add 256M f32 (TB/s)", add_bw, copy_bw, "TB/s", "d2d copy", True)
+
+    # Sum of 256M float32.
+    sum_bw = 4 * n / cuda_time(lambda: mx.eval(mx.sum(a, stream=g))) / 1e12
+    report("sum 256M f32 (TB/s)", sum_bw, copy_bw / 2, "TB/s",
+           "copy read bw", True)
+
+    # Matmul 8192^3, bfloat16 and float32 (TF32 off on both sides).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    m = 8192
+    for dt, tdt in [(mx.bfloat16, torch.bfloat16), (mx.float32, torch.float32)]:
+        x = mx.astype(mx.random.normal((m, m), stream=g), dt, stream=g)
+        y = mx.astype(mx.random.normal((m, m), stream=g), dt, stream=g)
+        mx.eval(x, y)
+        xt2 = torch.randn(m, m, device=dev, dtype=tdt)
+        flops = 2 * m ** 3
+        ours = flops / cuda_time(lambda: mx.eval(mx.matmul(x, y, stream=g)),
+                                 5) / 1e12
+        ref = flops / cuda_time(lambda: torch.mm(xt2, xt2), 5) / 1e12
+        report(f"matmul 8192^3 {dt} (TFLOP/s)", ours, ref, "TF/s", "torch",
+               True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+// Copies: astype, Copy, and the row-contiguous copy behind views that
+// strides cannot express. Contiguous inputs are converted over their
+// data_size (keeping their layout), a broadcast scalar fills, anything
+// else takes the strided kernel over collapsed dimensions.
+#include "fluxion/backend/cuda/kernels.cuh"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/unary.h"
+
+namespace fluxion {
+
+namespace cu {
+
+namespace {
+
+template <typename In, typename Out>
+__global__ void copy_flat(const In* x, Out* y, int64_t n) {
+  FLUXION_GRID_LOOP(i, n) { y[i] = convert<Out>(x[i]); }
+}
+
+template <typename In, typename Out>
+__global__ void copy_fill(const In* x, Out* y, int64_t n) {
+  Out v = convert<Out>(x[0]);
+  FLUXION_GRID_LOOP(i, n) { y[i] = v; }
+}
+
+template <typename In, typename Out>
+__global__ void copy_strided(const In* x, Out* y, int64_t n, Layout l) {
+  FLUXION_GRID_LOOP(i, n) { y[i] = convert<Out>(x[offset_of(l, 0, i)]); }
+}
+
+// Same-type copies move bytes: one instantiation per element width.
+template <typename F>
+void dispatch_copy(Dtype in, Dtype out, F&& f) {
+  if (in == out) {
+    dispatch_bytes(in, [&](auto t) {
+      using T = typename decltype(t)::type;
+      f(TypeTag<T>{}, TypeTag<T>{});
+    });
+    return;
+  }
+  dispatch_gpu<AllTypes, true>(in, "astype", [&](auto ti) {
+    dispatch_gpu<AllTypes, true>(out, "astype", [&](auto to) { f(ti, to); });
+  });
+}
+
+// y (row-contiguous, or laid out as x when x is contiguous) <- x.
+void launch_copy(const array& x, array& y, bool flat) {
+  if (y.size() == 0) {
+    return;
+  }
+  cudaStream_t s = current_stream();
+  dispatch_copy(x.dtype(), y.dtype(), [&](auto ti, auto to) {
+    using In = typename decltype(ti)::type;
+    using Out = typename decltype(to)::type;
+    const In* src = ptr<const In>(x);
+    Out* dst = ptr<Out>(y);
+    if (flat) {
+      int64_t n = x.data_size();
+      copy_flat<<<blocks_for(n, 4), kThreads, 0, s>>>(src, dst, n);
+    } else if (x.data_size() == 1) {
+      int64_t n = y.size();
+      copy_fill<<<blocks_for(n, 4), kThreads, 0, s>>>(src, dst, n);
+    } else {
+      int64_t n = y.size();
+      Layout l = collapse(x.shape(), {x.strides()}, "copy");
+      copy_strided<<<blocks_for(n, 4), kThreads, 0, s>>>(src, dst, n, l);
+    }
+  });
+  check_launch("copy");
+}
+
+}  // namespace
+
+void copy_general(const array& in, array& out) {
+  alloc(out);
+  launch_copy(in, out, in.flags().row_contiguous);
+}
+
+void copy_cast(const array& in, array& out) {
+  if (in.flags().contiguous) {
+    alloc_like(in, out, true);
+    launch_copy(in, out, true);
+  } else {
+    alloc(out);
+    launch_copy(in, out, false);
+  }
+}
+
+void copy_into(const array& in, array& out) {
+  launch_copy(in, out, in.flags().row_contiguous &&
+                           in.data_size() == out.size());
+}
+
+array contiguous(const array& a) {
+  if (a.flags().row_contiguous) {
+    return a;
+  }
+  array out(a.shape(), a.dtype(), nullptr, {});
+  copy_general(a, out);
+  out.set_status(array::Status::available);
+  keep_alive(out);
+  return out;
+}
+
+}  // namespace cu
+
+void AsType::eval_gpu(const std::vector<array>& inputs,
+                      std::vector<array>& outputs) {
+  cu::copy_cast(inputs[0], outputs[0]);
+}
+
+void Copy::eval_gpu(const std::vector<array>& inputs,
+                    std::vector<array>& outputs) {
+  cu::copy_cast(inputs[0], outputs[0]);
+}
+
+}  // namespace fluxion

@@ -1,0 +1,90 @@
+// The CUDA backend's internal interface, shared by its host files (*.cpp:
+// runtime, allocator, cuBLASLt) and its kernels (*.cu).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "fluxion/array.h"
+#include "fluxion/device.h"
+
+namespace fluxion::cu {
+
+// Every failed CUDA call becomes a C++ exception naming the operation and
+// the CUDA error (never an abort). A sticky error (a kernel fault) leaves
+// the context unusable, which CUDA gives no way to repair; every other one
+// (an allocation, a bad launch configuration) is cleared here, so the
+// process keeps working.
+[[noreturn]] void throw_error(const char* op, cudaError_t err);
+inline void check(cudaError_t err, const char* op) {
+  if (err != cudaSuccess) {
+    throw_error(op, err);
+  }
+}
+// After a kernel launch: a launch error (bad configuration, no kernel image
+// for this GPU) surfaces here, naming the primitive.
+void check_launch(const char* op);
+
+// The CUDA stream of a Fluxion GPU stream (made by gpu::new_stream).
+cudaStream_t stream_of(Stream s);
+// The stream of the primitive being evaluated on this thread (set by
+// gpu::eval around eval_gpu), so kernels need not pass it around.
+cudaStream_t current_stream();
+
+// Device memory of the kernel's outputs and inputs. `alloc` gives `out`
+// fresh row-contiguous memory on the GPU; `in_ptr` reads an input where
+// the kernel runs (uploading a host buffer once: Data::ptr_on).
+void alloc(array& out);
+template <typename T = void>
+inline T* ptr(const array& a) {
+  return static_cast<T*>(a.data_on(Device{Device::gpu}));
+}
+
+// Output allocation like `like` (same strides over its data_size
+// elements), donating like's buffer when it can (is_donatable on the gpu
+// and the same element size).
+void alloc_like(const array& like, array& out, bool may_donate);
+
+// Up to this many dimensions take the general strided kernels (after
+// collapsing); more raise.
+constexpr int kMaxDims = 10;
+
+// Shape and strides (in elements), by value into a kernel.
+struct Layout {
+  int ndim = 0;
+  int64_t shape[kMaxDims];
+  int64_t strides[3][kMaxDims];  // up to three operands
+};
+
+// Collapse `shape` with the strides of `arrays` into a Layout (contiguous
+// runs merged, size-1 dims dropped); raises past kMaxDims.
+Layout collapse(const Shape& shape, const std::vector<Strides>& strides,
+                const char* op);
+
+// Threads per block and blocks for `n` elementwise items.
+constexpr int kThreads = 256;
+inline unsigned blocks_for(int64_t n, int per_thread = 1) {
+  int64_t b = (n + int64_t(kThreads) * per_thread - 1) /
+              (int64_t(kThreads) * per_thread);
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 1 << 30 ? 1 << 30 : b));
+}
+
+// Makes `out` a row-contiguous copy of `in` on the GPU (any layout, any
+// dtype; the views' fallback and the copy of donated-refused inputs).
+void copy_general(const array& in, array& out);
+// Casting copy of `in` into `out` (already allocated, row-contiguous).
+void copy_cast(const array& in, array& out);
+// Casting copy of `in` (any layout, broadcast included) into `out`, whose
+// row-contiguous GPU memory is already allocated.
+void copy_into(const array& in, array& out);
+// A row-contiguous version of `a` on the GPU (itself when it is one).
+array contiguous(const array& a);
+
+// Keep `a`'s buffer alive until the work queued so far on the current
+// stream has finished (temporaries of a kernel).
+void keep_alive(const array& a);
+void keep_alive(std::shared_ptr<Data> d);
+
+}  // namespace fluxion::cu

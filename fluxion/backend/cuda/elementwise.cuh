@@ -1,0 +1,122 @@
+// Elementwise kernels over the shared functors (backend/common/*_ops.h):
+// one template per arity, with the CPU's layout rules (elementwise.h):
+// contiguous inputs keep their layout over data_size, a broadcast scalar
+// side is read once, anything else takes the strided kernel over collapsed
+// dimensions into a row-contiguous output. Inputs are computed in
+// compute_t (float for half types), as on the CPU.
+#pragma once
+
+#include "fluxion/backend/common/binary_ops.h"
+#include "fluxion/backend/common/ternary_ops.h"
+#include "fluxion/backend/common/unary_ops.h"
+#include "fluxion/backend/cuda/kernels.cuh"
+
+namespace fluxion::cu {
+
+template <typename In, typename Out, typename Op>
+__global__ void unary_flat(const In* x, Out* y, int64_t n) {
+  FLUXION_GRID_LOOP(i, n) {
+    y[i] = convert<Out>(Op{}(convert<compute_t<In>>(x[i])));
+  }
+}
+
+template <typename In, typename Out, typename Op>
+__global__ void unary_strided(const In* x, Out* y, int64_t n, Layout l) {
+  FLUXION_GRID_LOOP(i, n) {
+    y[i] = convert<Out>(Op{}(convert<compute_t<In>>(x[offset_of(l, 0, i)])));
+  }
+}
+
+template <typename In, typename Out, typename Op>
+void unary(const array& in, array& out, const char* name) {
+  cudaStream_t s = current_stream();
+  if (in.flags().contiguous) {
+    alloc_like(in, out, true);
+    int64_t n = in.data_size();
+    if (n > 0) {
+      unary_flat<In, Out, Op><<<blocks_for(n, 4), kThreads, 0, s>>>(
+          ptr<const In>(in), ptr<Out>(out), n);
+    }
+  } else {
+    alloc(out);
+    int64_t n = out.size();
+    if (n > 0) {
+      Layout l = collapse(in.shape(), {in.strides()}, name);
+      unary_strided<In, Out, Op><<<blocks_for(n, 4), kThreads, 0, s>>>(
+          ptr<const In>(in), ptr<Out>(out), n, l);
+    }
+  }
+  check_launch(name);
+}
+
+// Binary: mode 0 both flat, 1 a scalar, 2 b scalar.
+template <typename In, typename Out, typename Op, int Mode>
+__global__ void binary_flat(const In* a, const In* b, Out* y, int64_t n) {
+  using C = compute_t<In>;
+  FLUXION_GRID_LOOP(i, n) {
+    C x = convert<C>(a[Mode == 1 ? 0 : i]);
+    C z = convert<C>(b[Mode == 2 ? 0 : i]);
+    y[i] = convert<Out>(Op{}(x, z));
+  }
+}
+
+template <typename In, typename Out, typename Op>
+__global__ void binary_strided(const In* a, const In* b, Out* y, int64_t n,
+                               Layout l) {
+  using C = compute_t<In>;
+  FLUXION_GRID_LOOP(i, n) {
+    int64_t oa = 0, ob = 0, r = i;
+    for (int d = l.ndim - 1; d >= 0; --d) {
+      int64_t q = r % l.shape[d];
+      r /= l.shape[d];
+      oa += q * l.strides[0][d];
+      ob += q * l.strides[1][d];
+    }
+    y[i] = convert<Out>(Op{}(convert<C>(a[oa]), convert<C>(b[ob])));
+  }
+}
+
+template <typename In, typename Out, typename Op>
+void binary(const array& a, const array& b, array& out, const char* name) {
+  cudaStream_t s = current_stream();
+  const bool a_scalar = a.data_size() == 1;
+  const bool b_scalar = b.data_size() == 1;
+  const bool same = a.flags().contiguous && b.flags().contiguous &&
+                    a.strides() == b.strides() &&
+                    a.data_size() == b.data_size();
+  const In* pa = ptr<const In>(a);
+  const In* pb = ptr<const In>(b);
+  auto flat = [&](auto mode, const array& like) {
+    // Donate the full-size input (either one when both are).
+    const Device gpu{Device::gpu};
+    if (decltype(mode)::value == 0 && !a.is_donatable(gpu) &&
+        b.is_donatable(gpu)) {
+      alloc_like(b, out, true);
+    } else {
+      alloc_like(like, out, true);
+    }
+    int64_t n = like.data_size();
+    if (n > 0) {
+      binary_flat<In, Out, Op, decltype(mode)::value>
+          <<<blocks_for(n, 4), kThreads, 0, s>>>(pa, pb, ptr<Out>(out), n);
+    }
+  };
+  if (same) {
+    flat(std::integral_constant<int, 0>{}, a);
+  } else if (a_scalar && b.flags().contiguous) {
+    flat(std::integral_constant<int, 1>{}, b);
+  } else if (b_scalar && a.flags().contiguous) {
+    flat(std::integral_constant<int, 2>{}, a);
+  } else {
+    alloc(out);
+    int64_t n = out.size();
+    if (n > 0) {
+      Layout l = collapse(out.shape(), {a.strides(), b.strides()}, name);
+      binary_strided<In, Out, Op><<<blocks_for(n, 4), kThreads, 0, s>>>(
+          pa, pb, ptr<Out>(out), n, l);
+    }
+  }
+  check_launch(name);
+}
+
+}  // namespace fluxion::cu

@@ -1,0 +1,134 @@
+// What the CUDA kernels share: the device type of each dtype, loads and
+// stores through the compute type (float for the half types, as on the
+// CPU), the dtype dispatch onto device types, and index arithmetic over a
+// collapsed Layout.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/cuda/cuda.h"
+
+namespace fluxion::cu {
+
+// complex64 in device code, where std::complex is not available: only
+// copies and conversions use it (the math kernels raise for complex64).
+struct alignas(8) complex64_d {
+  float re, im;
+};
+
+// The type a dtype's elements have in device code.
+template <typename T>
+struct DeviceTypeOf {
+  using type = T;
+};
+template <>
+struct DeviceTypeOf<complex64_t> {
+  using type = complex64_d;
+};
+template <>
+struct DeviceTypeOf<float16_t> {
+  using type = __half;
+};
+template <>
+struct DeviceTypeOf<bfloat16_t> {
+  using type = __nv_bfloat16;
+};
+template <typename T>
+using device_t = typename DeviceTypeOf<T>::type;
+
+// The type the shared functors compute in.
+template <typename T>
+struct ComputeOf {
+  using type = T;
+};
+template <>
+struct ComputeOf<__half> {
+  using type = float;
+};
+template <>
+struct ComputeOf<__nv_bfloat16> {
+  using type = float;
+};
+template <typename T>
+using compute_t = typename ComputeOf<T>::type;
+
+// Conversion with the CPU's rules (cast_value): anything to bool is != 0;
+// half types go through float.
+template <typename Out, typename In>
+__device__ __forceinline__ Out convert(In v) {
+  if constexpr (math::is_same_v<In, Out>) {
+    return v;
+  } else if constexpr (math::is_same_v<In, complex64_d>) {
+    // complex -> real takes the real part; -> bool is != 0 (NumPy).
+    if constexpr (math::is_same_v<Out, bool>) {
+      return v.re != 0.0f || v.im != 0.0f;
+    } else {
+      return convert<Out>(v.re);
+    }
+  } else if constexpr (math::is_same_v<Out, complex64_d>) {
+    return complex64_d{convert<float>(v), 0.0f};
+  } else if constexpr (math::is_same_v<In, __half>) {
+    return convert<Out>(__half2float(v));
+  } else if constexpr (math::is_same_v<In, __nv_bfloat16>) {
+    return convert<Out>(__bfloat162float(v));
+  } else if constexpr (math::is_same_v<Out, bool>) {
+    return v != In(0);
+  } else if constexpr (math::is_same_v<Out, __half>) {
+    return __float2half(static_cast<float>(v));
+  } else if constexpr (math::is_same_v<Out, __nv_bfloat16>) {
+    return __float2bfloat16(static_cast<float>(v));
+  } else {
+    return static_cast<Out>(v);
+  }
+}
+
+// Device code has no std::complex: complex64 is computed only where a
+// kernel moves bytes (copies, views, gathers); elsewhere it raises. Lists
+// of the shared dispatch minus complex64.
+template <typename List>
+struct NoComplex;
+template <typename... Ts>
+struct NoComplex<TypeList<Ts...>> {
+  template <typename T>
+  static constexpr bool has = (std::is_same_v<T, Ts> || ...) &&
+                              !std::is_same_v<T, complex64_t>;
+};
+
+// Calls f(TypeTag<device type>{}) for the dtypes of `List` but complex64
+// (with it when `WithComplex`: conversions); others raise "[op] <dtype> is
+// not supported on the gpu yet."
+template <typename List, bool WithComplex = false, typename F>
+void dispatch_gpu(Dtype t, const char* op, F&& f) {
+  dispatch_all(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (NoComplex<List>::template has<T> ||
+                  (WithComplex && std::is_same_v<T, complex64_t>)) {
+      f(TypeTag<device_t<T>>{});
+    } else {
+      throw std::invalid_argument(std::string("[") + op + "] " +
+                                  dtype_name(t) +
+                                  " is not supported on the gpu yet.");
+    }
+  });
+}
+
+// Grid-stride loop over [0, n).
+#define FLUXION_GRID_LOOP(i, n)                                         \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;     \
+       i < (n); i += int64_t(blockDim.x) * gridDim.x)
+
+// Offset of row-major element `i` of `l` in operand `k`.
+__device__ __forceinline__ int64_t offset_of(const Layout& l, int k,
+                                             int64_t i) {
+  int64_t off = 0;
+  for (int d = l.ndim - 1; d >= 0; --d) {
+    int64_t q = i % l.shape[d];
+    i /= l.shape[d];
+    off += q * l.strides[k][d];
+  }
+  return off;
+}
+
+}  // namespace fluxion::cu

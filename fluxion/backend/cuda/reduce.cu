@@ -1,0 +1,315 @@
+// Reductions on the GPU: Reduce (sum, prod, max, min, all, any over any
+// axes), ArgReduce and NumberOfElements, with the CPU's accumulator types
+// (backend/cpu/reduce.cpp: sum_dtype for sums and products, float for the
+// half types, a float32 sum straight from integers and half types for
+// mean) and the shared combine functors (backend/common/reduce_ops.h).
+//
+// The input's dims are split into kept and reduced ones, each collapsed.
+// When the reduced dims are innermost in memory (a row reduction, or all
+// of the array) a block reduces each output, split over several blocks
+// into partials when there are few outputs, then a second pass; otherwise
+// (column-like reductions) each thread reduces one output, so consecutive
+// threads read consecutive memory.
+#include <algorithm>
+
+#include "fluxion/backend/common/reduce_ops.h"
+#include "fluxion/backend/cuda/kernels.cuh"
+#include "fluxion/ops/reduce.h"
+
+namespace fluxion {
+
+namespace {
+
+using cu::Layout;
+
+// Offsets of output `o`: operand 0 in the input, 1 in the output.
+__device__ __forceinline__ void kept_offsets(const Layout& k, int64_t o,
+                                             int64_t& in, int64_t& out) {
+  in = out = 0;
+  for (int d = k.ndim - 1; d >= 0; --d) {
+    int64_t q = o % k.shape[d];
+    o /= k.shape[d];
+    in += q * k.strides[0][d];
+    out += q * k.strides[1][d];
+  }
+}
+
+// One block per (output, split): a strided sweep of its share of the R
+// reduced elements, then a tree in shared memory. `partial` outputs go to
+// y[o * splits + split] as Acc; the last pass converts to Out.
+template <typename In, typename Acc, typename Out, typename Op>
+__global__ void reduce_rows(const In* x, Out* y, int64_t n_out, int64_t r,
+                            int splits, Layout kept, Layout red,
+                            bool partial) {
+  __shared__ Acc buf[cu::kThreads];
+  Op op;
+  const int64_t chunk = (r + splits - 1) / splits;
+  for (int64_t b = blockIdx.x; b < n_out * splits; b += gridDim.x) {
+    int64_t o = b / splits;
+    int64_t lo = (b % splits) * chunk;
+    int64_t hi = lo + chunk < r ? lo + chunk : r;
+    int64_t in_off, out_off;
+    kept_offsets(kept, o, in_off, out_off);
+    Acc acc = Op::init();
+    for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+      acc = op(acc, cu::convert<Acc>(x[in_off + cu::offset_of(red, 0, j)]));
+    }
+    buf[threadIdx.x] = acc;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+      if (threadIdx.x < w) {
+        buf[threadIdx.x] = op(buf[threadIdx.x], buf[threadIdx.x + w]);
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      if (partial) {
+        y[b] = cu::convert<Out>(buf[0]);
+      } else {
+        y[out_off] = cu::convert<Out>(buf[0]);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// One thread per output.
+template <typename In, typename Acc, typename Out, typename Op>
+__global__ void reduce_cols(const In* x, Out* y, int64_t n_out, int64_t r,
+                            Layout kept, Layout red) {
+  Op op;
+  FLUXION_GRID_LOOP(o, n_out) {
+    int64_t in_off, out_off;
+    kept_offsets(kept, o, in_off, out_off);
+    Acc acc = Op::init();
+    for (int64_t j = 0; j < r; ++j) {
+      acc = op(acc, cu::convert<Acc>(x[in_off + cu::offset_of(red, 0, j)]));
+    }
+    y[out_off] = cu::convert<Out>(acc);
+  }
+}
+
+// The kept and reduced dims of `in` (reduced: `is_reduced[d]`), collapsed;
+// the output's strides go with the kept ones.
+void split_dims(const array& in, const array& out,
+                const std::vector<bool>& is_reduced, Layout& kept,
+                Layout& red, int64_t& r) {
+  Shape ks, rs;
+  Strides kin, kout, rin;
+  r = 1;
+  for (int d = 0; d < in.ndim(); ++d) {
+    if (is_reduced[d]) {
+      rs.push_back(in.shape(d));
+      rin.push_back(in.strides()[d]);
+      r *= in.shape(d);
+    } else {
+      ks.push_back(in.shape(d));
+      kin.push_back(in.strides()[d]);
+      kout.push_back(out.strides()[d]);
+    }
+  }
+  kept = cu::collapse(ks, {kin, kout}, "reduce");
+  red = cu::collapse(rs, {rin}, "reduce");
+}
+
+template <typename In, typename Acc, typename Out, typename Op>
+void reduce_typed(const array& in, array& out, const std::vector<int>& axes) {
+  cu::alloc(out);
+  const int64_t n_out = out.size();
+  if (n_out == 0) {
+    return;
+  }
+  std::vector<bool> is_reduced(in.ndim(), false);
+  for (int a : axes) {
+    is_reduced[a] = true;
+  }
+  Layout kept, red;
+  int64_t r;
+  split_dims(in, out, is_reduced, kept, red, r);
+  cudaStream_t s = cu::current_stream();
+  const In* x = cu::ptr<const In>(in);
+  Out* y = cu::ptr<Out>(out);
+  const bool rows = red.ndim > 0 && red.strides[0][red.ndim - 1] == 1;
+  if (!rows && n_out >= 1024) {
+    reduce_cols<In, Acc, Out, Op><<<cu::blocks_for(n_out), cu::kThreads, 0,
+                                    s>>>(x, y, n_out, r, kept, red);
+    cu::check_launch("reduce");
+    return;
+  }
+  // Enough blocks to fill the GPU: split each output's elements when there
+  // are few outputs and many elements.
+  int64_t splits = 1;
+  if (n_out < 2048 && r > 16 * cu::kThreads) {
+    splits = std::min<int64_t>((2048 + n_out - 1) / n_out,
+                               (r + 8 * cu::kThreads - 1) /
+                                   (8 * cu::kThreads));
+  }
+  auto grid = [](int64_t b) {
+    return static_cast<unsigned>(std::min<int64_t>(b, 1 << 20));
+  };
+  if (splits == 1) {
+    reduce_rows<In, Acc, Out, Op><<<grid(n_out), cu::kThreads, 0, s>>>(
+        x, y, n_out, r, 1, kept, red, false);
+    cu::check_launch("reduce");
+    return;
+  }
+  // A scratch block of n_out * splits accumulators.
+  auto scratch = std::make_shared<Data>(
+      static_cast<size_t>(n_out * splits) * sizeof(Acc), Device{Device::gpu});
+  Acc* p = static_cast<Acc*>(scratch->ptr());
+  reduce_rows<In, Acc, Acc, Op><<<grid(n_out * splits), cu::kThreads, 0, s>>>(
+      x, p, n_out, r, static_cast<int>(splits), kept, red, true);
+  cu::check_launch("reduce");
+  // Second pass: each output's `splits` partials, contiguous.
+  Layout red2;
+  red2.ndim = 1;
+  red2.shape[0] = splits;
+  red2.strides[0][0] = 1;
+  // Output o's partials start at o * splits; the output is row-contiguous
+  // with its kept dims in order, so output o sits at offset o.
+  Layout k2;
+  k2.ndim = 1;
+  k2.shape[0] = n_out;
+  k2.strides[0][0] = splits;
+  k2.strides[1][0] = 1;
+  reduce_rows<Acc, Acc, Out, Op><<<grid(n_out), cu::kThreads, 0, s>>>(
+      p, y, n_out, splits, 1, k2, red2, false);
+  cu::check_launch("reduce");
+  cu::keep_alive(scratch);
+}
+
+}  // namespace
+
+void Reduce::eval_gpu(const std::vector<array>& inputs,
+                      std::vector<array>& outputs) {
+  const array& in = inputs[0];
+  array& out = outputs[0];
+  dispatch_all(in.dtype(), [&](auto tag) {
+    using H = typename decltype(tag)::type;  // the host type
+    if constexpr (is_complex_v<H>) {
+      throw std::invalid_argument(
+          "[reduce] complex64 is not supported on the gpu yet.");
+    } else {
+      using In = cu::device_t<H>;
+      using SumT = cu::device_t<sum_type_t<H>>;
+      using SumAcc = cu::compute_t<SumT>;
+      using MaxAcc = cu::compute_t<In>;
+      switch (type_) {
+        case And:
+          reduce_typed<In, bool, bool, detail::AndOp>(in, out, axes_);
+          break;
+        case Or:
+          reduce_typed<In, bool, bool, detail::OrOp>(in, out, axes_);
+          break;
+        case Sum:
+          if constexpr (!std::is_same_v<sum_type_t<H>, float>) {
+            // mean of integers and half types: summed straight into float.
+            if (out.dtype() == float32) {
+              reduce_typed<In, float, float, detail::SumOp<float>>(in, out,
+                                                                   axes_);
+              break;
+            }
+          }
+          reduce_typed<In, SumAcc, SumT, detail::SumOp<SumAcc>>(in, out,
+                                                                axes_);
+          break;
+        case Prod:
+          reduce_typed<In, SumAcc, SumT, detail::ProdOp<SumAcc>>(in, out,
+                                                                 axes_);
+          break;
+        case Max:
+          reduce_typed<In, MaxAcc, In, detail::MaxOp<MaxAcc>>(in, out, axes_);
+          break;
+        case Min:
+          reduce_typed<In, MaxAcc, In, detail::MinOp<MaxAcc>>(in, out, axes_);
+          break;
+      }
+    }
+  });
+}
+
+namespace {
+
+// First index of the extreme along the axis (a NaN wins at once), one
+// thread per output, as the CPU's arg_scan.
+template <typename T, bool IsMax>
+__global__ void arg_reduce_kernel(const T* x, uint32_t* y, int64_t n_out,
+                                  int64_t n, int64_t ast, Layout kept) {
+  using C = cu::compute_t<T>;
+  FLUXION_GRID_LOOP(o, n_out) {
+    int64_t in_off, out_off;
+    kept_offsets(kept, o, in_off, out_off);
+    C best = cu::convert<C>(x[in_off]);
+    uint32_t idx = 0;
+    for (int64_t j = 1; j < n && !(best != best); ++j) {
+      C v = cu::convert<C>(x[in_off + j * ast]);
+      if (v != v || (IsMax ? v > best : v < best)) {
+        best = v;
+        idx = static_cast<uint32_t>(j);
+      }
+    }
+    y[out_off] = idx;
+  }
+}
+
+}  // namespace
+
+void ArgReduce::eval_gpu(const std::vector<array>& inputs,
+                         std::vector<array>& outputs) {
+  const array& in = inputs[0];
+  array& out = outputs[0];
+  cu::alloc(out);
+  const int64_t n_out = out.size();
+  if (n_out == 0) {
+    return;
+  }
+  Shape ks;
+  Strides kin, kout;
+  for (int d = 0; d < in.ndim(); ++d) {
+    if (d != axis_) {
+      ks.push_back(in.shape(d));
+      kin.push_back(in.strides()[d]);
+      kout.push_back(out.strides()[d]);
+    }
+  }
+  Layout kept = cu::collapse(ks, {kin, kout}, "argreduce");
+  cudaStream_t s = cu::current_stream();
+  cu::dispatch_gpu<RealTypes>(in.dtype(), name(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto launch = [&](auto kernel) {
+      kernel<<<cu::blocks_for(n_out), cu::kThreads, 0, s>>>(
+          cu::ptr<const T>(in), cu::ptr<uint32_t>(out), n_out,
+          in.shape(axis_), in.strides()[axis_], kept);
+    };
+    if (type_ == ArgMax) {
+      launch(arg_reduce_kernel<T, true>);
+    } else {
+      launch(arg_reduce_kernel<T, false>);
+    }
+  });
+  cu::check_launch("argreduce");
+}
+
+namespace {
+template <typename T>
+__global__ void fill_one(T* y, double v) {
+  *y = cu::convert<T>(v);
+}
+}  // namespace
+
+void NumberOfElements::eval_gpu(const std::vector<array>& inputs,
+                                std::vector<array>& outputs) {
+  double n = 1;
+  for (int ax : axes_) {
+    n *= inputs[0].shape(ax);
+  }
+  auto& out = outputs[0];
+  cu::alloc(out);
+  cu::dispatch_gpu<RealTypes>(out.dtype(), "number_of_elements", [&](auto t) {
+    using T = typename decltype(t)::type;
+    fill_one<T><<<1, 1, 0, cu::current_stream()>>>(cu::ptr<T>(out), n);
+  });
+  cu::check_launch("number_of_elements");
+}
+
+}  // namespace fluxion

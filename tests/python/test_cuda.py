@@ -1,0 +1,219 @@
+"""The CUDA backend on a visible GPU (skipped, with the reason, elsewhere):
+kernels against the CPU, residency across devices, memory accounting,
+errors and out-of-memory recovery, and threads with their own GPU streams.
+"""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import fluxion.core as mx
+
+pytestmark = pytest.mark.skipif(
+    not mx.is_available(mx.gpu),
+    reason="no GPU is visible" if mx._gpu_backend_built()
+    else "Fluxion was built without a GPU backend")
+
+G = mx.gpu
+C = mx.cpu
+
+
+def host(x):
+    """x as a NumPy array (bfloat16, which NumPy lacks, as float32)."""
+    if x.dtype == mx.bfloat16:
+        x = mx.astype(x, mx.float32, stream=C)
+    return np.array(x)
+
+
+def both(f, *args):
+    """f on the gpu and on the cpu, as NumPy arrays."""
+    return host(f(*args, G)), host(f(*args, C))
+
+
+def test_default_device_and_modules():
+    if os.environ.get("FLUXION_DEFAULT_DEVICE") != "cpu":
+        assert mx.default_device() == mx.Device(mx.gpu)
+    assert mx.cuda.is_available()
+    assert not mx.metal.is_available()
+    info = mx.device_info(mx.Device(mx.gpu))
+    assert info["architecture"].startswith("sm_")
+
+
+@pytest.mark.parametrize("dt", [mx.float32, mx.float16, mx.bfloat16,
+                                mx.float64, mx.int32, mx.uint8, mx.int64])
+def test_elementwise_and_reductions_match_cpu(dt):
+    rng = np.random.default_rng(0)
+    a = mx.array(rng.uniform(1, 5, (33, 65))).astype(dt)
+    b = mx.array(rng.uniform(1, 5, (65,))).astype(dt)
+    for f in [lambda x, y, s: mx.add(x, y, stream=s),
+              lambda x, y, s: mx.multiply(x, y, stream=s),
+              lambda x, y, s: mx.maximum(x.T[:40], y[:40, None], stream=s),
+              lambda x, y, s: mx.less(x, y, stream=s),
+              lambda x, y, s: mx.where(x > 2, x, y, stream=s),
+              lambda x, y, s: mx.sum(x, axis=0, stream=s),
+              lambda x, y, s: mx.sum(x, axis=1, stream=s),
+              lambda x, y, s: mx.max(x, stream=s),
+              lambda x, y, s: mx.prod(x[:3, :5], axis=1, stream=s),
+              lambda x, y, s: mx.argmax(x, axis=1, stream=s),
+              lambda x, y, s: mx.argmin(x, axis=0, stream=s),
+              lambda x, y, s: mx.astype(x, mx.float32, stream=s),
+              lambda x, y, s: mx.mean(x, stream=s)]:
+        g, c = both(f, a, b)
+        assert g.dtype == c.dtype
+        tol = 1e-2 if dt in (mx.float16, mx.bfloat16) else 1e-5
+        np.testing.assert_allclose(g.astype(np.float64),
+                                   c.astype(np.float64), rtol=tol, atol=tol)
+
+
+def test_unary_math_matches_cpu():
+    x = mx.array(np.linspace(-3, 3, 1001, dtype=np.float32))
+    for name in ["exp", "sin", "cos", "tanh", "sigmoid", "erf", "abs",
+                 "floor", "square", "negative", "sign"]:
+        f = getattr(mx, name)
+        g, c = both(lambda v, s: f(v, stream=s), x)
+        np.testing.assert_allclose(g, c, rtol=2e-6, atol=2e-6, err_msg=name)
+
+
+def test_big_sum_and_column_sum():
+    x = mx.ones((4096, 4097))
+    assert mx.sum(x, stream=G).item() == 4096 * 4097
+    np.testing.assert_array_equal(np.array(mx.sum(x, axis=0, stream=G)),
+                                  np.full(4097, 4096.0))
+
+
+@pytest.mark.parametrize("dt,tol", [(mx.float32, 1e-4), (mx.float64, 1e-10),
+                                    (mx.float16, 2e-2), (mx.bfloat16, 5e-2),
+                                    (mx.complex64, 1e-4)])
+def test_matmul_matches_cpu(dt, tol):
+    rng = np.random.default_rng(1)
+    a = mx.array(rng.standard_normal((3, 37, 19))).astype(dt)
+    b = mx.array(rng.standard_normal((19, 23))).astype(dt)
+    for f in [lambda s: mx.matmul(a, b, stream=s),
+              lambda s: mx.matmul(mx.swapaxes(a, 1, 2)[:, :5], a, stream=s),
+              lambda s: mx.matmul(a[0], b, stream=s)]:
+        g, c = host(f(G)), host(f(C))
+        scale = max(1.0, np.abs(c).max())
+        np.testing.assert_allclose(g, c, rtol=tol, atol=tol * scale)
+    c = mx.array(rng.standard_normal((23,))).astype(dt)
+    g = mx.addmm(c, a[0], b, alpha=0.5, beta=2.0, stream=G)
+    h = mx.addmm(c, a[0], b, alpha=0.5, beta=2.0, stream=C)
+    np.testing.assert_allclose(host(g), host(h), rtol=tol, atol=tol * 10)
+
+
+def test_random_bits_identical_to_cpu():
+    k = mx.random.key(7)
+    for shape, dt in [((1001,), mx.uint32), ((3, 5), mx.uint8),
+                      ((7,), mx.uint16)]:
+        g = mx.random.bits(shape, width=dt.size, key=k, stream=G)
+        c = mx.random.bits(shape, width=dt.size, key=k, stream=C)
+        np.testing.assert_array_equal(np.array(g), np.array(c))
+    g = mx.random.uniform(shape=(1000,), key=k, stream=G)
+    c = mx.random.uniform(shape=(1000,), key=k, stream=C)
+    np.testing.assert_array_equal(np.array(g), np.array(c))
+    g = mx.random.normal((1000,), key=k, stream=G)
+    c = mx.random.normal((1000,), key=k, stream=C)
+    np.testing.assert_allclose(np.array(g), np.array(c), rtol=1e-6,
+                               atol=1e-6)
+
+
+def test_residency_cpu_after_gpu_and_back():
+    x = mx.arange(10, dtype=mx.float32, stream=G)
+    y = mx.multiply(x, 2, stream=G)
+    # A CPU op reads the GPU result (copied to the host once) ...
+    z = mx.add(y, 1, stream=C)
+    assert z.tolist() == [2 * i + 1 for i in range(10)]
+    # ... and the GPU reads the CPU result (uploaded once).
+    w = mx.add(z, y, stream=G)
+    assert w.tolist() == [4 * i + 1 for i in range(10)]
+    assert np.array(w).sum() == sum(4 * i + 1 for i in range(10))
+    assert y[3].item() == 6.0
+    assert bytes(memoryview(np.asarray(y)))[:4] == np.float32(0).tobytes()
+
+
+def test_no_stale_copy_after_in_place_update():
+    # A host array used on the GPU (uploaded), then updated in place.
+    x = mx.array([1.0, 2.0, 3.0])
+    assert mx.add(x, 0, stream=G).tolist() == [1, 2, 3]
+    with mx.stream(C):
+        x[0] = 100.0
+    assert mx.add(x, 0, stream=G).tolist() == [100, 2, 3]
+    # A GPU array read on the host, then updated.
+    y = mx.add(mx.array([1.0, 2.0, 3.0]), 0, stream=G)
+    assert y.tolist() == [1, 2, 3]
+    with mx.stream(C):
+        y[1] = 50.0
+    assert mx.add(y, 0, stream=G).tolist() == [1, 50, 3]
+    assert y.tolist() == [1, 50, 3]
+
+
+@pytest.mark.skipif(os.environ.get("FLUXION_DEFAULT_DEVICE") == "cpu",
+                    reason="the memory API reports on the default device")
+def test_memory_accounting_of_the_gpu():
+    # Without a device argument, MLX's memory API reports on the default
+    # device: the GPU here.
+    mx.synchronize()
+    base = mx.get_active_memory()
+    x = mx.add(mx.zeros((1 << 20,)), 1, stream=G)
+    mx.eval(x)
+    mx.synchronize()
+    assert mx.get_active_memory() >= base + 4 * (1 << 20)
+    assert mx.get_peak_memory() >= mx.get_active_memory()
+    del x
+    mx.synchronize()
+    mx.clear_cache()
+    assert mx.get_cache_memory() == 0
+
+
+def test_errors_name_the_op_and_the_process_keeps_working():
+    a = mx.array([3.0, 1.0, 2.0])
+    with pytest.raises(RuntimeError,
+                       match=r"\[eval\] Cannot run Sort on the gpu yet\."):
+        mx.eval(mx.sort(a, stream=G))
+    with pytest.raises(RuntimeError, match=r"\[malloc\] out of GPU memory: "
+                       r"asked \d+ bytes, \d+ free"):
+        mx.eval(mx.add(mx.ones((1 << 20, 1 << 20)), 1, stream=G))
+    assert mx.add(a, 1, stream=G).tolist() == [4, 2, 3]
+
+
+def test_threads_with_their_own_gpu_streams():
+    results = {}
+
+    def work(i):
+        s = mx.new_stream(G)
+        x = mx.full((1000,), float(i), stream=s)
+        for _ in range(50):
+            x = mx.add(x, 1, stream=s)
+        results[i] = mx.sum(x, stream=s).item()
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert results == {i: 1000.0 * (i + 50) for i in range(4)}
+
+
+def test_async_eval_across_cpu_and_gpu_streams():
+    x = mx.arange(1000, dtype=mx.float32, stream=G)
+    y = mx.exp(mx.multiply(x, 1e-3, stream=G), stream=G)
+    z = mx.add(y, 1, stream=C)
+    w = mx.sum(z, stream=G)
+    mx.async_eval(w)
+    want = np.sum(np.exp(np.arange(1000, dtype=np.float32) * 1e-3) + 1)
+    assert abs(w.item() - want) < 1e-2
+
+
+def test_grad_and_vmap_on_gpu():
+    def f(x):
+        return mx.sum(mx.exp(x) * x)
+
+    x = mx.array(np.linspace(-1, 1, 17, dtype=np.float32))
+    with mx.stream(G):
+        g = mx.grad(f)(x)
+        v = mx.vmap(lambda r: mx.sum(r * r))(mx.reshape(x[:16], (4, 4)))
+    with mx.stream(C):
+        gc = mx.grad(f)(x)
+        vc = mx.vmap(lambda r: mx.sum(r * r))(mx.reshape(x[:16], (4, 4)))
+    np.testing.assert_allclose(np.array(g), np.array(gc), rtol=1e-5)
+    np.testing.assert_allclose(np.array(v), np.array(vc), rtol=1e-5)

@@ -1,0 +1,52 @@
+#!/bin/sh
+# make test-gpu: build with CUDA (Ninja, all cores) and run the GPU tests,
+# then print one summary. The GPU tests: the op table's gpu cases (every
+# case against the CPU: forward, gradients, vmap, compile), the other C++
+# GPU tests, and tests/python/test_cuda.py. FULL=1 adds the whole suite on
+# the CPU (FLUXION_DEFAULT_DEVICE=cpu: the GPU is the default device when
+# there is one, and most other tests are written for the CPU).
+BUILD=${BUILD:-build-gpu}
+JOBS=${JOBS:-$(nproc)}
+PY=${PY:-python3}
+set -u
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_CUDA=ON \
+  ${CMAKE_ARGS:-} > "$BUILD.configure.log" 2>&1 || {
+  cat "$BUILD.configure.log"; echo "test-gpu: configure FAILED"; exit 1; }
+cmake --build "$BUILD" -j "$JOBS" > "$BUILD.build.log" 2>&1 || {
+  grep -E "error|FAILED" "$BUILD.build.log" | head -40
+  echo "test-gpu: build FAILED"; exit 1; }
+status=0
+summary=""
+# The C++ GPU tests in $JOBS gtest shards, one process each (a CUDA
+# context costs seconds per process, too much for one per test).
+FILTER='*_gpu:*Gpu*:*Cuda*:Registry*:RulesCoverage*:Allocator*'
+i=0
+while [ $i -lt "$JOBS" ]; do
+  GTEST_TOTAL_SHARDS=$JOBS GTEST_SHARD_INDEX=$i "$BUILD/fluxion_tests" \
+    --gtest_filter="$FILTER" > "$BUILD/gtest-gpu-$i.log" 2>&1 &
+  i=$((i + 1))
+done
+wait
+cat "$BUILD"/gtest-gpu-*.log > "$BUILD/gtest-gpu.log"
+passed=$(grep -c '^\[       OK \]' "$BUILD/gtest-gpu.log")
+skipped=$(grep -c '^\[  SKIPPED \]' "$BUILD/gtest-gpu.log")
+failed=$(grep -c '^\[  FAILED  \].* ms)$' "$BUILD/gtest-gpu.log")
+crashed=$(for f in "$BUILD"/gtest-gpu-[0-9]*.log; do
+  grep -q 'tests ran' "$f" || echo "$f"; done | wc -l)
+[ "$failed" = 0 ] && [ "$crashed" = 0 ] || status=1
+summary="$summary\nC++ GPU tests: $passed passed, $skipped skipped (kernel not ported: the reason is in the log), $failed failed, $crashed shards crashed"
+PYTHONPATH="$BUILD/python" $PY -m pytest -q -rs tests/python/test_cuda.py \
+  tests/python/test_backend_seam.py > "$BUILD/pytest-gpu.log" 2>&1 || status=1
+summary="$summary\nPython GPU tests: $(tail -1 "$BUILD/pytest-gpu.log")"
+if [ "${FULL:-0}" = 1 ]; then
+  ( cd "$BUILD" && FLUXION_DEFAULT_DEVICE=cpu ctest -j "$JOBS" \
+      > ctest-all.log 2>&1 ) || status=1
+  summary="$summary\nC++ suite (cpu default): $(grep -E 'tests passed|tests failed' "$BUILD/ctest-all.log")"
+  FLUXION_DEFAULT_DEVICE=cpu PYTHONPATH="$BUILD/python" $PY -m pytest -q \
+    tests/python > "$BUILD/pytest-all.log" 2>&1 || status=1
+  summary="$summary\nPython suite (cpu default): $(tail -1 "$BUILD/pytest-all.log")"
+fi
+[ $status = 0 ] || grep -E "FAILED|Failed|Error" "$BUILD/gtest-gpu.log" \
+  "$BUILD/pytest-gpu.log" | head -40
+printf "test-gpu summary:$summary\n"
+exit $status
