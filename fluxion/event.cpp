@@ -31,14 +31,16 @@ void Event::signal(Stream stream) {
   });
 }
 
-void Event::wait() const {
+std::exception_ptr Event::wait_quietly() const {
   // Work batched on this thread may be what we are waiting for.
   scheduler::flush();
   std::unique_lock<std::mutex> lk(state_->mu);
   state_->cv.wait(lk, [this] { return state_->reached >= value_; });
-  if (state_->error) {
-    auto e = state_->error;
-    lk.unlock();
+  return state_->error;
+}
+
+void Event::wait() const {
+  if (auto e = wait_quietly()) {
     scheduler::clear_error(e);
     std::rethrow_exception(e);
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 
 #include "fluxion/device.h"
@@ -20,8 +21,13 @@ class Event {
   // Enqueue on `stream` a task that marks this event reached.
   void signal(Stream stream);
   // Block the calling thread until the event is reached; rethrows an error
-  // raised by a task of the signalling stream.
+  // raised by a task of the signalling stream (and forgets it there).
   void wait() const;
+  // Block until the event is reached and return the error it carries (the
+  // first pending error of the signalling stream, maybe another graph's),
+  // without raising or forgetting it: eval and array::wait raise only the
+  // errors of their own arrays.
+  std::exception_ptr wait_quietly() const;
   // Enqueue on `stream` a task that waits for this event.
   void wait(Stream stream) const;
   bool is_signaled() const;

@@ -59,6 +59,12 @@ void check_int32(PyObject* value) {
   }
 }
 
+void bad_argument_type(py::handle h, const char* op, const char* what,
+                       const char* expected) {
+  throw py::type_error(std::string("[") + op + "] " + what + " must be " +
+                       expected + "; got " + Py_TYPE(h.ptr())->tp_name + ".");
+}
+
 PyTypeObject* array_type = nullptr;
 
 namespace {

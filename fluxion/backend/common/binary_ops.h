@@ -47,7 +47,10 @@ T int_floor_div(T a, T b) {
   }
   if constexpr (std::is_signed_v<T>) {
     if (b == -1) {
-      return static_cast<T>(T(0) - a);  // avoids INT_MIN / -1
+      // -a, wrapping for INT_MIN (INT_MIN / -1 traps, and negating it in
+      // the signed type is undefined: UBSan).
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(U(0) - static_cast<U>(a));
     }
     T q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) {
@@ -174,6 +177,13 @@ struct Maximum {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (is_complex_v<T>) {
+      // NaN in either part propagates, as for real floats (NumPy).
+      if (std::isnan(a.real()) || std::isnan(a.imag())) {
+        return a;
+      }
+      if (std::isnan(b.real()) || std::isnan(b.imag())) {
+        return b;
+      }
       return (a.real() > b.real() ||
               (a.real() == b.real() && a.imag() > b.imag()))
                  ? a
@@ -192,6 +202,13 @@ struct Minimum {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (is_complex_v<T>) {
+      // NaN in either part propagates, as for real floats (NumPy).
+      if (std::isnan(a.real()) || std::isnan(a.imag())) {
+        return a;
+      }
+      if (std::isnan(b.real()) || std::isnan(b.imag())) {
+        return b;
+      }
       return (a.real() < b.real() ||
               (a.real() == b.real() && a.imag() < b.imag()))
                  ? a

@@ -143,6 +143,14 @@ struct Sigmoid {
   }
 };
 
+// -x for integers, wrapping like NumPy: -INT_MIN is INT_MIN (negating it
+// in the signed type is undefined behaviour, reported by UBSan).
+template <typename T>
+T wrapping_negate(T x) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(x));
+}
+
 struct Abs {
   template <typename T>
   auto operator()(T x) const {
@@ -150,6 +158,8 @@ struct Abs {
       return x;
     } else if constexpr (is_complex_v<T>) {
       return std::abs(x);  // a float
+    } else if constexpr (std::is_integral_v<T>) {
+      return x < T(0) ? wrapping_negate(x) : x;
     } else {
       return static_cast<T>(x < T(0) ? -x : x);
     }
@@ -161,6 +171,8 @@ struct Negative {
   T operator()(T x) const {
     if constexpr (std::is_same_v<T, bool>) {
       return !x;
+    } else if constexpr (std::is_integral_v<T>) {
+      return wrapping_negate(x);
     } else {
       return static_cast<T>(-x);
     }
