@@ -53,7 +53,7 @@ test: build
 # benchmarks or examples, -O1 -g1 (CMakeLists.txt, FLUXION_SANITIZE).
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
-SAN_CMAKE = -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_BENCHMARKS=OFF \
+SAN_CMAKE = -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_BENCHMARKS=OFF -DFLUXION_CUDA=OFF \
 	-DFLUXION_BUILD_EXAMPLES=OFF $(CMAKE_ARGS)
 # The suites ThreadSanitizer runs: threads, streams, eval, compile.
 TSAN_SUITES = test_threads;test_eval;test_robustness;test_compile

@@ -326,8 +326,8 @@ void array::wait() {
   }
 }
 
-void array::set_data(size_t nbytes) {
-  desc_->data = std::make_shared<Data>(nbytes);
+void array::set_data(size_t nbytes, Device device) {
+  desc_->data = std::make_shared<Data>(nbytes, device);
   desc_->data_ptr = desc_->data->ptr();
   desc_->data_size = size();
   desc_->strides = row_major_strides(desc_->shape);

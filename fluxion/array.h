@@ -23,30 +23,43 @@ using Strides = std::vector<int64_t>;
 class Primitive;
 class array;
 
-// Owns a block of memory: from the caching allocator, or an external buffer
-// released by a user-supplied deleter. Views share one Data.
+// Owns a block of memory on its home device: from that device's allocator,
+// or an external buffer released by a user-supplied deleter. Views share one
+// Data.
 class Data {
  public:
   using Deleter = std::function<void(void*)>;
-  explicit Data(size_t nbytes)
-      : ptr_(allocator::malloc(nbytes)), nbytes_(nbytes) {}
-  Data(void* ptr, size_t nbytes, Deleter deleter)
-      : ptr_(ptr), nbytes_(nbytes), deleter_(std::move(deleter)) {}
+  explicit Data(size_t nbytes, Device device = Device::cpu)
+      : allocator_(&allocator::get(device, "malloc")),
+        ptr_(allocator_->malloc(nbytes)),
+        nbytes_(nbytes),
+        device_(device) {}
+  Data(void* ptr, size_t nbytes, Deleter deleter,
+       Device device = Device::cpu)
+      : allocator_(nullptr),
+        ptr_(ptr),
+        nbytes_(nbytes),
+        device_(device),
+        deleter_(std::move(deleter)) {}
   ~Data() {
     if (deleter_) {
       deleter_(ptr_);
-    } else {
-      allocator::free(ptr_, nbytes_);
+    } else if (allocator_ != nullptr) {
+      allocator_->free(ptr_, nbytes_);
     }
   }
   Data(const Data&) = delete;
   Data& operator=(const Data&) = delete;
   void* ptr() const { return ptr_; }
   size_t nbytes() const { return nbytes_; }
+  // The device whose memory holds the block.
+  Device device() const { return device_; }
 
  private:
+  allocator::Allocator* allocator_;  // null for an external buffer
   void* ptr_;
   size_t nbytes_;
+  Device device_;
   Deleter deleter_;
 };
 
@@ -180,7 +193,9 @@ class array {
   // Buffer management, for kernels.
   const std::shared_ptr<Data>& data_shared_ptr() const { return desc_->data; }
   // Fresh row-contiguous storage for this array.
-  void set_data(size_t nbytes);
+  // Fresh row-major memory of `nbytes` on `device` (kernels pass their
+  // backend's device).
+  void set_data(size_t nbytes, Device device = Device::cpu);
   void set_data(std::shared_ptr<Data> data, size_t data_size, Strides strides,
                 Flags flags, int64_t offset_elems = 0);
   // Make this array a view of `other`'s buffer.

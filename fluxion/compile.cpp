@@ -1,6 +1,7 @@
 // compile: tracing into an Ir, the per-function cache, and replay.
 #include "fluxion/compile.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -66,12 +67,18 @@ bool matches(const CacheEntry& e, const std::vector<array>& inputs,
 // An array from an enclosing transformation (a tracer that does not depend
 // on the inputs) is kept as a constant, and `captures_tracer` is set: such a
 // trace is right for this call only, and is not cached.
-// With `closures_as_constants` (export), a lazy array the function closes
-// over is a constant (its value when traced, evaluated when written) rather
-// than an error.
+// A lazy array the function closes over (built before the trace, depending
+// on no input) keeps its graph in the tape, as MLX: it is recomputed from
+// its leaves on each call. With `closures_as_constants` (export) it is a
+// constant instead (its value when traced, evaluated when written).
+// `originals` are the arrays the call was given (arguments and captured
+// inputs): reaching one of them in the traced graph means the function read
+// it other than through its placeholder (a closure over an argument, or a
+// lazy array computed from one), and raises, as MLX.
 detail::Ir build_ir(const std::vector<array>& tracers,
                     const std::vector<array>& outputs, bool& captures_tracer,
-                    bool closures_as_constants = false) {
+                    bool closures_as_constants = false,
+                    const std::vector<array>* originals = nullptr) {
   detail::Ir ir;
   std::unordered_map<uintptr_t, int> index;
   std::vector<bool> depends;  // on an input, per value
@@ -87,11 +94,33 @@ detail::Ir build_ir(const std::vector<array>& tracers,
     ir.inputs.push_back(add_value(t));
     depends.back() = true;
   }
+  std::unordered_map<uintptr_t, int> original_ids;
+  if (originals) {
+    for (size_t i = 0; i < originals->size(); ++i) {
+      original_ids.emplace((*originals)[i].id(), static_cast<int>(i));
+    }
+  }
+  auto check_original = [&](const array& a) {
+    auto it = original_ids.find(a.id());
+    if (it == original_ids.end()) {
+      return;
+    }
+    std::ostringstream msg;
+    msg << "[compile] Attempting to compile a function with uncaptured "
+           "inputs is not allowed: the function reads input "
+        << it->second << " (shape " << shape_str(a.shape())
+        << ") directly rather than through its argument (a closure over an "
+           "array that is also an argument or captured input, or an "
+           "unevaluated array computed from one). Pass it as an argument "
+           "and use that, or eval it before calling.";
+    throw std::invalid_argument(msg.str());
+  };
   std::vector<std::pair<array, size_t>> stack;
   for (auto& out : outputs) {
     if (index.count(out.id())) {
       continue;
     }
+    check_original(out);
     stack.emplace_back(out, 0);
     while (!stack.empty()) {
       auto& [a, next] = stack.back();
@@ -99,6 +128,7 @@ detail::Ir build_ir(const std::vector<array>& tracers,
       if (!leaf && next < a.inputs().size()) {
         const array& in = a.inputs()[next++];
         if (!index.count(in.id())) {
+          check_original(in);
           stack.emplace_back(in, 0);
         }
         continue;
@@ -134,20 +164,6 @@ detail::Ir build_ir(const std::vector<array>& tracers,
           ir.values[v].constant = o;
         }
         continue;
-      }
-      if (!d && !node.built_in_compile_trace()) {
-        // A lazy array the function closes over: baking its graph into the
-        // trace would keep computing the value it had when traced (a
-        // rebound closure would silently be ignored). As MLX: an error.
-        std::ostringstream msg;
-        msg << "[compile] Attempting to compile a function with uncaptured "
-               "inputs is not allowed: the function reads an unevaluated "
-               "array (shape "
-            << shape_str(node.shape()) << ", from " << node.primitive().name()
-            << ") that is neither an argument nor captured. Pass it as an "
-               "argument, list it in compile's inputs=, or eval it before "
-               "calling.";
-        throw std::invalid_argument(msg.str());
       }
       for (auto& o : node.outputs()) {
         n.outputs.push_back(add_value(o));
@@ -212,7 +228,12 @@ std::shared_ptr<const CacheEntry> trace(const Fn& fun,
   }
   entry->constants = std::move(constants);
   bool captures_tracer = false;
-  entry->ir = build_ir(tracers, outputs, captures_tracer);
+  // Under an enclosing transformation (tracer inputs) MLX does not compile
+  // at all, so nothing is checked against the inputs there.
+  bool tracer_inputs = std::any_of(inputs.begin(), inputs.end(),
+                                   [](const array& a) { return a.is_tracer(); });
+  entry->ir = build_ir(tracers, outputs, captures_tracer, false,
+                       tracer_inputs ? nullptr : &inputs);
   entry->cacheable = !captures_tracer;
   if (shapeless) {
     check_shapeless(entry->ir);

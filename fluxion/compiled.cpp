@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <queue>
 
-#include "fluxion/backend/cpu/codegen.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/shape.h"
@@ -14,7 +13,6 @@ namespace fluxion {
 
 Compiled::Compiled(Stream s, detail::Ir tape)
     : Primitive(s), tape_(std::move(tape)) {
-  bool consistent = true;
   for (int v : tape_.inputs) {
     bool by_reshape = false, other = false;
     for (auto& n : tape_.nodes) {
@@ -24,11 +22,8 @@ Compiled::Compiled(Stream s, detail::Ir tape)
       by_reshape = by_reshape || (uses && is_reshape);
       other = other || (uses && !is_reshape);
     }
-    consistent = consistent && !(by_reshape && other);
+    consistent_ = consistent_ && !(by_reshape && other);
     reshaped_.push_back(by_reshape);
-  }
-  if (consistent) {
-    source_ = cpu::kernel_source(tape_);
   }
 }
 
@@ -105,21 +100,25 @@ namespace detail {
 
 namespace {
 
+// Fusion is the primitives' decision (Primitive::elementwise_functor),
+// not a backend's: a single-output node whose inputs have its shape and
+// whose primitive names a functor for these dtypes. Generated kernels
+// compute real dtypes only (the functors' complex paths need
+// std::complex, which kernels do not include).
 bool fusable(const IrNode& n, const Ir& ir) {
-  if (n.outputs.size() != 1) {
+  if (n.outputs.size() != 1 || n.inputs.empty()) {
     return false;
   }
+  const auto& out = ir.values[n.outputs[0]];
   std::vector<Dtype> in;
   for (int v : n.inputs) {
-    in.push_back(ir.values[v].dtype);
-  }
-  // Elementwise nodes see inputs of their output's shape.
-  for (int v : n.inputs) {
-    if (ir.values[v].shape != ir.values[n.outputs[0]].shape) {
+    // Elementwise nodes see inputs of their output's shape.
+    if (ir.values[v].shape != out.shape || is_complex(ir.values[v].dtype)) {
       return false;
     }
+    in.push_back(ir.values[v].dtype);
   }
-  return cpu::can_generate(*n.prim, in, ir.values[n.outputs[0]].dtype);
+  return !is_complex(out.dtype) && n.prim->elementwise_functor(in) != nullptr;
 }
 
 // Broadcasts and reshapes feeding a group only change how an input is
@@ -224,7 +223,7 @@ void fuse_ir(Ir& ir, bool shapeless) {
     tape.outputs.push_back(local.at(ir.nodes[r].outputs[0]));
     auto prim =
         std::make_shared<Compiled>(ir.nodes[r].prim->stream(), std::move(tape));
-    if (prim->source().empty()) {
+    if (!prim->consistent()) {
       continue;
     }
     for (int k : members) {

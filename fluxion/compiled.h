@@ -1,11 +1,14 @@
 // The `Compiled` primitive: a fused run of elementwise nodes from a
-// compiled function's tape. Its CPU kernel is generated C++ (see
-// backend/cpu/codegen.h); without a working compiler it evaluates the fused
-// nodes one by one. Its rules replay the fused nodes, so grad, jvp and vmap
-// see through it.
+// compiled function's tape. It is backend-neutral: which nodes fuse is
+// decided by the primitives' elementwise_functor trait (fuse_ir), and each
+// backend's eval builds its own kernel source from the tape (the CPU's:
+// backend/cpu/codegen.h), kept here once built. Without a working
+// compiler the fused nodes are evaluated one by one. Its rules replay the
+// fused nodes, so grad, jvp and vmap see through it.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "fluxion/compile_ir.h"
@@ -16,11 +19,10 @@ namespace fluxion {
 class Compiled : public Primitive {
  public:
   // `tape`: the fused nodes, with the fused region's inputs as its inputs
-  // and one output. The generated source is made once, here.
+  // and one output.
   Compiled(Stream s, detail::Ir tape);
 
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_RULES
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   bool is_equivalent(const Primitive& other) const override;
@@ -29,21 +31,38 @@ class Compiled : public Primitive {
   void print(std::ostream& os) const override;
 
   const detail::Ir& tape() const { return tape_; }
-  // Empty when the tape cannot be generated: some node has no template,
-  // or an input feeds both a reshape and other nodes (fuse_ir then leaves
-  // the group unfused).
-  const std::string& source() const { return source_; }
+  // False when an input feeds both a reshape and other nodes: one kernel
+  // could not read it both ways (fuse_ir then leaves the group unfused).
+  bool consistent() const { return consistent_; }
   // Whether input k is read through an absorbed reshape: as a
   // row-contiguous array of the output's shape.
   bool reshaped(size_t k) const { return reshaped_[k]; }
+
+  // What a backend builds for this tape (its generated source, the loaded
+  // kernel): made by `make` on the first evaluation on `device`, once
+  // (calls racing from several streams wait for it), then shared by every
+  // call of the compiled function.
+  template <typename T, typename Make>
+  const T& backend_kernel(Device::DeviceType device, Make&& make) const {
+    auto& slot = kernels_[device == Device::gpu ? 1 : 0];
+    std::call_once(slot.once, [&] {
+      slot.value = std::make_shared<const T>(make());
+    });
+    return *static_cast<const T*>(slot.value.get());
+  }
 
  private:
   std::vector<array> replay(const std::vector<array>& inputs) const;
   void eval_fallback(const std::vector<array>& inputs, array& out);
 
   detail::Ir tape_;
-  std::string source_;
+  bool consistent_ = true;
   std::vector<bool> reshaped_;
+  struct Slot {
+    std::once_flag once;
+    std::shared_ptr<const void> value;
+  };
+  mutable Slot kernels_[2];  // cpu, gpu
 };
 
 }  // namespace fluxion

@@ -12,9 +12,8 @@
 #include <vector>
 
 #include "fluxion/allocator.h"
+#include "fluxion/backend/cpu.h"
 #include "fluxion/backend/gpu.h"
-#include "fluxion/event.h"
-#include "fluxion/scheduler.h"
 
 namespace fluxion {
 
@@ -51,9 +50,29 @@ struct StreamRegistry {
   StreamRegistry() {
     streams.push_back({default_cpu, true, {}});
     streams.push_back({default_gpu, true, {}});
-    scheduler::new_thread(default_cpu);
+    cpu::new_stream(default_cpu);
+    if (gpu::is_available()) {
+      gpu::new_stream(default_gpu);
+    }
   }
 };
+
+// The backend of a stream's device.
+void backend_new_stream(const Stream& s) {
+  if (s.device == Device::gpu) {
+    gpu::new_stream(s);
+  } else {
+    cpu::new_stream(s);
+  }
+}
+
+void backend_end_stream(const Stream& s) {
+  if (s.device == Device::gpu) {
+    gpu::end_stream(s);
+  } else {
+    cpu::end_stream(s);
+  }
+}
 
 StreamRegistry& registry() {
   static auto* r = new StreamRegistry();
@@ -89,7 +108,7 @@ Stream make_stream(Device d, bool shared) {
     s.index = static_cast<int>(r.streams.size());
     r.streams.push_back({s, shared, std::this_thread::get_id()});
   }
-  scheduler::new_thread(s);
+  backend_new_stream(s);
   return s;
 }
 
@@ -261,7 +280,7 @@ void clear_streams() {
     }
   }
   for (auto& s : mine) {
-    scheduler::end_thread(s);
+    backend_end_stream(s);
     for (auto* local : {&t_defaults.cpu, &t_defaults.gpu}) {
       if (*local && (*local)->index == s.index) {
         local->reset();
@@ -308,10 +327,16 @@ void synchronize(Stream s) {
           " was ended by clear_streams().");
     }
   }
-  Event e(s);
-  e.set_value(1);
-  e.signal(s);
-  e.wait();
+  if (s.device == Device::gpu) {
+    if (!gpu::is_available()) {
+      throw std::invalid_argument(
+          "[synchronize] Cannot use the gpu: Fluxion was built without a GPU "
+          "backend.");
+    }
+    gpu::synchronize(s);
+  } else {
+    cpu::synchronize(s);
+  }
 }
 
 void synchronize() {
@@ -320,7 +345,8 @@ void synchronize() {
     auto& r = registry();
     std::lock_guard<std::mutex> lk(r.mu);
     for (auto& e : r.streams) {
-      if (e.alive) {
+      // Without a GPU backend the default gpu stream never ran anything.
+      if (e.alive && is_available(e.stream.device)) {
         all.push_back(e.stream);
       }
     }

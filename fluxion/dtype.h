@@ -94,12 +94,33 @@ const char* dtype_name(Dtype t);  // "float32"
 std::ostream& operator<<(std::ostream& os, Dtype t);
 std::ostream& operator<<(std::ostream& os, Dtype::Val t);
 
+// The dtype sums and products of `t` (and their scans) accumulate in and
+// return: bool and the small integer types widen to 32 bits (MLX). The
+// one statement of this rule: ops use it for output dtypes, kernels for
+// their C++ accumulator types (sum_type_t in dispatch.h).
+constexpr Dtype sum_dtype(Dtype t) {
+  if (t == bool_ || t == int8 || t == int16) {
+    return int32;
+  }
+  if (t == uint8 || t == uint16) {
+    return uint32;
+  }
+  return t;
+}
+
 template <typename T>
 struct TypeToDtype;
-#define FLUXION_TYPE_TO_DTYPE(T, D) \
-  template <>                       \
-  struct TypeToDtype<T> {           \
+// The C++ type of a dtype (the inverse of TypeToDtype).
+template <Dtype::Val V>
+struct DtypeToType;
+#define FLUXION_TYPE_TO_DTYPE(T, D)   \
+  template <>                         \
+  struct TypeToDtype<T> {             \
     static constexpr Dtype value = D; \
+  };                                  \
+  template <>                         \
+  struct DtypeToType<D.val> {         \
+    using type = T;                   \
   };
 FLUXION_TYPE_TO_DTYPE(bool, bool_)
 FLUXION_TYPE_TO_DTYPE(uint8_t, uint8)

@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "fluxion/allocator.h"
-#include "fluxion/backend/cpu/eval.h"
+#include "fluxion/backend/cpu.h"
 #include "fluxion/backend/gpu.h"
 #include "fluxion/flat_map.h"
 #include "fluxion/primitive.h"
@@ -24,7 +24,9 @@ namespace {
 
 constexpr int kMaxActiveTasks = 10;
 
-// Joins the outputs of one eval into a single node to wait on.
+// Joins the outputs of one eval into a single node to wait on. Not an op,
+// so not in the primitive registry: its kernels, which do nothing, are the
+// same on every backend and written here.
 class Synchronizer : public Primitive {
  public:
   explicit Synchronizer(Stream stream) : Primitive(stream) {}
@@ -63,9 +65,9 @@ static array eval_impl(std::vector<array> outputs, bool async) {
   // Arrays consumed on another stream than the one producing them, and the
   // stream that produces them.
   std::unordered_map<uintptr_t, int> needs_fence;
-  auto synchronizer = array(Shape{}, bool_,
-                            std::make_shared<Synchronizer>(stream),
-                            std::move(outputs));
+  auto synchronizer =
+      array(Shape{}, bool_, std::make_shared<Synchronizer>(stream),
+            std::move(outputs));
   std::unordered_map<int, Fence> fences;
   std::unordered_map<int, Event> events;
   check_stream_usable(stream, "eval");
@@ -232,13 +234,14 @@ static array eval_impl(std::vector<array> outputs, bool async) {
 
       // Bytes the batched tasks will allocate: until the batch is handed
       // over their kernels have not run, so active memory alone would let
-      // a whole batch of temporaries past the memory limit.
+      // a whole batch of temporaries past the memory limit. Memory is the
+      // node's device's (each device has its allocator).
       pending_bytes += arr.nbytes();
       for (auto& sib : arr.siblings()) {
         pending_bytes += sib.nbytes();
       }
-      size_t limit = get_memory_limit();
-      if (get_active_memory() + pending_bytes > limit) {
+      size_t limit = get_memory_limit(s.device);
+      if (get_active_memory(s.device) + pending_bytes > limit) {
         // Hand the batch over and let it run before scheduling more, until
         // active memory is back under the limit or nothing is in flight
         // (the memory limit trades parallelism for memory, as MLX's).
@@ -246,18 +249,20 @@ static array eval_impl(std::vector<array> outputs, bool async) {
         pending_bytes = 0;
         do {
           scheduler::wait_for_one();
-        } while (get_active_memory() > limit &&
+        } while (get_active_memory(s.device) > limit &&
                  scheduler::n_active_tasks() > 0);
       }
       if (scheduler::n_active_tasks() > kMaxActiveTasks ||
-          (get_active_memory() > limit && scheduler::n_active_tasks() > 0)) {
+          (get_active_memory(s.device) > limit &&
+           scheduler::n_active_tasks() > 0)) {
         for (auto& [_, ev] : events) {
           if (ev.stream().device == Device::gpu) {
             gpu::finalize(ev.stream());
           }
         }
         scheduler::wait_for_one();
-        while (get_active_memory() > limit && scheduler::n_active_tasks() > 0) {
+        while (get_active_memory(s.device) > limit &&
+               scheduler::n_active_tasks() > 0) {
           scheduler::wait_for_one();
         }
         pending_bytes = 0;

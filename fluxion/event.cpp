@@ -1,8 +1,11 @@
 #include "fluxion/event.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
+#include "fluxion/backend/cpu.h"
+#include "fluxion/backend/gpu.h"
 #include "fluxion/scheduler.h"
 
 namespace fluxion {
@@ -12,30 +15,32 @@ struct Event::State {
   std::condition_variable cv;
   uint64_t reached = 0;
   std::exception_ptr error;
+  std::shared_ptr<void> handle;
 };
 
 Event::Event(Stream stream)
-    : state_(std::make_shared<State>()), stream_(stream) {}
+    : state_(std::make_shared<State>()), stream_(stream) {
+  state_->handle = stream.device == Device::gpu ? gpu::event_create(stream)
+                                                : cpu::event_create(stream);
+}
 
 void Event::signal(Stream stream) {
-  scheduler::enqueue(stream, [state = state_, v = value_, s = stream.index] {
-    auto err = scheduler::peek_stream_error(s);
-    {
-      std::lock_guard<std::mutex> lk(state->mu);
-      state->reached = std::max(state->reached, v);
-      if (err && !state->error) {
-        state->error = err;
-      }
-    }
-    state->cv.notify_all();
-  });
+  if (stream.device == Device::gpu) {
+    gpu::event_signal(*this, stream);
+  } else {
+    cpu::event_signal(*this, stream);
+  }
 }
 
 std::exception_ptr Event::wait_quietly() const {
   // Work batched on this thread may be what we are waiting for.
   scheduler::flush();
-  std::unique_lock<std::mutex> lk(state_->mu);
-  state_->cv.wait(lk, [this] { return state_->reached >= value_; });
+  if (stream_.device == Device::gpu) {
+    gpu::event_wait(*this);
+  } else {
+    cpu::event_wait(*this);
+  }
+  std::lock_guard<std::mutex> lk(state_->mu);
   return state_->error;
 }
 
@@ -47,18 +52,56 @@ void Event::wait() const {
 }
 
 void Event::wait(Stream stream) const {
-  if (is_signaled()) {
-    return;
+  if (stream.device == Device::gpu) {
+    gpu::event_wait(*this, stream);
+  } else {
+    cpu::event_wait(*this, stream);
   }
-  scheduler::enqueue(stream, [state = state_, v = value_] {
-    std::unique_lock<std::mutex> lk(state->mu);
-    state->cv.wait(lk, [&] { return state->reached >= v; });
-  });
 }
 
 bool Event::is_signaled() const {
+  return stream_.device == Device::gpu ? gpu::event_is_signaled(*this)
+                                       : cpu::event_is_signaled(*this);
+}
+
+void Event::mark_reached(std::exception_ptr error) const noexcept {
+  {
+    std::lock_guard<std::mutex> lk(state_->mu);
+    state_->reached = std::max(state_->reached, value_);
+    if (error && !state_->error) {
+      state_->error = std::move(error);
+    }
+  }
+  state_->cv.notify_all();
+}
+
+void Event::wait_reached() const {
+  std::unique_lock<std::mutex> lk(state_->mu);
+  state_->cv.wait(lk, [this] { return state_->reached >= value_; });
+}
+
+bool Event::reached() const {
   std::lock_guard<std::mutex> lk(state_->mu);
   return state_->reached >= value_;
+}
+
+const std::shared_ptr<void>& Event::handle() const { return state_->handle; }
+
+void Fence::update(Stream stream) {
+  event_.set_value(++count_);
+  if (stream.device == Device::gpu) {
+    gpu::fence_update(event_, stream);
+  } else {
+    cpu::fence_update(event_, stream);
+  }
+}
+
+void Fence::wait(Stream stream) {
+  if (stream.device == Device::gpu) {
+    gpu::fence_wait(event_, stream);
+  } else {
+    cpu::fence_wait(event_, stream);
+  }
 }
 
 }  // namespace fluxion

@@ -15,6 +15,7 @@
 #include "fluxion/compiled.h"
 #include "fluxion/fluxion.h"
 #include "fluxion/ops/common.h"
+#include "fluxion/ops/custom_kernel.h"
 #include "fluxion/ops/extras.h"
 #include "fluxion/ops/gather_scatter.h"
 #include "fluxion/transforms.h"
@@ -195,7 +196,8 @@ const std::unordered_map<std::string, Factory>& factories() {
       return std::make_shared<SearchSorted>(s, b(a, 0, "SearchSorted"));
     };
     f["Hadamard"] = [](Stream s, const Args& a) {
-      return std::make_shared<Hadamard>(s, f64(a, 0, "Hadamard"));
+      return std::make_shared<Hadamard>(s, f64(a, 0, "Hadamard"),
+                                        b(a, 1, "Hadamard"));
     };
     f["AsStrided"] = [](Stream s, const Args& a) {
       const std::string n = "AsStrided";
@@ -235,7 +237,11 @@ const std::unordered_map<std::string, Factory>& factories() {
       }
       return std::make_shared<fast::ScaledDotProductAttention>(
           s, static_cast<float>(f64(a, 0, n)), b(a, 1, n),
-          static_cast<fast::ScaledDotProductAttention::MaskKind>(mask));
+          static_cast<fast::ScaledDotProductAttention::MaskKind>(mask),
+          b(a, 3, n));
+    };
+    f["CustomKernel"] = [](Stream s, const Args& a) {
+      return fast::custom_kernel_from_state(s, a);
     };
     f["FFT"] = [](Stream s, const Args& a) {
       const std::string n = "FFT";
@@ -302,8 +308,8 @@ const std::unordered_map<std::string, Factory>& factories() {
     };
     f["RandomBits"] = [](Stream s, const Args& a) {
       const std::string n = "RandomBits";
-      return std::make_shared<random::RandomBits>(s, shp(a, 0, n), i32(a, 1, n),
-                                          static_cast<uint64_t>(i64(a, 2, n)));
+      return std::make_shared<random::RandomBits>(s, shp(a, 0, n),
+                                                  i32(a, 1, n));
     };
     f["Reduce"] = [](Stream s, const Args& a) {
       const std::string n = "Reduce";
@@ -755,8 +761,21 @@ std::shared_ptr<Primitive> import_primitive(const std::string& name,
   return it->second(s, a);
 }
 
+namespace {
+thread_local int t_export_tracing = 0;
+struct ExportTracingScope {
+  ExportTracingScope() { ++t_export_tracing; }
+  ~ExportTracingScope() { --t_export_tracing; }
+  ExportTracingScope(const ExportTracingScope&) = delete;
+  ExportTracingScope& operator=(const ExportTracingScope&) = delete;
+};
+}  // namespace
+
+bool detail::in_export_tracing() { return t_export_tracing > 0; }
+
 ExportedTrace export_trace(const KwFn& fun, const std::vector<array>& args,
                            const Kwargs& kwargs, bool shapeless) {
+  ExportTracingScope tracing;
   ExportedTrace t;
   t.n_args = static_cast<int>(args.size());
   std::vector<array> inputs = args;
@@ -1033,7 +1052,7 @@ std::vector<array> ImportedFunction::operator()(const std::vector<array>& args,
     for (auto& name : t.kwarg_names) {
       inputs.push_back(kwargs.at(name));
     }
-    return detail::run_ir(t.ir, inputs, shapeless_);
+    return detail::run_ir(t.ir, inputs, shapeless_, /*check=*/true);
   }
   throw std::invalid_argument(
       "[import_function] No function exported to '" + path_ +

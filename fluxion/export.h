@@ -51,6 +51,12 @@ struct ExportedTrace {
   detail::Ir ir;  // flattened: only exportable primitives
 };
 
+namespace detail {
+// True while export_function traces a function on this thread (MLX's
+// in_export_tracing: a Metal kernel call is recorded instead of raising).
+bool in_export_tracing();
+}  // namespace detail
+
 // Traces `fun` on placeholders of the inputs' shapes and dtypes.
 ExportedTrace export_trace(const KwFn& fun, const std::vector<array>& args,
                            const Kwargs& kwargs, bool shapeless);

@@ -11,11 +11,6 @@ std::string rule_error(const char* rule, const Primitive& p) {
          rule + " rule.";
 }
 
-void Primitive::eval_gpu(const std::vector<array>&, std::vector<array>&) {
-  throw std::runtime_error(std::string("[eval_gpu] Primitive ") + name() +
-                           " has no GPU kernel in this build.");
-}
-
 std::vector<array> Primitive::jvp(const std::vector<array>&,
                                   const std::vector<array>&,
                                   const std::vector<int>&) {

@@ -43,11 +43,15 @@ class Primitive {
   Primitive& operator=(const Primitive&) = delete;
 
   // Kernels: fill `outputs` (shapes and dtypes already set) from `inputs`.
+  // Every primitive of the library declares both with FLUXION_DECLARE_EVAL
+  // and is listed in fluxion/primitive_list.h: each backend defines its
+  // kernels in its own files (backend/cpu, backend/cuda), and where a
+  // backend has none (backend/no_gpu, or a 0 in the list) a definition
+  // raising a clear error is generated from the list.
   virtual void eval_cpu(const std::vector<array>& inputs,
                         std::vector<array>& outputs) = 0;
-  // Implemented by the CUDA backend; without one it raises a clear error.
   virtual void eval_gpu(const std::vector<array>& inputs,
-                        std::vector<array>& outputs);
+                        std::vector<array>& outputs) = 0;
 
   // Transformation rules (the transformations issue fills these in for every
   // primitive; the defaults raise an error naming the primitive).
@@ -71,6 +75,17 @@ class Primitive {
   // built (Reshape, Slice...): shapeless compile rejects such primitives.
   virtual bool shapeless_ok() const { return true; }
 
+  // Fusion trait: the elementwise functor computing this primitive on
+  // inputs of dtypes `in` (its name in backend/common/*_ops.h, namespace
+  // fluxion::detail), or null. compile fuses exactly the nodes whose
+  // primitive names one (fuse_ir, compiled.cpp), and every backend's code
+  // generator calls that functor, the one its eager kernels use. Unary
+  // and binary primitives name the functor called like them; Select and
+  // AsType theirs; everything else null.
+  virtual const char* elementwise_functor(const std::vector<Dtype>& in) const {
+    return nullptr;
+  }
+
   virtual const char* name() const = 0;
   // The parameters that rebuild this primitive with its name (see
   // fluxion/export.h; every exportable primitive with parameters lists
@@ -85,6 +100,27 @@ class Primitive {
  private:
   Stream stream_;
 };
+
+// The kernels of a primitive, for the class bodies in fluxion/ops/*.h: the
+// CPU backend defines eval_cpu (backend/cpu/<family>.cpp), a GPU backend
+// eval_gpu; where a backend has no kernel the definition is generated from
+// fluxion/primitive_list.h, so a class missing from that list fails to link.
+#define FLUXION_DECLARE_EVAL                                       \
+  void eval_cpu(const std::vector<array>& inputs,                  \
+                std::vector<array>& outputs) override;             \
+  void eval_gpu(const std::vector<array>& inputs,                  \
+                std::vector<array>& outputs) override;
+
+// The backend-neutral kernel of a primitive that moves no data (a view, or
+// outputs forwarding input buffers), defined once in
+// backend/common/views.cpp and called by every backend's eval_cpu /
+// eval_gpu. It returns false, having done nothing, when input 0 must first
+// be made row-contiguous (a reshape that no strides can express, an
+// as_strided of a strided input): the backend copies it with its own copy
+// kernel and calls again (see common::eval_view in backend/common/views.h).
+#define FLUXION_DECLARE_VIEW_EVAL                                  \
+  bool eval_view(const std::vector<array>& inputs,                 \
+                 std::vector<array>& outputs);
 
 // Declarations of a primitive's rule overrides, for the class bodies in
 // fluxion/ops/*.h (the signatures are the virtuals above).
@@ -112,8 +148,7 @@ class Primitive {
   class NAME : public BASE {                                    \
    public:                                                      \
     using BASE::BASE;                                           \
-    void eval_cpu(const std::vector<array>& inputs,             \
-                  std::vector<array>& outputs) override;        \
+    FLUXION_DECLARE_EVAL                                        \
     const char* name() const override { return #NAME; }         \
     __VA_ARGS__                                                 \
    protected:                                                   \

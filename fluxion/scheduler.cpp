@@ -171,6 +171,10 @@ Batch::~Batch() {
 
 int n_active_tasks() { return g_active.load(); }
 
+void notify_new_task() { g_active.fetch_add(1); }
+
+void notify_task_completion() { finish_one(); }
+
 void wait_for_one() {
   flush();
   std::unique_lock<std::mutex> lk(g_done_mu);

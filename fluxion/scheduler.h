@@ -1,5 +1,6 @@
-// Stream workers. Each CPU stream owns one thread that runs its tasks in
-// order. To keep scheduling cheap, tasks enqueued while a Batch is open on the
+// Task queues and the count of work in flight. Each CPU stream owns one
+// worker thread that runs its tasks in order (the CPU backend's streams,
+// backend/cpu/eval.cpp; a GPU backend may queue host work here too). To keep scheduling cheap, tasks enqueued while a Batch is open on the
 // calling thread are collected and handed to each stream's worker as one item
 // when the batch is flushed (design.md §9, "cheap scheduling").
 #pragma once
@@ -29,8 +30,13 @@ class Batch {
   Batch& operator=(const Batch&) = delete;
 };
 
-// Queue items handed to workers and not finished yet.
+// Queue items handed to workers and not finished yet (plus the GPU work a
+// backend reported with notify_new_task and not yet finished).
 int n_active_tasks();
+// For a GPU backend: one more item in flight (a submitted command batch),
+// and one finished (wakes wait_for_one).
+void notify_new_task();
+void notify_task_completion();
 // Block until at least one active item finishes (flushes first).
 void wait_for_one();
 

@@ -1,20 +1,53 @@
 // The interface the core uses to reach a GPU backend (backend/cuda, or
-// backend/no_gpu when CUDA is not built).
+// backend/no_gpu when no GPU backend is built). The scheduling functions
+// are the CPU backend's (fluxion/backend/cpu.h) for GPU streams: the core
+// calls one or the other by the stream's device.
 #pragma once
+
+#include <memory>
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
+#include "fluxion/event.h"
 
 namespace fluxion::gpu {
 
+// Whether a GPU backend was compiled in, and whether it found a GPU.
+bool backend_built();
 bool is_available();
 // GPUs this process can use, and the properties of one of them (device_name,
 // architecture, total_memory, ...; `index` < device_count()).
 int device_count();
 DeviceInfo device_info(int index);
-// Schedule `arr`'s primitive on its GPU stream.
+
+// Schedule `arr`'s primitive (eval_gpu) on its GPU stream.
 void eval(array& arr);
 // Submit work queued on `s` so far.
 void finalize(Stream s);
+
+// Streams: set up the queue of a new stream (the default gpu stream too,
+// on first use), end it after what is queued (clear_streams), and wait for
+// what is queued so far.
+void new_stream(Stream s);
+void end_stream(Stream s);
+void synchronize(Stream s);
+
+// Events. Every event has a host-visible timeline (Event::mark_reached,
+// wait_reached, reached): the host and CPU streams wait on it, so whatever
+// a GPU backend does, each signal must eventually mark it. `event_create`
+// may attach the backend's own event object (Event::handle), for a faster
+// GPU-to-GPU wait.
+std::shared_ptr<void> event_create(Stream s);
+// On `s`, after the work queued so far: mark `e` reached.
+void event_signal(const Event& e, Stream s);
+// Work queued on `s` from now on waits until `e` is reached.
+void event_wait(const Event& e, Stream s);
+// Block the calling thread until `e`, made for a GPU stream, is reached.
+void event_wait(const Event& e);
+bool event_is_signaled(const Event& e);
+// Fences order streams within one eval (producer on `s` updates, consumer
+// on `s` waits); a backend may use cheaper device-side fences for them.
+void fence_update(const Event& fence, Stream s);
+void fence_wait(const Event& fence, Stream s);
 
 }  // namespace fluxion::gpu

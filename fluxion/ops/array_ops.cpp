@@ -193,6 +193,13 @@ std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse,
 }
 
 array kron(const array& a, const array& b, StreamOrDevice s) {
+  if (a.size() == 0 || b.size() == 0) {
+    // MLX: the product of an empty operand is an error, not an empty array.
+    throw std::invalid_argument("[kron] Input arrays cannot be empty; got "
+                                "shapes " +
+                                shape_str(a.shape()) + " and " +
+                                shape_str(b.shape()) + ".");
+  }
   if (a.ndim() == 0 || b.ndim() == 0) {
     return multiply(a, b, s);
   }
@@ -206,7 +213,8 @@ array kron(const array& a, const array& b, StreamOrDevice s) {
   for (int i = 0; i < nd; ++i) {
     ia.insert(ia.end(), {sa[i], 1});
     ib.insert(ib.end(), {1, sb[i]});
-    out.push_back(sa[i] * sb[i]);
+    out.push_back(
+        checked_dim(int64_t{sa[i]} * sb[i], "kron", "An output axis' size,"));
   }
   return reshape(multiply(reshape(a, ia, s), reshape(b, ib, s), s), out, s);
 }

@@ -108,6 +108,10 @@ class BinaryPrimitive : public Primitive,
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
   }
+  // detail::<name()> (backend/common/*_ops.h).
+  const char* elementwise_functor(const std::vector<Dtype>&) const override {
+    return name();
+  }
   FLUXION_DECLARE_RULES
 
  protected:
@@ -176,8 +180,7 @@ class Equal : public BinaryPrimitive {
  public:
   Equal(Stream s, bool equal_nan = false)
       : BinaryPrimitive(s), equal_nan_(equal_nan) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override {
     return equal_nan_ ? "NaNEqual" : "Equal";
   }

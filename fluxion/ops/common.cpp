@@ -1,10 +1,22 @@
 #include "fluxion/ops/common.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace fluxion {
 
 std::string shape_str(const Shape& s) { return vec_str(s); }
+
+int32_t checked_dim(int64_t value, const char* op, const char* what) {
+  if (value > std::numeric_limits<int32_t>::max() ||
+      value < std::numeric_limits<int32_t>::min()) {
+    std::ostringstream msg;
+    msg << "[" << op << "] " << what << " " << value
+        << " does not fit in int32: shape dimensions are 32-bit integers.";
+    throw std::overflow_error(msg.str());
+  }
+  return static_cast<int32_t>(value);
+}
 
 int normalize_axis(int axis, int ndim, const char* op) {
   if (axis < -ndim || axis >= ndim) {

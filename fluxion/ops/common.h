@@ -35,6 +35,13 @@ std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim,
 // NumPy broadcasting; throws "[op] Shapes (..) and (..) cannot be broadcast."
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
+// A dimension computed by an op (concatenate's total, repeat's and kron's
+// products): returned when it fits in int32 (Shape's entry type, as in MLX),
+// else std::overflow_error "[op] <what> <value> does not fit in int32..."
+// (Python's OverflowError, as MLX: the value is named rather than wrapped
+// into a bogus dimension).
+int32_t checked_dim(int64_t value, const char* op, const char* what);
+
 // Common dtype of several arrays.
 Dtype result_type(const std::vector<array>& arrays);
 

@@ -246,7 +246,11 @@ array conv_transpose_nd(const array& in, const array& wt,
 
 array conv1d(const array& input, const array& weight, int stride, int padding,
              int dilation, int groups, StreamOrDevice s) {
-  return conv_nd(input, weight, {stride}, {padding}, {dilation}, groups, 1,
+  // MLX's conv1d is conv_general with one stride/padding/dilation value:
+  // an input with more spatial axes (and a weight to match) is convolved
+  // over all of them, the values applying to each.
+  int d = input.ndim() > 3 ? input.ndim() - 2 : 1;
+  return conv_nd(input, weight, {stride}, {padding}, {dilation}, groups, d,
                  "conv1d", s);
 }
 

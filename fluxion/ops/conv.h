@@ -121,8 +121,7 @@ class Convolution : public Primitive {
         input_dilation_(std::move(input_dilation)),
         groups_(groups),
         flip_(flip) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Convolution"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(stride_), export_ints(padding_lo_), export_ints(padding_hi_), export_ints(kernel_dilation_), export_ints(input_dilation_), int64_t{groups_}, flip_);

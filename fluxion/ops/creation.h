@@ -62,8 +62,7 @@ class Arange : public Primitive {
  public:
   Arange(Stream s, double start, double stop, double step, Dtype dtype)
       : Primitive(s), start_(start), stop_(stop), step_(step), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Arange"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(start_, stop_, step_, dtype_);

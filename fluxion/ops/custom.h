@@ -20,8 +20,8 @@ std::vector<array> depends(const std::vector<array>& inputs,
 class Depends : public Primitive {
  public:
   Depends(Stream s, int num_passed) : Primitive(s), num_passed_(num_passed) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   FLUXION_DECLARE_RULES
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const char* name() const override { return "Depends"; }
@@ -49,8 +49,8 @@ class CustomTransforms : public Primitive {
         vjp_fun_(std::move(vjp)),
         jvp_fun_(std::move(jvp)),
         vmap_fun_(std::move(vmap)) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   FLUXION_DECLARE_RULES
   // Its rules are arbitrary functions: equivalent only to itself (compile
   // must not merge two custom functions of the same inputs).

@@ -14,21 +14,23 @@
 
 namespace fluxion {
 
-// NumPy's searchsorted: for each value of `v`, the insertion position in
-// `a`, sorted ascending along its last axis ("left": before equal elements,
-// "right": after them). NaNs sort last, as in NumPy. With a 1-D `a`, `v`
-// may have any shape (the output has v's shape); with an N-d `a`, `v` has
-// as many dimensions, its leading ones broadcast against a's, and the output
-// is (broadcast leading dims..., v.shape(-1)). `sorter` (optional) is an
-// argsort of `a` along its last axis. The output dtype is uint32 (MLX).
+// NumPy's / MLX's searchsorted: for each value of `v` (any shape; the
+// output has v's shape), the insertion position in the 1-D `a`, sorted
+// ascending ("left": before equal elements, "right": after them). NaNs sort
+// last, as in NumPy. `sorter` (optional) is an argsort of `a`. The output
+// dtype is uint32 (MLX). vmap maps over `v`; mapping over `a` raises
+// std::invalid_argument, as MLX (a batched `a` would be 2-D).
 array searchsorted(const array& a, const array& v,
                    const std::string& side = "left",
                    const std::optional<array>& sorter = std::nullopt,
                    StreamOrDevice s = {});
 
-// The Walsh-Hadamard transform along the last axis (size a power of two),
-// times `scale` (default 1/sqrt(n), which makes it orthonormal). Integer
-// inputs are transformed in float32. O(n log n) per row.
+// The Hadamard transform along the last axis, times `scale` (default
+// 1/sqrt(n), which makes it orthonormal). The size is n = m * 2^k with m in
+// {1, 12, 20, 28} and k <= 26 (MLX's sizes): the matrix is kron(H_m,
+// H_2^k) with H_2^k Sylvester's and H_m the fixed matrix of
+// detail::hadamard_matrix, so the values match MLX's. Integer inputs are
+// transformed in float32. O(n (log n + m)) per row.
 array hadamard_transform(const array& a,
                          std::optional<float> scale = std::nullopt,
                          StreamOrDevice s = {});
@@ -77,8 +79,7 @@ array block_masked_mm(const array& a, const array& b, int block_size = 64,
 class SearchSorted : public Primitive {
  public:
   SearchSorted(Stream s, bool right) : Primitive(s), right_(right) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "SearchSorted"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(right_);
@@ -93,15 +94,29 @@ class SearchSorted : public Primitive {
   bool right_;
 };
 
+namespace detail {
+// n = m * 2^k with m in {1, 12, 20, 28}: returns m, or 0 when n has no such
+// form (or 2^k > 2^26).
+int hadamard_factor(int64_t n);
+// The m x m matrix (row-major, entries +-1) that sizes m * 2^k use, m in
+// {1, 12, 20, 28}. They are MLX's (from Sloane's library), built here from
+// the constructions they follow: m = 12 is Paley's second construction for
+// q = 5; m = 20 and m = 28 are Williamson arrays of symmetric circulants
+// (see extras.cpp). H_12 is symmetric; H_20 and H_28 are not.
+std::vector<int8_t> hadamard_matrix(int m);
+}  // namespace detail
+
+// `transpose` applies H^T (the vjp of H when H_m is not symmetric).
 class Hadamard : public Primitive {
  public:
-  Hadamard(Stream s, double scale) : Primitive(s), scale_(scale) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  Hadamard(Stream s, double scale, bool transpose = false)
+      : Primitive(s), scale_(scale), transpose_(transpose) {}
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Hadamard"; }
   std::vector<PrimitiveArg> state() const override {
-    return export_state(scale_);
+    return export_state(scale_, transpose_);
   }
+  bool transposed() const { return transpose_; }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -110,6 +125,7 @@ class Hadamard : public Primitive {
 
  private:
   double scale_;
+  bool transpose_;
 };
 
 class AsStrided : public Primitive {
@@ -119,8 +135,8 @@ class AsStrided : public Primitive {
         shape_(std::move(shape)),
         strides_(std::move(strides)),
         offset_(offset) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "AsStrided"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(shape_), export_ints(strides_), static_cast<int64_t>(offset_));
@@ -142,8 +158,8 @@ class AsStrided : public Primitive {
 class View : public Primitive {
  public:
   View(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "View"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(dtype_);
@@ -160,8 +176,8 @@ class Contiguous : public Primitive {
  public:
   Contiguous(Stream s, bool allow_col_major)
       : Primitive(s), allow_col_major_(allow_col_major) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Contiguous"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(allow_col_major_);

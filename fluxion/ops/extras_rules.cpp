@@ -25,10 +25,11 @@ Arrays zero_cotangents(const Arrays& primals, const std::vector<int>& argnums,
   return out;
 }
 
-// The transform with this primitive's exact (double) scale; x is already
-// of a floating type.
-array same_hadamard(const array& x, double scale, Stream s) {
-  return array(x.shape(), x.dtype(), std::make_shared<Hadamard>(s, scale), {x});
+// The transform with this primitive's exact (double) scale, or its
+// transpose; x is already of a floating type.
+array same_hadamard(const array& x, double scale, bool transpose, Stream s) {
+  return array(x.shape(), x.dtype(),
+               std::make_shared<Hadamard>(s, scale, transpose), {x});
 }
 
 }  // namespace
@@ -47,30 +48,34 @@ std::vector<array> SearchSorted::vjp(const Arrays& primals, const Arrays&,
 }
 
 Batched SearchSorted::vmap(const Arrays& inputs, const std::vector<int>& axes) {
-  auto s = stream();
-  int b = rules::batch_size(inputs, axes);
-  array a = rules::to_front(inputs[0], axes[0], b, s);
-  array v = rules::to_front(inputs[1], axes[1], b, s);
-  return {{searchsorted(a, v, right_ ? "right" : "left", std::nullopt, s)},
-          {0}};
+  if (axes[0] >= 0) {
+    throw std::invalid_argument(
+        "[searchsorted] Cannot vmap over the sorted array: it must stay 1-D "
+        "(map over the values instead).");
+  }
+  // The values may have any shape: the batch axis stays where it is.
+  return {{searchsorted(inputs[0], inputs[1], right_ ? "right" : "left",
+                        std::nullopt, stream())},
+          {axes[1]}};
 }
 
-// --- Hadamard: a symmetric linear map ---
+// --- Hadamard: a linear map; its transpose for the vjp (H_20 and H_28 are
+// not symmetric, so the vjp is not the transform itself) ---
 
 std::vector<array> Hadamard::jvp(const Arrays&, const Arrays& tangents,
                                  const std::vector<int>&) {
-  return {same_hadamard(tangents[0], scale_, stream())};
+  return {same_hadamard(tangents[0], scale_, transpose_, stream())};
 }
 
 std::vector<array> Hadamard::vjp(const Arrays&, const Arrays& cts,
                                  const std::vector<int>&, const Arrays&) {
-  return {same_hadamard(cts[0], scale_, stream())};
+  return {same_hadamard(cts[0], scale_, !transpose_, stream())};
 }
 
 Batched Hadamard::vmap(const Arrays& inputs, const std::vector<int>& axes) {
   auto s = stream();
   array x = rules::to_front(inputs[0], axes[0], 1, s);
-  return {{same_hadamard(x, scale_, s)}, {0}};
+  return {{same_hadamard(x, scale_, transpose_, s)}, {0}};
 }
 
 // --- AsStrided: each output element reads one element of a ---

@@ -126,11 +126,12 @@ struct SdpaArgs {
   std::optional<array> mask;  // broadcast to [B, Hq, Lq, Lk]
   bool causal = false;
   ScaledDotProductAttention::MaskKind kind = ScaledDotProductAttention::None;
+  std::optional<array> sinks;  // [Hq], of the output dtype
 };
 
 SdpaArgs check_sdpa(const array& q, const array& k, const array& v,
                     const std::string& mode, const std::optional<array>& mask,
-                    Stream s) {
+                    const std::optional<array>& sinks, Stream s) {
   const std::string tag = "[scaled_dot_product_attention] ";
   if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4) {
     throw std::invalid_argument(
@@ -170,7 +171,28 @@ SdpaArgs check_sdpa(const array& q, const array& k, const array& v,
     throw std::invalid_argument(tag + "Received unsupported type " + dt(t) +
                                 ": it needs a floating point type.");
   }
-  SdpaArgs a{astype(q, t, s), astype(k, t, s), astype(v, t, s), std::nullopt};
+  SdpaArgs a{astype(q, t, s),
+             astype(k, t, s),
+             astype(v, t, s),
+             std::nullopt,
+             false,
+             ScaledDotProductAttention::None,
+             std::nullopt};
+  if (sinks) {
+    if (sinks->ndim() != 1 || sinks->shape(0) != q.shape(1)) {
+      throw std::invalid_argument(
+          tag + "sinks must have one value per query head, shape (" +
+          std::to_string(q.shape(1)) + "); got shape " +
+          shape_str(sinks->shape()) + ".");
+    }
+    if (promote_types(sinks->dtype(), t) != t) {
+      throw std::invalid_argument(tag + "The sinks' dtype " +
+                                  dt(sinks->dtype()) +
+                                  " must promote to the output dtype " +
+                                  dt(t) + ".");
+    }
+    a.sinks = astype(*sinks, t, s);
+  }
   if (mode == "causal") {
     if (mask) {
       throw std::invalid_argument(
@@ -397,43 +419,83 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
                                    const array& values, float scale,
                                    const std::string& mask_mode,
                                    const std::optional<array>& mask,
+                                   const std::optional<array>& sinks,
                                    StreamOrDevice s) {
   auto st = to_stream(s);
-  auto a = check_sdpa(queries, keys, values, mask_mode, mask, st);
+  auto a = check_sdpa(queries, keys, values, mask_mode, mask, sinks, st);
   Shape out = a.q.shape();
   out[3] = a.v.shape(3);
   std::vector<array> in{a.q, a.k, a.v};
   if (a.mask) {
     in.push_back(*a.mask);
   }
+  if (a.sinks) {
+    in.push_back(*a.sinks);
+  }
   Dtype t = a.q.dtype();
-  return array(
-      std::move(out), t,
-      std::make_shared<ScaledDotProductAttention>(st, scale, a.causal, a.kind),
-      std::move(in));
+  return array(std::move(out), t,
+               std::make_shared<ScaledDotProductAttention>(
+                   st, scale, a.causal, a.kind, a.sinks.has_value()),
+               std::move(in));
 }
 
 namespace detail {
 
+std::optional<array> attention_visible(const std::optional<array>& mask5,
+                                       bool is_bool, bool causal, int lq,
+                                       int lk, Stream s) {
+  std::optional<array> vis;
+  if (mask5 && is_bool) {
+    vis = *mask5;
+  }
+  if (causal) {
+    auto qi = expand_dims(arange(lk - lq, lk, 1, s), 1, s);
+    auto kj = arange(0, lk, 1, s);
+    auto c = less_equal(kj, qi, s);
+    vis = vis ? logical_and(*vis, c, s) : c;
+  }
+  return vis;
+}
+
 array attention_probs(const array& q5, const array& k5,
                       const std::optional<array>& mask5, bool is_bool,
-                      bool causal, float scale, Stream s) {
+                      bool causal, float scale, Stream s,
+                      const std::optional<array>& sinks5,
+                      std::optional<array>* sink_prob) {
   Dtype ct = promote_types(q5.dtype(), float32);
   auto sc =
       matmul(astype(q5, ct, s), swapaxes(astype(k5, ct, s), -1, -2, s), s);
   sc = multiply(sc, array(double{scale}, ct), s);
-  const array ninf(-std::numeric_limits<double>::infinity(), ct);
-  if (mask5) {
-    sc = is_bool ? where(*mask5, sc, ninf, s)
-                 : add(sc, astype(*mask5, ct, s), s);
+  if (mask5 && !is_bool) {
+    sc = add(sc, astype(*mask5, ct, s), s);
   }
-  if (causal) {
-    int lq = q5.shape(-2), lk = k5.shape(-2);
-    auto qi = expand_dims(arange(lk - lq, lk, 1, s), 1, s);
-    auto kj = arange(0, lk, 1, s);
-    sc = where(less_equal(kj, qi, s), sc, ninf, s);
+  // Hidden scores are the lowest finite value (MLX): a row that sees no key
+  // becomes uniform rather than nan.
+  auto vis = attention_visible(mask5, is_bool, causal, q5.shape(-2),
+                               k5.shape(-2), s);
+  if (vis) {
+    const array lowest(ct == float64
+                           ? std::numeric_limits<double>::lowest()
+                           : double{std::numeric_limits<float>::lowest()},
+                       ct);
+    sc = where(*vis, sc, lowest, s);
   }
-  return softmax(sc, -1, true, s);
+  if (!sinks5) {
+    return softmax(sc, -1, true, s);
+  }
+  // The sink is one more logit per row that attends to no value.
+  Shape col = sc.shape();
+  col.back() = 1;
+  auto sk = broadcast_to(astype(*sinks5, ct, s), col, s);
+  auto p = softmax(concatenate({sk, sc}, -1, s), -1, true, s);
+  Shape b(p.ndim(), 0), e = p.shape();
+  if (sink_prob) {
+    e.back() = 1;
+    *sink_prob = slice(p, b, e, s);
+    e.back() = p.shape(-1);
+  }
+  b.back() = 1;
+  return slice(p, b, e, s);
 }
 
 }  // namespace detail
@@ -443,9 +505,10 @@ array scaled_dot_product_attention_composed(const array& queries,
                                             const array& values, float scale,
                                             const std::string& mask_mode,
                                             const std::optional<array>& mask,
+                                            const std::optional<array>& sinks,
                                             StreamOrDevice s) {
   auto st = to_stream(s);
-  auto a = check_sdpa(queries, keys, values, mask_mode, mask, st);
+  auto a = check_sdpa(queries, keys, values, mask_mode, mask, sinks, st);
   int B = a.q.shape(0), Hq = a.q.shape(1), Hkv = a.k.shape(1);
   int Lq = a.q.shape(2), Lk = a.k.shape(2);
   int R = Hq / Hkv;
@@ -456,9 +519,13 @@ array scaled_dot_product_attention_composed(const array& queries,
   if (a.mask) {
     m5 = reshape(*a.mask, {B, Hkv, R, Lq, Lk}, st);
   }
+  std::optional<array> s5;
+  if (a.sinks) {
+    s5 = reshape(*a.sinks, {1, Hkv, R, 1, 1}, st);
+  }
   auto p = detail::attention_probs(q5, k5, m5,
                                    a.kind == ScaledDotProductAttention::Bool,
-                                   a.causal, scale, st);
+                                   a.causal, scale, st, s5);
   auto o = matmul(p, astype(v5, p.dtype(), st), st);
   return astype(reshape(o, {B, Hq, Lq, a.v.shape(3)}, st), a.q.dtype(), st);
 }
@@ -497,7 +564,8 @@ bool ScaledDotProductAttention::is_equivalent(const Primitive& o) const {
     return false;
   }
   auto& p = static_cast<const ScaledDotProductAttention&>(o);
-  return p.scale_ == scale_ && p.causal_ == causal_ && p.mask_ == mask_;
+  return p.scale_ == scale_ && p.causal_ == causal_ && p.mask_ == mask_ &&
+         p.has_sinks_ == has_sinks_;
 }
 
 std::vector<Shape> ScaledDotProductAttention::output_shapes(

@@ -51,11 +51,17 @@ array rope(const array& x, int dims, bool traditional,
 // mask unless `mask` is given), "causal" (query i sees keys j <= i + Lk -
 // Lq) or "array" (`mask` required). A boolean mask keeps the True
 // positions, another mask is added to the scores; either broadcasts to
-// [B, Hq, Lq, Lk]. A row that sees no key is nan (as the composed form).
+// [B, Hq, Lq, Lk]. As MLX, hidden positions (boolean or causal) score the
+// dtype's lowest finite value rather than -inf, so a row that sees no key
+// attends uniformly to all of them (not nan); an additive -inf stays -inf.
+// `sinks` [Hq] (MLX's attention sinks) adds one logit per head to every
+// row's softmax that attends to no value: the weights sum to less than one.
+// Its dtype must promote to the output dtype.
 array scaled_dot_product_attention(
     const array& queries, const array& keys, const array& values, float scale,
     const std::string& mask_mode = "",
-    const std::optional<array>& mask = std::nullopt, StreamOrDevice s = {});
+    const std::optional<array>& mask = std::nullopt,
+    const std::optional<array>& sinks = std::nullopt, StreamOrDevice s = {});
 
 // The same operations composed from public ops (same validation).
 array layer_norm_composed(const array& x, const std::optional<array>& weight,
@@ -70,7 +76,8 @@ array rope_composed(const array& x, int dims, bool traditional,
 array scaled_dot_product_attention_composed(
     const array& queries, const array& keys, const array& values, float scale,
     const std::string& mask_mode = "",
-    const std::optional<array>& mask = std::nullopt, StreamOrDevice s = {});
+    const std::optional<array>& mask = std::nullopt,
+    const std::optional<array>& sinks = std::nullopt, StreamOrDevice s = {});
 
 // Inputs: x, then weight and bias when present (all of the output dtype).
 // Gradients in closed form; vmap folds batch axes into the leading ones
@@ -79,8 +86,7 @@ class LayerNorm : public Primitive {
  public:
   LayerNorm(Stream s, float eps, bool has_weight, bool has_bias)
       : Primitive(s), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "LayerNorm"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(double{eps_}, has_weight_, has_bias_);
@@ -105,8 +111,7 @@ class RMSNorm : public Primitive {
  public:
   RMSNorm(Stream s, float eps, bool has_weight)
       : Primitive(s), eps_(eps), has_weight_(has_weight) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "RMSNorm"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(double{eps_}, has_weight_);
@@ -138,8 +143,7 @@ class RoPE : public Primitive {
         scale_(scale),
         forward_(forward),
         has_freqs_(has_freqs) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "RoPE"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{dims_}, traditional_, double{base_}, double{scale_}, forward_, has_freqs_);
@@ -168,16 +172,22 @@ class RoPE : public Primitive {
 // Inputs: q, k, v (one floating dtype), then the mask broadcast to [B, Hq,
 // Lq, Lk] when there is one (bool, or the output dtype for an additive
 // mask).
+// Inputs: q, k, v, then the mask (when not None) and the sinks [Hq] (when
+// has_sinks), all of the output dtype but a boolean mask.
 class ScaledDotProductAttention : public Primitive {
  public:
   enum MaskKind { None, Bool, Additive };
-  ScaledDotProductAttention(Stream s, float scale, bool causal, MaskKind mask)
-      : Primitive(s), scale_(scale), causal_(causal), mask_(mask) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  ScaledDotProductAttention(Stream s, float scale, bool causal, MaskKind mask,
+                            bool has_sinks = false)
+      : Primitive(s),
+        scale_(scale),
+        causal_(causal),
+        mask_(mask),
+        has_sinks_(has_sinks) {}
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "ScaledDotProductAttention"; }
   std::vector<PrimitiveArg> state() const override {
-    return export_state(double{scale_}, causal_, int64_t{mask_});
+    return export_state(double{scale_}, causal_, int64_t{mask_}, has_sinks_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -185,20 +195,32 @@ class ScaledDotProductAttention : public Primitive {
   float scale() const { return scale_; }
   bool causal() const { return causal_; }
   MaskKind mask_kind() const { return mask_; }
+  bool has_sinks() const { return has_sinks_; }
 
  private:
   float scale_;
   bool causal_;
   MaskKind mask_;
+  bool has_sinks_;
 };
 
 namespace detail {
 // The attention probabilities softmax(scale * q @ k^T + mask) of the
 // grouped layout: q [B, Hkv, R, Lq, D], k [B, Hkv, 1, Lk, D], mask [B, Hkv,
-// R, Lq, Lk] or absent; computed in float32 at least (precise softmax).
+// R, Lq, Lk] or absent, sinks [1, Hkv, R, 1, 1] or absent; computed in
+// float32 at least (precise softmax). `sink_prob` (when given and sinks
+// are) receives the sinks' column [B, Hkv, R, Lq, 1].
 array attention_probs(const array& q5, const array& k5,
                       const std::optional<array>& mask5, bool is_bool,
-                      bool causal, float scale, Stream s);
+                      bool causal, float scale, Stream s,
+                      const std::optional<array>& sinks5 = std::nullopt,
+                      std::optional<array>* sink_prob = nullptr);
+// Where the scores are kept (a boolean mask and the causal limit), as a
+// boolean broadcastable to [B, Hkv, R, Lq, Lk]; nullopt when nothing is
+// hidden.
+std::optional<array> attention_visible(const std::optional<array>& mask5,
+                                       bool is_bool, bool causal, int lq,
+                                       int lk, Stream s);
 // The rotated halves and the pass-through rest of x for rope.
 struct RopeParts {
   array x1, x2, rest;

@@ -391,11 +391,12 @@ namespace {
 // The grouped views of the primitive's inputs (see detail::attention_probs).
 struct Grouped {
   array q5, k5, v5;
-  std::optional<array> m5;
+  std::optional<array> m5, s5;  // mask [B, Hkv, R, Lq, Lk], sinks [1, Hkv, R, 1, 1]
   int B, Hq, Lq, Lk, R;
 };
 
-Grouped grouped(const std::vector<array>& in, bool has_mask, Stream s) {
+Grouped grouped(const std::vector<array>& in, bool has_mask, bool has_sinks,
+                Stream s) {
   const array& q = in[0];
   int B = q.shape(0), Hq = q.shape(1), Lq = q.shape(2);
   int Hkv = in[1].shape(1), Lk = in[1].shape(2);
@@ -403,6 +404,7 @@ Grouped grouped(const std::vector<array>& in, bool has_mask, Stream s) {
   Grouped g{reshape(q, {B, Hkv, R, Lq, q.shape(3)}, s),
             expand_dims(in[1], 2, s),
             expand_dims(in[2], 2, s),
+            std::nullopt,
             std::nullopt,
             B,
             Hq,
@@ -412,18 +414,26 @@ Grouped grouped(const std::vector<array>& in, bool has_mask, Stream s) {
   if (has_mask) {
     g.m5 = reshape(in[3], {B, Hkv, R, Lq, Lk}, s);
   }
+  if (has_sinks) {
+    g.s5 = reshape(in[has_mask ? 4 : 3], {1, Hkv, R, 1, 1}, s);
+  }
   return g;
 }
 
 }  // namespace
 
+// Probabilities p over the keys (and p0 of the sink): d(scores) = p * (dp -
+// sum(p dp)) where dp = dO V^T, and d(sink) = -p0 sum(p dp) (the sink has
+// no value). Hidden scores are constants: their d(scores) is zero (a row
+// that sees no key has p uniform, not zero, there).
 std::vector<array> ScaledDotProductAttention::vjp(
     const std::vector<array>& primals, const std::vector<array>& cotangents,
     const std::vector<int>& argnums, const std::vector<array>&) {
   auto s = stream();
-  auto g = grouped(primals, mask_ != None, s);
+  auto g = grouped(primals, mask_ != None, has_sinks_, s);
+  std::optional<array> p0;
   auto p = detail::attention_probs(g.q5, g.k5, g.m5, mask_ == Bool, causal_,
-                                   scale_, s);
+                                   scale_, s, g.s5, &p0);
   Dtype ct = p.dtype();
   auto q = astype(g.q5, ct, s), k = astype(g.k5, ct, s),
        v = astype(g.v5, ct, s);
@@ -431,9 +441,15 @@ std::vector<array> ScaledDotProductAttention::vjp(
   o5[4] = primals[2].shape(3);
   auto d_o = reshape(astype(cotangents[0], ct, s), o5, s);
   auto dp = matmul(d_o, swapaxes(v, -1, -2, s), s);
-  auto ds =
-      multiply(p, subtract(dp, sum(multiply(dp, p, s), -1, true, s), s), s);
+  auto inner = sum(multiply(dp, p, s), -1, true, s);
+  auto ds = multiply(p, subtract(dp, inner, s), s);
+  auto vis = detail::attention_visible(g.m5, mask_ == Bool, causal_, g.Lq,
+                                       g.Lk, s);
+  if (vis) {
+    ds = where(*vis, ds, zeros({}, ct, s), s);
+  }
   auto sc = scalar(scale_, ct);
+  const int sink_index = mask_ != None ? 4 : 3;
   std::vector<array> out;
   for (int i : argnums) {
     const array& x = primals[i];
@@ -445,7 +461,10 @@ std::vector<array> ScaledDotProductAttention::vjp(
               s);
     } else if (i == 2) {
       r = sum(matmul(swapaxes(p, -1, -2, s), d_o, s), 2, false, s);
-    } else if (mask_ == Additive) {
+    } else if (has_sinks_ && i == sink_index) {
+      auto d0 = negative(multiply(*p0, inner, s), s);  // [B, Hkv, R, Lq, 1]
+      r = reshape(sum(d0, std::vector<int>{0, 3, 4}, false, s), x.shape(), s);
+    } else if (i == 3 && mask_ == Additive) {
       r = reshape(ds, x.shape(), s);
     }
     out.push_back(astype(r, x.dtype(), s));
@@ -457,12 +476,14 @@ std::vector<array> ScaledDotProductAttention::jvp(
     const std::vector<array>& primals, const std::vector<array>& tangents,
     const std::vector<int>& argnums) {
   auto s = stream();
-  auto g = grouped(primals, mask_ != None, s);
+  auto g = grouped(primals, mask_ != None, has_sinks_, s);
+  std::optional<array> p0;
   auto p = detail::attention_probs(g.q5, g.k5, g.m5, mask_ == Bool, causal_,
-                                   scale_, s);
+                                   scale_, s, g.s5, &p0);
   Dtype ct = p.dtype();
   auto sc = scalar(scale_, ct);
-  std::optional<array> ds, dv;
+  const int sink_index = mask_ != None ? 4 : 3;
+  std::optional<array> ds, dv, dsink;
   auto acc = [&](std::optional<array>& a, const array& v) {
     a = a ? add(*a, v, s) : v;
   };
@@ -479,16 +500,34 @@ std::vector<array> ScaledDotProductAttention::jvp(
                        sc, s));
     } else if (i == 2) {
       acc(dv, expand_dims(t, 2, s));
-    } else if (mask_ == Additive) {
+    } else if (has_sinks_ && i == sink_index) {
+      acc(dsink, reshape(t, {1, g.Hq / g.R, g.R, 1, 1}, s));
+    } else if (i == 3 && mask_ == Additive) {
       acc(ds, reshape(t, {g.B, g.Hq / g.R, g.R, g.Lq, g.Lk}, s));
+    }
+  }
+  if (ds) {
+    // Hidden scores are constants.
+    auto vis = detail::attention_visible(g.m5, mask_ == Bool, causal_, g.Lq,
+                                         g.Lk, s);
+    if (vis) {
+      ds = where(*vis, *ds, zeros({}, ct, s), s);
     }
   }
   Shape o5 = g.q5.shape();
   o5[4] = primals[2].shape(3);
   std::optional<array> out;
-  if (ds) {
-    auto dp =
-        multiply(p, subtract(*ds, sum(multiply(p, *ds, s), -1, true, s), s), s);
+  if (ds || dsink) {
+    // The softmax's jvp over the row [sink, keys]: dp = p (ds - sum(p ds)).
+    std::optional<array> inner;
+    if (ds) {
+      inner = sum(multiply(p, *ds, s), -1, true, s);
+    }
+    if (dsink) {
+      acc(inner, multiply(*p0, *dsink, s));
+    }
+    auto dp = ds ? multiply(p, subtract(*ds, *inner, s), s)
+                 : negative(multiply(p, *inner, s), s);
     acc(out, matmul(dp, astype(g.v5, ct, s), s));
   }
   if (dv) {
@@ -500,27 +539,62 @@ std::vector<array> ScaledDotProductAttention::jvp(
   return {astype(r, primals[0].dtype(), s)};
 }
 
+// The batch axis folds into B (q, k, v, mask), or, when the sinks are
+// batched, into the heads: batch element n's query head h becomes head
+// n * Hq + h, whose key/value head (n * Hq + h) / R = n * Hkv + h / R is its
+// own element's.
 std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   auto s = stream();
   int n = rules::batch_size(inputs, axes);
-  std::vector<array> f;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    auto b = rules::to_front(inputs[i], axes[i], n, s);
-    Shape sh(b.shape().begin() + 1, b.shape().end());
-    sh[0] *= n;
-    f.push_back(reshape(b, sh, s));
+  const int sink_index = mask_ != None ? 4 : 3;
+  const bool sinks_batched = has_sinks_ && axes[sink_index] >= 0;
+  std::optional<array> mask, sinks;
+  if (!sinks_batched) {
+    std::vector<array> f;
+    for (int i = 0; i < 3 + (mask_ != None); ++i) {
+      auto b = rules::to_front(inputs[i], axes[i], n, s);
+      Shape sh(b.shape().begin() + 1, b.shape().end());
+      sh[0] *= n;
+      f.push_back(reshape(b, sh, s));
+    }
+    if (mask_ != None) {
+      mask = f[3];
+    }
+    if (has_sinks_) {
+      sinks = inputs[sink_index];
+    }
+    auto y = scaled_dot_product_attention(f[0], f[1], f[2], scale_,
+                                          causal_ ? "causal" : "", mask, sinks,
+                                          s);
+    Shape out = y.shape();
+    out[0] /= n;
+    out.insert(out.begin(), n);
+    return {{reshape(y, out, s)}, {0}};
   }
-  std::optional<array> mask;
+  // [n, B, H, ...] -> [B, n * H, ...] for q, k, v and the mask (broadcast to
+  // the batch first: a mask is [B, Hq, Lq, Lk] here already).
+  std::vector<array> f;
+  for (int i = 0; i < 3 + (mask_ != None); ++i) {
+    auto b = rules::to_front(inputs[i], axes[i], n, s);
+    b = swapaxes(b, 0, 1, s);  // [B, n, H, ...]
+    Shape sh = b.shape();
+    Shape merged{sh[0], sh[1] * sh[2]};
+    merged.insert(merged.end(), sh.begin() + 3, sh.end());
+    f.push_back(reshape(b, merged, s));
+  }
   if (mask_ != None) {
     mask = f[3];
   }
+  sinks = reshape(rules::to_front(inputs[sink_index], axes[sink_index], n, s),
+                  {-1}, s);
   auto y = scaled_dot_product_attention(f[0], f[1], f[2], scale_,
-                                        causal_ ? "causal" : "", mask, s);
-  Shape out = y.shape();
-  out[0] /= n;
-  out.insert(out.begin(), n);
-  return {{reshape(y, out, s)}, {0}};
+                                        causal_ ? "causal" : "", mask, sinks,
+                                        s);
+  // [B, n * Hq, Lq, Dv] -> [n, B, Hq, Lq, Dv]
+  Shape ys = y.shape();
+  auto y5 = reshape(y, {ys[0], n, ys[1] / n, ys[2], ys[3]}, s);
+  return {{swapaxes(y5, 0, 1, s)}, {0}};
 }
 
 }  // namespace fluxion::fast

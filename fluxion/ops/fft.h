@@ -98,8 +98,7 @@ class FFT : public Primitive {
         inverse_(inverse),
         real_(real),
         n_(n) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "FFT"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(axes_), inverse_, real_, int64_t{n_});

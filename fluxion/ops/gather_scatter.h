@@ -66,8 +66,7 @@ class Gather : public Primitive {
       : Primitive(s),
         axes_(std::move(axes)),
         slice_sizes_(std::move(slice_sizes)) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Gather"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(axes_), export_ints(slice_sizes_));
@@ -91,8 +90,7 @@ class Scatter : public Primitive {
   enum ReduceType { None, Sum, Prod, Max, Min };
   Scatter(Stream s, ReduceType reduce, std::vector<int> axes)
       : Primitive(s), reduce_(reduce), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Scatter"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{reduce_}, export_ints(axes_));

@@ -53,8 +53,7 @@ class GatherAxis : public Primitive {
  public:
   GatherAxis(Stream s, int axis, const char* op = "take_along_axis")
       : Primitive(s), axis_(axis), op_(op) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "GatherAxis"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{axis_}, std::string(op_));
@@ -81,8 +80,7 @@ class ScatterAxis : public Primitive {
   ScatterAxis(Stream s, int axis, ReduceType reduce = None,
               const char* op = "put_along_axis")
       : Primitive(s), axis_(axis), reduce_(reduce), op_(op) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "ScatterAxis"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{axis_}, int64_t{reduce_}, std::string(op_));

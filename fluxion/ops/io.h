@@ -200,8 +200,7 @@ class Load : public Primitive {
         swap_(swap_endianness),
         shape_(std::move(shape)),
         dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Load"; }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

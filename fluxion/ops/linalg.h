@@ -27,8 +27,7 @@ array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
 class Matmul : public Primitive {
  public:
   using Primitive::Primitive;
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Matmul"; }
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -39,8 +38,7 @@ class AddMM : public Primitive {
  public:
   AddMM(Stream s, float alpha, float beta)
       : Primitive(s), alpha_(alpha), beta_(beta) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "AddMM"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(double{alpha_}, double{beta_});

@@ -86,8 +86,7 @@ array cross(const array& a, const array& b, int axis = -1,
 class Inverse : public Primitive {
  public:
   using Primitive::Primitive;
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Inverse"; }
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -97,8 +96,7 @@ class Inverse : public Primitive {
 class Solve : public Primitive {
  public:
   using Primitive::Primitive;
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Solve"; }
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -107,8 +105,7 @@ class Solve : public Primitive {
 class SolveTriangular : public Primitive {
  public:
   SolveTriangular(Stream s, bool upper) : Primitive(s), upper_(upper) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "SolveTriangular"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(upper_);
@@ -127,8 +124,7 @@ class SolveTriangular : public Primitive {
 class Cholesky : public Primitive {
  public:
   using Primitive::Primitive;
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Cholesky"; }
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -138,8 +134,7 @@ class Cholesky : public Primitive {
 class QRF : public Primitive {
  public:
   using Primitive::Primitive;
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "QRF"; }
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -149,8 +144,7 @@ class QRF : public Primitive {
 class SVD : public Primitive {
  public:
   SVD(Stream s, bool compute_uv) : Primitive(s), compute_uv_(compute_uv) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "SVD"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(compute_uv_);
@@ -169,8 +163,7 @@ class Eigh : public Primitive {
  public:
   Eigh(Stream s, bool upper, bool vectors)
       : Primitive(s), upper_(upper), vectors_(vectors) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Eigh"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(upper_, vectors_);
@@ -187,8 +180,7 @@ class Eigh : public Primitive {
 class Eig : public Primitive {
  public:
   Eig(Stream s, bool vectors) : Primitive(s), vectors_(vectors) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Eig"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(vectors_);
@@ -206,8 +198,7 @@ class Eig : public Primitive {
 class LUF : public Primitive {
  public:
   using Primitive::Primitive;
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "LUF"; }
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES

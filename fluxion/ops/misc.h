@@ -37,9 +37,14 @@ array array_equal(const array& a, const array& b, bool equal_nan = false,
 class AsType : public Primitive {
  public:
   AsType(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "AsType"; }
+  // A conversion (generated code casts each result to its node's dtype),
+  // except float to unsigned: out-of-range values convert differently in
+  // scalar and vector code.
+  const char* elementwise_functor(const std::vector<Dtype>& in) const override {
+    return is_floating_point(in[0]) && is_unsigned(dtype_) ? nullptr : "AsType";
+  }
   std::vector<PrimitiveArg> state() const override {
     return export_state(dtype_);
   }
@@ -62,9 +67,11 @@ class AsType : public Primitive {
 class Select : public Primitive {
  public:
   using Primitive::Primitive;
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Select"; }
+  const char* elementwise_functor(const std::vector<Dtype>&) const override {
+    return "Select";
+  }
   FLUXION_DECLARE_RULES
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     return {in[0].shape()};

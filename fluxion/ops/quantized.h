@@ -151,8 +151,7 @@ class QuantizedMatmul : public Primitive {
         bits_(bits),
         transpose_(transpose),
         mode_(mode) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "QuantizedMatmul"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{group_size_}, int64_t{bits_}, transpose_, static_cast<int64_t>(mode_));

@@ -44,12 +44,14 @@ class KeySequence {
     std::lock_guard<std::mutex> lk(mu_);
     key_ = key_of(s);
   }
-  // Split the key: keep the first half, hand out the second.
+  // Split the key (MLX): keep row 0 of split(key, 2), hand out row 1. Its
+  // four words are the halves of threefry2x32 at (0, 2) and (1, 3).
   array next() {
     std::lock_guard<std::mutex> lk(mu_);
-    Key used = threefry2x32(key_, {1, 0});
-    key_ = threefry2x32(key_, {0, 0});
-    return key_array(used);
+    Key a = threefry2x32(key_, {0, 2});
+    Key b = threefry2x32(key_, {1, 3});
+    key_ = {a.first, b.first};
+    return key_array({a.second, b.second});
   }
 
  private:
@@ -100,10 +102,9 @@ Dtype bits_dtype(int width) {
   return width == 1 ? uint8 : width == 2 ? uint16 : uint32;
 }
 
-array make_bits(const Shape& shape, int width, const array& key, Stream st,
-                uint64_t offset = 0) {
+array make_bits(const Shape& shape, int width, const array& key, Stream st) {
   return array(shape, bits_dtype(width),
-               std::make_shared<RandomBits>(st, shape, width, offset), {key});
+               std::make_shared<RandomBits>(st, shape, width), {key});
 }
 
 // The dtype's precision p (significand bits), smallest normal and smallest
@@ -126,26 +127,31 @@ FloatInfo float_info(Dtype t) {
   }
 }
 
-// Uniform values in [0, 1) on the grid k * 2^-p: the top p bits of random
-// words, scaled. Every step is exact, so 1 is never reached.
+// Uniform values in [0, 1). float32 and the half types follow MLX, so the
+// values are MLX's for the same key: a 32-bit word over 2^32 - 1 in float32,
+// capped at the dtype's largest value below 1, then rounded to the dtype.
+// float64 (which MLX's uniform refuses) uses 53 random bits on the grid
+// k * 2^-53, exactly.
 array unit(const Shape& shape, Dtype t, const array& key, Stream st) {
-  int p = float_info(t).p;
-  auto top_bits = [&](const array& k, int width, int keep) {
-    auto b = make_bits(shape, width, k, st);
-    int drop = 8 * width - keep;
+  if (t != float64) {
+    float below_one = t == float32    ? std::nextafter(1.0f, 0.0f)
+                      : t == float16  ? 1.0f - std::ldexp(1.0f, -11)
+                                      : 1.0f - std::ldexp(1.0f, -8);
+    auto u = divide(astype(make_bits(shape, 4, key, st), float32, st),
+                    array(4294967295.0f, float32), st);
+    return astype(minimum(u, array(below_one, float32), st), t, st);
+  }
+  auto top_bits = [&](const array& k, int keep) {
+    auto b = make_bits(shape, 4, k, st);
+    int drop = 32 - keep;
     return drop == 0 ? b : right_shift(b, array(drop, b.dtype()), st);
   };
-  auto grid = [&]() {
-    if (t != float64) {
-      return astype(top_bits(key, t == float32 ? 4 : 2, p), t, st);
-    }
-    // 32 + 21 bits from two independent words.
-    auto [k1, k2] = split(key, st);
-    return add(multiply(astype(top_bits(k1, 4, 32), float64, st),
-                        array(std::ldexp(1.0, 21)), st),
-               astype(top_bits(k2, 4, 21), float64, st), st);
-  };
-  return multiply(grid(), array(std::ldexp(1.0, -p), t), st);
+  // 32 + 21 bits from two independent words.
+  auto [k1, k2] = split(key, st);
+  auto grid = add(multiply(astype(top_bits(k1, 32), float64, st),
+                           array(std::ldexp(1.0, 21)), st),
+                  astype(top_bits(k2, 21), float64, st), st);
+  return multiply(grid, array(std::ldexp(1.0, -53), t), st);
 }
 
 // The largest value of dtype `t` below each element of `x` (x finite).
@@ -212,8 +218,10 @@ array split(const array& key, int num, StreamOrDevice s) {
 std::pair<array, array> split(const array& key, StreamOrDevice s) {
   check_key(key, "random.split");
   auto st = to_stream(s);
-  // Rows 0 and 1 of split(key, 2), each from its own counter block.
-  return {make_bits({2}, 4, key, st, 0), make_bits({2}, 4, key, st, 1)};
+  // Rows 0 and 1 of split(key, 2) (MLX).
+  auto both = make_bits({2, 2}, 4, key, st);
+  return {reshape(slice(both, {0, 0}, {1, 2}, st), {2}, st),
+          reshape(slice(both, {1, 0}, {2, 2}, st), {2}, st)};
 }
 
 array bits(const Shape& shape, int width, const std::optional<array>& key,
@@ -270,12 +278,48 @@ array standard_normal(const Shape& shape, Dtype t,
       t == float64 ? std::nextafter(-1.0, 0.0) : std::nextafter(-1.0f, 0.0f);
   auto u = uniform_impl(array(lo, t), array(1.0, t), shape, t, key,
                         "random.normal", st);
-  return multiply(erfinv(u, st), array(std::sqrt(2.0), t), st);
+  return multiply(array(std::sqrt(2.0), t), erfinv(u, st), st);
 }
 
 // Half types sample in float32 for finer tails, then round.
 Dtype normal_compute_type(Dtype dtype) {
   return dtype == float64 || dtype == complex64 ? dtype : float32;
+}
+
+// normal()'s samples, composed as MLX's so the values are MLX's for the
+// same key: erfinv of a float32 uniform in (-1, 1) (finer tails for the
+// half types), rounded to the dtype, times sqrt(2) * scale in the dtype,
+// plus loc. float64 (which MLX samples in float32) draws its uniform in
+// float64. complex64: the standard complex normal, times scale, plus loc.
+// Array parameters stay in the graph, so gradients reach them.
+array normal_samples(const Shape& shape, Dtype dtype,
+                     const std::optional<array>& loc,
+                     const std::optional<array>& scale,
+                     const std::optional<array>& key, Stream st) {
+  if (dtype == complex64) {
+    auto z = standard_normal(shape, complex64, key, st);
+    if (scale) {
+      z = multiply(z, astype(*scale, dtype, st), st);
+    }
+    if (loc) {
+      z = add(z, astype(*loc, dtype, st), st);
+    }
+    return z;
+  }
+  Dtype t = dtype == float64 ? float64 : float32;
+  double lo =
+      t == float64 ? std::nextafter(-1.0, 0.0) : std::nextafter(-1.0f, 0.0f);
+  auto u = uniform_impl(array(lo, t), array(1.0, t), shape, t, key,
+                        "random.normal", st);
+  auto applied = array(std::sqrt(2.0), dtype);
+  if (scale) {
+    applied = multiply(applied, astype(*scale, dtype, st), st);
+  }
+  auto z = multiply(applied, astype(erfinv(u, st), dtype, st), st);
+  if (loc) {
+    z = add(astype(*loc, dtype, st), z, st);
+  }
+  return z;
 }
 
 // normal() takes real floating point dtypes and complex64.
@@ -290,18 +334,14 @@ void check_normal_dtype(Dtype dtype) {
 array normal(const Shape& shape, Dtype dtype, float loc, float scale,
              const std::optional<array>& key, StreamOrDevice s) {
   check_normal_dtype(dtype);
-  Dtype t = normal_compute_type(dtype);
-  auto st = to_stream(s);
-  // Samples are rounded to `dtype` first and scaled in it, so that
-  // normal(loc, scale) == scale * normal() + loc in half types too (MLX).
-  auto z = astype(standard_normal(shape, t, key, st), dtype, st);
-  if (scale != 1.0f) {
-    z = multiply(z, array(scale, dtype), st);
-  }
+  std::optional<array> l, sc;
   if (loc != 0.0f) {
-    z = add(z, array(loc, dtype), st);
+    l = array(loc, dtype);
   }
-  return z;
+  if (scale != 1.0f) {
+    sc = array(scale, dtype);
+  }
+  return normal_samples(shape, dtype, l, sc, key, to_stream(s));
 }
 
 array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
@@ -334,19 +374,8 @@ array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
                                   shape_str(shape) + ".");
     }
   }
-  // Validation is done: standard_normal may now take the global key.
-  Dtype t = normal_compute_type(dtype);
-  auto st = to_stream(s);
-  // Rounded to `dtype` first, then scaled in it (as the float overload).
-  auto z = astype(standard_normal(shape, t, key, st), dtype, st);
-  // Array parameters stay in the graph, so gradients reach them.
-  if (scale) {
-    z = multiply(z, astype(*scale, dtype, st), st);
-  }
-  if (loc) {
-    z = add(z, astype(*loc, dtype, st), st);
-  }
-  return z;
+  // Validation is done: the samples may now take the global key.
+  return normal_samples(shape, dtype, loc, scale, key, to_stream(s));
 }
 
 array randint(const array& low, const array& high, const Shape& shape,
@@ -393,8 +422,14 @@ array bernoulli(const array& p, const Shape& shape,
   }
   auto k = resolve_key(key, "random.bernoulli");
   auto st = to_stream(s);
+  // MLX: a 32-bit word below p scaled to just above 2^32 - 1 (so p >= 1 is
+  // always true and p <= 0 never), compared in p's precision (at least
+  // float32).
   Dtype t = p.dtype() == float64 ? float64 : float32;
-  return less(unit(shape, t, k, st), astype(p, t, st), st);
+  const float upper = std::nextafter(4294967295.0f,
+                                     std::numeric_limits<float>::max());
+  auto scaled = multiply(astype(p, t, st), array(upper, t), st);
+  return less(astype(make_bits(shape, 4, k, st), t, st), scaled, st);
 }
 
 array bernoulli(const array& p, const std::optional<array>& key,
@@ -629,7 +664,7 @@ bool RandomBits::is_equivalent(const Primitive& o) const {
     return false;
   }
   auto& r = static_cast<const RandomBits&>(o);
-  return r.shape_ == shape_ && r.width_ == width_ && r.offset_ == offset_;
+  return r.shape_ == shape_ && r.width_ == width_;
 }
 
 std::vector<Shape> RandomBits::output_shapes(const std::vector<array>& in) {
@@ -669,7 +704,7 @@ std::pair<std::vector<array>, std::vector<int>> RandomBits::vmap(
   return std::make_pair(
       std::vector<array>{
           array(std::move(shape), bits_dtype(width_),
-                std::make_shared<RandomBits>(stream(), shape_, width_, offset_),
+                std::make_shared<RandomBits>(stream(), shape_, width_),
                 {keys})},
       std::vector<int>{0});
 }

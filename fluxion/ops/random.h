@@ -113,36 +113,32 @@ inline std::pair<uint32_t, uint32_t> threefry2x32(
 }
 
 // Inputs: keys of shape (..., 2); output: `width`-byte words, with the
-// key's batch shape leading. For each key the output's bytes are the stream
-// threefry2x32(key, (b, 0)) for blocks b = offset, offset + 1, ... (8 bytes
-// a block, first word first, little-endian), cut to the output's size. So
-// split(key, n) has threefry2x32(key, (i, 0)) as its row i, and a node with
-// offset i yields that row alone.
+// key's batch shape leading. The bytes of each key's output are JAX's (and
+// MLX's) threefry layout: the n = ceil(bytes / 4) 32-bit words are computed
+// in pairs, words i and h + o + i being the two halves of threefry2x32(key,
+// (i, h + o + i)) for i < h = n / 2 (o = n % 2), and for odd n the middle
+// word h is the first half of threefry2x32(key, (h, 0)); little-endian,
+// cut to the output's size. So split(key, 2) rows are the pairs' halves and
+// the values match MLX's for the same key.
 class RandomBits : public Primitive {
  public:
   bool shapeless_ok() const override { return false; }
-  RandomBits(Stream s, Shape shape, int width, uint64_t offset = 0)
-      : Primitive(s),
-        shape_(std::move(shape)),
-        width_(width),
-        offset_(offset) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  RandomBits(Stream s, Shape shape, int width)
+      : Primitive(s), shape_(std::move(shape)), width_(width) {}
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "RandomBits"; }
   std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(shape_), int64_t{width_}, static_cast<int64_t>(offset_));
+    return export_state(export_ints(shape_), int64_t{width_});
   }
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
   const Shape& shape() const { return shape_; }
   int width() const { return width_; }
-  uint64_t offset() const { return offset_; }
 
  private:
   Shape shape_;
   int width_;
-  uint64_t offset_;  // first counter block
 };
 
 }  // namespace fluxion::random

@@ -73,8 +73,7 @@ class Reduce : public Primitive {
   // for mean(), so the rules cannot infer it.
   Reduce(Stream s, ReduceType type, std::vector<int> axes, Dtype dtype)
       : Primitive(s), type_(type), axes_(std::move(axes)), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override;
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{type_}, export_ints(axes_), dtype_);
@@ -102,8 +101,7 @@ class ArgReduce : public Primitive {
   enum ReduceType { ArgMin, ArgMax };
   ArgReduce(Stream s, ReduceType type, int axis)
       : Primitive(s), type_(type), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override;
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{type_}, int64_t{axis_});
@@ -127,8 +125,7 @@ class NumberOfElements : public Primitive {
  public:
   NumberOfElements(Stream s, std::vector<int> axes, Dtype dtype)
       : Primitive(s), axes_(std::move(axes)), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "NumberOfElements"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(axes_), dtype_);

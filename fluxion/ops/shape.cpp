@@ -470,12 +470,8 @@ array concatenate(const std::vector<array>& arrays, int axis,
     }
     total += x.shape(ax);
   }
-  if (total > std::numeric_limits<int32_t>::max()) {
-    throw std::invalid_argument(
-        "[concatenate] The output's size along the axis (" +
-        std::to_string(total) + ") does not fit in int32.");
-  }
-  shape[ax] = static_cast<int32_t>(total);
+  shape[ax] = checked_dim(total, "concatenate",
+                          "The output's size along the axis,");
   Dtype t = result_type(arrays);
   if (arrays.size() == 1) {
     return astype(first, t, s);
@@ -624,9 +620,14 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad,
   }
   auto st = to_stream(s);
   if (mode == "reflect" || mode == "symmetric") {
-    // NumPy's periodic extension: reflect mirrors about the end elements
-    // (period 2 (n - 1)), symmetric repeats them (period 2 n). Each padded
-    // axis becomes one take of computed indices, so gradients scatter back.
+    // Each padded axis becomes one take of source indices, so gradients
+    // scatter back. The indices follow numpy.pad exactly (MLX tests against
+    // it): a pad wider than the axis is filled in rounds, each mirroring at
+    // most the current valid length (minus the edge for reflect) on the left
+    // and then on the right, and later rounds mirror values padded before,
+    // right-side ones included. That is not the periodic extension when both
+    // sides are padded (numpy.pad([0, 1, 2], (9, 1), 'reflect') starts
+    // 1, 2, 1, 2, 1, 0 where the period-4 extension gives 1, 0, 1, 2, 1, 0).
     bool sym = mode == "symmetric";
     array out = a;
     for (size_t i = 0; i < ax_sorted.size(); ++i) {
@@ -637,19 +638,44 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad,
                                     std::to_string(ax) + " in '" + mode +
                                     "' mode.");
       }
-      int64_t period = sym ? 2 * int64_t(n) : 2 * int64_t(n - 1);
-      int total = n + lo[i] + hi[i];
-      std::vector<int32_t> idx(total);
-      for (int j = 0; j < total; ++j) {
-        if (period == 0) {
-          idx[j] = 0;
-          continue;
-        }
-        int64_t m = ((int64_t(j) - lo[i]) % period + period) % period;
-        idx[j] = static_cast<int32_t>(
-            m < n ? m : (sym ? period - 1 - m : period - m));
+      const int64_t total = int64_t{n} + lo[i] + hi[i];
+      std::vector<int32_t> idx(total, 0);
+      int64_t left = lo[i], right = hi[i];
+      for (int j = 0; j < n; ++j) {
+        idx[left + j] = j;
       }
-      out = take(out, array(idx.begin(), Shape{total}, int32), ax, st);
+      if (n == 1 && !sym) {
+        // Nothing to mirror about: every padded slot is the one element
+        // (numpy.pad's result too).
+        std::fill(idx.begin(), idx.end(), 0);
+        left = right = 0;
+      }
+      const int64_t edge = sym ? 0 : 1;
+      while (left > 0 || right > 0) {
+        // The valid span is [left, total - right); the mirrored chunk
+        // leaves out the edge element for reflect.
+        int64_t valid = total - right - left - edge;
+        if (left > 0) {
+          int64_t chunk = std::min(valid, left);
+          for (int64_t k = 0; k < chunk; ++k) {
+            idx[left - 1 - k] = idx[left + edge + k];
+          }
+          left -= chunk;
+        }
+        if (right > 0) {
+          int64_t chunk = std::min(valid, right);
+          int64_t end = total - right;  // first padded slot on the right
+          for (int64_t k = 0; k < chunk; ++k) {
+            idx[end + k] = idx[end - 1 - edge - k];
+          }
+          right -= chunk;
+        }
+      }
+      out = take(out,
+                 array(idx.begin(),
+                       Shape{checked_dim(total, "pad", "A padded axis' size,")},
+                       int32),
+                 ax, st);
     }
     return out;
   }
@@ -738,7 +764,8 @@ array repeat(const array& a, int repeats, int axis, StreamOrDevice s) {
   Shape bs = e.shape();
   bs[ax + 1] = repeats;
   Shape out = a.shape();
-  out[ax] *= repeats;
+  out[ax] = checked_dim(int64_t{out[ax]} * repeats, "repeat",
+                        "The repeated axis' size,");
   return reshape(broadcast_to(e, bs, s), std::move(out), s);
 }
 
@@ -767,7 +794,8 @@ array tile(const array& a, std::vector<int> reps, StreamOrDevice s) {
     expanded.push_back(shape[i]);
     bshape.push_back(reps[i]);
     bshape.push_back(shape[i]);
-    out.push_back(reps[i] * shape[i]);
+    out.push_back(checked_dim(int64_t{reps[i]} * shape[i], "tile",
+                              "A tiled axis' size,"));
     trivial &= reps[i] == 1;
   }
   if (trivial) {

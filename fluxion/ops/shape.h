@@ -107,8 +107,8 @@ class Reshape : public Primitive {
       : Primitive(s),
         shape_(shape),
         rule_{ReshapeRule::Requested, std::move(shape), 0, 0} {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Reshape"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(shape_), int64_t{rule_.kind}, export_ints(rule_.dims),
@@ -135,8 +135,8 @@ class Transpose : public Primitive {
  public:
   Transpose(Stream s, std::vector<int> axes)
       : Primitive(s), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Transpose"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(axes_));
@@ -153,8 +153,8 @@ class Transpose : public Primitive {
 class Broadcast : public Primitive {
  public:
   Broadcast(Stream s, Shape shape) : Primitive(s), shape_(std::move(shape)) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Broadcast"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(shape_));
@@ -175,8 +175,8 @@ class ExpandDims : public Primitive {
  public:
   ExpandDims(Stream s, std::vector<int> axes)
       : Primitive(s), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "ExpandDims"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(axes_));
@@ -194,8 +194,8 @@ class Squeeze : public Primitive {
  public:
   Squeeze(Stream s, std::vector<int> axes)
       : Primitive(s), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Squeeze"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(axes_));
@@ -217,8 +217,8 @@ class Slice : public Primitive {
         start_(std::move(start)),
         stop_(std::move(stop)),
         strides_(std::move(strides)) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Slice"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(start_), export_ints(stop_), export_ints(strides_));
@@ -241,8 +241,7 @@ class SliceUpdate : public Primitive {
         start_(std::move(start)),
         stop_(std::move(stop)),
         strides_(std::move(strides)) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "SliceUpdate"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(start_), export_ints(stop_), export_ints(strides_));
@@ -263,8 +262,7 @@ class SliceUpdate : public Primitive {
 class Concatenate : public Primitive {
  public:
   Concatenate(Stream s, int axis) : Primitive(s), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Concatenate"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{axis_});
@@ -286,8 +284,7 @@ class Pad : public Primitive {
         axes_(std::move(axes)),
         low_(std::move(low)),
         high_(std::move(high)) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Pad"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(export_ints(axes_), export_ints(low_), export_ints(high_));

@@ -47,17 +47,10 @@ int normalize_kth(const array& a, int kth, int ax, int axis, const char* op) {
   return kth < 0 ? kth + n : kth;
 }
 
-// Sums and products of small integer types accumulate in 32 bits (MLX).
+// Sums and products accumulate in sum_dtype (dtype.h); the other scans
+// keep the dtype.
 Dtype scan_dtype(Scan::ReduceType type, Dtype t) {
-  if (type == Scan::Sum || type == Scan::Prod) {
-    if (t == bool_ || t == int8 || t == int16) {
-      return int32;
-    }
-    if (t == uint8 || t == uint16) {
-      return uint32;
-    }
-  }
-  return t;
+  return type == Scan::Sum || type == Scan::Prod ? sum_dtype(t) : t;
 }
 
 array make_scan(const array& a, Scan::ReduceType type, int ax, bool reverse,

@@ -54,8 +54,7 @@ FLUXION_SCAN_DECL(logcumsumexp)
 class Sort : public Primitive {
  public:
   Sort(Stream s, int axis) : Primitive(s), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Sort"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{axis_});
@@ -74,8 +73,7 @@ class Sort : public Primitive {
 class ArgSort : public Primitive {
  public:
   ArgSort(Stream s, int axis) : Primitive(s), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "ArgSort"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{axis_});
@@ -97,8 +95,7 @@ class Partition : public Primitive {
  public:
   Partition(Stream s, int kth, int axis)
       : Primitive(s), kth_(kth), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Partition"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{kth_}, int64_t{axis_});
@@ -120,8 +117,7 @@ class ArgPartition : public Primitive {
  public:
   ArgPartition(Stream s, int kth, int axis)
       : Primitive(s), kth_(kth), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "ArgPartition"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{kth_}, int64_t{axis_});
@@ -157,8 +153,7 @@ class Scan : public Primitive {
         axis_(axis),
         reverse_(reverse),
         inclusive_(inclusive) {}
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
+  FLUXION_DECLARE_EVAL
   const char* name() const override { return "Scan"; }
   std::vector<PrimitiveArg> state() const override {
     return export_state(int64_t{type_}, int64_t{axis_}, reverse_, inclusive_);

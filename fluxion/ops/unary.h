@@ -83,6 +83,10 @@ class UnaryPrimitive : public Primitive,
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
   }
+  // detail::<name()> (backend/common/*_ops.h).
+  const char* elementwise_functor(const std::vector<Dtype>&) const override {
+    return name();
+  }
   FLUXION_DECLARE_RULES
 
  protected:
@@ -158,7 +162,7 @@ FLUXION_UNARY_PRIMITIVE(IsFinite, bool_)
 FLUXION_UNARY_PRIMITIVE(Conjugate, in, FLUXION_OWN_RULES)
 FLUXION_UNARY_PRIMITIVE(Real, is_complex(in) ? float32 : in, FLUXION_OWN_RULES)
 FLUXION_UNARY_PRIMITIVE(Imag, is_complex(in) ? float32 : in, FLUXION_OWN_RULES)
-FLUXION_UNARY_PRIMITIVE(StopGradient, in)
+FLUXION_UNARY_PRIMITIVE(StopGradient, in, FLUXION_DECLARE_VIEW_EVAL)
 FLUXION_UNARY_PRIMITIVE(Copy, in, FLUXION_OWN_RULES)
 #undef FLUXION_DERIVATIVE
 #undef FLUXION_OWN_RULES

@@ -184,6 +184,9 @@ inline ScalarKind scalar_kind(py::handle h) {
 fx::array scalar_to_array(py::handle h, ScalarKind kind,
                           std::optional<fx::Dtype> like);
 
+// A copy of a DLPack producer's elements (not NumPy: PyTorch tensors),
+// or nullopt when it cannot export (dlpack.cpp).
+std::optional<fx::array> array_from_dlpack(py::handle x);
 // Any array-like (array, Python scalar, nested list/tuple, NumPy array or
 // scalar, buffer) as an array: MLX's `array(obj, dtype)`. Throws
 // std::invalid_argument for anything else.

@@ -1,6 +1,7 @@
 // Devices, streams, the `stream` context manager and synchronize.
 #include <sstream>
 
+#include "fluxion/primitive_registry.h"
 #include "python/src/convert.h"
 
 namespace {
@@ -201,4 +202,31 @@ void init_devices(py::module_& m) {
       "stream", [](fx::StreamOrDevice s) { return StreamContext(s); }, "s"_a,
       "Context manager: ops inside ``with stream(s):`` run on ``s`` (a "
       "Stream or a Device).");
+
+  // The primitive registry (fluxion/primitive_list.h), for
+  // tools/kernel_coverage.py and tests: private, not MLX API.
+  m.def(
+      "_primitive_registry",
+      [] {
+        py::list out;
+        for (auto& p : fx::primitive_registry()) {
+          py::dict d;
+          d["name"] = p.name;
+          d["class"] = p.cls;
+          d["family"] = p.family;
+          d["cpu"] = p.cpu;
+          d["gpu"] = p.gpu;
+          out.append(d);
+        }
+        return out;
+      },
+      "Every primitive: name, class, family, and whether the cpu and gpu "
+      "backends have a kernel for it (the registry's columns).");
+  m.def(
+      "_kernels_missing",
+      [](fx::Device::DeviceType t) { return fx::kernels_missing(t); },
+      "device_type"_a,
+      "Names of the primitives without a kernel on that device type's "
+      "backend in this build (on the gpu: all of them without a GPU "
+      "backend).");
 }

@@ -130,7 +130,8 @@ void check_device(py::object dl_device) {
   if (dl_device.is_none()) {
     return;
   }
-  auto dev = dl_device.cast<std::pair<int, int>>();
+  auto dev = fxpy::cast_arg<std::pair<int, int>>(
+      dl_device, "__dlpack__", "dl_device", "a (device_type, device_id) tuple");
   if (dev.first != kDLCPU) {
     throw py::buffer_error("[__dlpack__] Cannot export to DLPack device (" +
                            std::to_string(dev.first) + ", " +
@@ -142,12 +143,17 @@ void check_device(py::object dl_device) {
 py::capsule to_dlpack(const fx::array& in, py::object max_version,
                       py::object dl_device, py::object copy) {
   check_device(dl_device);
-  bool copied = !copy.is_none() && copy.cast<bool>();
+  bool copied =
+      !copy.is_none() &&
+      fxpy::cast_arg<bool>(copy, "__dlpack__", "copy", "a bool or None");
   fx::array a = copied ? fx::copy(in) : in;
   fxpy::eval_nogil(a);
   bool versioned = false;
   if (!max_version.is_none()) {
-    versioned = max_version.cast<std::pair<int, int>>().first >= 1;
+    versioned =
+        fxpy::cast_arg<std::pair<int, int>>(
+            max_version, "__dlpack__", "max_version", "a (major, minor) tuple")
+            .first >= 1;
   }
   auto* hold = new DLHold{a, {}, {}, {}, {}};
   for (int i = 0; i < a.ndim(); ++i) {
@@ -203,9 +209,170 @@ py::capsule to_dlpack(const fx::array& in, py::object max_version,
   return py::reinterpret_steal<py::capsule>(cap);
 }
 
-// The producer's tensor, consumed: its deleter runs when the last Fluxion
-// array using the memory is gone.
-fx::array from_capsule(py::capsule cap) {
+// A DLPack dtype as Fluxion's (MLX's import mapping): float64 and
+// complex128 arrive as float32 and complex64, as NumPy arrays do. `source`
+// is the element size read from the producer (16 for complex128).
+struct ImportType {
+  fx::Dtype target;
+  bool wide_complex = false;  // complex128 -> complex64
+  bool narrow_float = false;  // float64 -> float32
+};
+
+ImportType import_type(DLDataType d) {
+  if (d.lanes == 1 && d.code == 5 && d.bits == 128) {
+    return {fx::complex64, true, false};
+  }
+  fx::Dtype t = dtype_from_dl(d);
+  if (t == fx::float64) {
+    return {fx::float32, false, true};
+  }
+  return {t};
+}
+
+// Slots spanned by a layout with non-negative strides, as the array's
+// data_size: the element count only when the elements are dense (then the
+// flat kernels may use it), else different from it.
+size_t span_data_size(const fx::Shape& shape, const fx::Strides& strides) {
+  int64_t size = 1, span = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    size *= shape[i];
+    if (shape[i] == 0) {
+      return 0;
+    }
+    span += int64_t{shape[i] - 1} * strides[i];
+  }
+  if (span != size) {
+    return static_cast<size_t>(span);
+  }
+  // Same count: dense exactly when sorted strides are the running products.
+  std::vector<std::pair<int64_t, int64_t>> dims;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] > 1) {
+      dims.emplace_back(strides[i], shape[i]);
+    }
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expect = 1;
+  for (auto& [st, n] : dims) {
+    if (st != expect) {
+      return static_cast<size_t>(span + 1);  // overlapping: never flat
+    }
+    expect *= n;
+  }
+  return static_cast<size_t>(span);
+}
+
+// A strided CPU tensor to import: its first element, shape, strides in
+// elements (non-negative), element type and how to release it.
+struct Imported {
+  char* data;
+  fx::Shape shape;
+  fx::Strides strides;
+  ImportType type;
+  int64_t src_item;
+  std::function<void()> release;
+};
+
+// Without a copy (copy != true and no dtype conversion) the array uses the
+// producer's memory with its strides, released when the last Fluxion array
+// using it is gone; otherwise the elements are copied (converted) into a
+// fresh row-major buffer and the producer's memory is released at once.
+// copy == false with a needed conversion raises.
+fx::array adopt_or_copy(Imported im, std::optional<bool> copy,
+                        const std::string& what) {
+  const ImportType& it = im.type;
+  int64_t size = 1;
+  for (int d : im.shape) {
+    size *= d;
+  }
+  bool convert = it.wide_complex || it.narrow_float;
+  auto owner = std::make_shared<std::function<void()>>(std::move(im.release));
+  auto deleter = [owner](void*) {
+    // The producer's release may touch Python objects.
+    py::gil_scoped_acquire gil;
+    (*owner)();
+  };
+  if (convert && copy && !*copy) {
+    deleter(nullptr);
+    throw std::invalid_argument(
+        "[from_dlpack] copy=False, but " + what + " is imported as " +
+        fx::dtype_name(it.target) + ", which needs a copy.");
+  }
+  const auto& shape = im.shape;
+  const auto& strides = im.strides;
+  if (!convert && !(copy && *copy)) {
+    fx::array out(im.data, shape, it.target, deleter);
+    if (size > 0 && strides != fx::row_major_strides(shape)) {
+      size_t ds = span_data_size(shape, strides);
+      out.copy_shared_buffer(out, strides, fx::layout_flags(shape, strides, ds),
+                             ds);
+    }
+    return out;
+  }
+  // Copy: gather the elements in row-major order, then convert.
+  const int64_t item = im.src_item;
+  const int nd = static_cast<int>(shape.size());
+  std::vector<char> gathered(static_cast<size_t>(size * item));
+  std::vector<int64_t> idx(nd, 0);
+  for (int64_t n = 0; n < size; ++n) {
+    int64_t off = 0;
+    for (int i = 0; i < nd; ++i) {
+      off += idx[i] * strides[i];
+    }
+    std::memcpy(gathered.data() + n * item, im.data + off * item, item);
+    for (int i = nd - 1; i >= 0; --i) {
+      if (++idx[i] < shape[i]) {
+        break;
+      }
+      idx[i] = 0;
+    }
+  }
+  deleter(nullptr);
+  size_t nbytes = std::max<size_t>(size * it.target.size, 1);
+  char* dst = static_cast<char*>(fx::allocator::malloc(nbytes));
+  fx::array out(dst, shape, it.target,
+                [nbytes](void* q) { fx::allocator::free(q, nbytes); });
+  if (it.wide_complex) {
+    const double* src = reinterpret_cast<const double*>(gathered.data());
+    auto* o = reinterpret_cast<fx::complex64_t*>(dst);
+    for (int64_t n = 0; n < size; ++n) {
+      o[n] = fx::complex64_t(static_cast<float>(src[2 * n]),
+                             static_cast<float>(src[2 * n + 1]));
+    }
+  } else if (it.narrow_float) {
+    fx::convert_elements(gathered.data(), fx::float64, dst, fx::float32,
+                         static_cast<size_t>(size));
+  } else {
+    std::memcpy(dst, gathered.data(), gathered.size());
+  }
+  return out;
+}
+
+fx::Shape checked_shape(const int64_t* dims, int nd, const char* op) {
+  fx::Shape shape;
+  for (int i = 0; i < nd; ++i) {
+    if (dims[i] < 0 || dims[i] > INT32_MAX) {
+      throw std::invalid_argument(std::string("[") + op + "] Dimension " +
+                                  std::to_string(dims[i]) +
+                                  " does not fit in int32.");
+    }
+    shape.push_back(static_cast<int32_t>(dims[i]));
+  }
+  return shape;
+}
+
+void check_strides(const std::vector<int64_t>& st) {
+  for (int64_t x : st) {
+    if (x < 0) {
+      throw std::invalid_argument(
+          "[from_dlpack] Negative strides are not supported; got strides " +
+          fx::vec_str(st) + " (copy the tensor first).");
+    }
+  }
+}
+
+// The producer's tensor, consumed (see adopt_or_copy).
+fx::array from_capsule(py::capsule cap, std::optional<bool> copy) {
   const char* name = PyCapsule_GetName(cap.ptr());
   bool versioned = name && std::strcmp(name, "dltensor_versioned") == 0;
   if (!name ||
@@ -247,65 +414,122 @@ fx::array from_capsule(py::capsule cap) {
         "type " +
         std::to_string(t->device.device_type) + ".");
   }
-  fx::Dtype dtype = dtype_from_dl(t->dtype);
-  fx::Shape shape;
-  int64_t size = 1;
-  for (int i = 0; i < t->ndim; ++i) {
-    if (t->shape[i] < 0 || t->shape[i] > INT32_MAX) {
-      throw std::invalid_argument("[from_dlpack] Dimension " +
-                                  std::to_string(t->shape[i]) +
-                                  " does not fit in int32.");
-    }
-    shape.push_back(static_cast<int32_t>(t->shape[i]));
-    size *= t->shape[i];
-  }
-  // Row-contiguous tensors (strides null, or equal to the row-major ones
-  // wherever the dimension is longer than 1) are used in place.
-  bool contiguous = true;
+  Imported im{static_cast<char*>(t->data) + t->byte_offset,
+              checked_shape(t->shape, t->ndim, "from_dlpack"),
+              {},
+              import_type(t->dtype),
+              t->dtype.bits / 8,
+              {}};
+  // Strides in elements: given, or row-major when null (DLPack < 1.2).
+  im.strides = fx::row_major_strides(im.shape);
   if (t->strides) {
-    int64_t expect = 1;
-    for (int i = t->ndim - 1; i >= 0; --i) {
-      if (t->shape[i] > 1 && t->strides[i] != expect) {
-        contiguous = false;
-      }
-      expect *= t->shape[i];
-    }
+    std::vector<int64_t> st(t->strides, t->strides + t->ndim);
+    check_strides(st);
+    im.strides = fx::Strides(st.begin(), st.end());
   }
-  char* data = static_cast<char*>(t->data) + t->byte_offset;
+  const std::string what =
+      std::string("a tensor of DLPack dtype (code ") +
+      std::to_string(t->dtype.code) +
+      ", " + std::to_string(t->dtype.bits) + " bits)";
   // The capsule is consumed from here on: the deleter is ours to call.
   PyCapsule_SetName(cap.ptr(), versioned ? "used_dltensor_versioned"
                                          : "used_dltensor");
-  auto owner = std::make_shared<std::function<void()>>(std::move(release));
-  auto deleter = [owner](void*) {
-    // The producer's deleter may touch Python objects.
-    py::gil_scoped_acquire gil;
-    (*owner)();
+  im.release = std::move(release);
+  return adopt_or_copy(std::move(im), copy, what);
+}
+
+// The DLPack type of a PEP 3118 format ("<f", "?", "Zd", ...).
+DLDataType dl_type_of_format(const std::string& fmt, int64_t itemsize) {
+  size_t i = 0;
+  if (i < fmt.size() && std::strchr("@=<!", fmt[i])) {
+    if (fmt[i] == '!') {
+      throw std::invalid_argument("[from_dlpack] Big-endian buffers (format '" +
+                                  fmt + "') are not supported.");
+    }
+    ++i;
+  }
+  std::string f = fmt.substr(i);
+  auto bits = static_cast<uint8_t>(itemsize * 8);
+  if (f == "?") {
+    return {6, 8, 1};
+  }
+  if (f.size() == 1 && std::strchr("bhilq", f[0])) {
+    return {0, bits, 1};
+  }
+  if (f.size() == 1 && std::strchr("BHILQ", f[0])) {
+    return {1, bits, 1};
+  }
+  if (f == "e" || f == "f" || f == "d") {
+    return {2, bits, 1};
+  }
+  if (f == "Zf" || f == "Zd") {
+    return {5, bits, 1};
+  }
+  throw std::invalid_argument("[from_dlpack] Unsupported buffer format '" +
+                              fmt + "'.");
+}
+
+// A buffer-protocol object's memory (the fallback of producers whose
+// __dlpack__ refuses a dtype or a read-only array, as NumPy 1.24 does):
+// shared with its strides unless a copy is asked for or needed, as MLX's
+// nanobind does.
+fx::array from_buffer(py::handle x, std::optional<bool> copy) {
+  auto* view = new Py_buffer;
+  if (PyObject_GetBuffer(x.ptr(), view, PyBUF_RECORDS_RO) != 0) {
+    delete view;
+    throw py::error_already_set();
+  }
+  auto release = [view] {
+    PyBuffer_Release(view);
+    delete view;
   };
-  if (contiguous || size == 0) {
-    return fx::array(data, shape, dtype, deleter);
-  }
-  // Strided: copy the elements into a fresh row-major buffer.
-  int64_t item = dtype.size;
-  size_t nbytes = static_cast<size_t>(size * item);
-  char* dst = static_cast<char*>(fx::allocator::malloc(nbytes));
-  fx::array out(dst, shape, dtype,
-                [nbytes](void* q) { fx::allocator::free(q, nbytes); });
-  std::vector<int64_t> idx(t->ndim, 0);
-  for (int64_t n = 0; n < size; ++n) {
-    int64_t off = 0;
-    for (int i = 0; i < t->ndim; ++i) {
-      off += idx[i] * t->strides[i];
-    }
-    std::memcpy(dst + n * item, data + off * item, item);
-    for (int i = t->ndim - 1; i >= 0; --i) {
-      if (++idx[i] < t->shape[i]) {
-        break;
+  try {
+    std::vector<int64_t> dims(view->shape, view->shape + view->ndim);
+    Imported im{static_cast<char*>(view->buf),
+                checked_shape(dims.data(), view->ndim, "from_dlpack"),
+                {},
+                import_type(dl_type_of_format(
+                    view->format ? view->format : "B", view->itemsize)),
+                view->itemsize,
+                release};
+    im.strides = fx::row_major_strides(im.shape);
+    if (view->strides) {
+      std::vector<int64_t> st;
+      for (int i = 0; i < view->ndim; ++i) {
+        if (view->strides[i] % view->itemsize != 0) {
+          throw std::invalid_argument(
+              "[from_dlpack] Buffer strides must be multiples of the item "
+              "size.");
+        }
+        st.push_back(view->strides[i] / view->itemsize);
       }
-      idx[i] = 0;
+      check_strides(st);
+      im.strides = fx::Strides(st.begin(), st.end());
     }
+    return adopt_or_copy(std::move(im), copy,
+                         std::string("a buffer of format '") +
+                             (view->format ? view->format : "B") + "'");
+  } catch (...) {
+    release();
+    throw;
   }
-  deleter(nullptr);
-  return out;
+}
+
+// A DLPack capsule from a producer: DLPack 1.0's (max_version), else the
+// legacy call. Raises the producer's error (BufferError for dtypes it
+// cannot export, say).
+py::capsule capsule_of(py::handle x) {
+  py::object cap;
+  try {
+    cap = x.attr("__dlpack__")("max_version"_a = py::make_tuple(1, 0));
+  } catch (py::error_already_set& e) {
+    // Producers older than DLPack 1.0 take no max_version.
+    if (!e.matches(PyExc_TypeError)) {
+      throw;
+    }
+    cap = x.attr("__dlpack__")();
+  }
+  return cap.cast<py::capsule>();
 }
 
 }  // namespace
@@ -327,9 +551,17 @@ void init_dlpack(py::module_& m, py::class_<fx::array>& cls) {
           "The DLPack device: (1, 0), the CPU.");
   m.def(
       "from_dlpack",
-      [](py::object x) {
+      [](py::object x, py::object device, std::optional<bool> copy) {
+        if (!device.is_none()) {
+          auto d = fxpy::cast_arg<fx::Device>(device, "from_dlpack", "device",
+                                              "a Device or None");
+          if (d.type != fx::Device::cpu) {
+            throw std::invalid_argument(
+                "[from_dlpack] Only device=cpu (or None) is supported.");
+          }
+        }
         if (PyCapsule_CheckExact(x.ptr())) {
-          return from_capsule(py::reinterpret_borrow<py::capsule>(x));
+          return from_capsule(py::reinterpret_borrow<py::capsule>(x), copy);
         }
         if (!py::hasattr(x, "__dlpack__")) {
           throw std::invalid_argument(
@@ -337,19 +569,47 @@ void init_dlpack(py::module_& m, py::class_<fx::array>& cls) {
               "capsule; got " +
               py::str(py::type::of(x)).cast<std::string>() + ".");
         }
-        py::object cap;
+        py::capsule cap;
         try {
-          cap = x.attr("__dlpack__")("max_version"_a = py::make_tuple(1, 0));
+          cap = capsule_of(x);
         } catch (py::error_already_set& e) {
-          // Producers older than DLPack 1.0 take no max_version.
-          if (!e.matches(PyExc_TypeError)) {
+          // A producer that cannot export through DLPack (NumPy before
+          // 1.25 refuses bool and read-only arrays) but has a buffer: read
+          // through it, as MLX (nanobind) does.
+          if (!e.matches(PyExc_BufferError) ||
+              !PyObject_CheckBuffer(x.ptr())) {
             throw;
           }
-          cap = x.attr("__dlpack__")();
+          return from_buffer(x, copy);
         }
-        return from_capsule(cap.cast<py::capsule>());
+        return from_capsule(cap, copy);
       },
-      "x"_a,
-      "An array sharing the memory of a DLPack producer (a NumPy array, a "
-      "PyTorch CPU tensor...).");
+      "x"_a, py::pos_only(), py::kw_only(), "device"_a = py::none(),
+      "copy"_a = py::none(),
+      "An array from a DLPack producer (a NumPy array, a PyTorch CPU "
+      "tensor...). copy=None shares the producer's memory (with its strides) "
+      "when the dtype needs no conversion; copy=True always copies; "
+      "copy=False never copies and raises where it would have to. float64 "
+      "and complex128 arrive as float32 and complex64 (MLX).");
 }
+
+namespace fxpy {
+
+// mx.array(obj) for a DLPack producer that is not a NumPy array (a PyTorch
+// tensor: its bfloat16 has no NumPy form): a copy of its elements; nullopt
+// when the producer cannot export (its __array__ is then tried).
+std::optional<fx::array> array_from_dlpack(py::handle x) {
+  py::capsule cap;
+  try {
+    cap = capsule_of(x);
+  } catch (py::error_already_set&) {
+    return std::nullopt;
+  }
+  try {
+    return from_capsule(cap, true);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace fxpy

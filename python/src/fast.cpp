@@ -1,5 +1,6 @@
 // The mx.fast submodule: fused layer_norm, rms_norm, rope and
 // scaled_dot_product_attention (MLX's names and keyword-only parameters).
+#include "fluxion/ops/custom_kernel.h"
 #include "fluxion/ops/fast.h"
 
 #include "python/src/convert.h"
@@ -13,6 +14,66 @@ std::optional<fx::array> opt_array(const py::object& o) {
     return std::nullopt;
   }
   return fxpy::to_array(o);
+}
+
+// The call of an mx.fast.metal_kernel object (see custom_kernel.h).
+py::list call_metal_kernel(const ff::MetalKernelSpec& spec,
+                           const py::object& inputs,
+                           const std::vector<fx::Shape>& output_shapes,
+                           const std::vector<fx::Dtype>& output_dtypes,
+                           const std::vector<int>& grid,
+                           const std::vector<int>& threadgroup,
+                           const py::object& tmpl, std::optional<double> init,
+                           bool verbose, fx::StreamOrDevice s) {
+  std::vector<fx::array> in;
+  if (py::isinstance<py::dict>(inputs)) {
+    auto d = inputs.cast<py::dict>();
+    for (auto& n : spec.input_names) {
+      if (!d.contains(n)) {
+        throw std::invalid_argument("[metal_kernel] Missing input '" + n +
+                                    "'.");
+      }
+      in.push_back(fxpy::to_array(d[py::str(n)]));
+    }
+  } else {
+    for (auto x : inputs) {
+      in.push_back(fxpy::to_array(x));
+    }
+  }
+  std::vector<ff::KernelTemplateArg> targs;
+  if (!tmpl.is_none()) {
+    auto items = py::isinstance<py::dict>(tmpl)
+                     ? py::list(tmpl.cast<py::dict>().attr("items")())
+                     : py::list(tmpl);
+    for (auto item : items) {
+      auto pair = item.cast<py::tuple>();
+      ff::KernelTemplateArg t;
+      t.name = pair[0].cast<std::string>();
+      py::handle v = pair[1];
+      if (PyBool_Check(v.ptr())) {
+        t.kind = 'b';
+        t.value = v.ptr() == Py_True;
+      } else if (PyLong_Check(v.ptr())) {
+        t.kind = 'i';
+        t.value = v.cast<int64_t>();
+      } else if (py::isinstance<fx::Dtype>(v)) {
+        t.kind = 'd';
+        t.dtype = v.cast<fx::Dtype>();
+      } else {
+        throw std::invalid_argument(
+            "[metal_kernel] Template argument '" + t.name +
+            "' must be a bool, an int or a Dtype.");
+      }
+      targs.push_back(t);
+    }
+  }
+  auto outs = ff::metal_kernel_call(spec, in, output_shapes, output_dtypes,
+                                    grid, threadgroup, targs, init, verbose, s);
+  py::list r;
+  for (auto& o : outs) {
+    r.append(py::cast(o));
+  }
+  return r;
 }
 
 }  // namespace
@@ -55,21 +116,83 @@ void init_fast(py::module_& parent) {
   m.def(
       "scaled_dot_product_attention",
       [](const fx::array& q, const fx::array& k, const fx::array& v,
-         float scale, const py::object& mask, fx::StreamOrDevice s) {
+         float scale, const py::object& mask, const py::object& sinks,
+         fx::StreamOrDevice s) {
+        auto sk = opt_array(sinks);
         if (mask.is_none()) {
           return ff::scaled_dot_product_attention(q, k, v, scale, "",
-                                                  std::nullopt, s);
+                                                  std::nullopt, sk, s);
         }
         if (py::isinstance<py::str>(mask)) {
           return ff::scaled_dot_product_attention(
-              q, k, v, scale, mask.cast<std::string>(), std::nullopt, s);
+              q, k, v, scale, mask.cast<std::string>(), std::nullopt, sk, s);
         }
         return ff::scaled_dot_product_attention(q, k, v, scale, "array",
-                                                fxpy::to_array(mask), s);
+                                                fxpy::to_array(mask), sk, s);
       },
       "q"_a, "k"_a, "v"_a, py::kw_only(), "scale"_a, "mask"_a = py::none(),
-      "stream"_a = py::none(),
+      "sinks"_a = py::none(), "stream"_a = py::none(),
       "softmax(scale * q @ k.T + mask) @ v with grouped-query attention; "
       "mask is None, \"causal\", a boolean mask (True keeps) or an additive "
-      "mask.");
+      "mask. Hidden keys score the lowest finite value (a row that sees none "
+      "is uniform). ``sinks`` (one logit per query head) joins every row's "
+      "softmax without a value.");
+  m.def(
+      "metal_kernel",
+      [](const std::string& name, const std::vector<std::string>& input_names,
+         const std::vector<std::string>& output_names,
+         const std::string& source, const std::string& header,
+         bool ensure_row_contiguous, bool atomic_outputs,
+         const py::object& compile_options) {
+        ff::MetalKernelSpec spec{name,
+                                 input_names,
+                                 output_names,
+                                 source,
+                                 header,
+                                 ensure_row_contiguous,
+                                 atomic_outputs,
+                                 ""};
+        if (!compile_options.is_none()) {
+          for (auto [k, v] : compile_options.cast<py::dict>()) {
+            auto key = k.cast<std::string>();
+            if (key != "math_mode") {
+              throw std::invalid_argument(
+                  "[metal_kernel] Unknown compile option '" + key +
+                  "' (expected 'math_mode').");
+            }
+            auto mode = v.cast<std::string>();
+            if (mode != "safe" && mode != "fast") {
+              throw std::invalid_argument(
+                  "[metal_kernel] math_mode must be 'safe' or 'fast'; got '" +
+                  mode + "'.");
+            }
+            spec.math_mode = mode;
+          }
+        }
+        return py::cpp_function(
+            [spec](const py::object& inputs,
+                   const std::vector<fx::Shape>& output_shapes,
+                   const std::vector<fx::Dtype>& output_dtypes,
+                   const std::vector<int>& grid,
+                   const std::vector<int>& threadgroup,
+                   const py::object& tmpl, std::optional<double> init_value,
+                   bool verbose, fx::StreamOrDevice s) {
+              return call_metal_kernel(spec, inputs, output_shapes,
+                                       output_dtypes, grid, threadgroup, tmpl,
+                                       init_value, verbose, s);
+            },
+            py::kw_only(), "inputs"_a, "output_shapes"_a, "output_dtypes"_a,
+            "grid"_a, "threadgroup"_a, "template"_a = py::none(),
+            "init_value"_a = py::none(), "verbose"_a = false,
+            "stream"_a = py::none());
+      },
+      "name"_a, "input_names"_a, "output_names"_a, "source"_a,
+      "header"_a = "", "ensure_row_contiguous"_a = true,
+      "atomic_outputs"_a = false, "compile_options"_a = py::none(),
+      R"doc(MLX's custom Metal kernel, on a build without Metal (as MLX's
+Linux builds): the kernel object is made, but calling it raises
+RuntimeError "No Metal back-end" -- except inside export_function, where
+the call is recorded (on the GPU; another device raises ValueError "Only
+supports the GPU") for a Metal machine to run. The source is never
+executed here; mx.metal.is_available() is False.)doc");
 }

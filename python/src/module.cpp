@@ -23,8 +23,9 @@ void set_error(PyObject* type, const char* what) {
 
 PYBIND11_MODULE(core, m) {
   m.doc() = "Fluxion: lazy arrays with MLX's API.";
-  // Fluxion reports bad arguments as std::invalid_argument and bad
-  // indices or axes as std::out_of_range; messages keep the "[op]" tag.
+  // Fluxion reports bad arguments as std::invalid_argument, bad indices as
+  // std::out_of_range and dimensions past int32 as std::overflow_error;
+  // messages keep the "[op]" tag.
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) {
@@ -38,6 +39,9 @@ PYBIND11_MODULE(core, m) {
       set_error(PyExc_ValueError, e.what());
     } catch (const std::out_of_range& e) {
       set_error(PyExc_IndexError, e.what());
+    } catch (const std::overflow_error& e) {
+      // A computed dimension outside int32 (MLX's OverflowError).
+      set_error(PyExc_OverflowError, e.what());
     } catch (const std::bad_alloc& e) {
       set_error(PyExc_MemoryError, e.what());
     } catch (const std::exception& e) {

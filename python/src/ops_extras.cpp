@@ -18,12 +18,11 @@ void init_ops_extras(py::module_& m) {
       },
       "a"_a, "v"_a, py::pos_only(), "side"_a = "left", "sorter"_a = py::none(),
       py::kw_only(), s,
-      R"doc(Insertion positions of ``v`` in ``a``, sorted ascending along its
-last axis (NumPy's searchsorted; MLX has none). ``side="left"`` puts a
-value before equal elements, ``"right"`` after them; NaNs sort last. A 1-D
-``a`` takes values of any shape; an N-d ``a`` takes N-d values whose
-leading dimensions broadcast against a's. ``sorter`` is an argsort of
-``a``. Returns uint32 positions (MLX).)doc");
+      R"doc(Insertion positions of the values ``v`` (any shape) in the 1-D
+``a``, sorted ascending (MLX's and NumPy's searchsorted). ``side="left"``
+puts a value before equal elements, ``"right"`` after them; NaNs sort last.
+``sorter`` is an argsort of ``a``. Returns uint32 positions of v's shape
+(MLX). vmap maps over ``v``; mapping over ``a`` raises ValueError.)doc");
   m.def(
       "hadamard_transform",
       [](const fx::array& a, std::optional<float> scale,

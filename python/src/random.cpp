@@ -10,8 +10,8 @@ namespace {
 // mx.random.state: a list whose item 0 is the global key. Python's samplers
 // take their keys from it (not from the C++ global sequence), so that code
 // may save, restore or capture the state as MLX allows. Each draw splits
-// the key on the host, as the C++ sequence does: the first half stays, the
-// second is handed out.
+// the key on the host, as the C++ sequence does (MLX's split): row 0 stays,
+// row 1 is handed out.
 py::list& state() {
   static auto* s = new py::list();
   return *s;
@@ -48,8 +48,12 @@ fx::array next_key() {
     if (state()[0].ptr() != current.ptr()) {
       continue;
     }
-    state()[0] = py::cast(words_key(fr::threefry2x32(key, {0, 0})));
-    return words_key(fr::threefry2x32(key, {1, 0}));
+    // Rows 0 and 1 of split(key, 2) (MLX): the halves of threefry2x32 at
+    // counters (0, 2) and (1, 3).
+    auto a = fr::threefry2x32(key, {0, 2});
+    auto b = fr::threefry2x32(key, {1, 3});
+    state()[0] = py::cast(words_key({a.first, b.first}));
+    return words_key({a.second, b.second});
   }
 }
 

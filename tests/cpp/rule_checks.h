@@ -141,7 +141,8 @@ inline void second_order(const Fn& f, const Arrays& in, double tol = 1e-5,
   Fn h = [f, n](const Arrays& x) {
     Arrays primals(x.begin(), x.begin() + n);
     Arrays tangents(x.begin() + n, x.end());
-    auto jvps = jvp(f, primals, tangents).second;
+    // With respect to the floating inputs only (integer indices raise).
+    auto jvps = jvp_on(f, primals, tangents, floating_args(primals)).second;
     for (auto& v : jvps) {
       v = copy(v);  // as above
     }
@@ -195,7 +196,7 @@ inline Shape inserted(Shape s, int axis, int size) {
 // `shapes` are the unbatched input shapes, `makers` make inputs of any
 // shape in the op's domain.
 inline void vmaps(const Fn& f, const std::vector<Shape>& shapes,
-                  const std::vector<Maker>& makers) {
+                  const std::vector<Maker>& makers, double tol = 1e-5) {
   const int b = 3;
   const size_t n = shapes.size();
   auto unbatched = [&](size_t j) { return makers[j](shapes[j]); };
@@ -221,7 +222,7 @@ inline void vmaps(const Fn& f, const std::vector<Shape>& shapes,
       }
       SCOPED_TRACE("input " + std::to_string(i) + " mapped at axis " +
                    std::to_string(ax));
-      check_vmap(f, in, axes);
+      check_vmap(f, in, axes, 0, tol);
     }
   }
   // Every input mapped, at different axes; the output's batch axis last.
@@ -234,7 +235,7 @@ inline void vmaps(const Fn& f, const std::vector<Shape>& shapes,
       axes.push_back(ax);
     }
     SCOPED_TRACE("all inputs mapped");
-    check_vmap(f, in, axes, out_ndim);
+    check_vmap(f, in, axes, out_ndim, tol);
   }
   // vmap of vmap: the inner map over a leading axis of size 2, the outer
   // over the last axis.
@@ -249,7 +250,7 @@ inline void vmaps(const Fn& f, const std::vector<Shape>& shapes,
       outer.push_back(static_cast<int>(shapes[j].size()) + 1);
     }
     SCOPED_TRACE("vmap of vmap");
-    check_vmap(vmap(f, inner), in, outer);
+    check_vmap(vmap(f, inner), in, outer, 0, tol);
   }
 }
 

@@ -19,6 +19,10 @@ class Boom : public Primitive {
   void eval_cpu(const std::vector<array>&, std::vector<array>&) override {
     throw std::out_of_range("[boom] Index 9 is out of bounds.");
   }
+  // A test primitive outside the registry: no GPU kernel.
+  void eval_gpu(const std::vector<array>&, std::vector<array>&) override {
+    throw std::runtime_error("no gpu kernel");
+  }
   const char* name() const override { return "Boom"; }
 };
 

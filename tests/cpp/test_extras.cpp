@@ -81,24 +81,22 @@ TEST(SearchSorted, OneDimensionalAgainstLoop) {
   expect_close(searchsorted(array({false, true}), array({true}), "left"), {1});
 }
 
-TEST(SearchSorted, BatchedBroadcastStridedAndSorter) {
-  auto av = randn(4 * 9, 1);
-  auto a = sort(array(av.begin(), {4, 9}, float64), -1);
+TEST(SearchSorted, StridedViewsAndSorter) {
+  auto av = randn(18, 1);
+  auto full = sort(array(av.begin(), {18}, float64));
+  // Every other element of a sorted array is sorted: a strided 1-D view.
+  auto a = slice(full, {1}, {18}, {2});
   auto sorted = to_vector<double>(a);
   auto vv = randn(3 * 5, 2);
-  // Values (1, 5) broadcast over a's 4 rows; a transposed-strided copy.
-  auto v = array(vv.begin(), {1, 5}, float64);
-  auto at = transpose(transpose(a) * 1.0);  // (4, 9) with strides (1, 4)
+  // Transposed values (strides (1, 3)).
+  auto v = transpose(array(vv.begin(), {5, 3}, float64));
+  auto vt = to_vector<double>(v);
   for (bool right : {false, true}) {
-    auto got = searchsorted(at, v, right ? "right" : "left");
-    EXPECT_EQ(got.shape(), Shape({4, 5}));
+    auto got = searchsorted(a, v, right ? "right" : "left");
+    EXPECT_EQ(got.shape(), Shape({3, 5}));
     std::vector<double> want;
-    for (int r = 0; r < 4; ++r) {
-      std::vector<double> row(sorted.begin() + r * 9,
-                              sorted.begin() + (r + 1) * 9);
-      for (int j = 0; j < 5; ++j) {
-        want.push_back(naive_search(row, vv[j], right));
-      }
+    for (double x : vt) {
+      want.push_back(naive_search(sorted, x, right));
     }
     expect_close(got, want, 0, 0);
   }
@@ -108,6 +106,23 @@ TEST(SearchSorted, BatchedBroadcastStridedAndSorter) {
   expect_close(pos, {2, 0, 4});
 }
 
+TEST(SearchSorted, VmapOverValuesOnly) {
+  auto a = array({1.0, 2.0, 4.0});
+  auto v = array({0.5, 2.0, 5.0, 3.0, 1.0, 4.5}, {2, 3});
+  auto f = [&](const std::vector<array>& x) {
+    return std::vector<array>{searchsorted(a, x[0], "right")};
+  };
+  auto out = vmap(f, {1})({v})[0];
+  EXPECT_EQ(out.shape(), Shape({3, 2}));
+  expect_close(out, {0, 2, 2, 1, 3, 3});
+  auto g = [](const std::vector<array>& x) {
+    return std::vector<array>{searchsorted(x[0], array({1.5}))};
+  };
+  expect_error<std::invalid_argument>(
+      [&] { vmap(g)({zeros({3, 4})}); },
+      "[searchsorted] Cannot vmap over the sorted array");
+}
+
 TEST(SearchSorted, Errors) {
   auto a = array({1.0, 2.0});
   expect_error<std::invalid_argument>(
@@ -115,18 +130,10 @@ TEST(SearchSorted, Errors) {
       "[searchsorted] side must be 'left' or 'right'; got 'middle'.");
   expect_error<std::invalid_argument>(
       [&] { searchsorted(array(1.0), a); },
-      "[searchsorted] The sorted array must have at least one dimension");
+      "[searchsorted] The sorted array must be 1-D; got shape ().");
   expect_error<std::invalid_argument>(
-      [&] {
-        searchsorted(zeros({2, 3}), zeros({4}));
-      },
-      "[searchsorted] With a sorted array of shape (2,3) the values must have "
-      "2 dimensions; got shape (4).");
-  expect_error<std::invalid_argument>(
-      [&] {
-        searchsorted(zeros({2, 3}), zeros({3, 1}));
-      },
-      "[searchsorted] Shapes (2) and (3) cannot be broadcast.");
+      [&] { searchsorted(zeros({2, 3}), zeros({2, 1})); },
+      "[searchsorted] The sorted array must be 1-D; got shape (2,3).");
   expect_error<std::invalid_argument>(
       [&] { searchsorted(astype(a, complex64), a); },
       "[searchsorted] complex64 is not supported.");
@@ -171,11 +178,22 @@ TEST(Hadamard, AgainstSylvesterMatrix) {
   EXPECT_EQ(xi.dtype(), float32);
   expect_close(xi, {10, -2, -4, 0});
   expect_error<std::invalid_argument>(
-      [] {
-        hadamard_transform(zeros({2, 12}));
-      },
-      "[hadamard_transform] The last axis has size 12; only powers of two are "
-      "supported.");
+      [] { hadamard_transform(zeros({2, 36})); },
+      "[hadamard_transform] The last axis has size 36; it must be m * 2^k "
+      "with m in (1, 12, 20, 28) and k <= 26.");
+  // Sizes m * 2^k: kron(H_m, H_2^k). H_12 is symmetric with rows of +-1
+  // whose Gram matrix is 12 I.
+  auto h12 = to_vector<double>(hadamard_transform(eye(12), 1.0f));
+  for (int i = 0; i < 12; ++i) {
+    for (int j = 0; j < 12; ++j) {
+      double dot = 0;
+      for (int l = 0; l < 12; ++l) {
+        dot += h12[i * 12 + l] * h12[j * 12 + l];
+      }
+      EXPECT_EQ(dot, i == j ? 12 : 0);
+      EXPECT_EQ(h12[i * 12 + j], h12[j * 12 + i]);
+    }
+  }
   // A scalar is a transform of length 1 (MLX).
   expect_close(hadamard_transform(array(5.0f), 0.2f), {1});
   expect_error<std::invalid_argument>(

@@ -428,18 +428,39 @@ TEST(FastSdpa, StridedAndBroadcastInputs) {
   }
 }
 
-TEST(FastSdpa, RowsWithoutKeysAreNaN) {
-  // Causal with Lq > Lk: the first Lq - Lk queries see nothing.
+TEST(FastSdpa, RowsWithoutKeysAttendUniformly) {
+  // Causal with Lq > Lk: the first Lq - Lk queries see nothing. As MLX
+  // (hidden scores are the lowest finite value) they average every value.
   auto q = randn({1, 1, 4, 2}, 93), k = randn({1, 1, 2, 2}, 94);
   auto y = fx::scaled_dot_product_attention(q, k, k, 1.0f, "causal");
   auto r = fx::scaled_dot_product_attention_composed(q, k, k, 1.0f, "causal");
-  auto yv = to_vector<double>(y), rv = to_vector<double>(r);
-  for (size_t i = 0; i < yv.size(); ++i) {
-    EXPECT_EQ(std::isnan(yv[i]), i < 4) << i;
-    EXPECT_EQ(std::isnan(rv[i]), i < 4) << i;
+  auto kv = to_vector<double>(k);
+  auto yv = to_vector<double>(y);
+  for (int i = 0; i < 2; ++i) {
+    for (int d = 0; d < 2; ++d) {
+      EXPECT_NEAR(yv[i * 2 + d], (kv[d] + kv[2 + d]) / 2, 1e-6);
+    }
   }
-  expect_allclose(slice(y, {0, 0, 2, 0}, {1, 1, 4, 2}),
-                  slice(r, {0, 0, 2, 0}, {1, 1, 4, 2}), 1e-5, 1e-6);
+  expect_allclose(y, r, 1e-5, 1e-6);
+  // A boolean mask that hides a whole row: the same, in both forms; with
+  // a sink the row's weights all go to the sink (zero output).
+  auto q2 = randn({1, 2, 3, 2}, 95), k2 = randn({1, 2, 5, 2}, 96);
+  auto hide = array({true, false, true}, {1, 1, 3, 1});  // row 1 hidden
+  auto y2 = fx::scaled_dot_product_attention(q2, k2, k2, 0.7f, "", hide);
+  auto r2 =
+      fx::scaled_dot_product_attention_composed(q2, k2, k2, 0.7f, "", hide);
+  expect_allclose(y2, r2, 1e-5, 1e-6);
+  auto row1 = to_vector<double>(slice(y2, {0, 0, 1, 0}, {1, 1, 2, 2}));
+  auto kv2 = to_vector<double>(mean(slice(k2, {0, 0, 0, 0}, {1, 1, 5, 2}), 2));
+  EXPECT_NEAR(row1[0], kv2[0], 1e-6);
+  EXPECT_NEAR(row1[1], kv2[1], 1e-6);
+  auto sinks = array({1.0f, -2.0f});
+  auto y3 = fx::scaled_dot_product_attention(q2, k2, k2, 0.7f, "", hide, sinks);
+  auto r3 = fx::scaled_dot_product_attention_composed(q2, k2, k2, 0.7f, "",
+                                                      hide, sinks);
+  expect_allclose(y3, r3, 1e-5, 1e-6);
+  expect_close(slice(y3, {0, 0, 1, 0}, {1, 2, 2, 2}), {0, 0, 0, 0}, 1e-6,
+               1e-6);
   // No keys at all: zeros, as the composed form.
   auto e = fx::scaled_dot_product_attention(q, zeros({1, 1, 0, 2}),
                                             zeros({1, 1, 0, 3}), 1.0f);
@@ -448,32 +469,40 @@ TEST(FastSdpa, RowsWithoutKeysAreNaN) {
 
 TEST(FastSdpa, GradientsMatchComposed) {
   auto q = randn({1, 4, 5, 6}, 100), k = randn({1, 2, 7, 6}, 101),
-       v = randn({1, 2, 7, 3}, 102), m = randn({1, 4, 5, 7}, 103);
+       v = randn({1, 2, 7, 3}, 102), m = randn({1, 4, 5, 7}, 103),
+       sk = randn({4}, 105);
   auto ct = randn({1, 4, 5, 3}, 104);
-  for (std::string mode : {"", "causal", "array"}) {
-    SCOPED_TRACE(mode);
-    auto make = [mode](bool fused) {
-      return [mode, fused](const std::vector<array>& x) {
-        std::optional<array> mask;
-        if (mode == "array") {
-          mask = x[3];
-        }
-        auto f = fused ? fx::scaled_dot_product_attention
-                       : fx::scaled_dot_product_attention_composed;
-        return std::vector<array>{f(x[0], x[1], x[2], 0.4f, mode, mask, {})};
+  for (bool sinks : {false, true}) {
+    for (std::string mode : {"", "causal", "array"}) {
+      SCOPED_TRACE(mode + (sinks ? " with sinks" : ""));
+      auto make = [mode, sinks](bool fused) {
+        return [mode, fused, sinks](const std::vector<array>& x) {
+          std::optional<array> mask, sink;
+          if (mode == "array") {
+            mask = x[3];
+          }
+          if (sinks) {
+            sink = x[4];
+          }
+          auto f = fused ? fx::scaled_dot_product_attention
+                         : fx::scaled_dot_product_attention_composed;
+          return std::vector<array>{
+              f(x[0], x[1], x[2], 0.4f, mode, mask, sink, {})};
+        };
       };
-    };
-    std::vector<array> in{q, k, v, m};
-    auto a = vjp(make(true), in, {ct}).second;
-    auto r = vjp(make(false), in, {ct}).second;
-    for (size_t i = 0; i < a.size(); ++i) {
-      expect_allclose(a[i], r[i], 1e-4, 1e-5, std::to_string(i));
+      std::vector<array> in{q, k, v, m, sk};
+      auto a = vjp(make(true), in, {ct}).second;
+      auto r = vjp(make(false), in, {ct}).second;
+      for (size_t i = 0; i < a.size(); ++i) {
+        expect_allclose(a[i], r[i], 1e-4, 1e-5, std::to_string(i));
+      }
+      std::vector<array> tan{randn(q.shape(), 1), randn(k.shape(), 2),
+                             randn(v.shape(), 3), randn(m.shape(), 4),
+                             randn(sk.shape(), 5)};
+      auto ja = jvp(make(true), in, tan).second[0];
+      auto jr = jvp(make(false), in, tan).second[0];
+      expect_allclose(ja, jr, 1e-4, 1e-5, "jvp");
     }
-    std::vector<array> tan{randn(q.shape(), 1), randn(k.shape(), 2),
-                           randn(v.shape(), 3), randn(m.shape(), 4)};
-    auto ja = jvp(make(true), in, tan).second[0];
-    auto jr = jvp(make(false), in, tan).second[0];
-    expect_allclose(ja, jr, 1e-4, 1e-5, "jvp");
   }
 }
 

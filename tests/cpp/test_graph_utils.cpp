@@ -55,6 +55,10 @@ class PlusMinus : public Primitive {
       }
     }
   }
+  // A test primitive outside the registry: no GPU kernel.
+  void eval_gpu(const std::vector<array>&, std::vector<array>&) override {
+    throw std::runtime_error("no gpu kernel");
+  }
   const char* name() const override { return "PlusMinus"; }
 };
 

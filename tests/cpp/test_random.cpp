@@ -57,53 +57,68 @@ TEST(Random, Key) {
   EXPECT_EQ(key_values(random::key(7)), Key(0, 7));
 }
 
+// Word w of a key's n-word output in JAX's (MLX's) layout: pairs
+// (i, h + o + i) of threefry counters, the middle word of an odd n from
+// (h, 0).
+uint32_t jax_word(Key k, uint32_t n, uint32_t w) {
+  uint32_t h = n / 2, o = n % 2;
+  if (o && w == h) {
+    return random::threefry2x32(k, {h, 0}).first;
+  }
+  if (w < h) {
+    return random::threefry2x32(k, {w, w + h + o}).first;
+  }
+  uint32_t i = w - h - o;
+  return random::threefry2x32(k, {i, i + h + o}).second;
+}
+
 TEST(Random, BitsLayout) {
-  // The words are threefry outputs on counters (block, 0), in order.
   Key k{0x01234567u, 0x89abcdefu};
-  auto b0 = random::threefry2x32(k, {0, 0});
-  auto b1 = random::threefry2x32(k, {1, 0});
   auto key = random::key(0x0123456789abcdefull);
   auto w = random::bits({2, 2}, 4, key);
   EXPECT_EQ(w.dtype(), uint32);
   EXPECT_EQ(to_vector<uint32_t>(w),
-            std::vector<uint32_t>({b0.first, b0.second, b1.first, b1.second}));
-  // Narrow words are the same byte stream, little-endian.
+            std::vector<uint32_t>({jax_word(k, 4, 0), jax_word(k, 4, 1),
+                                   jax_word(k, 4, 2), jax_word(k, 4, 3)}));
+  // Narrow words cut the same stream of n = ceil(bytes / 4) words,
+  // little-endian: 3 uint16 are 2 words.
   auto h = random::bits({3}, 2, key);
   EXPECT_EQ(h.dtype(), uint16);
+  uint32_t h0 = jax_word(k, 2, 0), h1 = jax_word(k, 2, 1);
   EXPECT_EQ(to_vector<uint32_t>(h),
-            std::vector<uint32_t>(
-                {b0.first & 0xffff, b0.first >> 16, b0.second & 0xffff}));
+            std::vector<uint32_t>({h0 & 0xffff, h0 >> 16, h1 & 0xffff}));
   auto c = random::bits({5}, 1, key);
   EXPECT_EQ(c.dtype(), uint8);
   EXPECT_EQ(to_vector<uint32_t>(c),
-            std::vector<uint32_t>({b0.first & 0xff, (b0.first >> 8) & 0xff,
-                                   (b0.first >> 16) & 0xff, b0.first >> 24,
-                                   b0.second & 0xff}));
-  EXPECT_EQ(random::bits({}, 4, key).item<uint32_t>(), b0.first);
+            std::vector<uint32_t>({h0 & 0xff, (h0 >> 8) & 0xff,
+                                   (h0 >> 16) & 0xff, h0 >> 24, h1 & 0xff}));
+  // One word: the middle word of an odd count, counters (0, 0): for
+  // key (0, 0), Random123's known answer 0x6b200159 (JAX's PRNGKey(0)).
+  EXPECT_EQ(random::bits({}, 4, key).item<uint32_t>(), jax_word(k, 1, 0));
+  EXPECT_EQ(random::bits({}, 4, random::key(0)).item<uint32_t>(),
+            0x6b200159u);
   EXPECT_EQ(random::bits({0, 3}, 4, key).size(), 0u);
 }
 
 TEST(Random, BitsLargeDeterministic) {
-  // Enough blocks to be split over threads: every word matches the
+  // Enough pairs to be split over threads: every word matches the
   // reference, whatever the split.
   auto key = random::key(99);
+  Key k{0, 99};
   int n = (1 << 20) + 3;
   auto a = to_vector<uint32_t>(random::bits({n}, 4, key));
   auto b = to_vector<uint32_t>(random::bits({n}, 4, key));
   EXPECT_EQ(a, b);
-  for (int i = 0; i < n; i += 2) {
-    auto r = random::threefry2x32({0, 99}, {static_cast<uint32_t>(i / 2), 0});
-    ASSERT_EQ(a[i], r.first) << i;
-    if (i + 1 < n) {
-      ASSERT_EQ(a[i + 1], r.second) << i;
-    }
+  for (int i = 0; i < n; i += 997) {
+    ASSERT_EQ(a[i], jax_word(k, n, i)) << i;
   }
-  // Bytes: the same stream cut into 1-byte words.
+  ASSERT_EQ(a[n / 2], jax_word(k, n, n / 2));
+  ASSERT_EQ(a[n - 1], jax_word(k, n, n - 1));
+  // Bytes: a stream of ceil(4001 / 4) = 1001 words cut into 1-byte words.
   auto c = to_vector<uint32_t>(random::bits({4 * 1000 + 1}, 1, key));
-  for (int i = 0; i < 4000; ++i) {
-    ASSERT_EQ(c[i], (a[i / 4] >> (8 * (i % 4))) & 0xff) << i;
+  for (int i = 0; i < 4001; ++i) {
+    ASSERT_EQ(c[i], (jax_word(k, 1001, i / 4) >> (8 * (i % 4))) & 0xff) << i;
   }
-  EXPECT_EQ(c[4000], a[1000] & 0xff);
 }
 
 TEST(Random, BitsBatchedKeys) {
@@ -140,16 +155,18 @@ TEST(Random, Split) {
   std::set<Key> distinct;
   for (int i = 0; i < 4; ++i) {
     Key row{v[2 * i], v[2 * i + 1]};
-    EXPECT_EQ(row, random::threefry2x32(k, {static_cast<uint32_t>(i), 0}));
+    // bits({4, 2}): 8 words in JAX's layout.
+    EXPECT_EQ(row, Key(jax_word(k, 8, 2 * i), jax_word(k, 8, 2 * i + 1)));
     distinct.insert(row);
   }
   distinct.insert(k);
   EXPECT_EQ(distinct.size(), 5u);
-  // The pair is rows 0 and 1 of split(key, 2).
+  // The pair is rows 0 and 1 of split(key, 2) (MLX).
   auto [k1, k2] = random::split(key);
   EXPECT_EQ(k1.shape(), Shape({2}));
-  EXPECT_EQ(key_values(k1), Key(v[0], v[1]));
-  EXPECT_EQ(key_values(k2), Key(v[2], v[3]));
+  auto v2 = to_vector<uint32_t>(random::split(key, 2));
+  EXPECT_EQ(key_values(k1), Key(v2[0], v2[1]));
+  EXPECT_EQ(key_values(k2), Key(v2[2], v2[3]));
   EXPECT_EQ(random::split(key, 0).shape(), Shape({0, 2}));
   // Splitting is deterministic.
   EXPECT_EQ(to_vector<uint32_t>(random::split(key, 4)), v);
@@ -223,10 +240,12 @@ TEST(Random, UniformUnitInterval) {
   for (int h : hist) {
     EXPECT_NEAR(h, n / 10.0, 5 * std::sqrt(n * 0.1 * 0.9));
   }
-  // Values lie on the float32 grid k * 2^-24.
+  // Values are MLX's: a 32-bit word over 2^32 - 1, in float32.
+  auto w = to_vector<uint32_t>(random::bits({n}, 4, random::key(3)));
   for (int i = 0; i < 1000; ++i) {
-    double k = v[i] * 16777216.0;
-    ASSERT_EQ(k, std::floor(k));
+    float want = std::min(static_cast<float>(w[i]) / 4294967295.0f,
+                          std::nextafter(1.0f, 0.0f));
+    ASSERT_EQ(static_cast<float>(v[i]), want) << i;
   }
 }
 
@@ -577,11 +596,10 @@ TEST(Random, RandomBitsPrimitive) {
   EXPECT_STREQ(p.name(), "RandomBits");
   EXPECT_EQ(p.shape(), Shape({3}));
   EXPECT_EQ(p.width(), 2);
-  EXPECT_EQ(p.offset(), 0u);
   EXPECT_TRUE(
       p.is_equivalent(random::bits({3}, 2, random::key(2)).primitive()));
   EXPECT_FALSE(
       p.is_equivalent(random::bits({3}, 4, random::key(1)).primitive()));
   auto [k1, k2] = random::split(random::key(1));
-  EXPECT_FALSE(k1.primitive().is_equivalent(k2.primitive()));
+  EXPECT_FALSE(array_equal(k1, k2).item<bool>());
 }

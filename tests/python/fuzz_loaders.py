@@ -295,7 +295,10 @@ def check_error(e, stage):
 def read_all(x):
     if isinstance(x, mx.array):
         mx.eval(x)
-        x.tolist() if x.size < 4096 else None
+        # Not when the list itself would be huge: a 0-size array of shape
+        # (2**31 - 1, 0) is 2**31 Python lists (as in NumPy).
+        small = x.size < 4096 and math.prod(x.shape[:-1]) < 4096
+        x.tolist() if small else None
     elif isinstance(x, (list, tuple)):
         for y in x:
             read_all(y)

@@ -222,9 +222,11 @@ def test_from_dlpack_numpy_and_torch():
     import gc
     gc.collect()
     assert ref() is None
-    # Strided producers are copied into a row-major array.
+    # A float64 producer arrives as float32 (MLX), copied; its strides do
+    # not matter then.
     b = np.arange(24, dtype=np.float64).reshape(2, 3, 4).transpose(2, 0, 1)
     y = mx.from_dlpack(b)
+    assert y.dtype == mx.float32
     np.testing.assert_array_equal(np.asarray(y), b)
     for dt in (np.uint8, np.int64, np.float16, np.complex64):
         c = np.ones((2, 2), dtype=dt)
@@ -514,3 +516,73 @@ def test_method_forms():
                  np.log(np.exp(v).sum(-1)), rtol=1e-5)
     assert x.astype(mx.int16).dtype == mx.int16
     assert mx.array([1 + 1j]).conj().tolist() == [1 - 1j]
+
+
+def test_from_dlpack_copy_strides_and_mapping():
+    # copy=None shares, copy=True copies, copy=False shares or raises.
+    x = np.arange(3, dtype=np.float32)
+    shared, copied = mx.from_dlpack(x), mx.from_dlpack(x, copy=True)
+    nocopy = mx.from_dlpack(x, copy=False)
+    x += 10
+    assert shared.tolist() == nocopy.tolist() == [10.0, 11.0, 12.0]
+    assert copied.tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(ValueError, match=r"copy=False, but .* imported as "
+                                         r"float32, which needs a copy"):
+        mx.from_dlpack(np.ones(2), copy=False)
+    # Strided producers are shared with their strides (in bytes through the
+    # buffer protocol), a broadcast one (read-only: NumPy 1.24 exports it
+    # through its buffer, not DLPack) too.
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    step = np.arange(20, dtype=np.int32)[2:10:2]
+    bcast = np.broadcast_to(np.array([7], dtype=np.int32), (3,))
+    for src in (base.T, step, bcast, base[:, 1:3]):
+        y = mx.from_dlpack(src)
+        assert y.tolist() == src.tolist()
+        assert memoryview(y).strides == src.strides
+        assert not memoryview(y).c_contiguous
+        np.testing.assert_array_equal(np.array(y + 0), src)
+        np.testing.assert_array_equal(np.array(mx.sum(y, axis=0)),
+                                      src.sum(axis=0))
+    with pytest.raises(ValueError, match=r"\[from_dlpack\] Negative strides"):
+        mx.from_dlpack(np.arange(5, dtype=np.float32)[::-1])
+    # The dtype mapping of MLX's import: bool through the buffer (NumPy
+    # 1.24 has no DLPack bool), float64 -> float32, complex128 -> complex64.
+    want = {np.bool_: mx.bool_, np.uint16: mx.uint16, np.uint64: mx.uint64,
+            np.int8: mx.int8, np.float16: mx.float16, np.float64: mx.float32,
+            np.complex64: mx.complex64, np.complex128: mx.complex64}
+    for nd, t in want.items():
+        a = (np.arange(4) % 2).astype(nd)
+        y = mx.from_dlpack(a)
+        assert y.dtype == t, nd
+        np.testing.assert_array_equal(np.array(y), a)
+    c = np.array([1 + 2j, -3.5 + 0.25j])
+    assert mx.from_dlpack(c).tolist() == [1 + 2j, -3.5 + 0.25j]
+    with pytest.raises(ValueError, match="device=cpu"):
+        mx.from_dlpack(x, device=mx.gpu)
+
+
+def test_array_from_a_dlpack_producer_copies():
+    # mx.array takes DLPack producers (PyTorch tensors: bfloat16 has no
+    # NumPy form) as copies, with MLX's float64 -> float32.
+    class Producer:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    src = mx.array([1.5, 2.5, 3.5], mx.bfloat16)
+    y = mx.array(Producer(src))
+    assert y.dtype == mx.bfloat16 and y.tolist() == [1.5, 2.5, 3.5]
+    n = np.arange(3.0)
+    z = mx.array(Producer(n))
+    n += 1
+    assert z.dtype == mx.float32 and z.tolist() == [0.0, 1.0, 2.0]
+    assert mx.array(Producer(n), mx.int32).tolist() == [1, 2, 3]
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([1.0, 2.0, 3.0], dtype=torch.bfloat16)
+    a = mx.array(t)
+    assert a.dtype == mx.bfloat16 and a.tolist() == [1.0, 2.0, 3.0]

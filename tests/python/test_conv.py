@@ -194,7 +194,7 @@ def test_errors():
     with pytest.raises(ValueError, match=r"\[conv2d\].*stride"):
         mx.conv2d(x, w, stride=(0, 1))
     with pytest.raises(ValueError, match=r"\[conv1d\].*dimensions"):
-        mx.conv1d(x, w)
+        mx.conv1d(x[0, 0], w[:, 0, 0])  # a 2-D input
     with pytest.raises(ValueError, match=r"\[conv2d\].*4 channels"):
         mx.conv2d(x, mx.zeros((4, 3, 3, 3)))
     with pytest.raises(ValueError, match=r"\[conv2d\].*larger than"):

@@ -20,7 +20,7 @@ def test_searchsorted_1d(side, dtype):
     assert got.dtype == mx.uint32
 
 
-def test_searchsorted_nan_sorter_and_nd():
+def test_searchsorted_nan_sorter_and_vmap():
     a = np.array([0.0, 1.0, 1.0, np.nan])
     v = np.array([np.nan, 1.0, -np.inf, np.inf])
     for side in ["left", "right"]:
@@ -34,17 +34,22 @@ def test_searchsorted_nan_sorter_and_nd():
                                  sorter=keep64(order))),
         np.searchsorted(u, [3.0, 0.0, 6.0], sorter=order))
     rng = np.random.default_rng(1)
-    rows = np.sort(rng.standard_normal((3, 10)), axis=-1)
-    vals = rng.standard_normal((1, 6))
-    got = np.array(mx.searchsorted(keep64(rows), keep64(vals), "right"))
-    want = np.stack([np.searchsorted(r, vals[0], "right") for r in rows])
-    np.testing.assert_array_equal(got, want)
-    # vmap over the values.
-    vm = mx.vmap(lambda x: mx.searchsorted(keep64(rows[0]), x))(
-        keep64(rng.standard_normal((4, 5))))
-    assert vm.shape == (4, 5)
+    row = np.sort(rng.standard_normal(10))
+    # vmap over the values, at any axis.
+    vals = rng.standard_normal((4, 5))
+    vm = mx.vmap(lambda x: mx.searchsorted(keep64(row), x), in_axes=1)(
+        keep64(vals))
+    np.testing.assert_array_equal(np.array(vm),
+                                  np.searchsorted(row, vals.T))
     with pytest.raises(ValueError, match=r"\[searchsorted\] side must be"):
         mx.searchsorted(keep64(a), keep64(v), "up")
+    # One sorted sequence (MLX, NumPy): N-d raises, and so does vmap over it.
+    with pytest.raises(ValueError, match=r"must be 1-D; got shape \(3,10\)"):
+        mx.searchsorted(keep64(np.sort(rng.standard_normal((3, 10)))),
+                        keep64(vals[:3]))
+    with pytest.raises(ValueError, match="Cannot vmap over the sorted array"):
+        mx.vmap(lambda s: mx.searchsorted(s, mx.array([1.0])))(
+            mx.zeros((3, 4)))
 
 
 def sylvester(n):
@@ -75,7 +80,7 @@ def test_hadamard_transform(n):
 
 
 def test_hadamard_errors():
-    with pytest.raises(ValueError, match=r"only powers of two"):
+    with pytest.raises(ValueError, match=r"it must be m \* 2\^k"):
         mx.hadamard_transform(mx.zeros((2, 6)))
 
 

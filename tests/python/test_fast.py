@@ -63,24 +63,35 @@ def np_rope(x, dims, traditional, base, scale, offset, freqs=None):
     return y
 
 
-def np_sdpa(q, k, v, scale, mask=None):
+def np_sdpa(q, k, v, scale, mask=None, sinks=None):
+    """MLX's attention: hidden scores (boolean or causal) are the lowest
+    finite value, so a row that sees no key is uniform; sinks add one logit
+    per head that attends to no value."""
     q, k, v = (a.astype(np.float64) for a in (q, k, v))
     rep = q.shape[1] // k.shape[1]
     k = np.repeat(k, rep, axis=1)
     v = np.repeat(v, rep, axis=1)
     s = scale * q @ np.swapaxes(k, -1, -2)
     lq, lk = q.shape[2], k.shape[2]
+    low = np.finfo(np.float64).min
     if isinstance(mask, str):
         keep = np.arange(lk)[None, :] <= np.arange(lq)[:, None] + lk - lq
-        s = np.where(keep, s, -np.inf)
+        s = np.where(keep, s, low)
     elif mask is not None and mask.dtype == np.bool_:
-        s = np.where(mask, s, -np.inf)
+        s = np.where(mask, s, low)
     elif mask is not None:
         s = s + mask
-    with np.errstate(invalid="ignore"):  # rows without keys are nan
+    if sinks is not None:
+        col = np.broadcast_to(
+            np.asarray(sinks, np.float64)[None, :, None, None],
+            s.shape[:-1] + (1,))
+        s = np.concatenate([col, s], -1)
+    with np.errstate(invalid="ignore"):  # rows of -inf only are nan
         s = s - s.max(-1, keepdims=True)
         p = np.exp(s)
         p /= p.sum(-1, keepdims=True)
+    if sinks is not None:
+        p = p[..., 1:]
     return p @ v
 
 
@@ -368,3 +379,107 @@ def test_sdpa_nan_scores_match_composed():
     a, b = np.array(f), np.array(c)
     assert np.array_equal(np.isnan(a), np.isnan(b))
     assert np.allclose(a[~np.isnan(a)], b[~np.isnan(b)], atol=1e-5)
+
+
+# ----------------------------------------------- attention sinks, hidden rows
+
+
+@pytest.mark.parametrize("t", [mx.float32, mx.float16])
+@pytest.mark.parametrize("lq,lk,hkv", [(1, 9, 2), (7, 33, 4), (70, 40, 1)])
+def test_sdpa_sinks_against_numpy(t, lq, lk, hkv):
+    q, k, v = randn(2, 4, lq, 8), randn(2, hkv, lk, 8), randn(2, hkv, lk, 5)
+    sinks = 3 * randn(4)
+    got = mx.fast.scaled_dot_product_attention(
+        as_mx(q, t), as_mx(k, t), as_mx(v, t), scale=0.3,
+        sinks=as_mx(sinks, t))
+    assert got.dtype == t
+    qs, ks, vs, ss = (to_np(as_mx(a, t)).astype(np.float64)
+                      for a in (q, k, v, sinks))
+    check(got, np_sdpa(qs, ks, vs, 0.3, sinks=ss), t)
+    # With a causal mask and with a boolean mask.
+    got = mx.fast.scaled_dot_product_attention(
+        as_mx(q, t), as_mx(k, t), as_mx(v, t), scale=0.3, mask="causal",
+        sinks=as_mx(sinks, t))
+    check(got, np_sdpa(qs, ks, vs, 0.3, "causal", ss), t)
+
+
+def test_sdpa_sinks_checks():
+    q = mx.array(randn(1, 4, 3, 8))
+    with pytest.raises(ValueError, match=r"sinks must have one value per "
+                                         r"query head, shape \(4\); got "
+                                         r"shape \(5\)"):
+        mx.fast.scaled_dot_product_attention(q, q, q, scale=1.0,
+                                             sinks=mx.zeros(5))
+    with pytest.raises(ValueError, match=r"got shape \(\)"):
+        mx.fast.scaled_dot_product_attention(q, q, q, scale=1.0,
+                                             sinks=mx.array(0.0))
+    with pytest.raises(ValueError, match=r"sinks' dtype float32 must promote "
+                                         r"to the output dtype float16"):
+        h = q.astype(mx.float16)
+        mx.fast.scaled_dot_product_attention(h, h, h, scale=1.0,
+                                             sinks=mx.zeros(4))
+    # A lower-precision sink promotes.
+    out = mx.fast.scaled_dot_product_attention(
+        q, q, q, scale=1.0, sinks=mx.zeros(4, mx.float16))
+    assert out.dtype == mx.float32
+
+
+@pytest.mark.parametrize("lq", [1, 8, 40])
+def test_sdpa_fully_masked_rows_are_uniform(lq):
+    # mask=False everywhere: each row averages the values (MLX), no nan.
+    q, k, v = randn(1, 4, lq, 16), randn(1, 4, 8, 16), randn(1, 4, 8, 16)
+    out = mx.fast.scaled_dot_product_attention(
+        mx.array(q), mx.array(k), mx.array(v), scale=1.0, mask=mx.array(False))
+    want = np.broadcast_to(v.mean(2, keepdims=True), (1, 4, lq, 16))
+    np.testing.assert_allclose(np.array(out), want, atol=1e-5)
+    # Some rows hidden, others not; with sinks; causal with Lq > Lk.
+    keep = RNG.random((1, 4, lq, 8)) < 0.5
+    keep[:, :, 0] = False
+    sinks = randn(4)
+    for sk in (None, sinks):
+        got = mx.fast.scaled_dot_product_attention(
+            mx.array(q), mx.array(k), mx.array(v), scale=0.5,
+            mask=mx.array(keep), sinks=None if sk is None else mx.array(sk))
+        np.testing.assert_allclose(np.array(got),
+                                   np_sdpa(q, k, v, 0.5, keep, sk), atol=1e-5)
+    got = mx.fast.scaled_dot_product_attention(
+        mx.array(randn(1, 4, 12, 16)), mx.array(k), mx.array(v), scale=0.5,
+        mask="causal")
+    assert not np.isnan(np.array(got)).any()
+
+
+def test_sdpa_sinks_grads_and_vmap():
+    q, k, v = randn(2, 4, 3, 6), randn(2, 2, 5, 6), randn(2, 2, 5, 4)
+    sinks = randn(4)
+    keep = RNG.random((2, 4, 3, 5)) < 0.6
+    keep[0, 1, 2] = False  # a hidden row: its scores take no gradient
+
+    def f(q, k, v, s):
+        return mx.fast.scaled_dot_product_attention(
+            q, k, v, scale=0.5, mask=mx.array(keep), sinks=s)
+
+    def composed(q, k, v, s):
+        rep = q.shape[1] // k.shape[1]
+        kk, vv = mx.repeat(k, rep, 1), mx.repeat(v, rep, 1)
+        sc = mx.where(mx.array(keep), 0.5 * q @ kk.transpose(0, 1, 3, 2),
+                      mx.finfo(mx.float32).min)
+        col = mx.broadcast_to(s[None, :, None, None], sc.shape[:-1] + (1,))
+        p = mx.softmax(mx.concatenate([col, sc], -1), axis=-1)[..., 1:]
+        return p @ vv
+
+    args = [mx.array(a) for a in (q, k, v, sinks)]
+    ct = mx.array(randn(2, 4, 3, 4))
+    _, g1 = mx.vjp(f, args, [ct])
+    _, g2 = mx.vjp(composed, args, [ct])
+    for a, b in zip(g1, g2):
+        np.testing.assert_allclose(np.array(a), np.array(b), atol=1e-5)
+    tans = [mx.array(randn(*a.shape)) for a in args]
+    _, j1 = mx.jvp(f, args, tans)
+    _, j2 = mx.jvp(composed, args, tans)
+    np.testing.assert_allclose(np.array(j1[0]), np.array(j2[0]), atol=1e-5)
+    # vmap over batched sinks (and everything else), against a loop.
+    sb = mx.array(randn(3, 4))
+    qb = mx.array(randn(3, 2, 4, 3, 6))
+    vm = mx.vmap(lambda a, s: f(a, args[1], args[2], s))(qb, sb)
+    loop = mx.stack([f(qb[i], args[1], args[2], sb[i]) for i in range(3)])
+    np.testing.assert_allclose(np.array(vm), np.array(loop), atol=1e-5)

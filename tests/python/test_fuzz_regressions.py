@@ -66,6 +66,22 @@ def test_pad_and_tensordot_reject_bad_argument_types_with_type_error():
         mx.tensordot(x, x, axes=2**33)
 
 
+def test_dlpack_rejects_bad_argument_types_with_type_error():
+    # Was: RuntimeError "Unable to cast Python instance to C++ type" for
+    # from_dlpack(x, device=True) (found by test_fuzz_api after the merge
+    # of the MLX-compat DLPack work).
+    x = mx.ones((2,))
+    with pytest.raises(TypeError, match=r"\[from_dlpack\] device must be"):
+        mx.from_dlpack(np.zeros(2), device=True)
+    with pytest.raises(TypeError, match=r"\[__dlpack__\] dl_device must be"):
+        x.__dlpack__(dl_device="cpu")
+    with pytest.raises(TypeError, match=r"\[__dlpack__\] copy must be"):
+        x.__dlpack__(copy="yes")
+    with pytest.raises(TypeError, match=r"\[__dlpack__\] max_version must be"):
+        x.__dlpack__(max_version=1)
+    assert mx.from_dlpack(x, device=mx.cpu).tolist() == [1.0, 1.0]
+
+
 # --- window functions and fftfreq: lazy, no host-side allocation ---
 
 @pytest.mark.parametrize("fn", [mx.bartlett, mx.blackman, mx.hamming,
@@ -102,9 +118,10 @@ def test_fftfreq_is_lazy_and_matches_numpy():
 def test_shape_whose_bytes_overflow_int64_raises():
     # Was: size * itemsize wrapped to 0, a 0-byte buffer was allocated and
     # the kernel wrote 2^65 bytes into it (segfault).
-    with pytest.raises(RuntimeError, match=r"\[array\] .* overflow int64 bytes"):
+    # (OverflowError since std::overflow_error maps to it, as in MLX.)
+    with pytest.raises(OverflowError, match=r"\[array\] .* overflow int64 bytes"):
         mx.ones((2**30, 2**30, 4), mx.int64)
-    with pytest.raises(RuntimeError, match=r"\[array\] .*\(the output of"):
+    with pytest.raises(OverflowError, match=r"\[array\] .*\(the output of"):
         mx.broadcast_to(mx.array(1.0, mx.float64), (2**31 - 1, 2**31 - 1, 2))
     assert (mx.ones((2, 2), mx.int64) + 1).tolist() == [[2, 2], [2, 2]]
 
@@ -278,3 +295,54 @@ def test_npz_member_name_that_is_not_utf8_loads():
     data = buf.getvalue().replace(b"Za.npy", b"\x80a.npy")
     out = mx.load(io.BytesIO(data), format="npz")
     assert list(out) == ["\\x80a"] and out["\\x80a"].tolist() == [1.0]
+
+
+def test_imported_function_with_corrupt_shapes_or_axes_raises(tmp_path):
+    # Was: a segfault (or heap corruption found later by the garbage
+    # collector) calling an exported function whose file had a traced shape
+    # or a reduction axis overwritten (minimal cases: a u64 2**31 at byte 81
+    # of the 250-byte file of this function on a 0-d input; a u64 685 over
+    # the Sum's axes of its file on a 3-D input): run_ir built the node with
+    # the file's shape and the kernel wrote past its buffers. Imported tapes
+    # are now checked against each primitive's output_shapes, and Reduce's
+    # checks its axes.
+    import struct
+    path = str(tmp_path / "f.mlxfn")
+    bad_path = str(tmp_path / "bad.mlxfn")
+    for x in (mx.array(1.5), mx.ones((2, 1, 3))):
+        mx.export_function(path, lambda a: (mx.exp(a) * 2 + a.sum(),), x)
+        with open(path, "rb") as f:
+            base = f.read()
+        for value in (2**31, 7, 685):
+            for at in range(0, len(base) - 7):
+                bad = base[:at] + struct.pack("<Q", value) + base[at + 8:]
+                with open(bad_path, "wb") as f:
+                    f.write(bad)
+                try:
+                    out = mx.import_function(bad_path)(x)
+                    mx.eval(out)
+                    [o.tolist() for o in out if o.size < 4096]
+                except (TypeError, OverflowError):
+                    pass
+                except (ValueError, IndexError, RuntimeError) as e:
+                    assert str(e).startswith("["), (at, value, e)
+        # The undamaged file still works.
+        out = mx.import_function(path)(x)
+        want = mx.exp(x) * 2 + x.sum()
+        assert mx.allclose(out[0], want).item()
+
+
+def test_tolist_of_a_huge_empty_array_raises_memory_error():
+    # Was: RuntimeError "Could not allocate list object!" (pybind11), naming
+    # no op, for a 0-size array whose list would be 2**31 - 1 lists (found
+    # by the loader fuzzer: a GGUF tensor of shape (2**31 - 1, 0)).
+    import subprocess
+    import sys
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, "
+            "(4 << 30, 4 << 30)); import fluxion.core as mx\n"
+            "try:\n    mx.zeros((2**31 - 1, 0)).tolist()\n"
+            "except MemoryError as e:\n    print('MemoryError', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "MemoryError [tolist] Out of memory" in r.stdout, r.stdout

@@ -132,8 +132,14 @@ def test_transformer_stacks_and_custom_modules():
     for layer in enc.layers:
         h = layer(h, None)
     np.testing.assert_allclose(npa(mem), npa(enc.ln(h)), rtol=1e-5, atol=1e-6)
+    # MLX's argument names work as keywords.
+    np.testing.assert_array_equal(npa(enc(src, mask=None)), npa(mem))
     mask = nn.MultiHeadAttention.create_additive_causal_mask(4)
-    assert dec(tgt, mem, mask, None).shape == (2, 4, 8)
+    out = dec(tgt, mem, mask, None)
+    assert out.shape == (2, 4, 8)
+    np.testing.assert_array_equal(
+        npa(dec(tgt, memory=mem, x_mask=mask, memory_mask=None)), npa(out)
+    )
     model = nn.Transformer(8, 2, 1, 1, mlp_dims=16)
     assert model(src, tgt, None, mask, None).shape == (2, 4, 8)
     custom = nn.Transformer(

@@ -168,31 +168,71 @@ def test_shapeless_gather_mm():
         np.testing.assert_allclose(np.array(out), np.array(ref), rtol=1e-5, atol=1e-5)
 
 
-def test_closure_over_unevaluated_array_raises():
-    y = mx.array([1.0, 2.0]) + 2  # a lazy graph, not captured
-
-    def f(x):
-        return x + y
-
-    cf = mx.compile(f)
-    with pytest.raises(ValueError, match="uncaptured"):
-        cf(mx.ones(2))
-    # Rebound between calls: raises again (the failed trace was not kept).
+def test_lazy_closures_are_part_of_the_trace():
+    # MLX's rule: an unevaluated array the function closes over keeps its
+    # graph in the trace (recomputed on each call from its leaves), whether
+    # or not it is captured.
+    y = mx.array([1.0, 2.0]) + 2
+    cf = mx.compile(lambda x: x + y)
+    np.testing.assert_allclose(np.array(cf(mx.ones(2))), [4.0, 5.0])
+    np.testing.assert_allclose(np.array(cf(mx.ones(2))), [4.0, 5.0])
+    # Closures are not tracked: a rebound one keeps the traced value (MLX).
     y = mx.array([3.0, 4.0]) * 2
-    with pytest.raises(ValueError, match="uncaptured"):
-        cf(mx.ones(2))
-    # Evaluated, it is a constant of the trace.
-    mx.eval(y)
-    np.testing.assert_allclose(np.array(cf(mx.ones(2))), [7.0, 9.0])
-    # Captured through inputs=, it stays an input.
-    state = [mx.array([1.0, 1.0]) * 5]
-    cg = mx.compile(lambda x: x + state[0], inputs=state)
-    np.testing.assert_allclose(np.array(cg(mx.ones(2))), [6.0, 6.0])
-    state[0] = mx.array([2.0, 2.0]) * 5
-    np.testing.assert_allclose(np.array(cg(mx.ones(2))), [11.0, 11.0])
+    np.testing.assert_allclose(np.array(cf(mx.ones(2))), [4.0, 5.0])
+    # A closure over an unevaluated array while the state is captured
+    # (an optimizer step over parameters it closes over).
+    params = {"w": mx.ones((3, 3))}
+    state = [mx.array(0.5)]
+    step = mx.compile(lambda g: params["w"] - state[0] * g, inputs=state)
+    np.testing.assert_allclose(np.array(step(mx.ones((3, 3)))), 0.5)
+    state[0] = mx.array(2.0)
+    np.testing.assert_allclose(np.array(step(mx.ones((3, 3)))), -1.0)
     # Arrays built inside the function are fine.
     ch = mx.compile(lambda x: x + mx.arange(2.0) * 2 + mx.zeros(2))
     np.testing.assert_allclose(np.array(ch(mx.ones(2))), [1.0, 3.0])
+
+
+def test_reading_an_input_other_than_through_its_argument_raises():
+    # A lazy closure computed from the array passed as the argument: the
+    # trace would read the caller's array, not the argument (MLX raises).
+    x = mx.array([1, 2, 3]) + 2
+    y = x + 1
+    with pytest.raises(ValueError, match="uncaptured inputs"):
+        mx.compile(lambda a: a + y)(x)
+    # The same array as argument and closure, even evaluated.
+    z = mx.array([1.0, 2.0])
+    mx.eval(z)
+    with pytest.raises(ValueError, match=r"reads input 0 \(shape \(2\)\)"):
+        mx.compile(lambda a: a * z)(z)
+    # Rebound between calls: a function that accumulates into a closure
+    # built from its previous (eager) call's argument.
+    x = mx.array([1.0, 2.0]) + mx.array([1.0, 2.0])
+    acc = [None]
+
+    def fn(v):
+        acc[0] = mx.array([1.0, 2.0]) if acc[0] is None else acc[0]
+        acc[0] = acc[0] + v
+        return acc[0]
+
+    fn(x)
+    with pytest.raises(ValueError, match="uncaptured inputs"):
+        mx.compile(fn)(x)
+    # Captured through inputs=, the state is an input: no error.
+    state = [mx.array([1.0, 1.0]) * 5]
+    cg = mx.compile(lambda v: v + state[0], inputs=state)
+    np.testing.assert_allclose(np.array(cg(mx.ones(2))), [6.0, 6.0])
+    state[0] = mx.array([2.0, 2.0]) * 5
+    np.testing.assert_allclose(np.array(cg(mx.ones(2))), [11.0, 11.0])
+    # Under vmap the argument may also be the closure (MLX does not compile
+    # tracer inputs; here the trace is used for that call only).
+    xs = mx.array([[1.0, -2.0], [3.0, -4.0]])
+
+    def outer(v):
+        v = mx.abs(v)
+        return mx.compile(lambda _: -mx.exp(v))(v)
+
+    np.testing.assert_allclose(np.array(mx.vmap(outer)(xs)),
+                               -np.exp(np.abs(np.array(xs))), rtol=1e-6)
 
 
 def test_compiled_functions_donate_their_inputs():

@@ -1,21 +1,20 @@
-// One functor per elementwise binary op, shared by every backend. Inputs are
+// One functor per elementwise binary op, shared by every backend and by
+// the kernels compile generates (see unary_ops.h and math.h). Inputs are
 // in the compute type (float for half types). Integer ops are total: no
 // division by zero, overflow or over-wide shift reaches the hardware.
 #pragma once
 
-#include <cmath>
-#include <complex>
-#include <limits>
-#include <type_traits>
-
+// Host only: stripped from the generated kernels' preamble.
 #include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/common/math.h"
+#include "fluxion/backend/common/unary_ops.h"
 
 namespace fluxion::detail {
 
 struct Add {
   template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (math::is_same_v<T, bool>) {
       return a || b;
     } else {
       return static_cast<T>(a + b);
@@ -24,14 +23,14 @@ struct Add {
 };
 struct Subtract {
   template <typename T>
-  T operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
     return static_cast<T>(a - b);
   }
 };
 struct Multiply {
   template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (math::is_same_v<T, bool>) {
       return a && b;
     } else {
       return static_cast<T>(a * b);
@@ -41,15 +40,15 @@ struct Multiply {
 
 // Integer division rounding toward -inf, 0 for a zero divisor (as NumPy).
 template <typename T>
-T int_floor_div(T a, T b) {
+FLUXION_HOST_DEVICE T int_floor_div(T a, T b) {
   if (b == 0) {
     return 0;
   }
-  if constexpr (std::is_signed_v<T>) {
+  if constexpr (math::is_signed_int_v<T>) {
     if (b == -1) {
       // -a, wrapping for INT_MIN (INT_MIN / -1 traps, and negating it in
       // the signed type is undefined: UBSan).
-      using U = std::make_unsigned_t<T>;
+      using U = math::make_unsigned_t<T>;
       return static_cast<T>(U(0) - static_cast<U>(a));
     }
     T q = a / b;
@@ -64,8 +63,8 @@ T int_floor_div(T a, T b) {
 
 struct Divide {
   template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (math::is_integral_v<T>) {
       return int_floor_div(a, b);  // only reached through floor_divide
     } else {
       return a / b;
@@ -77,19 +76,19 @@ struct Divide {
 // a == b * (a // b) + a % b holds; floor(a / b) is not (1.0 // 0.1 is 9,
 // while 1.0 / 0.1 rounds up to exactly 10).
 template <typename T>
-T float_floor_div(T a, T b) {
+FLUXION_HOST_DEVICE T float_floor_div(T a, T b) {
   if (b == T(0)) {
     return a / b;
   }
-  T mod = std::fmod(a, b);
+  T mod = math::fmod(a, b);
   T div = (a - mod) / b;
   if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) {
     div -= T(1);
   }
   if (div == T(0)) {
-    return std::copysign(T(0), a / b);
+    return math::copysign(T(0), a / b);
   }
-  T q = std::floor(div);
+  T q = math::floor(div);
   if (div - q > T(0.5)) {
     q += T(1);
   }
@@ -98,10 +97,10 @@ T float_floor_div(T a, T b) {
 
 struct FloorDivide {
   template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (math::is_same_v<T, bool>) {
       return a && b;
-    } else if constexpr (std::is_integral_v<T>) {
+    } else if constexpr (math::is_integral_v<T>) {
       return int_floor_div(a, b);
     } else {
       return float_floor_div(a, b);
@@ -112,14 +111,14 @@ struct FloorDivide {
 // Python's %: the result has the sign of the divisor.
 struct Remainder {
   template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (math::is_same_v<T, bool>) {
       return false;
-    } else if constexpr (std::is_integral_v<T>) {
+    } else if constexpr (math::is_integral_v<T>) {
       if (b == 0) {
         return 0;
       }
-      if constexpr (std::is_signed_v<T>) {
+      if constexpr (math::is_signed_int_v<T>) {
         if (b == -1) {
           return 0;
         }
@@ -132,9 +131,9 @@ struct Remainder {
         return a % b;
       }
     } else {
-      T r = std::fmod(a, b);
+      T r = math::fmod(a, b);
       if (r == T(0)) {
-        return std::copysign(T(0), b);  // a zero takes b's sign too
+        return math::copysign(T(0), b);  // a zero takes b's sign too
       }
       if ((r < T(0)) != (b < T(0))) {
         r += b;
@@ -147,17 +146,17 @@ struct Remainder {
 struct Power {
   template <typename T>
   T operator()(T base, T exp) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (math::is_same_v<T, bool>) {
       return base || !exp;
-    } else if constexpr (std::is_integral_v<T>) {
-      if constexpr (std::is_signed_v<T>) {
+    } else if constexpr (math::is_integral_v<T>) {
+      if constexpr (math::is_signed_int_v<T>) {
         if (exp < 0) {
           // MLX: an integer power with a negative exponent is 0, whatever
           // the base (1 ** -1 included).
           return 0;
         }
       }
-      using U = std::make_unsigned_t<T>;
+      using U = math::make_unsigned_t<T>;
       U result = 1, b = static_cast<U>(base);
       for (U e = static_cast<U>(exp); e; e >>= 1) {
         if (e & 1) {
@@ -167,75 +166,55 @@ struct Power {
       }
       return static_cast<T>(result);
     } else {
-      return std::pow(base, exp);
+      using math::pow;
+      return pow(base, exp);
     }
   }
 };
 
-// NaN wins, as in NumPy.
-struct Maximum {
+// Complex numbers order lexicographically, as in NumPy.
+template <typename T>
+FLUXION_HOST_DEVICE bool less_than(T a, T b) {
+  if constexpr (math::is_complex_v<T>) {
+    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+  } else {
+    return a < b;
+  }
+}
+
+// NaN wins (the first one met), as in NumPy; complex numbers with a NaN
+// part count as NaN, and others order lexicographically. The reductions
+// and scans use these too (reduce_ops.h). One select, so loops vectorize.
+template <bool IsMax>
+struct MaxMin {
   template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (is_complex_v<T>) {
-      // NaN in either part propagates, as for real floats (NumPy).
-      if (std::isnan(a.real()) || std::isnan(a.imag())) {
-        return a;
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (math::is_complex_v<T>) {
+      IsNan nan;
+      if (nan(a) || nan(b)) {
+        return nan(a) ? a : b;
       }
-      if (std::isnan(b.real()) || std::isnan(b.imag())) {
-        return b;
-      }
-      return (a.real() > b.real() ||
-              (a.real() == b.real() && a.imag() > b.imag()))
-                 ? a
-                 : b;
-    } else if constexpr (std::is_floating_point_v<T>) {
-      if (std::isnan(a)) {
-        return a;
-      }
-      return a > b ? a : b;
+      return (IsMax ? less_than(a, b) : less_than(b, a)) ? b : a;
     } else {
-      return a > b ? a : b;
+      return ((IsMax ? a > b : a < b) || a != a) ? a : b;
     }
   }
 };
-struct Minimum {
-  template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (is_complex_v<T>) {
-      // NaN in either part propagates, as for real floats (NumPy).
-      if (std::isnan(a.real()) || std::isnan(a.imag())) {
-        return a;
-      }
-      if (std::isnan(b.real()) || std::isnan(b.imag())) {
-        return b;
-      }
-      return (a.real() < b.real() ||
-              (a.real() == b.real() && a.imag() < b.imag()))
-                 ? a
-                 : b;
-    } else if constexpr (std::is_floating_point_v<T>) {
-      if (std::isnan(a)) {
-        return a;
-      }
-      return a < b ? a : b;
-    } else {
-      return a < b ? a : b;
-    }
-  }
-};
+struct Maximum : MaxMin<true> {};
+struct Minimum : MaxMin<false> {};
 
 struct ArcTan2 {
   template <typename T>
-  T operator()(T a, T b) const {
-    return std::atan2(a, b);
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
+    return math::atan2(a, b);
   }
 };
 
 // log(exp(a) + exp(b)) without overflow.
 struct LogAddExp {
   template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (is_complex_v<T>) {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (math::is_complex_v<T>) {
       // The operand with the larger real part factors out (as MLX).
       using R = typename T::value_type;
       if (a != a || b != b) {
@@ -243,14 +222,14 @@ struct LogAddExp {
       }
       T hi = a.real() >= b.real() ? a : b;
       T lo = a.real() >= b.real() ? b : a;
-      if (std::isinf(hi.real()) && hi.real() == lo.real()) {
+      if (math::isinf(hi.real()) && hi.real() == lo.real()) {
         return hi;
       }
-      T w = std::exp(lo - hi);
+      T w = exp(lo - hi);
       R x = w.real(), y = w.imag();
       // hi + log1p(w), log1p accurate for small w.
-      return hi + T(R(0.5) * std::log1p(x * (R(2) + x) + y * y),
-                    std::atan2(y, R(1) + x));
+      return hi + T(R(0.5) * math::log1p(x * (R(2) + x) + y * y),
+                    math::atan2(y, R(1) + x));
     } else {
       return real_op(a, b);
     }
@@ -258,92 +237,90 @@ struct LogAddExp {
 
  private:
   template <typename T>
-  static T real_op(T a, T b) {
-    if (std::isnan(a) || std::isnan(b)) {
+  FLUXION_HOST_DEVICE static T real_op(T a, T b) {
+    if (math::isnan(a) || math::isnan(b)) {
       return a + b;
     }
     T hi = a > b ? a : b;
     T lo = a > b ? b : a;
-    if (std::isinf(hi) && hi == lo) {
+    if (math::isinf(hi) && hi == lo) {
       return hi;  // inf + inf, -inf + -inf
     }
-    return hi + std::log1p(std::exp(lo - hi));
+    return hi + math::log1p(math::libm_exp(lo - hi));
   }
 };
 
-// Complex numbers order lexicographically, as in NumPy.
-template <typename T>
-bool less_than(T a, T b) {
-  if constexpr (is_complex_v<T>) {
-    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
-  } else {
-    return a < b;
-  }
-}
-
 struct Equal {
   template <typename T>
-  bool operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE bool operator()(T a, T b) const {
     return a == b;
+  }
+};
+// Equality with NaN == NaN (array_equal(equal_nan=True)).
+struct NaNEqual {
+  template <typename T>
+  FLUXION_HOST_DEVICE bool operator()(T a, T b) const {
+    IsNan nan;
+    return a == b || (nan(a) && nan(b));
   }
 };
 struct NotEqual {
   template <typename T>
-  bool operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE bool operator()(T a, T b) const {
     return a != b;
   }
 };
 struct Less {
   template <typename T>
-  bool operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE bool operator()(T a, T b) const {
     return less_than(a, b);
   }
 };
 struct LessEqual {
   template <typename T>
-  bool operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE bool operator()(T a, T b) const {
     return less_than(a, b) || a == b;
   }
 };
 struct Greater {
   template <typename T>
-  bool operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE bool operator()(T a, T b) const {
     return less_than(b, a);
   }
 };
 struct GreaterEqual {
   template <typename T>
-  bool operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE bool operator()(T a, T b) const {
     return less_than(b, a) || a == b;
   }
 };
 struct LogicalAnd {
   template <typename T>
-  bool operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE bool operator()(T a, T b) const {
     return a && b;
   }
 };
 struct LogicalOr {
   template <typename T>
-  bool operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE bool operator()(T a, T b) const {
     return a || b;
   }
 };
 struct BitwiseAnd {
   template <typename T>
-  T operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
     return static_cast<T>(a & b);
   }
 };
 struct BitwiseOr {
   template <typename T>
-  T operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
     return static_cast<T>(a | b);
   }
 };
 struct BitwiseXor {
   template <typename T>
-  T operator()(T a, T b) const {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
     return static_cast<T>(a ^ b);
   }
 };
@@ -351,28 +328,28 @@ struct BitwiseXor {
 // right shift of a negative number, rather than undefined behaviour.
 struct LeftShift {
   template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (math::is_same_v<T, bool>) {
       return a && !b;
     } else {
       constexpr T bits = sizeof(T) * 8;
       if (b < 0 || b >= bits) {
         return 0;
       }
-      using U = std::make_unsigned_t<T>;
+      using U = math::make_unsigned_t<T>;
       return static_cast<T>(static_cast<U>(a) << b);
     }
   }
 };
 struct RightShift {
   template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+  FLUXION_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (math::is_same_v<T, bool>) {
       return a && !b;
     } else {
       constexpr T bits = sizeof(T) * 8;
       if (b < 0 || b >= bits) {
-        if constexpr (std::is_signed_v<T>) {
+        if constexpr (math::is_signed_int_v<T>) {
           return a < 0 ? T(-1) : T(0);
         }
         return 0;

@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "fluxion/backend/common/math.h"
 #include "fluxion/dtype.h"
 
 namespace fluxion {
@@ -107,14 +108,28 @@ void dispatch(Dtype t, const char* op, F&& f) {
   });
 }
 
+}  // namespace fluxion
+
+// Complex for the kernel functors' traits (backend/common/math.h).
+template <>
+struct fluxion::math::IsComplex<fluxion::complex64_t> {
+  static constexpr bool value = true;
+};
+
+namespace fluxion {
+
 template <typename T>
-inline constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
+inline constexpr bool is_complex_v = math::is_complex_v<T>;
 template <typename T>
 inline constexpr bool is_half_v =
     std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
 template <typename T>
 inline constexpr bool is_float_v =
     std::is_floating_point_v<T> || is_half_v<T>;
+
+// The C++ type sums and products of T return (sum_dtype in dtype.h).
+template <typename T>
+using sum_type_t = typename DtypeToType<sum_dtype(dtype_of<T>).val>::type;
 
 // Value conversion with NumPy's rules for the cases C++ does not cover:
 // complex -> real takes the real part, anything -> bool is `!= 0`.

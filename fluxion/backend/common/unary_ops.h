@@ -1,31 +1,30 @@
-// One functor per elementwise unary op, shared by every backend. Each takes
-// and returns the compute type (float for half types: see types.h).
+// One functor per elementwise unary op, shared by every backend: the eager
+// CPU kernels call them, and the kernels compile generates call the same
+// functors (this header's text is their preamble; see math.h for what that
+// asks of the code below the includes). Each takes and returns the compute
+// type (float for half types: see types.h). The functor of primitive P is
+// detail::P (codegen relies on the names matching).
 #pragma once
 
-#include <cmath>
-#include <complex>
-#include <limits>
-#include <type_traits>
-
+// Host only: stripped from the generated kernels' preamble.
 #include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/common/math.h"
 
 namespace fluxion::detail {
 
 template <typename T>
-inline constexpr bool is_int_v = std::is_integral_v<T>;
+inline constexpr bool is_int_v = math::is_integral_v<T>;
 
 // erfinv by Giles' single-precision approximation, refined with two Newton
 // steps so it is accurate in double too.
-inline double erfinv_impl(double y) {
+FLUXION_HOST_DEVICE inline double erfinv_impl(double y) {
   if (y <= -1.0) {
-    return y == -1.0 ? -std::numeric_limits<double>::infinity()
-                     : std::numeric_limits<double>::quiet_NaN();
+    return y == -1.0 ? -__builtin_huge_val() : __builtin_nan("");
   }
   if (y >= 1.0) {
-    return y == 1.0 ? std::numeric_limits<double>::infinity()
-                    : std::numeric_limits<double>::quiet_NaN();
+    return y == 1.0 ? __builtin_huge_val() : __builtin_nan("");
   }
-  double w = -std::log((1.0 - y) * (1.0 + y));
+  double w = -math::log((1.0 - y) * (1.0 + y));
   double x;
   if (w < 5.0) {
     w -= 2.5;
@@ -40,7 +39,7 @@ inline double erfinv_impl(double y) {
     p = 1.50140941 + p * w;
     x = p * y;
   } else {
-    w = std::sqrt(w) - 3.0;
+    w = math::sqrt(w) - 3.0;
     double p = -0.000200214257;
     p = 0.000100950558 + p * w;
     p = 0.00134934322 + p * w;
@@ -55,90 +54,90 @@ inline double erfinv_impl(double y) {
   // Newton: f(x) = erf(x) - y, f'(x) = 2/sqrt(pi) exp(-x^2).
   constexpr double two_over_sqrt_pi = 1.1283791670955126;
   for (int i = 0; i < 2; ++i) {
-    double err = std::erf(x) - y;
-    x -= err / (two_over_sqrt_pi * std::exp(-x * x));
+    double err = math::erf(x) - y;
+    x -= err / (two_over_sqrt_pi * math::exp(-x * x));
   }
   return x;
 }
 
-#define FLUXION_FLOAT_UNARY(NAME, EXPR)  \
-  struct NAME {                          \
-    template <typename T>                \
-    T operator()(T x) const {            \
-      using std::abs;                    \
-      return EXPR;                       \
-    }                                    \
+// Real inputs take math::FN (float32 exp, expm1 and tanh are math.h's
+// branch-free versions); complex ones std::FN, found by argument lookup.
+#define FLUXION_FLOAT_UNARY(NAME, FN)             \
+  struct NAME {                                   \
+    template <typename T>                         \
+    FLUXION_HOST_DEVICE T operator()(T x) const { \
+      using math::FN;                             \
+      return FN(x);                               \
+    }                                             \
   };
 
-FLUXION_FLOAT_UNARY(Exp, std::exp(x))
-FLUXION_FLOAT_UNARY(Expm1, std::expm1(x))
-FLUXION_FLOAT_UNARY(Log, std::log(x))
+FLUXION_FLOAT_UNARY(Exp, exp)
+FLUXION_FLOAT_UNARY(Expm1, expm1)
+FLUXION_FLOAT_UNARY(Log, log)
+FLUXION_FLOAT_UNARY(Log10, log10)
+FLUXION_FLOAT_UNARY(Sqrt, sqrt)
+FLUXION_FLOAT_UNARY(Sin, sin)
+FLUXION_FLOAT_UNARY(Cos, cos)
+FLUXION_FLOAT_UNARY(Tan, tan)
+FLUXION_FLOAT_UNARY(ArcSin, asin)
+FLUXION_FLOAT_UNARY(ArcCos, acos)
+FLUXION_FLOAT_UNARY(ArcTan, atan)
+FLUXION_FLOAT_UNARY(Sinh, sinh)
+FLUXION_FLOAT_UNARY(Cosh, cosh)
+FLUXION_FLOAT_UNARY(Tanh, tanh)
+FLUXION_FLOAT_UNARY(ArcSinh, asinh)
+FLUXION_FLOAT_UNARY(ArcCosh, acosh)
+FLUXION_FLOAT_UNARY(ArcTanh, atanh)
+FLUXION_FLOAT_UNARY(Erf, erf)  // real only (the op rejects complex)
+#undef FLUXION_FLOAT_UNARY
+
 // log1p and log2 of complex z (as MLX): log(1 + z) with its real part
 // 0.5 log1p(2x + x^2 + y^2), accurate near z = 0; log(z) / log(2).
 struct Log1p {
   template <typename T>
-  T operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
+  FLUXION_HOST_DEVICE T operator()(T x) const {
+    if constexpr (math::is_complex_v<T>) {
       using R = typename T::value_type;
       R a = x.real(), b = x.imag();
-      return T(R(0.5) * std::log1p(a * (R(2) + a) + b * b),
-               std::atan2(b, R(1) + a));
+      return T(R(0.5) * math::log1p(a * (R(2) + a) + b * b),
+               math::atan2(b, R(1) + a));
     } else {
-      return std::log1p(x);
+      return math::log1p(x);
     }
   }
 };
 struct Log2 {
   template <typename T>
-  T operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
+  FLUXION_HOST_DEVICE T operator()(T x) const {
+    if constexpr (math::is_complex_v<T>) {
       using R = typename T::value_type;
-      return std::log(x) / R(0.69314718055994530942);
+      return log(x) / R(0.69314718055994530942);
     } else {
-      return std::log2(x);
+      return math::log2(x);
     }
   }
 };
-FLUXION_FLOAT_UNARY(Log10, std::log10(x))
-FLUXION_FLOAT_UNARY(Sqrt, std::sqrt(x))
-FLUXION_FLOAT_UNARY(Rsqrt, T(1) / std::sqrt(x))
-FLUXION_FLOAT_UNARY(Sin, std::sin(x))
-FLUXION_FLOAT_UNARY(Cos, std::cos(x))
-FLUXION_FLOAT_UNARY(Tan, std::tan(x))
-FLUXION_FLOAT_UNARY(ArcSin, std::asin(x))
-FLUXION_FLOAT_UNARY(ArcCos, std::acos(x))
-FLUXION_FLOAT_UNARY(ArcTan, std::atan(x))
-FLUXION_FLOAT_UNARY(Sinh, std::sinh(x))
-FLUXION_FLOAT_UNARY(Cosh, std::cosh(x))
-FLUXION_FLOAT_UNARY(Tanh, std::tanh(x))
-FLUXION_FLOAT_UNARY(ArcSinh, std::asinh(x))
-FLUXION_FLOAT_UNARY(ArcCosh, std::acosh(x))
-FLUXION_FLOAT_UNARY(ArcTanh, std::atanh(x))
-#undef FLUXION_FLOAT_UNARY
-
-// log/exp of complex numbers exist in std; erf and friends are real only.
-struct Erf {
+struct Rsqrt {
   template <typename T>
-  T operator()(T x) const {
-    return std::erf(x);
+  FLUXION_HOST_DEVICE T operator()(T x) const {
+    using math::sqrt;
+    return T(1) / sqrt(x);
   }
 };
 struct ErfInv {
   template <typename T>
-  T operator()(T x) const {
+  FLUXION_HOST_DEVICE T operator()(T x) const {
     return static_cast<T>(erfinv_impl(static_cast<double>(x)));
   }
 };
 
 struct Sigmoid {
   template <typename T>
-  T operator()(T x) const {
-    // Stable for large |x|: never exponentiates a positive number.
-    if constexpr (is_complex_v<T>) {
-      return T(1) / (T(1) + std::exp(-x));
+  FLUXION_HOST_DEVICE T operator()(T x) const {
+    if constexpr (math::is_complex_v<T>) {
+      return T(1) / (T(1) + exp(-x));
     } else {
-      T e = std::exp(-std::abs(x));
-      return x >= T(0) ? T(1) / (T(1) + e) : e / (T(1) + e);
+      return math::sigmoid(x);
     }
   }
 };
@@ -146,19 +145,21 @@ struct Sigmoid {
 // -x for integers, wrapping like NumPy: -INT_MIN is INT_MIN (negating it
 // in the signed type is undefined behaviour, reported by UBSan).
 template <typename T>
-T wrapping_negate(T x) {
-  using U = std::make_unsigned_t<T>;
+FLUXION_HOST_DEVICE T wrapping_negate(T x) {
+  using U = math::make_unsigned_t<T>;
   return static_cast<T>(U(0) - static_cast<U>(x));
 }
 
 struct Abs {
   template <typename T>
-  auto operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) {
-      return x;
-    } else if constexpr (is_complex_v<T>) {
-      return std::abs(x);  // a float
-    } else if constexpr (std::is_integral_v<T>) {
+  FLUXION_HOST_DEVICE auto operator()(T x) const {
+    if constexpr (math::is_unsigned_int_v<T>) {
+      return x;  // bool included
+    } else if constexpr (math::is_complex_v<T>) {
+      return abs(x);  // a float
+    } else if constexpr (math::is_floating_point_v<T>) {
+      return math::fabs(x);  // abs(-0.0) is +0.0, as NumPy
+    } else if constexpr (math::is_integral_v<T>) {
       return x < T(0) ? wrapping_negate(x) : x;
     } else {
       return static_cast<T>(x < T(0) ? -x : x);
@@ -168,10 +169,10 @@ struct Abs {
 
 struct Negative {
   template <typename T>
-  T operator()(T x) const {
-    if constexpr (std::is_same_v<T, bool>) {
+  FLUXION_HOST_DEVICE T operator()(T x) const {
+    if constexpr (math::is_same_v<T, bool>) {
       return !x;
-    } else if constexpr (std::is_integral_v<T>) {
+    } else if constexpr (math::is_integral_v<T>) {
       return wrapping_negate(x);
     } else {
       return static_cast<T>(-x);
@@ -181,12 +182,12 @@ struct Negative {
 
 struct Sign {
   template <typename T>
-  T operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
+  FLUXION_HOST_DEVICE T operator()(T x) const {
+    if constexpr (math::is_complex_v<T>) {
       // NumPy >= 2: x / |x|, and 0 at 0.
-      float m = std::abs(x);
+      float m = abs(x);
       return m == 0.0f ? T(0) : x / m;
-    } else if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) {
+    } else if constexpr (math::is_unsigned_int_v<T>) {
       return x != T(0) ? T(1) : T(0);
     } else if constexpr (is_int_v<T>) {
       return static_cast<T>((x > T(0)) - (x < T(0)));
@@ -199,36 +200,40 @@ struct Sign {
 
 struct Square {
   template <typename T>
-  T operator()(T x) const {
-    return static_cast<T>(x * x);
+  FLUXION_HOST_DEVICE T operator()(T x) const {
+    if constexpr (math::is_same_v<T, bool>) {
+      return x;
+    } else {
+      return static_cast<T>(x * x);
+    }
   }
 };
 
 struct Reciprocal {
   template <typename T>
-  T operator()(T x) const {
+  FLUXION_HOST_DEVICE T operator()(T x) const {
     return T(1) / x;
   }
 };
 
 struct Floor {
   template <typename T>
-  T operator()(T x) const {
+  FLUXION_HOST_DEVICE T operator()(T x) const {
     if constexpr (is_int_v<T>) {
       return x;
     } else {
-      return std::floor(x);
+      return math::floor(x);
     }
   }
 };
 
 struct Ceil {
   template <typename T>
-  T operator()(T x) const {
+  FLUXION_HOST_DEVICE T operator()(T x) const {
     if constexpr (is_int_v<T>) {
       return x;
     } else {
-      return std::ceil(x);
+      return math::ceil(x);
     }
   }
 };
@@ -236,68 +241,67 @@ struct Ceil {
 // Half to even, as NumPy.
 struct Round {
   template <typename T>
-  T operator()(T x) const {
+  FLUXION_HOST_DEVICE T operator()(T x) const {
     if constexpr (is_int_v<T>) {
       return x;
-    } else if constexpr (is_complex_v<T>) {
-      return T(std::nearbyint(x.real()), std::nearbyint(x.imag()));
+    } else if constexpr (math::is_complex_v<T>) {
+      return T(math::rint(x.real()), math::rint(x.imag()));
     } else {
-      return std::nearbyint(x);
+      return math::rint(x);
     }
   }
 };
 
 struct LogicalNot {
   template <typename T>
-  bool operator()(T x) const {
-    return !cast_value<bool>(x);
+  FLUXION_HOST_DEVICE bool operator()(T x) const {
+    return !(x != T(0));
   }
 };
 
+// Any NaN part (NumPy's isnan for complex).
 struct IsNan {
   template <typename T>
-  bool operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
-      return std::isnan(x.real()) || std::isnan(x.imag());
-    } else if constexpr (is_int_v<T>) {
-      return false;
+  FLUXION_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (math::is_complex_v<T>) {
+      return math::isnan(x.real()) || math::isnan(x.imag());
     } else {
-      return std::isnan(x);
+      return x != x;  // false for integers
     }
   }
 };
 
 struct IsInf {
   template <typename T>
-  bool operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
-      return std::isinf(x.real()) || std::isinf(x.imag());
+  FLUXION_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (math::is_complex_v<T>) {
+      return math::isinf(x.real()) || math::isinf(x.imag());
     } else if constexpr (is_int_v<T>) {
       return false;
     } else {
-      return std::isinf(x);
+      return math::isinf(x);
     }
   }
 };
 
 struct IsFinite {
   template <typename T>
-  bool operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
-      return std::isfinite(x.real()) && std::isfinite(x.imag());
+  FLUXION_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (math::is_complex_v<T>) {
+      return math::isfinite(x.real()) && math::isfinite(x.imag());
     } else if constexpr (is_int_v<T>) {
       return true;
     } else {
-      return std::isfinite(x);
+      return math::isfinite(x);
     }
   }
 };
 
 struct Conjugate {
   template <typename T>
-  T operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
-      return std::conj(x);
+  FLUXION_HOST_DEVICE T operator()(T x) const {
+    if constexpr (math::is_complex_v<T>) {
+      return conj(x);
     } else {
       return x;
     }
@@ -306,8 +310,8 @@ struct Conjugate {
 
 struct Real {
   template <typename T>
-  auto operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
+  FLUXION_HOST_DEVICE auto operator()(T x) const {
+    if constexpr (math::is_complex_v<T>) {
       return x.real();
     } else {
       return x;
@@ -317,8 +321,8 @@ struct Real {
 
 struct Imag {
   template <typename T>
-  auto operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
+  FLUXION_HOST_DEVICE auto operator()(T x) const {
+    if constexpr (math::is_complex_v<T>) {
       return x.imag();
     } else {
       return T(0);
@@ -328,9 +332,14 @@ struct Imag {
 
 struct Identity {
   template <typename T>
-  T operator()(T x) const {
+  FLUXION_HOST_DEVICE T operator()(T x) const {
     return x;
   }
 };
+// The primitives that compute the identity (a cast, for AsType: the
+// generated code converts every result to its node's dtype).
+using Copy = Identity;
+using StopGradient = Identity;
+using AsType = Identity;
 
 }  // namespace fluxion::detail

@@ -24,21 +24,6 @@ void to_bool(const std::vector<array>& in, array& out, const char* name) {
   });
 }
 
-struct NaNEqual {
-  template <typename T>
-  bool operator()(T a, T b) const {
-    if constexpr (is_complex_v<T>) {
-      bool an = std::isnan(a.real()) || std::isnan(a.imag());
-      bool bn = std::isnan(b.real()) || std::isnan(b.imag());
-      return a == b || (an && bn);
-    } else if constexpr (std::is_floating_point_v<T>) {
-      return a == b || (std::isnan(a) && std::isnan(b));
-    } else {
-      return a == b;
-    }
-  }
-};
-
 }  // namespace
 
 
@@ -81,7 +66,7 @@ FLUXION_TO_BOOL(LogicalOr, TypeList<bool>, "logical_or")
 
 void Equal::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   if (equal_nan_) {
-    to_bool<AllTypes, NaNEqual>(in, out[0], "array_equal");
+    to_bool<AllTypes, detail::NaNEqual>(in, out[0], "array_equal");
   } else {
     to_bool<AllTypes, detail::Equal>(in, out[0], "equal");
   }

@@ -11,12 +11,10 @@
 
 namespace fluxion::cpu {
 
-// Whether `p` applied to inputs of `in` dtypes (producing `out`) has a code
-// template; only such nodes are fused.
-bool can_generate(const Primitive& p, const std::vector<Dtype>& in, Dtype out);
-
-// The source of a kernel computing `tape`'s single output; inputs whose
-// traced size is 1 are read as scalars by the contiguous entry point.
+// The source of a kernel computing `tape`'s single output (every node's
+// primitive names an elementwise functor: fuse_ir made the tape so); inputs
+// whose traced size is 1 are read as scalars by the contiguous entry
+// point. Empty when the tape holds a dtype kernels do not compute.
 std::string kernel_source(const detail::Ir& tape);
 
 // Contiguous: out[i] for i in [begin, end), every input either of the

@@ -1,10 +1,12 @@
-// The Compiled primitive on the CPU: the generated kernel over the output's
-// elements (contiguous or strided entry point), split over the thread
-// pool; without a kernel, the fused nodes evaluated one by one.
+// The Compiled primitive on the CPU: the kernel generated from the tape
+// (codegen.h), over the output's elements (contiguous or strided entry
+// point), split over the thread pool; without a kernel, the fused nodes
+// evaluated one by one.
 #include "fluxion/compiled.h"
 
 #include <unordered_set>
 
+#include "fluxion/backend/common/layout.h"
 #include "fluxion/backend/cpu/codegen.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 
@@ -58,7 +60,17 @@ void Compiled::eval_fallback(const std::vector<array>& inputs, array& out) {
 void Compiled::eval_cpu(const std::vector<array>& inputs,
                         std::vector<array>& outputs) {
   array& out = outputs[0];
-  const cpu::Kernel* kernel = cpu::load_kernel(source_);
+  // The CPU's source for this tape, generated and built once.
+  struct Built {
+    std::string source;
+    const cpu::Kernel* kernel;
+  };
+  const Built& built = backend_kernel<Built>(Device::cpu, [this] {
+    std::string src = cpu::kernel_source(tape());
+    const cpu::Kernel* k = src.empty() ? nullptr : cpu::load_kernel(src);
+    return Built{std::move(src), k};
+  });
+  const cpu::Kernel* kernel = built.kernel;
   if (!kernel) {
     eval_fallback(inputs, out);
     return;
@@ -113,35 +125,16 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
   }
   // Strided: collapse dimensions that are contiguous for every input (in
   // 64 bits: merged dimensions may pass 2^31 elements).
-  std::vector<int64_t> dims(shape.begin(), shape.end());
-  if (dims.empty()) {
-    dims.push_back(1);
-  }
+  detail::Dims dims = detail::to_dims(shape);
   std::vector<Strides> st;
   for (size_t k = 0; k < inputs.size(); ++k) {
-    Strides s;
     if (reshaped(k) && inputs[k].size() != 1) {
-      s = row_major_strides(shape);  // dense, read in the output's order
+      st.push_back(row_major_strides(shape));  // dense, in the output's order
     } else {
-      s = broadcast_strides(inputs[k], shape);
-    }
-    if (s.empty()) s = {0};
-    st.push_back(std::move(s));
-  }
-  for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d) {
-    bool merge = true;
-    for (auto& s : st) {
-      merge = merge && s[d] == s[d + 1] * dims[d + 1];
-    }
-    if (merge) {
-      dims[d] *= dims[d + 1];
-      dims.erase(dims.begin() + d + 1);
-      for (auto& s : st) {
-        s[d] = s[d + 1];  // the merged axis steps like the inner one
-        s.erase(s.begin() + d + 1);
-      }
+      st.push_back(broadcast_strides(inputs[k], shape));
     }
   }
+  detail::collapse_dims(dims, st);
   int nd = static_cast<int>(dims.size());
   const std::vector<int64_t>& shape64 = dims;
   std::vector<int64_t> flat;

@@ -1,4 +1,6 @@
-#include "fluxion/backend/cpu/eval.h"
+// The CPU backend's scheduling: kernels, streams, events and fences on the
+// scheduler's worker threads.
+#include "fluxion/backend/cpu.h"
 
 #include <cstring>
 #include <new>
@@ -125,5 +127,39 @@ void eval(array& arr) {
         }
       });
 }
+
+void new_stream(Stream s) { scheduler::new_thread(s); }
+
+void end_stream(Stream s) { scheduler::end_thread(s); }
+
+void synchronize(Stream s) {
+  Event e(s);
+  e.set_value(1);
+  e.signal(s);
+  e.wait();
+}
+
+std::shared_ptr<void> event_create(Stream) { return nullptr; }
+
+void event_signal(const Event& e, Stream s) {
+  scheduler::enqueue(s, [e, s = s.index] {
+    e.mark_reached(scheduler::peek_stream_error(s));
+  });
+}
+
+void event_wait(const Event& e, Stream s) {
+  if (e.reached()) {
+    return;
+  }
+  scheduler::enqueue(s, [e] { e.wait_reached(); });
+}
+
+void event_wait(const Event& e) { e.wait_reached(); }
+
+bool event_is_signaled(const Event& e) { return e.reached(); }
+
+void fence_update(const Event& fence, Stream s) { event_signal(fence, s); }
+
+void fence_wait(const Event& fence, Stream s) { event_wait(fence, s); }
 
 }  // namespace fluxion::cpu

@@ -1,4 +1,5 @@
-// Kernels of SearchSorted, Hadamard, AsStrided, View and Contiguous.
+// Kernels of SearchSorted and Hadamard (AsStrided, View and Contiguous are
+// views: backend/common/views.cpp).
 #include "fluxion/ops/extras.h"
 
 #include <algorithm>
@@ -6,20 +7,13 @@
 #include <vector>
 
 #include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/common/layout.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 
 namespace fluxion {
 
 namespace {
-
-Strides row_major(const Shape& s) {
-  Strides st(s.size(), 1);
-  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) {
-    st[d] = st[d + 1] * s[d + 1];
-  }
-  return st;
-}
 
 // Offset of row `r` (an index over all but the last dimension).
 int64_t row_offset(int64_t r, const Shape& shape, const Strides& st) {
@@ -29,37 +23,6 @@ int64_t row_offset(int64_t r, const Shape& shape, const Strides& st) {
     r /= shape[d];
   }
   return off;
-}
-
-// The slots a strided view spans, for its flags: the element count when
-// its elements are dense at positive strides, else never equal to it (see
-// Reshape's view rule).
-size_t span_of(const Shape& shape, const Strides& strides) {
-  int64_t size = 1;
-  std::vector<std::pair<int64_t, int64_t>> dims;
-  bool positive = true;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    size *= shape[i];
-    if (shape[i] != 1) {
-      dims.emplace_back(std::abs(strides[i]), shape[i]);
-      positive &= strides[i] > 0;
-    }
-  }
-  if (size <= 1) {
-    return static_cast<size_t>(size);
-  }
-  std::sort(dims.begin(), dims.end());
-  bool dense = positive;
-  int64_t expect = 1, span = 1;
-  for (auto& [st, n] : dims) {
-    dense &= st == expect;
-    expect *= n;
-    span += (n - 1) * st;
-  }
-  if (dense) {
-    return static_cast<size_t>(size);
-  }
-  return static_cast<size_t>(span == size ? span + 1 : span);
 }
 
 }  // namespace
@@ -126,8 +89,9 @@ void SearchSorted::eval_cpu(const std::vector<array>& in,
   });
 }
 
-// The fast Walsh-Hadamard transform of each row, in place in the output
-// (half types through a float row).
+// Each row of n = m * 2^k is a (m, 2^k) block: the fast Walsh-Hadamard
+// transform of each of its m rows, then H_m (or its transpose) across them,
+// in place in the output (half types through a float row).
 void Hadamard::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   array& o = out[0];
   cpu::copy_to_row_contiguous(in[0], o);
@@ -135,15 +99,27 @@ void Hadamard::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
     return;
   }
   const int64_t n = o.shape(-1);
+  const int m = detail::hadamard_factor(n);
+  const int64_t p = n / m;
   const int64_t rows = static_cast<int64_t>(o.size()) / n;
   const double scale = scale_;
+  // H_m as signs, transposed when asked: hm[i * m + l] multiplies block l
+  // into block i.
+  std::vector<int8_t> hm = detail::hadamard_matrix(m);
+  if (transpose_) {
+    for (int i = 0; i < m; ++i) {
+      for (int l = i + 1; l < m; ++l) {
+        std::swap(hm[i * m + l], hm[l * m + i]);
+      }
+    }
+  }
   dispatch<FloatTypes>(o.dtype(), "hadamard_transform", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    T* p = o.data<T>();
-    auto fwht = [n](M* x) {
-      for (int64_t h = 1; h < n; h *= 2) {
-        for (int64_t i = 0; i < n; i += 2 * h) {
+    T* ptr = o.data<T>();
+    auto fwht = [p](M* x) {
+      for (int64_t h = 1; h < p; h *= 2) {
+        for (int64_t i = 0; i < p; i += 2 * h) {
           M* lo = x + i;
           M* hi = x + i + h;
           for (int64_t j = 0; j < h; ++j) {
@@ -157,56 +133,51 @@ void Hadamard::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
     cpu::parallel_for(
         rows, std::max<int64_t>(1, cpu::kElementwiseGrain / (n * 4)),
         [&](int64_t b, int64_t e) {
-          std::vector<M> buf(std::is_same_v<T, M> ? 0 : n);
+          std::vector<M> buf(std::is_same_v<T, M> && m == 1 ? 0 : n);
+          std::vector<M> mixed(m == 1 ? 0 : n);
           for (int64_t r = b; r < e; ++r) {
-            T* row = p + r * n;
+            T* row = ptr + r * n;
             M* x;
             if constexpr (std::is_same_v<T, M>) {
-              x = row;
+              x = m == 1 ? row : buf.data();
             } else {
-              for (int64_t j = 0; j < n; ++j) {
-                buf[j] = static_cast<M>(row[j]);
-              }
               x = buf.data();
             }
-            fwht(x);
+            if (x != reinterpret_cast<M*>(row)) {
+              for (int64_t j = 0; j < n; ++j) {
+                x[j] = static_cast<M>(row[j]);
+              }
+            }
+            for (int i = 0; i < m; ++i) {
+              fwht(x + i * p);
+            }
+            const M* y = x;
+            if (m > 1) {
+              // mixed[i, :] = sum_l H[i, l] x[l, :]
+              for (int i = 0; i < m; ++i) {
+                M* dst = mixed.data() + i * p;
+                std::fill(dst, dst + p, M(0));
+                for (int l = 0; l < m; ++l) {
+                  const M* src = x + l * p;
+                  if (hm[i * m + l] > 0) {
+                    for (int64_t j = 0; j < p; ++j) {
+                      dst[j] += src[j];
+                    }
+                  } else {
+                    for (int64_t j = 0; j < p; ++j) {
+                      dst[j] -= src[j];
+                    }
+                  }
+                }
+              }
+              y = mixed.data();
+            }
             for (int64_t j = 0; j < n; ++j) {
-              row[j] = static_cast<T>(x[j] * static_cast<M>(scale));
+              row[j] = static_cast<T>(y[j] * static_cast<M>(scale));
             }
           }
         });
   });
-}
-
-// A view of the row-major elements (the input is copied first when it is
-// not row-contiguous).
-void AsStrided::eval_cpu(const std::vector<array>& in,
-                         std::vector<array>& out) {
-  const array& a = in[0];
-  array c = a.flags().row_contiguous ? a : cpu::ensure_row_contiguous(a);
-  size_t ds = span_of(shape_, strides_);
-  out[0].copy_shared_buffer(c, strides_, layout_flags(shape_, strides_, ds), ds,
-                            static_cast<int64_t>(offset_));
-}
-
-void View::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  const array& a = in[0];
-  array& o = out[0];
-  array c = a.flags().row_contiguous ? a : cpu::ensure_row_contiguous(a);
-  Strides st = row_major(o.shape());
-  o.copy_shared_buffer(c, st, layout_flags(o.shape(), st, o.size()), o.size(),
-                       0);
-}
-
-void Contiguous::eval_cpu(const std::vector<array>& in,
-                          std::vector<array>& out) {
-  const array& a = in[0];
-  auto f = a.flags();
-  if (f.row_contiguous || (allow_col_major_ && f.col_contiguous)) {
-    out[0].copy_shared_buffer(a);
-  } else {
-    cpu::copy_to_row_contiguous(a, out[0]);
-  }
 }
 
 }  // namespace fluxion

@@ -167,9 +167,42 @@ struct Sdpa {
   bool causal;
   ScaledDotProductAttention::MaskKind kind;
   const array* mask;
+  const array* sinks;  // [Hq] or null
   M scale;
   Operand<M> q, k, v;
   T* dst;
+
+  M sink(int h) const {
+    return static_cast<M>(sinks->data<T>()[h * sinks->strides()[0]]);
+  }
+
+  // A query that sees no key (causal, Lq > Lk): as MLX, all its scores are
+  // the lowest finite value, so it attends uniformly to every key (or,
+  // with a sink, puts ~all its weight on the sink).
+  void empty_row(M* out, int b, int h) const {
+    M w = M(1) / static_cast<M>(Lk);
+    if (sinks) {
+      const M lo = std::numeric_limits<M>::lowest();
+      const M sk = sink(h);
+      const M mx = std::max(lo, sk);
+      const M e = std::exp(lo - mx);
+      w = e / (static_cast<M>(Lk) * e + std::exp(sk - mx));
+      if (std::isnan(sk)) {
+        w = sk;
+      }
+    }
+    std::fill(out, out + Dv, M(0));
+    const M* vp = vmat(b, h);
+    for (int j = 0; j < Lk; ++j) {
+      const M* vr = vp + j * v.sl;
+      for (int d = 0; d < Dv; ++d) {
+        out[d] += vr[d];
+      }
+    }
+    for (int d = 0; d < Dv; ++d) {
+      out[d] *= w;
+    }
+  }
 
   const M* qrow(int b, int h, int i) const {
     return q.ptr + b * q.sb + h * q.sh + i * q.sl;
@@ -189,19 +222,28 @@ struct Sdpa {
   }
 
   // Turns the first `kend` scores of query i (already scaled) into
-  // probabilities: mask, causal limit, softmax. A row that sees no key
-  // becomes nan (as the composed softmax).
-  void softmax_row(M* row, int b, int h, int i, int kend) const {
+  // probabilities: mask, causal limit, softmax (with the head's sink as one
+  // more logit). Keys a boolean mask hides score the lowest finite value
+  // (MLX), so a fully hidden row is uniform; causally hidden keys of a row
+  // that sees some get no weight. Returns false (probabilities zero) for a
+  // row that sees no key at all, which empty_row computes instead. A row
+  // whose scores are all -inf (an additive mask) or nan is nan.
+  bool softmax_row(M* row, int b, int h, int i, int kend) const {
     const M ninf = -std::numeric_limits<M>::infinity();
     const int lim = std::min(visible(i), kend);
+    if (lim == 0) {
+      std::fill(row, row + kend, M(0));
+      return false;
+    }
     if (mask) {
       const auto& ms = mask->strides();
       const int64_t base = b * ms[0] + h * ms[1] + i * ms[2];
       const int64_t mj = ms[3];
       if (kind == ScaledDotProductAttention::Bool) {
+        const M lowest = std::numeric_limits<M>::lowest();
         const bool* mp = mask->data<bool>() + base;
         for (int j = 0; j < lim; ++j) {
-          row[j] = mp[j * mj] ? row[j] : ninf;
+          row[j] = mp[j * mj] ? row[j] : lowest;
         }
       } else {
         const T* mp = mask->data<T>() + base;
@@ -212,18 +254,28 @@ struct Sdpa {
     }
     std::fill(row + lim, row + kend, ninf);
     M mx = row_max(row, lim);
+    M sk = 0;
+    if (sinks) {
+      sk = sink(h);
+      mx = std::isnan(sk) ? sk : std::max(mx, sk);
+    }
     if (mx == ninf || std::isnan(mx)) {
       std::fill(row, row + kend, std::numeric_limits<M>::quiet_NaN());
-      return;
+      return true;
     }
     for (int j = 0; j < kend; ++j) {
       row[j] -= mx;
     }
     vexp(row, kend);
-    const M inv = M(1) / row_sum(row, kend);
+    M total = row_sum(row, kend);
+    if (sinks) {
+      total += std::exp(sk - mx);
+    }
+    const M inv = M(1) / total;
     for (int j = 0; j < kend; ++j) {
       row[j] *= inv;
     }
+    return true;
   }
 
   void store(const M* o, T* out, int64_t n) const {
@@ -274,10 +326,9 @@ struct Sdpa {
                 out = o.get();
               }
               std::fill(out, out + Dv, M(0));
-              if (kend == 0) {
-                std::fill(out, out + Dv, std::numeric_limits<M>::quiet_NaN());
+              if (kend == 0 || !softmax_row(s.get(), b, h, i, kend)) {
+                empty_row(out, b, h);
               } else {
-                softmax_row(s.get(), b, h, i, kend);
                 for (int j = 0; j < kend; ++j) {
                   const M p = s[j];
                   const M* vr = vp + j * v.sl;
@@ -306,13 +357,21 @@ struct Sdpa {
       o = obuf;
     }
     if (kend == 0) {
-      std::fill(o, o + int64_t{m} * Dv, std::numeric_limits<M>::quiet_NaN());
+      for (int r = 0; r < m; ++r) {
+        empty_row(o + int64_t{r} * Dv, b, h);
+      }
     } else {
       if (D == 0) {
         std::fill(s, s + int64_t{m} * kend, M(0));
       } else {
         gemm(true, m, kend, D, scale, qrow(b, h, i0), q.sl, kmat(b, h), k.sl, s,
              kend);
+      }
+      // Causal rows of the block that see no key (only when Lq > Lk) are
+      // computed after the product.
+      int empty = 0;
+      for (int r = 0; r < m && visible(i0 + r) == 0; ++r) {
+        empty = r + 1;
       }
       auto rows = [&](int64_t lo, int64_t hi) {
         for (int64_t r = lo; r < hi; ++r) {
@@ -326,6 +385,9 @@ struct Sdpa {
       }
       if (Dv > 0) {
         gemm(false, m, Dv, kend, M(1), s, kend, vmat(b, h), v.sl, o, Dv);
+      }
+      for (int r = 0; r < empty; ++r) {
+        empty_row(o + int64_t{r} * Dv, b, h);
       }
     }
     store(o, outp, int64_t{m} * Dv);
@@ -378,7 +440,8 @@ struct Sdpa {
 
 template <typename T>
 void sdpa_kernel(const std::vector<array>& inputs, array& out, float scale,
-                 bool causal, ScaledDotProductAttention::MaskKind kind) {
+                 bool causal, ScaledDotProductAttention::MaskKind kind,
+                 bool has_sinks) {
   using M = std::conditional_t<std::is_same_v<T, double>, double, float>;
   out.set_data(std::max<size_t>(out.nbytes(), 1));
   if (out.size() == 0) {
@@ -396,6 +459,7 @@ void sdpa_kernel(const std::vector<array>& inputs, array& out, float scale,
                causal,
                kind,
                kind == ScaledDotProductAttention::None ? nullptr : &inputs[3],
+               has_sinks ? &inputs.back() : nullptr,
                static_cast<M>(scale),
                {},
                {},
@@ -418,7 +482,8 @@ void ScaledDotProductAttention::eval_cpu(const std::vector<array>& inputs,
   dispatch<FloatTypes>(
       inputs[0].dtype(), "scaled_dot_product_attention", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        sdpa_kernel<T>(inputs, outputs[0], scale_, causal_, mask_);
+        sdpa_kernel<T>(inputs, outputs[0], scale_, causal_, mask_,
+                       has_sinks_);
       });
 }
 

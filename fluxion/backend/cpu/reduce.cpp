@@ -15,6 +15,7 @@
 #include "fluxion/ops/reduce.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,8 @@
 #include <memory>
 
 #include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/common/layout.h"
+#include "fluxion/backend/common/reduce_ops.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 
 namespace fluxion {
@@ -41,106 +44,12 @@ struct Dim {
   int64_t os;  // output stride, 0 on reduced dims
 };
 
-template <typename T>
-inline constexpr bool is_signed_int_v =
-    std::conjunction_v<std::is_integral<T>, std::is_signed<T>>;
-
-template <typename Acc>
-struct SumOp {
-  static Acc init() { return Acc(0); }
-  Acc operator()(Acc a, Acc b) const {
-    if constexpr (is_signed_int_v<Acc>) {
-      // Wraps on overflow as NumPy does, without signed-overflow UB.
-      using U = std::make_unsigned_t<Acc>;
-      return static_cast<Acc>(static_cast<U>(a) + static_cast<U>(b));
-    } else {
-      return a + b;
-    }
-  }
-};
-template <typename Acc>
-struct ProdOp {
-  static Acc init() { return Acc(1); }
-  Acc operator()(Acc a, Acc b) const {
-    if constexpr (is_signed_int_v<Acc>) {
-      using U = std::make_unsigned_t<Acc>;
-      return static_cast<Acc>(static_cast<U>(a) * static_cast<U>(b));
-    } else {
-      return a * b;
-    }
-  }
-};
-
-// Complex numbers order lexicographically, as in NumPy.
-template <typename T>
-bool lex_greater(T a, T b) {
-  return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-}
-
-// A complex value with a NaN part (NumPy's isnan for complex).
-template <typename T>
-bool complex_nan(T a) {
-  return a.real() != a.real() || a.imag() != a.imag();
-}
-
-template <typename Acc>
-struct MaxOp {
-  static Acc init() {
-    if constexpr (is_complex_v<Acc>) {
-      return Acc(-std::numeric_limits<float>::infinity(), 0);
-    } else if constexpr (std::numeric_limits<Acc>::has_infinity) {
-      return -std::numeric_limits<Acc>::infinity();
-    } else {
-      return std::numeric_limits<Acc>::lowest();
-    }
-  }
-  Acc operator()(Acc a, Acc b) const {
-    if constexpr (is_complex_v<Acc>) {
-      // NaN propagates (the first one met), as in NumPy.
-      if (complex_nan(a) || complex_nan(b)) {
-        return complex_nan(a) ? a : b;
-      }
-      return lex_greater(b, a) ? b : a;
-    } else if constexpr (std::is_floating_point_v<Acc>) {
-      // NaN propagates; written as one select so it vectorizes.
-      return (a > b || a != a) ? a : b;
-    } else {
-      return a > b ? a : b;
-    }
-  }
-};
-template <typename Acc>
-struct MinOp {
-  static Acc init() {
-    if constexpr (is_complex_v<Acc>) {
-      return Acc(std::numeric_limits<float>::infinity(), 0);
-    } else if constexpr (std::numeric_limits<Acc>::has_infinity) {
-      return std::numeric_limits<Acc>::infinity();
-    } else {
-      return std::numeric_limits<Acc>::max();
-    }
-  }
-  Acc operator()(Acc a, Acc b) const {
-    if constexpr (is_complex_v<Acc>) {
-      if (complex_nan(a) || complex_nan(b)) {
-        return complex_nan(a) ? a : b;
-      }
-      return lex_greater(a, b) ? b : a;
-    } else if constexpr (std::is_floating_point_v<Acc>) {
-      return (a < b || a != a) ? a : b;
-    } else {
-      return a < b ? a : b;
-    }
-  }
-};
-struct AndOp {
-  static bool init() { return true; }
-  bool operator()(bool a, bool b) const { return a && b; }
-};
-struct OrOp {
-  static bool init() { return false; }
-  bool operator()(bool a, bool b) const { return a || b; }
-};
+using detail::AndOp;
+using detail::MaxOp;
+using detail::MinOp;
+using detail::OrOp;
+using detail::ProdOp;
+using detail::SumOp;
 
 // Fold n elements spaced `st` apart with kLanes independent accumulators:
 // the compiler vectorizes the lanes without reassociating any one of them.
@@ -342,17 +251,17 @@ std::vector<Dim> plan_dims(const array& in, const Strides& out_strides,
   std::stable_sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) {
     return std::abs(a.is) > std::abs(b.is);
   });
-  std::vector<Dim> merged;
+  detail::Dims n;
+  std::array<Strides, 2> st;
   for (const Dim& d : dims) {
-    if (!merged.empty() && merged.back().is == d.is * d.n &&
-        merged.back().os == d.os * d.n) {
-      merged.back() = {merged.back().n * d.n, d.is, d.os};
-    } else {
-      merged.push_back(d);
-    }
+    n.push_back(d.n);
+    st[0].push_back(d.is);
+    st[1].push_back(d.os);
   }
-  if (merged.empty()) {
-    merged.push_back({1, 0, 0});
+  detail::collapse_dims(n, st);
+  std::vector<Dim> merged;
+  for (size_t d = 0; d < n.size(); ++d) {
+    merged.push_back({n[d], st[0][d], st[1][d]});
   }
   return merged;
 }
@@ -463,41 +372,16 @@ void reduce_typed(const array& in, array& out, const std::vector<int>& axes,
   }
 }
 
-// The output type of sum and prod (see sum_dtype in ops/reduce.cpp).
-template <typename T>
-struct SumOut {
-  using type = T;
-};
-template <>
-struct SumOut<bool> {
-  using type = int32_t;
-};
-template <>
-struct SumOut<int8_t> {
-  using type = int32_t;
-};
-template <>
-struct SumOut<int16_t> {
-  using type = int32_t;
-};
-template <>
-struct SumOut<uint8_t> {
-  using type = uint32_t;
-};
-template <>
-struct SumOut<uint16_t> {
-  using type = uint32_t;
-};
-
 // argmax/argmin: NaN counts as the extreme (the first one wins, as in
 // NumPy); ties keep the first index.
 template <typename M, bool IsMax>
 bool better(M v, M best) {
   if constexpr (is_complex_v<M>) {
-    if (complex_nan(best) || complex_nan(v)) {
-      return !complex_nan(best);
+    detail::IsNan nan;
+    if (nan(best) || nan(v)) {
+      return !nan(best);
     }
-    return IsMax ? lex_greater(v, best) : lex_greater(best, v);
+    return IsMax ? detail::less_than(best, v) : detail::less_than(v, best);
   } else if constexpr (std::is_floating_point_v<M>) {
     return !std::isnan(best) &&
            (std::isnan(v) || (IsMax ? v > best : v < best));
@@ -635,7 +519,7 @@ void Reduce::eval_cpu(const std::vector<array>& inputs,
   array& out = outputs[0];
   dispatch<AllTypes>(in.dtype(), name(), [&](auto tag) {
     using In = typename decltype(tag)::type;
-    using SumT = typename SumOut<In>::type;
+    using SumT = sum_type_t<In>;
     switch (type_) {
       case And:
         reduce_typed<In, bool, bool>(in, out, axes_, AndOp{});

@@ -49,7 +49,7 @@ namespace {
 bool has_avx2() {
   static bool ok =
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
+  return ok && enabled();
 }
 
 template <typename V>

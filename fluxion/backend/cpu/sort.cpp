@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "fluxion/backend/common/binary_ops.h"
+#include "fluxion/backend/common/reduce_ops.h"
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/thread_pool.h"
@@ -48,29 +48,18 @@ Layout layout(const array& a, int axis) {
   return l;
 }
 
-template <typename M>
-bool is_nan_value(M x) {
-  if constexpr (is_complex_v<M>) {
-    return std::isnan(x.real()) || std::isnan(x.imag());
-  } else if constexpr (std::is_floating_point_v<M>) {
-    return x != x;
-  } else {
-    return false;
-  }
-}
-
 // A strict weak order with NaNs after everything (NumPy) and complex
 // numbers compared lexicographically.
 template <typename M>
 struct Less {
   bool operator()(M a, M b) const {
     if constexpr (is_complex_v<M>) {
-      bool na = is_nan_value(a), nb = is_nan_value(b);
+      detail::IsNan nan;
+      bool na = nan(a), nb = nan(b);
       if (na || nb) {
         return !na && nb;
       }
-      return a.real() < b.real() ||
-             (a.real() == b.real() && a.imag() < b.imag());
+      return detail::less_than(a, b);
     } else if constexpr (std::is_floating_point_v<M>) {
       return a < b || (b != b && a == a);
     } else {
@@ -328,111 +317,11 @@ void arg_kernel(const array& input, array& out, int axis, int kth) {
 
 // --- scans ---
 
-template <typename T>
-inline constexpr bool is_signed_int_v =
-    std::is_integral_v<T>&& std::is_signed_v<T>;
-
-template <typename M>
-struct SumOp {
-  static M init() { return M(0); }
-  M operator()(M a, M b) const {
-    if constexpr (is_signed_int_v<M>) {
-      // Wraps on overflow, as NumPy does, without signed-overflow UB.
-      using U = std::make_unsigned_t<M>;
-      return static_cast<M>(static_cast<U>(a) + static_cast<U>(b));
-    } else {
-      return a + b;
-    }
-  }
-};
-template <typename M>
-struct ProdOp {
-  static M init() { return M(1); }
-  M operator()(M a, M b) const {
-    if constexpr (is_signed_int_v<M>) {
-      using U = std::make_unsigned_t<M>;
-      return static_cast<M>(static_cast<U>(a) * static_cast<U>(b));
-    } else {
-      return a * b;
-    }
-  }
-};
-template <typename M>
-bool lex_greater(M a, M b) {
-  return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-}
-// Max and min propagate NaN, like the reductions.
-template <typename M>
-struct MaxOp {
-  static M init() {
-    if constexpr (is_complex_v<M>) {
-      return M(-std::numeric_limits<float>::infinity(), 0);
-    } else if constexpr (std::numeric_limits<M>::has_infinity) {
-      return -std::numeric_limits<M>::infinity();
-    } else {
-      return std::numeric_limits<M>::lowest();
-    }
-  }
-  M operator()(M a, M b) const {
-    if constexpr (is_complex_v<M>) {
-      return is_nan_value(a) || !lex_greater(b, a) ? a : b;
-    } else if constexpr (std::is_floating_point_v<M>) {
-      return (a > b || a != a) ? a : b;
-    } else {
-      return a > b ? a : b;
-    }
-  }
-};
-template <typename M>
-struct MinOp {
-  static M init() {
-    if constexpr (is_complex_v<M>) {
-      return M(std::numeric_limits<float>::infinity(), 0);
-    } else if constexpr (std::numeric_limits<M>::has_infinity) {
-      return std::numeric_limits<M>::infinity();
-    } else {
-      return std::numeric_limits<M>::max();
-    }
-  }
-  M operator()(M a, M b) const {
-    if constexpr (is_complex_v<M>) {
-      return is_nan_value(a) || !lex_greater(a, b) ? a : b;
-    } else if constexpr (std::is_floating_point_v<M>) {
-      return (a < b || a != a) ? a : b;
-    } else {
-      return a < b ? a : b;
-    }
-  }
-};
-template <typename M>
-struct LogAddExpOp {
-  static M init() {
-    if constexpr (is_complex_v<M>) {
-      using R = typename M::value_type;
-      return M(-std::numeric_limits<R>::infinity(), R(0));
-    } else {
-      return -std::numeric_limits<M>::infinity();
-    }
-  }
-  M operator()(M a, M b) const {
-    if constexpr (is_complex_v<M>) {
-      return detail::LogAddExp{}(a, b);
-    } else {
-      return real_op(a, b);
-    }
-  }
-  static M real_op(M a, M b) {
-    if (a != a || b != b) {
-      return a + b;  // NaN
-    }
-    M hi = a > b ? a : b;
-    M lo = a > b ? b : a;
-    if (lo == -std::numeric_limits<M>::infinity()) {
-      return hi;  // also keeps inf + (-inf) from making a NaN
-    }
-    return hi + std::log1p(std::exp(lo - hi));
-  }
-};
+using detail::LogAddExpOp;
+using detail::MaxOp;
+using detail::MinOp;
+using detail::ProdOp;
+using detail::SumOp;
 
 template <typename In, typename Out, typename Op>
 void scan_kernel(const array& input, array& out, int axis, bool reverse,
@@ -515,32 +404,6 @@ void scan_kernel(const array& input, array& out, int axis, bool reverse,
       });
 }
 
-// Sums and products of small integer types accumulate in 32 bits.
-template <typename T>
-struct ScanOut {
-  using type = T;
-};
-template <>
-struct ScanOut<bool> {
-  using type = int32_t;
-};
-template <>
-struct ScanOut<int8_t> {
-  using type = int32_t;
-};
-template <>
-struct ScanOut<int16_t> {
-  using type = int32_t;
-};
-template <>
-struct ScanOut<uint8_t> {
-  using type = uint32_t;
-};
-template <>
-struct ScanOut<uint16_t> {
-  using type = uint32_t;
-};
-
 }  // namespace
 
 void Sort::eval_cpu(const std::vector<array>& inputs,
@@ -589,7 +452,7 @@ void Scan::eval_cpu(const std::vector<array>& inputs,
   }
   dispatch<AllTypes>(in.dtype(), "scan", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using S = typename ScanOut<T>::type;
+    using S = sum_type_t<T>;
     switch (type_) {
       case Sum:
         scan_kernel<T, S>(in, out, axis_, reverse_, inclusive_,

@@ -8,53 +8,14 @@
 #include <vector>
 
 #include "fluxion/array.h"
+#include "fluxion/backend/common/layout.h"
 
 namespace fluxion::cpu {
 
-// A collapsed iteration shape. 64-bit: merging dimensions multiplies their
-// sizes, and an array past 2^31 elements collapses to one longer than an
-// int32 Shape entry can hold.
-using Dims = std::vector<int64_t>;
-
-inline Dims to_dims(const Shape& shape) {
-  return Dims(shape.begin(), shape.end());
-}
-
-// Merges dimensions i and i+1 whenever every operand has
-// stride[i] == stride[i+1] * shape[i+1]; drops size-1 dimensions.
-template <size_t N>
-void collapse_dims(Dims& shape, std::array<Strides, N>& strides) {
-  Dims s;
-  std::array<Strides, N> st;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) {
-      continue;
-    }
-    bool merge = !s.empty();
-    for (size_t k = 0; k < N && merge; ++k) {
-      merge = st[k].back() == strides[k][d] * shape[d];
-    }
-    if (merge) {
-      s.back() *= shape[d];
-      for (size_t k = 0; k < N; ++k) {
-        st[k].back() = strides[k][d];
-      }
-    } else {
-      s.push_back(shape[d]);
-      for (size_t k = 0; k < N; ++k) {
-        st[k].push_back(strides[k][d]);
-      }
-    }
-  }
-  if (s.empty()) {
-    s.push_back(1);
-    for (size_t k = 0; k < N; ++k) {
-      st[k].push_back(0);
-    }
-  }
-  shape = std::move(s);
-  strides = std::move(st);
-}
+// Dimension collapsing is shared by every backend (backend/common/layout.h).
+using detail::collapse_dims;
+using detail::Dims;
+using detail::to_dims;
 
 // Calls f(offsets, n, inner_strides) for every innermost run of a collapsed
 // iteration space, where offsets[k] is the element offset of operand k at the

@@ -148,7 +148,7 @@ class _LayerStack(Module):
         self.ln = LayerNorm(dims)
         self.checkpoint = checkpoint
 
-    def __call__(self, x, *context):
+    def _run(self, x, *context):
         from fluxion.nn.utils import checkpoint
 
         for layer in self.layers:
@@ -161,6 +161,9 @@ class TransformerEncoder(_LayerStack):
     """A stack of encoder layers, called as ``encoder(x, mask)``."""
 
     _layer = TransformerEncoderLayer
+
+    def __call__(self, x, mask):
+        return self._run(x, mask)
 
 
 class TransformerDecoderLayer(Module):
@@ -218,6 +221,9 @@ class TransformerDecoder(_LayerStack):
     ``decoder(x, memory, x_mask, memory_mask)``."""
 
     _layer = TransformerDecoderLayer
+
+    def __call__(self, x, memory, x_mask, memory_mask):
+        return self._run(x, memory, x_mask, memory_mask)
 
 
 class Transformer(Module):

@@ -1,0 +1,27 @@
+// Every header declaring a primitive class of the library: for the files
+// that define a kernel for each entry of fluxion/primitive_list.h
+// (backend/no_gpu/primitives.cpp, backend/cpu/missing_kernels.cpp).
+#pragma once
+
+#include "fluxion/compiled.h"
+#include "fluxion/ops/binary.h"
+#include "fluxion/ops/conv.h"
+#include "fluxion/ops/creation.h"
+#include "fluxion/ops/custom.h"
+#include "fluxion/ops/custom_kernel.h"
+#include "fluxion/ops/extras.h"
+#include "fluxion/ops/fast.h"
+#include "fluxion/ops/fft.h"
+#include "fluxion/ops/gather_scatter.h"
+#include "fluxion/ops/indexing.h"
+#include "fluxion/ops/io.h"
+#include "fluxion/ops/linalg.h"
+#include "fluxion/ops/linalg_lapack.h"
+#include "fluxion/ops/misc.h"
+#include "fluxion/ops/quantized.h"
+#include "fluxion/ops/random.h"
+#include "fluxion/ops/reduce.h"
+#include "fluxion/ops/shape.h"
+#include "fluxion/ops/sort.h"
+#include "fluxion/ops/unary.h"
+#include "fluxion/primitive_list.h"

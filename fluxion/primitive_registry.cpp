@@ -1,0 +1,54 @@
+#include "fluxion/primitive_registry.h"
+
+#include "fluxion/backend/gpu.h"
+#include "fluxion/primitive_list.h"
+
+namespace fluxion {
+
+namespace {
+
+// "linalg::Inverse" -> "Inverse".
+constexpr const char* base_name(const char* cls) {
+  const char* name = cls;
+  for (const char* p = cls; *p != '\0'; ++p) {
+    if (*p == ':') {
+      name = p + 1;
+    }
+  }
+  return name;
+}
+
+}  // namespace
+
+const std::vector<PrimitiveInfo>& primitive_registry() {
+#define FLUXION_REGISTRY_ENTRY(CLASS, FAMILY, CPU, GPU) \
+  PrimitiveInfo{base_name(#CLASS), #CLASS, #FAMILY, CPU != 0, GPU != 0},
+  static const std::vector<PrimitiveInfo> table = {
+      FLUXION_PRIMITIVES(FLUXION_REGISTRY_ENTRY)};
+#undef FLUXION_REGISTRY_ENTRY
+  return table;
+}
+
+const PrimitiveInfo* find_primitive(std::string_view name) {
+  for (auto& p : primitive_registry()) {
+    if (name == p.name) {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::string> kernels_missing(Device::DeviceType t) {
+  // Without a GPU backend, backend/no_gpu defines every eval_gpu to raise.
+  bool gpu_built = gpu::backend_built();
+  std::vector<std::string> names;
+  for (auto& p : primitive_registry()) {
+    bool has = t == Device::cpu ? p.cpu : (gpu_built && p.gpu);
+    if (!has) {
+      names.emplace_back(p.name);
+    }
+  }
+  return names;
+}
+
+}  // namespace fluxion
