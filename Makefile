@@ -21,7 +21,8 @@ ifeq ($(origin OPENBLAS_CORETYPE),undefined)
   endif
 endif
 
-.PHONY: deps build test test-gpu demo fashion-mnist char-lm bench clean format
+.PHONY: deps build test test-gpu test-asan test-tsan fuzz soak demo \
+	fashion-mnist char-lm bench clean format
 
 # Install only the Debian packages that are missing. Where they cannot be
 # installed (no apt, no network: a machine set up another way, like the GPU
@@ -56,6 +57,81 @@ test: build
 # adds the whole suite with the CPU as default device).
 test-gpu:
 	BUILD=build-gpu JOBS=$(JOBS) sh tools/test_gpu.sh
+
+# --- Sanitizers (docs/architecture.md, "Reliability") ---
+# Each variant has its own build folder and builds only what it runs: no
+# benchmarks or examples, -O1 -g1 (CMakeLists.txt, FLUXION_SANITIZE).
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+SAN_CMAKE = -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_BENCHMARKS=OFF -DFLUXION_CUDA=OFF \
+	-DFLUXION_BUILD_EXAMPLES=OFF $(CMAKE_ARGS)
+# The suites ThreadSanitizer runs: threads, streams, eval, compile.
+TSAN_SUITES = test_threads;test_eval;test_robustness;test_compile
+# The Python subset run under AddressSanitizer (the bindings: conversions,
+# indexing, errors, files, transformations, and a tenth of the fuzz budget).
+ASAN_PYTESTS = tests/python/test_fuzz_regressions.py \
+	tests/python/test_array.py tests/python/test_array_semantics.py \
+	tests/python/test_indexing.py tests/python/test_errors.py \
+	tests/python/test_io.py tests/python/test_transforms.py \
+	tests/python/test_tx_robustness.py tests/python/test_exception_boundary.py \
+	tests/python/test_fuzz_api.py tests/python/test_fuzz_loaders.py \
+	tests/python/test_fuzz_transforms.py
+# The ASan runtime must come first in the process; libstdc++ is preloaded
+# with it because Python does not link it, and ASan's __cxa_throw
+# interceptor looks the real one up when it starts (without it the first
+# C++ exception aborts with "CHECK failed: real___cxa_throw").
+ASAN_PRELOAD = $$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libstdc++.so.6)
+# halt_on_error: the first report fails the run. Python itself leaks at
+# exit (interned objects, its allocator's arenas), so LeakSanitizer runs
+# for the C++ suite only; PYTHONMALLOC=malloc lets ASan see Python's
+# objects too (a use after free of one by the bindings is reported).
+ASAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_stack_use_after_return=0:$(ASAN_OPTIONS) \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:$(UBSAN_OPTIONS)
+# OPENBLAS_NUM_THREADS=1: OpenBLAS's own thread server hands work to its
+# threads through spin loops on plain memory, which ThreadSanitizer cannot
+# see as synchronisation (every gemm would be reported as a race inside
+# OpenBLAS); Fluxion's own pool and streams still run threaded.
+TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:$(TSAN_OPTIONS) \
+	OPENBLAS_NUM_THREADS=1
+
+$(ASAN_BUILD)/build.ninja:
+	cmake -S . -B $(ASAN_BUILD) -G Ninja $(SAN_CMAKE) -DFLUXION_SANITIZE=address
+
+$(TSAN_BUILD)/build.ninja:
+	cmake -S . -B $(TSAN_BUILD) -G Ninja $(SAN_CMAKE) -DFLUXION_SANITIZE=thread \
+	  -DFLUXION_BUILD_PYTHON=OFF "-DFLUXION_TEST_SUITES=$(TSAN_SUITES)"
+
+# AddressSanitizer + UndefinedBehaviorSanitizer: the whole C++ suite (one
+# process), then the Python subset with the runtime preloaded.
+test-asan: deps $(ASAN_BUILD)/build.ninja
+	@start=$$(date +%s); cmake --build $(ASAN_BUILD) -j $(JOBS) && \
+	echo "asan: build $$(( $$(date +%s) - start )) s"
+	@start=$$(date +%s); $(ASAN_ENV) $(ASAN_BUILD)/fluxion_tests --gtest_brief=1 && \
+	echo "asan: C++ suite passed in $$(( $$(date +%s) - start )) s"
+	@start=$$(date +%s); $(ASAN_ENV) \
+	  ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:detect_stack_use_after_return=0 \
+	  LD_PRELOAD="$(ASAN_PRELOAD)" PYTHONMALLOC=malloc FLUXION_FUZZ_SCALE=0.1 \
+	  PYTHONPATH=$(ASAN_BUILD)/python $$(cat $(ASAN_BUILD)/python-executable) \
+	  -m pytest -q -p no:cacheprovider $(ASAN_PYTESTS) && \
+	echo "asan: Python subset passed in $$(( $$(date +%s) - start )) s"
+
+# ThreadSanitizer: the library and the threading suites only.
+test-tsan: deps $(TSAN_BUILD)/build.ninja
+	@start=$$(date +%s); cmake --build $(TSAN_BUILD) -j $(JOBS) && \
+	echo "tsan: build $$(( $$(date +%s) - start )) s"
+	@start=$$(date +%s); $(TSAN_ENV) $(TSAN_BUILD)/fluxion_tests --gtest_brief=1 && \
+	echo "tsan: $(TSAN_SUITES) passed in $$(( $$(date +%s) - start )) s"
+
+# Longer runs for local use: 20x the fuzz budget from a random seed, and
+# 5x the soak counts (docs/architecture.md, "Reliability").
+fuzz: build
+	FLUXION_FUZZ=long PYTHONPATH=$(BUILD)/python $(PY) -m pytest -q \
+	  tests/python/test_fuzz_ops.py tests/python/test_fuzz_api.py \
+	  tests/python/test_fuzz_loaders.py tests/python/test_fuzz_transforms.py
+
+soak: build
+	FLUXION_SOAK_SCALE=5 PYTHONPATH=$(BUILD)/python $(PY) -m pytest -q -s \
+	  tests/python/test_soak.py tests/python/test_stress_threads.py
 
 demo: build
 	PYTHONPATH=$(BUILD)/python $(PY) examples/digits_mlp.py

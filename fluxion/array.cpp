@@ -7,6 +7,7 @@
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/gpu.h"
 #include "fluxion/primitive.h"
+#include "fluxion/scheduler.h"
 #include "fluxion/transforms.h"
 
 namespace fluxion {
@@ -25,6 +26,30 @@ int64_t shape_size(const Shape& shape) {
   }
   return n;
 }
+
+namespace {
+// shape_size, and the bytes fit in int64 too: with a size near 2^62, size *
+// itemsize would wrap and allocate a buffer far smaller than the shape
+// (found by the fuzzer: ones((2**30, 2**30, 4), int64) + 1 wrote past a
+// 0-byte buffer).
+int64_t checked_size(const Shape& shape, Dtype t, const Primitive* p) {
+  int64_t n = shape_size(shape);
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (n > (kMax >> 4) && t.size > 0 && n > kMax / t.size) {
+    std::string what = "[array] " + std::to_string(n) + " elements of " +
+                       std::to_string(int(t.size)) +
+                       " bytes overflow int64 bytes";
+    if (p != nullptr) {
+      what += " (the output of ";
+      what += p->name();
+      what += ")";
+    }
+    what += ".";
+    throw std::overflow_error(what);
+  }
+  return n;
+}
+}  // namespace
 
 Strides row_major_strides(const Shape& shape) {
   Strides s(shape.size());
@@ -64,7 +89,7 @@ array::Flags layout_flags(const Shape& shape, const Strides& strides,
 
 array::ArrayDesc::ArrayDesc(Shape s, Dtype t)
     : shape(std::move(s)),
-      size(shape_size(shape)),
+      size(checked_size(shape, t, nullptr)),
       dtype(t),
       status(Status::available) {
   strides = row_major_strides(shape);
@@ -82,7 +107,7 @@ CompileTraceScope::~CompileTraceScope() { --t_compile_trace_depth; }
 array::ArrayDesc::ArrayDesc(Shape s, Dtype t, std::shared_ptr<Primitive> p,
                             std::vector<array> in)
     : shape(std::move(s)),
-      size(shape_size(shape)),
+      size(checked_size(shape, t, p.get())),
       dtype(t),
       primitive(std::move(p)),
       status(Status::unscheduled),
@@ -269,7 +294,7 @@ bool array::is_available() const {
     return true;
   }
   if (status() == Status::evaluated && event().valid() &&
-      event().is_signaled()) {
+      event().is_signaled() && !desc_->error) {
     set_status(Status::available);
     return true;
   }
@@ -282,25 +307,23 @@ void array::wait() {
       eval();
     }
     if (event().valid()) {
-      Event e = event();
-      try {
-        e.wait();
-      } catch (...) {
-        // The event carries the first error of its stream's work, which
-        // may be another array's: this one only fails if its own kernel
-        // (or one upstream) did.
-        if (!desc_->error) {
-          detach_event();
-          set_status(Status::available);
-          return;
-        }
-        throw;
-      }
-      detach_event();
+      // The event carries the first pending error of its stream's work,
+      // which may be another array's (another thread's, on a shared
+      // stream): this one only fails if its own kernel (or one upstream)
+      // did, and then with its own error.
+      event().wait_quietly();
     }
-    set_status(Status::available);
+    // A failed array never becomes available (its data is a placeholder):
+    // every later wait, and so every read, raises its error again.
+    if (!desc_->error) {
+      if (event().valid()) {
+        detach_event();
+      }
+      set_status(Status::available);
+    }
   }
   if (desc_->error) {
+    scheduler::clear_error(desc_->error);
     std::rethrow_exception(desc_->error);
   }
 }

@@ -316,6 +316,15 @@ void compile_erase(std::uintptr_t fun_id) {
   cache().erase(fun_id);
 }
 
+size_t compile_cache_size() {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  size_t n = 0;
+  for (auto& [id, c] : cache()) {
+    n += c.entries.size() + 1;  // an entry per function too
+  }
+  return n;
+}
+
 }  // namespace detail
 
 Fn compile(Fn fun, bool shapeless) {

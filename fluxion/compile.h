@@ -31,6 +31,9 @@ namespace detail {
 Fn compile(Fn fun, std::uintptr_t fun_id, bool shapeless,
            std::vector<uint64_t> constants);
 void compile_erase(std::uintptr_t fun_id);
+// Traces held by the cache (all functions): the soak tests check that it
+// does not grow and that a function's traces go with it.
+size_t compile_cache_size();
 
 // `fun` traced on placeholders of the inputs' shapes and dtypes into a
 // simplified (unfused) tape, as compile traces it; with `shapeless` the

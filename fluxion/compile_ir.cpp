@@ -4,6 +4,8 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 #include <typeindex>
 
 #include "fluxion/compiled.h"
@@ -73,8 +75,42 @@ bool is_view_primitive(const Primitive& p) {
   return is_broadcast(p) || dynamic_cast<const Reshape*>(&p) != nullptr;
 }
 
+namespace {
+
+[[noreturn]] void corrupt_trace(const std::string& what) {
+  throw std::invalid_argument("[import_function] Corrupt trace: " + what +
+                              ".");
+}
+
+// A tape from a file: the traced shapes must be the ones the primitive
+// computes (see run_ir). Primitives without an output_shapes rule are taken
+// as traced, and so is a custom kernel (its output shapes are the caller's,
+// given, not inferred).
+void check_node_shapes(Primitive& p, const std::vector<array>& ins,
+                       const std::vector<Shape>& traced) {
+  if (std::string(p.name()) == "CustomKernel") {
+    return;
+  }
+  std::vector<Shape> expected;
+  try {
+    expected = p.output_shapes(ins);
+  } catch (const std::invalid_argument& e) {
+    if (std::string(e.what()).rfind("[output_shapes] Primitive", 0) == 0) {
+      return;  // no rule
+    }
+    corrupt_trace(std::string(p.name()) + " rejects its inputs (" + e.what() +
+                  ")");
+  }
+  if (expected != traced) {
+    corrupt_trace(std::string(p.name()) +
+                  "'s traced output shapes are not what it computes");
+  }
+}
+
+}  // namespace
+
 std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
-                          bool shapeless) {
+                          bool shapeless, bool check) {
   std::vector<std::optional<array>> env(ir.values.size());
   std::map<int, Pending> pending;
   for (size_t i = 0; i < ir.inputs.size(); ++i) {
@@ -99,6 +135,10 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       auto it = pending.find(n.inputs[i]);
       if (it == pending.end()) {
+        if (check && !env[n.inputs[i]]) {
+          corrupt_trace("value " + std::to_string(n.inputs[i]) +
+                        " is used before it is defined");
+        }
         ins.push_back(*env[n.inputs[i]]);
       } else {
         ins.push_back(it->second.input);
@@ -131,6 +171,9 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
       }
       dtypes.push_back(ir.values[v].dtype);
     }
+    if (check && !shapeless) {
+      check_node_shapes(p, ins, shapes);
+    }
     auto outs = array::make_arrays(std::move(shapes), dtypes, n.prim, ins);
     for (size_t i = 0; i < outs.size(); ++i) {
       env[n.outputs[i]] = outs[i];
@@ -139,6 +182,9 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
   std::vector<array> outs;
   for (int v : ir.outputs) {
     auto it = pending.find(v);
+    if (check && it == pending.end() && !env[v]) {
+      corrupt_trace("output value " + std::to_string(v) + " is never defined");
+    }
     outs.push_back(it == pending.end() ? *env[v]
                                        : settle(it->second, "output"));
   }

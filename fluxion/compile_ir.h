@@ -35,8 +35,14 @@ struct Ir {
 // Replays `ir` on `inputs`. With `shapeless`, output shapes come from each
 // primitive's `output_shapes` (broadcasts feeding elementwise nodes follow
 // their partners' new shapes); otherwise the traced shapes are reused.
+// With `check` (a tape read from a file: import_function), the tape is
+// not trusted: a value used before any node or input defines it, or a
+// traced shape that is not what the node's primitive computes from its
+// inputs (where the primitive has an output_shapes rule), raises
+// "[import_function] Corrupt trace" rather than building a node whose
+// kernel would read or write past its buffers.
 std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
-                          bool shapeless);
+                          bool shapeless, bool check = false);
 
 // Broadcast or Reshape: nodes that only change how a fused group reads an
 // input (strides, or a dense view in the group's order).

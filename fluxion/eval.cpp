@@ -65,17 +65,19 @@ static array eval_impl(std::vector<array> outputs, bool async) {
   // Arrays consumed on another stream than the one producing them, and the
   // stream that produces them.
   std::unordered_map<uintptr_t, int> needs_fence;
-  auto synchronizer = array(Shape{}, bool_,
-                            std::make_shared<Synchronizer>(stream),
-                            std::move(outputs));
+  auto synchronizer =
+      array(Shape{}, bool_, std::make_shared<Synchronizer>(stream),
+            std::move(outputs));
   std::unordered_map<int, Fence> fences;
   std::unordered_map<int, Event> events;
   check_stream_usable(stream, "eval");
   events.emplace(stream.index, Event{stream});
 
   {
-    // Count how many consumers each unscheduled node has.
+    // Count how many consumers each unscheduled node has, and the bytes
+    // their outputs take.
     detail::IdCountMap cache;
+    size_t graph_bytes = 0;
     std::stack<std::pair<ArrayRef, int>> dfs;
     dfs.emplace(synchronizer, 0);
     while (!dfs.empty()) {
@@ -107,6 +109,12 @@ static array eval_impl(std::vector<array> outputs, bool async) {
         }
         // Siblings share one count.
         if (int* count = cache.find(in.id()); count == nullptr) {
+          if (in.status() == array::Status::unscheduled) {
+            graph_bytes += in.nbytes();
+            for (auto& s : in.siblings()) {
+              graph_bytes += s.nbytes();
+            }
+          }
           dfs.emplace(in, 0);
           cache.insert(in.id(), 1);
           for (auto& s : in.siblings()) {
@@ -129,8 +137,16 @@ static array eval_impl(std::vector<array> outputs, bool async) {
     }
 
     // Breadth-first tape with a width limit, so independent branches
-    // interleave without the whole graph in flight.
-    const size_t max_width = env::bfs_max_width();
+    // interleave without the whole graph in flight. When the graph's
+    // outputs could not all fit under the memory limit, the tape goes
+    // depth first (width 1): each branch then finishes, and frees its
+    // temporaries, before the next starts, which is what lets eval stay
+    // near set_memory_limit (a breadth-first tape keeps a temporary of
+    // every branch of a level alive at once, whatever eval waits for).
+    const size_t max_width =
+        get_active_memory() + graph_bytes > get_memory_limit()
+            ? 1
+            : env::bfs_max_width();
     dfs = {};
     tape.push_back(synchronizer);
     for (size_t i = 0; !cache.empty() && (i < tape.size() || !dfs.empty());) {
@@ -170,6 +186,7 @@ static array eval_impl(std::vector<array> outputs, bool async) {
   // Run the tape from the leaves up. Tasks are batched per stream and handed
   // to the workers when the batch closes or before any wait.
   scheduler::Batch batch;
+  size_t pending_bytes = 0;
   auto signal_all = [&events] {
     for (auto& [_, e] : events) {
       e.signal(e.stream());
@@ -215,9 +232,28 @@ static array eval_impl(std::vector<array> outputs, bool async) {
         cpu::eval(arr);
       }
 
-      // Memory is the node's device's (each device has its allocator).
+      // Bytes the batched tasks will allocate: until the batch is handed
+      // over their kernels have not run, so active memory alone would let
+      // a whole batch of temporaries past the memory limit. Memory is the
+      // node's device's (each device has its allocator).
+      pending_bytes += arr.nbytes();
+      for (auto& sib : arr.siblings()) {
+        pending_bytes += sib.nbytes();
+      }
+      size_t limit = get_memory_limit(s.device);
+      if (get_active_memory(s.device) + pending_bytes > limit) {
+        // Hand the batch over and let it run before scheduling more, until
+        // active memory is back under the limit or nothing is in flight
+        // (the memory limit trades parallelism for memory, as MLX's).
+        scheduler::flush();
+        pending_bytes = 0;
+        do {
+          scheduler::wait_for_one();
+        } while (get_active_memory(s.device) > limit &&
+                 scheduler::n_active_tasks() > 0);
+      }
       if (scheduler::n_active_tasks() > kMaxActiveTasks ||
-          (get_active_memory(s.device) > get_memory_limit(s.device) &&
+          (get_active_memory(s.device) > limit &&
            scheduler::n_active_tasks() > 0)) {
         for (auto& [_, ev] : events) {
           if (ev.stream().device == Device::gpu) {
@@ -225,10 +261,11 @@ static array eval_impl(std::vector<array> outputs, bool async) {
           }
         }
         scheduler::wait_for_one();
-        while (get_active_memory(s.device) > get_memory_limit(s.device) &&
+        while (get_active_memory(s.device) > limit &&
                scheduler::n_active_tasks() > 0) {
           scheduler::wait_for_one();
         }
+        pending_bytes = 0;
       }
 
       auto maybe_update_fence = [&](const array& a) {
@@ -282,7 +319,16 @@ void eval(std::vector<array> outputs) {
     return;
   }
   auto sync = eval_impl(std::move(outputs), false);
-  sync.event().wait();
+  // Only this graph's own failure is raised (the synchronizer node carries
+  // the first error of its inputs): the event may also carry an earlier
+  // error of the stream, raised by another thread's graph on a shared
+  // stream or by an async_eval nobody waited for, which stays pending for
+  // the arrays that failed and for synchronize().
+  sync.event().wait_quietly();
+  if (auto e = sync.error()) {
+    scheduler::clear_error(e);
+    std::rethrow_exception(e);
+  }
 }
 
 }  // namespace fluxion

@@ -32,7 +32,7 @@ void Event::signal(Stream stream) {
   }
 }
 
-void Event::wait() const {
+std::exception_ptr Event::wait_quietly() const {
   // Work batched on this thread may be what we are waiting for.
   scheduler::flush();
   if (stream_.device == Device::gpu) {
@@ -40,12 +40,12 @@ void Event::wait() const {
   } else {
     cpu::event_wait(*this);
   }
-  std::exception_ptr e;
-  {
-    std::lock_guard<std::mutex> lk(state_->mu);
-    e = state_->error;
-  }
-  if (e) {
+  std::lock_guard<std::mutex> lk(state_->mu);
+  return state_->error;
+}
+
+void Event::wait() const {
+  if (auto e = wait_quietly()) {
     scheduler::clear_error(e);
     std::rethrow_exception(e);
   }

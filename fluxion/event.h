@@ -25,8 +25,13 @@ class Event {
   // reached.
   void signal(Stream stream);
   // Block the calling thread until the event is reached; rethrows an error
-  // raised by a task of the signalling stream.
+  // raised by a task of the signalling stream (and forgets it there).
   void wait() const;
+  // Block until the event is reached and return the error it carries (the
+  // first pending error of the signalling stream, maybe another graph's),
+  // without raising or forgetting it: eval and array::wait raise only the
+  // errors of their own arrays.
+  std::exception_ptr wait_quietly() const;
   // Make `stream` wait for this event before its later work.
   void wait(Stream stream) const;
   bool is_signaled() const;

@@ -1055,7 +1055,7 @@ std::vector<array> ImportedFunction::operator()(const std::vector<array>& args,
     for (auto& name : t.kwarg_names) {
       inputs.push_back(kwargs.at(name));
     }
-    return detail::run_ir(t.ir, inputs, shapeless_);
+    return detail::run_ir(t.ir, inputs, shapeless_, /*check=*/true);
   }
   throw std::invalid_argument(
       "[import_function] No function exported to '" + path_ +

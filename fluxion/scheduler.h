@@ -47,8 +47,11 @@ void end_thread(const Stream& stream);
 
 // Records an error raised by a task on `stream` (the first one wins): every
 // event the stream signals from then on carries it, until a wait reports it
-// (`clear_error`). So an error of an async_eval nobody waited for still
-// reaches the next eval or synchronize of that stream.
+// (`clear_error`). eval and array::wait raise only their own arrays'
+// errors (which every failed node carries), so such a pending error, of an
+// async_eval nobody waited for or of another thread's graph on a shared
+// stream, reaches synchronize() of that stream and the arrays that failed,
+// not the next unrelated eval.
 void set_stream_error(int stream_index, std::exception_ptr e) noexcept;
 std::exception_ptr peek_stream_error(int stream_index);
 // The error was raised to a caller: forget it on every stream holding it

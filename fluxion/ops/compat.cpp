@@ -224,44 +224,65 @@ array matrix_norm(const array& a, const std::variant<double, std::string>& ord,
 namespace {
 
 // A window of m points, w(x) for x = (2 i - (m - 1)) / (m - 1) in [-1, 1],
-// computed in double and rounded once.
+// computed in float64 and rounded once. Built from ops rather than a host
+// vector, so that a huge m is a lazy array whose allocation fails (or
+// succeeds) at eval like any other, on the requested stream.
 template <typename F>
-array window(int m, const char* op, F w, StreamOrDevice s) {
+array window(int m, F w, StreamOrDevice s) {
   if (m <= 0) {
     return zeros({0}, float32, s);
   }
   if (m == 1) {
     return ones({1}, float32, s);
   }
-  std::vector<float> v(m);
-  for (int i = 0; i < m; ++i) {
-    double x = (2.0 * i - (m - 1)) / (m - 1);
-    v[i] = static_cast<float>(w(x));
-  }
-  return array(v.begin(), Shape{m}, float32);
+  double d = m - 1;
+  array i = arange(0.0, static_cast<double>(m), 1.0, float64, s);
+  array x = divide(
+      subtract(multiply(i, array(2.0, float64), s), array(d, float64), s),
+      array(d, float64), s);
+  return astype(w(x), float32, s);
+}
+
+array cos_pi(const array& x, double k, StreamOrDevice s) {
+  return cos(multiply(x, array(k * M_PI, float64), s), s);
+}
+array plus(double c, const array& x, StreamOrDevice s) {
+  return add(array(c, float64), x, s);
+}
+array times(double c, const array& x, StreamOrDevice s) {
+  return multiply(array(c, float64), x, s);
 }
 
 }  // namespace
 
 array bartlett(int m, StreamOrDevice s) {
-  return window(m, "bartlett", [](double x) { return 1.0 - std::abs(x); }, s);
+  return window(
+      m, [&](const array& x) { return plus(1.0, negative(abs(x, s), s), s); },
+      s);
 }
 array blackman(int m, StreamOrDevice s) {
   return window(
-      m, "blackman",
-      [](double x) {
-        return 0.42 + 0.5 * std::cos(M_PI * x) + 0.08 * std::cos(2 * M_PI * x);
+      m,
+      [&](const array& x) {
+        return add(plus(0.42, times(0.5, cos_pi(x, 1, s), s), s),
+                   times(0.08, cos_pi(x, 2, s), s), s);
       },
       s);
 }
 array hamming(int m, StreamOrDevice s) {
   return window(
-      m, "hamming", [](double x) { return 0.54 + 0.46 * std::cos(M_PI * x); },
+      m,
+      [&](const array& x) {
+        return plus(0.54, times(0.46, cos_pi(x, 1, s), s), s);
+      },
       s);
 }
 array hanning(int m, StreamOrDevice s) {
   return window(
-      m, "hanning", [](double x) { return 0.5 + 0.5 * std::cos(M_PI * x); },
+      m,
+      [&](const array& x) {
+        return plus(0.5, times(0.5, cos_pi(x, 1, s), s), s);
+      },
       s);
 }
 

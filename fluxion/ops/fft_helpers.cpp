@@ -5,7 +5,10 @@
 #include <vector>
 
 #include "fluxion/ops/binary.h"
+#include "fluxion/ops/creation.h"
 #include "fluxion/ops/fft.h"
+#include "fluxion/ops/astype.h"
+#include "fluxion/ops/ternary.h"
 
 namespace fluxion::fft {
 
@@ -25,27 +28,24 @@ void check_freq_args(int n, double d, const char* op) {
 
 }  // namespace
 
+// Composed from ops (not a host vector), so a huge n is an ordinary lazy
+// array: its allocation fails or succeeds at eval, on the given stream.
 array fftfreq(int n, double d, StreamOrDevice s) {
   check_freq_args(n, d, "fftfreq");
-  std::vector<float> v(n);
   double scale = 1.0 / (n * d);
   int positive = (n - 1) / 2 + 1;  // 0 .. ceil(n/2) - 1
-  for (int i = 0; i < n; ++i) {
-    int k = i < positive ? i : i - n;
-    v[i] = static_cast<float>(k * scale);
-  }
-  return array(v.begin(), Shape{n}, float32);
+  array i = arange(0.0, static_cast<double>(n), 1.0, float64, s);
+  array k = where(less(i, array(double(positive), float64), s), i,
+                  subtract(i, array(double(n), float64), s), s);
+  return astype(multiply(k, array(scale, float64), s), float32, s);
 }
 
 array rfftfreq(int n, double d, StreamOrDevice s) {
   check_freq_args(n, d, "rfftfreq");
   int m = n / 2 + 1;
-  std::vector<float> v(m);
   double scale = 1.0 / (n * d);
-  for (int i = 0; i < m; ++i) {
-    v[i] = static_cast<float>(i * scale);
-  }
-  return array(v.begin(), Shape{m}, float32);
+  array i = arange(0.0, static_cast<double>(m), 1.0, float64, s);
+  return astype(multiply(i, array(scale, float64), s), float32, s);
 }
 
 void check_norm(const std::string& norm, const char* op) {

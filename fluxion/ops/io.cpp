@@ -125,6 +125,24 @@ void read_exact(io::Reader& r, char* dst, uint64_t n, uint64_t offset,
   r.read(dst, n, offset);
 }
 
+uint64_t file_nbytes(const io::Reader& r, const Shape& shape, Dtype dtype,
+                     const std::string& what) {
+  uint64_t n = 1;
+  for (int32_t d : shape) {
+    if (d < 0) {
+      load_error(r, "Negative dimension in the shape of " + what);
+    }
+    if (d != 0 && n > (uint64_t{1} << 62) / static_cast<uint64_t>(d)) {
+      load_error(r, "The shape of " + what + " is too large");
+    }
+    n *= static_cast<uint64_t>(d);
+  }
+  if (n > (uint64_t{1} << 62) / std::max<uint64_t>(dtype.size, 1)) {
+    load_error(r, "The shape of " + what + " is too large");
+  }
+  return n * dtype.size;
+}
+
 std::string with_extension(std::string file, const std::string& ext) {
   if (file.size() < ext.size() ||
       file.compare(file.size() - ext.size(), ext.size(), ext) != 0) {
@@ -165,6 +183,7 @@ const char* row_major_bytes(array& a, std::string& tmp) {
 namespace {
 
 const char* kMagic = "\x93NUMPY";
+constexpr uint64_t kMaxHeader = 1 << 20;
 
 std::string descr_of(Dtype t) {
   switch (t.val) {
@@ -388,6 +407,15 @@ array npy_array(const std::shared_ptr<io::Reader>& r, uint64_t base, Stream s) {
     hlen |= static_cast<uint64_t>(static_cast<unsigned char>(pre[8 + i]))
             << (8 * i);
   }
+  // Checked before allocating: version 2 and 3 headers declare up to
+  // 4 GiB. Fluxion's dtypes need a few hundred bytes at most (NumPy itself
+  // refuses headers over 10,000 bytes unless told otherwise); a header
+  // longer than the data is "Truncated" (read_exact).
+  if (hlen > kMaxHeader) {
+    load_error(*r, "Invalid .npy header length " + std::to_string(hlen) +
+                       " (headers are at most " + std::to_string(kMaxHeader) +
+                       " bytes)");
+  }
   std::string text(hlen, '\0');
   read_exact(*r, text.data(), hlen, base + 8 + len_bytes, ".npy header");
   std::string descr;
@@ -396,10 +424,7 @@ array npy_array(const std::shared_ptr<io::Reader>& r, uint64_t base, Stream s) {
   HeaderParser(text, *r).parse(descr, fortran, shape);
   auto [dtype, swap] = parse_descr(descr, *r);
   uint64_t start = base + 8 + len_bytes + hlen;
-  uint64_t count = static_cast<uint64_t>(shape_size(shape));
-  if (count > std::numeric_limits<uint64_t>::max() / 16) {
-    load_error(*r, "Shape too large");
-  }
+  file_nbytes(*r, shape, dtype, "the .npy array");
   // A file too short for its data loads (only the header is read now);
   // the read at eval raises "[load] ... truncated" (RuntimeError), as MLX.
   // A Fortran-order file holds the transpose in C order.

@@ -443,18 +443,25 @@ GGUFLoad load_gguf(std::shared_ptr<io::Reader> reader, StreamOrDevice s) {
   }
   uint64_t data_start = (in.pos() + alignment - 1) / alignment * alignment;
   for (auto& t : infos) {
-    uint64_t count = static_cast<uint64_t>(shape_size(t.shape));
+    uint64_t count = io_detail::file_nbytes(*reader, t.shape, uint8,
+                                            "tensor '" + t.name + "'");
     const Dtype* dtype = nullptr;
     for (auto& [code, d] : kTensorTypes) {
       if (code == t.type) {
         dtype = &d;
       }
     }
+    if (t.offset > reader->size()) {
+      load_error(*reader,
+                 "Data of tensor '" + t.name + "' lies outside the file");
+    }
     uint64_t at = data_start + t.offset;
     if (dtype) {
-      if (at + count * dtype->size > reader->size()) {
-        load_error(*reader, "Data of tensor '" + t.name +
-                                "' lies outside the file");
+      uint64_t nbytes = io_detail::file_nbytes(*reader, t.shape, *dtype,
+                                               "tensor '" + t.name + "'");
+      if (!io_detail::within(at, nbytes, reader->size())) {
+        load_error(*reader,
+                   "Data of tensor '" + t.name + "' lies outside the file");
       }
       result.first.insert_or_assign(
           t.name, array(t.shape, *dtype,
@@ -471,18 +478,20 @@ GGUFLoad load_gguf(std::shared_ptr<io::Reader> reader, StreamOrDevice s) {
                               "F32, F16, BF16, F64, I8, I16, I32, I64, Q4_0, "
                               "Q4_1, Q8_0)");
     }
-    if (t.shape.empty() || t.shape.back() % 32 != 0) {
+    if (t.shape.empty() || t.shape.back() <= 0 || t.shape.back() % 32 != 0) {
+      // (A last dimension of 0 also divided by zero below.)
       load_error(*reader, "Quantized tensor '" + t.name +
-                              "' needs a last dimension divisible by 32");
+                              "' needs a positive last dimension divisible "
+                              "by 32");
     }
     int cols = t.shape.back();
     int rows = static_cast<int>(count / cols);
     size_t block_bytes =
         t.type == kTQ4_0 ? 18 : t.type == kTQ4_1 ? 20 : 34;
     uint64_t nbytes = count / 32 * block_bytes;
-    if (at + nbytes > reader->size()) {
-      load_error(*reader, "Data of tensor '" + t.name +
-                              "' lies outside the file");
+    if (!io_detail::within(at, nbytes, reader->size())) {
+      load_error(*reader,
+                 "Data of tensor '" + t.name + "' lies outside the file");
     }
     std::string raw(nbytes, '\0');
     io_detail::read_exact(*reader, raw.data(), nbytes, at, "quantized tensor");

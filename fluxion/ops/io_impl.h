@@ -14,6 +14,18 @@ namespace fluxion::io_detail {
 void read_exact(io::Reader& r, char* dst, uint64_t n, uint64_t offset,
                 const char* what);
 
+// Whether n bytes at `offset` lie inside data of `size` bytes (no overflow:
+// offsets and sizes come from hostile files).
+inline bool within(uint64_t offset, uint64_t n, uint64_t size) {
+  return offset <= size && n <= size - offset;
+}
+
+// The bytes of a shape of `dtype` read from a file, or a "[load] ... too
+// large" error (never std::overflow_error's "[array]" message, nor a product
+// that wraps around).
+uint64_t file_nbytes(const io::Reader& r, const Shape& shape, Dtype dtype,
+                     const std::string& what);
+
 // `file` with `ext` appended unless it already ends with it.
 std::string with_extension(std::string file, const std::string& ext);
 

@@ -377,6 +377,13 @@ std::unordered_map<std::string, array> load_npz(std::shared_ptr<io::Reader> in,
       load_error(*in, "Corrupt zip archive: member '" + name +
                           "' lies outside the file");
     }
+    // Deflate expands by at most 1032:1, so a member declaring more is
+    // corrupt; checked here so that a hostile size never sizes a buffer.
+    if (method == 8 && uncomp > comp * 1032 + 1024) {
+      load_error(*in, "Corrupt zip archive: member '" + name + "' declares " +
+                          std::to_string(uncomp) + " bytes from " +
+                          std::to_string(comp) + " compressed bytes");
+    }
     if (method == 0 && comp != uncomp) {
       load_error(*in, "Corrupt zip archive: stored member '" + name +
                           "' has different sizes");

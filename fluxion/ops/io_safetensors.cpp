@@ -191,13 +191,11 @@ SafetensorsLoad load_safetensors(std::shared_ptr<io::Reader> in,
       bad("data_offsets must be two non-negative integers");
     }
     uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
-    uint64_t count = static_cast<uint64_t>(shape_size(shape));
-    if (count > std::numeric_limits<uint64_t>::max() / 16) {
-      bad("shape too large");
-    }
-    if (b > e || e - b != count * dtype->size) {
+    uint64_t nbytes =
+        io_detail::file_nbytes(*in, shape, *dtype, "entry '" + key + "'");
+    if (b > e || e - b != nbytes) {
       bad("data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
-          "] do not match " + std::to_string(count * dtype->size) + " bytes");
+          "] do not match " + std::to_string(nbytes) + " bytes");
     }
     if (e > data_size) {
       load_error(*in, "Data offsets of '" + key + "' lie outside the file (" +

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
@@ -286,6 +288,18 @@ bool Reduce::is_equivalent(const Primitive& o) const {
 }
 
 std::vector<Shape> Reduce::output_shapes(const std::vector<array>& in) {
+  // The axes were normalized when the node was built, but a node replayed
+  // from a file (import_function) carries the file's axes: checked here so
+  // that a corrupt one raises instead of writing past the shape.
+  for (int ax : axes_) {
+    if (ax < 0 || ax >= in[0].ndim()) {
+      throw std::invalid_argument("[" + std::string(name()) + "] Axis " +
+                                  std::to_string(ax) +
+                                  " is out of range for an array with " +
+                                  std::to_string(in[0].ndim()) +
+                                  " dimensions.");
+    }
+  }
   return {kept_shape(in[0].shape(), axes_)};
 }
 

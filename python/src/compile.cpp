@@ -67,8 +67,11 @@ void hash_constants(py::handle obj, std::vector<uint64_t>& out) {
     out.push_back(5);
     out.push_back(obj.ptr() == Py_True);
   } else if (PyLong_Check(obj.ptr())) {
-    out.push_back(6);
-    out.push_back(static_cast<uint64_t>(obj.cast<int64_t>()));
+    // Any size of int (a cast to int64 threw "Unable to cast" for 2**64).
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    out.push_back(overflow ? 10 : 6);
+    out.push_back(overflow ? str_hash(obj) : static_cast<uint64_t>(v));
   } else if (PyFloat_Check(obj.ptr())) {
     double d = obj.cast<double>();
     uint64_t bits;
@@ -217,6 +220,11 @@ void init_compile(py::module_& m) {
       "dtypes and shapes, or only ndims with ``shapeless``, constants and "
       "tree structure); its graph is simplified and runs of elementwise "
       "ops are fused into generated kernels.");
+  // Test hook (not MLX's API): the number of traces and per-function
+  // records held by compile's caches, for the leak tests.
+  m.def("_compile_cache_size", [] {
+    return fx::detail::compile_cache_size() + output_structures().size();
+  });
   m.def(
       "disable_compile", [] { fx::disable_compile(); },
       "Globally disable compilation (also FLUXION_DISABLE_COMPILE).");

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "fluxion/backend/common/dispatch.h"
@@ -57,6 +58,12 @@ void check_int32(PyObject* value) {
   if (overflow || v < INT32_MIN || v > INT32_MAX) {
     int32_overflow(value);
   }
+}
+
+void bad_argument_type(py::handle h, const char* op, const char* what,
+                       const char* expected) {
+  throw py::type_error(std::string("[") + op + "] " + what + " must be " +
+                       expected + "; got " + Py_TYPE(h.ptr())->tp_name + ".");
 }
 
 PyTypeObject* array_type = nullptr;
@@ -599,7 +606,15 @@ py::object list_level(const fx::array& a, const T* p, int dim) {
     return scalar_object(*p);
   }
   int n = a.shape(dim);
-  py::list out(n);
+  // Not py::list(n): a list that cannot be allocated (a 0-size array of
+  // shape (2^31 - 1, 0) is 2^31 lists) raises MemoryError naming the op,
+  // not pybind11's RuntimeError "Could not allocate list object!".
+  PyObject* raw = PyList_New(n);
+  if (raw == nullptr) {
+    PyErr_Clear();
+    throw std::bad_alloc();
+  }
+  auto out = py::reinterpret_steal<py::list>(raw);
   for (int i = 0; i < n; ++i) {
     out[i] = list_level(a, p + i * a.strides()[dim], dim + 1);
   }
@@ -610,10 +625,18 @@ py::object list_level(const fx::array& a, const T* p, int dim) {
 
 py::object to_list(const fx::array& a) {
   eval_nogil(a);
-  return fx::dispatch_all(a.dtype(), [&](auto tag) -> py::object {
-    using T = typename decltype(tag)::type;
-    return list_level(a, a.data<T>(), 0);
-  });
+  try {
+    return fx::dispatch_all(a.dtype(), [&](auto tag) -> py::object {
+      using T = typename decltype(tag)::type;
+      return list_level(a, a.data<T>(), 0);
+    });
+  } catch (const std::bad_alloc&) {
+    PyErr_Format(PyExc_MemoryError,
+                 "[tolist] Out of memory building the list of an array of "
+                 "shape %s.",
+                 fx::shape_str(a.shape()).c_str());
+    throw py::error_already_set();
+  }
 }
 
 py::object item(const fx::array& a) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -110,6 +111,38 @@ inline fx::Shape to_shape(const ShapeArg& s) {
     return {*i};
   }
   return std::get<fx::Shape>(s);
+}
+
+// `h` as a T, for arguments a binding converts by hand (py::handle
+// parameters): an int outside int32 raises OverflowError naming it, any
+// other mismatch TypeError "[op] <what> must be <expected>; got <type>."
+// rather than pybind11's bare "Unable to cast Python instance" RuntimeError.
+[[noreturn]] void bad_argument_type(py::handle h, const char* op,
+                                    const char* what, const char* expected);
+template <typename T>
+T cast_arg(py::handle h, const char* op, const char* what,
+           const char* expected) {
+  if constexpr (std::is_same_v<T, int>) {
+    check_int32(h.ptr());
+  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    if (py::isinstance<py::sequence>(h) && !py::isinstance<py::str>(h)) {
+      for (auto item : py::reinterpret_borrow<py::sequence>(h)) {
+        check_int32(item.ptr());
+      }
+    }
+  }
+  if constexpr (std::is_base_of_v<py::object, T>) {
+    // pybind11's wrapper types (py::sequence...) raise their own TypeError
+    // naming no op.
+    if (!py::isinstance<T>(h)) {
+      bad_argument_type(h, op, what, expected);
+    }
+  }
+  try {
+    return h.cast<T>();
+  } catch (const py::cast_error&) {
+    bad_argument_type(h, op, what, expected);
+  }
 }
 
 // Set once the `array` class is registered; used for fast type checks on

@@ -130,7 +130,8 @@ void check_device(py::object dl_device) {
   if (dl_device.is_none()) {
     return;
   }
-  auto dev = dl_device.cast<std::pair<int, int>>();
+  auto dev = fxpy::cast_arg<std::pair<int, int>>(
+      dl_device, "__dlpack__", "dl_device", "a (device_type, device_id) tuple");
   if (dev.first != kDLCPU) {
     throw py::buffer_error("[__dlpack__] Cannot export to DLPack device (" +
                            std::to_string(dev.first) + ", " +
@@ -142,12 +143,17 @@ void check_device(py::object dl_device) {
 py::capsule to_dlpack(const fx::array& in, py::object max_version,
                       py::object dl_device, py::object copy) {
   check_device(dl_device);
-  bool copied = !copy.is_none() && copy.cast<bool>();
+  bool copied =
+      !copy.is_none() &&
+      fxpy::cast_arg<bool>(copy, "__dlpack__", "copy", "a bool or None");
   fx::array a = copied ? fx::copy(in) : in;
   fxpy::eval_nogil(a);
   bool versioned = false;
   if (!max_version.is_none()) {
-    versioned = max_version.cast<std::pair<int, int>>().first >= 1;
+    versioned =
+        fxpy::cast_arg<std::pair<int, int>>(
+            max_version, "__dlpack__", "max_version", "a (major, minor) tuple")
+            .first >= 1;
   }
   auto* hold = new DLHold{a, {}, {}, {}, {}};
   for (int i = 0; i < a.ndim(); ++i) {
@@ -547,7 +553,8 @@ void init_dlpack(py::module_& m, py::class_<fx::array>& cls) {
       "from_dlpack",
       [](py::object x, py::object device, std::optional<bool> copy) {
         if (!device.is_none()) {
-          auto d = py::cast<fx::Device>(device);
+          auto d = fxpy::cast_arg<fx::Device>(device, "from_dlpack", "device",
+                                              "a Device or None");
           if (d.type != fx::Device::cpu) {
             throw std::invalid_argument(
                 "[from_dlpack] Only device=cpu (or None) is supported.");

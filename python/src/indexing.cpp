@@ -144,6 +144,11 @@ std::vector<Item> parse(const fx::array& a, py::handle index, const char* op) {
           }
         }
       }
+      if (sl->step && PyLong_Check(sl->step) && PyLong_AsLong(sl->step) == 0) {
+        // Python's own message ("slice step cannot be zero") names no op.
+        throw std::invalid_argument(std::string("[") + op +
+                                    "] Slice step cannot be zero.");
+      }
       Py_ssize_t start, stop, step;
       if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) {
         throw py::error_already_set();

@@ -88,6 +88,18 @@ ArrayMap savez_map(const py::args& args, const py::kwargs& kwargs,
   return to_map(d, op);
 }
 
+// Names and strings read from a file as Python str: bytes that are not
+// UTF-8 (a zip member name, GGUF metadata) become \x escapes rather than a
+// UnicodeDecodeError naming no op (found by the loader fuzzer).
+py::str file_str(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(
+      s.data(), static_cast<Py_ssize_t>(s.size()), "backslashreplace");
+  if (o == nullptr) {
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::str>(o);
+}
+
 py::dict to_dict(const ArrayMap& m) {
   std::vector<std::string> keys;
   for (auto& [k, v] : m) {
@@ -96,7 +108,7 @@ py::dict to_dict(const ArrayMap& m) {
   std::sort(keys.begin(), keys.end());
   py::dict d;
   for (auto& k : keys) {
-    d[py::str(k)] = m.at(k);
+    d[file_str(k)] = m.at(k);
   }
   return d;
 }
@@ -166,13 +178,17 @@ py::object load(py::handle file, std::optional<std::string> format,
     py::dict meta;
     for (auto& [k, v] : metadata) {
       if (auto* a = std::get_if<fx::array>(&v)) {
-        meta[py::str(k)] = py::cast(*a);
+        meta[file_str(k)] = py::cast(*a);
       } else if (auto* str = std::get_if<std::string>(&v)) {
-        meta[py::str(k)] = py::str(*str);
+        meta[file_str(k)] = file_str(*str);
       } else if (auto* l = std::get_if<std::vector<std::string>>(&v)) {
-        meta[py::str(k)] = py::cast(*l);
+        py::list items;
+        for (auto& e : *l) {
+          items.append(file_str(e));
+        }
+        meta[file_str(k)] = items;
       } else {
-        meta[py::str(k)] = py::none();
+        meta[file_str(k)] = py::none();
       }
     }
     return py::make_tuple(to_dict(arrays), meta);
@@ -181,7 +197,11 @@ py::object load(py::handle file, std::optional<std::string> format,
   if (!return_metadata) {
     return to_dict(arrays);
   }
-  return py::make_tuple(to_dict(arrays), py::cast(metadata));
+  py::dict meta;
+  for (auto& [k, v] : metadata) {
+    meta[file_str(k)] = file_str(v);
+  }
+  return py::make_tuple(to_dict(arrays), meta);
 }
 
 // GGUF metadata from Python: str, a list of str, or an array (anything

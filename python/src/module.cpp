@@ -1,5 +1,25 @@
 // The extension module fluxion.core.
+#include <cstring>
+
 #include "python/src/convert.h"
+
+namespace {
+// Messages may quote bytes of a hostile file (a safetensors header, a zip
+// member name) that are not UTF-8: PyErr_SetString would then fail to build
+// the message and raise the exception with no text at all. Undecodable
+// bytes are shown as \x escapes instead.
+void set_error(PyObject* type, const char* what) {
+  PyObject* msg = PyUnicode_DecodeUTF8(
+      what, static_cast<Py_ssize_t>(std::strlen(what)), "backslashreplace");
+  if (msg == nullptr) {
+    PyErr_Clear();
+    PyErr_SetString(type, "(an error message that cannot be decoded)");
+    return;
+  }
+  PyErr_SetObject(type, msg);
+  Py_DECREF(msg);
+}
+}  // namespace
 
 PYBIND11_MODULE(core, m) {
   m.doc() = "Fluxion: lazy arrays with MLX's API.";
@@ -16,16 +36,16 @@ PYBIND11_MODULE(core, m) {
     } catch (const py::builtin_exception&) {
       throw;
     } catch (const std::invalid_argument& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      set_error(PyExc_ValueError, e.what());
     } catch (const std::out_of_range& e) {
-      PyErr_SetString(PyExc_IndexError, e.what());
+      set_error(PyExc_IndexError, e.what());
     } catch (const std::overflow_error& e) {
       // A computed dimension outside int32 (MLX's OverflowError).
-      PyErr_SetString(PyExc_OverflowError, e.what());
+      set_error(PyExc_OverflowError, e.what());
     } catch (const std::bad_alloc& e) {
-      PyErr_SetString(PyExc_MemoryError, e.what());
+      set_error(PyExc_MemoryError, e.what());
     } catch (const std::exception& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
+      set_error(PyExc_RuntimeError, e.what());
     }
   });
   init_dtypes(m);

@@ -46,20 +46,25 @@ fx::array arange(py::handle start, py::handle stop, py::handle step,
                     dtype.value_or(inferred), s);
 }
 
+constexpr const char* kAxes = "an int or a pair of axis lists";
+
 fx::array tensordot(const fx::array& a, const fx::array& b, py::handle axes,
                     fx::StreamOrDevice s) {
   if (PyLong_Check(axes.ptr())) {
-    return fx::tensordot(a, b, axes.cast<int>(), s);
+    return fx::tensordot(
+        a, b, fxpy::cast_arg<int>(axes, "tensordot", "axes", kAxes), s);
   }
-  auto pair = axes.cast<py::sequence>();
+  auto pair = fxpy::cast_arg<py::sequence>(axes, "tensordot", "axes", kAxes);
   if (py::len(pair) != 2) {
     throw std::invalid_argument(
         "[tensordot] axes must be an int or a pair of axis lists; got " +
         py::repr(axes).cast<std::string>() + ".");
   }
   auto as_list = [](py::handle h) {
-    return PyLong_Check(h.ptr()) ? std::vector<int>{h.cast<int>()}
-                                 : h.cast<std::vector<int>>();
+    return PyLong_Check(h.ptr()) ? std::vector<int>{fxpy::cast_arg<int>(
+                                       h, "tensordot", "axes", kAxes)}
+                                 : fxpy::cast_arg<std::vector<int>>(
+                                       h, "tensordot", "axes", kAxes);
   };
   return fx::tensordot(a, b, as_list(pair[0]), as_list(pair[1]), s);
 }

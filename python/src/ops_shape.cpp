@@ -86,12 +86,15 @@ fx::array mlx_slice_update(const fx::array& a, const fx::array& update,
   return fx::slice_update(a, update, start, stop, s);
 }
 
+constexpr const char* kPadWidth =
+    "an int, a (before, after) pair or a list of pairs";
+
 std::pair<int, int> pad_pair(py::handle h) {
   if (PyLong_Check(h.ptr())) {
-    int v = h.cast<int>();
+    int v = fxpy::cast_arg<int>(h, "pad", "pad_width", kPadWidth);
     return {v, v};
   }
-  auto v = h.cast<std::vector<int>>();
+  auto v = fxpy::cast_arg<std::vector<int>>(h, "pad", "pad_width", kPadWidth);
   if (v.size() == 1) {
     return {v[0], v[0]};
   }
@@ -107,9 +110,12 @@ fx::array pad(const fx::array& a, py::handle pad_width, const std::string& mode,
               py::handle constant_values, fx::StreamOrDevice s) {
   fx::array value = fxpy::to_array_like(constant_values, a);
   if (PyLong_Check(pad_width.ptr())) {
-    return fx::pad(a, pad_width.cast<int>(), value, mode, s);
+    return fx::pad(
+        a, fxpy::cast_arg<int>(pad_width, "pad", "pad_width", kPadWidth), value,
+        mode, s);
   }
-  auto seq = pad_width.cast<py::sequence>();
+  auto seq =
+      fxpy::cast_arg<py::sequence>(pad_width, "pad", "pad_width", kPadWidth);
   bool nested = py::len(seq) > 0 && !PyLong_Check(seq[0].ptr());
   if (!nested) {
     return fx::pad(a, pad_pair(pad_width), value, mode, s);

@@ -542,7 +542,7 @@ TEST(ArrayOpsEinsum, GradAndVmap) {
 TEST(ArrayOpsEinsum, Ellipsis) {
   // "...ij,jk->...ik" with the ellipsis axes (2,1) and (3): broadcast to
   // (2,3), then checked as "abij,jk->abik" on the broadcast operand.
-  auto va = iota_vals(2 * 1 * 2 * 3), vb = iota_vals(3 * 2, 1.5);
+  auto va = iota_vals(2 * 1 * 2 * 3), vb = iota_vals(3 * 3 * 2, 1.5);
   auto a = array(va.begin(), {2, 1, 2, 3}, float64);
   auto b = array(vb.begin(), {3, 3, 2}, float64);
   auto out = einsum("...ij,...jk->...ik", {a, b});

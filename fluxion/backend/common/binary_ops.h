@@ -46,7 +46,10 @@ FLUXION_HOST_DEVICE T int_floor_div(T a, T b) {
   }
   if constexpr (math::is_signed_int_v<T>) {
     if (b == -1) {
-      return static_cast<T>(T(0) - a);  // avoids INT_MIN / -1
+      // -a, wrapping for INT_MIN (INT_MIN / -1 traps, and negating it in
+      // the signed type is undefined: UBSan).
+      using U = math::make_unsigned_t<T>;
+      return static_cast<T>(U(0) - static_cast<U>(a));
     }
     T q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) {

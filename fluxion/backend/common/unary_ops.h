@@ -142,6 +142,14 @@ struct Sigmoid {
   }
 };
 
+// -x for integers, wrapping like NumPy: -INT_MIN is INT_MIN (negating it
+// in the signed type is undefined behaviour, reported by UBSan).
+template <typename T>
+FLUXION_HOST_DEVICE T wrapping_negate(T x) {
+  using U = math::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(x));
+}
+
 struct Abs {
   template <typename T>
   FLUXION_HOST_DEVICE auto operator()(T x) const {
@@ -151,6 +159,8 @@ struct Abs {
       return abs(x);  // a float
     } else if constexpr (math::is_floating_point_v<T>) {
       return math::fabs(x);  // abs(-0.0) is +0.0, as NumPy
+    } else if constexpr (math::is_integral_v<T>) {
+      return x < T(0) ? wrapping_negate(x) : x;
     } else {
       return static_cast<T>(x < T(0) ? -x : x);
     }
@@ -162,6 +172,8 @@ struct Negative {
   FLUXION_HOST_DEVICE T operator()(T x) const {
     if constexpr (math::is_same_v<T, bool>) {
       return !x;
+    } else if constexpr (math::is_integral_v<T>) {
+      return wrapping_negate(x);
     } else {
       return static_cast<T>(-x);
     }

@@ -3,7 +3,12 @@
 #include "fluxion/backend/cpu.h"
 
 #include <cstring>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+#include <string>
 
+#include "fluxion/graph_utils.h"
 #include "fluxion/primitive.h"
 #include "fluxion/scheduler.h"
 
@@ -39,6 +44,56 @@ void fail_outputs(std::vector<array>& outputs,
   }
 }
 
+// An allocation failure names the size only ("[malloc] Unable to allocate
+// N bytes."): the error the caller gets also names the op that needed it
+// and the output it was computing, keeping the exception's type
+// (std::runtime_error, or std::bad_alloc for other allocations, which
+// Python raises as MemoryError). Anything else passes unchanged, and so
+// does the original when the new message cannot be built.
+class OutOfMemory : public std::bad_alloc {
+ public:
+  explicit OutOfMemory(std::string what) : what_(std::move(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
+};
+
+std::exception_ptr with_op(const std::exception_ptr& e, const Primitive& p,
+                           const std::vector<array>& outputs) noexcept {
+  try {
+    std::string context = std::string(" (in ") + p.name();
+    if (!outputs.empty()) {
+      std::ostringstream os;
+      os << ", output shape " << outputs[0].shape() << " "
+         << outputs[0].dtype();
+      context += os.str();
+    }
+    context += ")";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::runtime_error& err) {
+      std::string what = err.what();
+      if (what.rfind("[malloc]", 0) != 0) {
+        return e;
+      }
+      if (!what.empty() && what.back() == '.') {
+        what.pop_back();
+      }
+      return std::make_exception_ptr(std::runtime_error(what + context + "."));
+    } catch (const OutOfMemory&) {
+      return e;
+    } catch (const std::bad_alloc&) {
+      return std::make_exception_ptr(OutOfMemory(
+          std::string("[") + p.name() + "] Out of memory" + context + "."));
+    } catch (...) {
+      return e;
+    }
+  } catch (...) {
+    return e;
+  }
+}
+
 }  // namespace
 
 void eval(array& arr) {
@@ -66,7 +121,7 @@ void eval(array& arr) {
         try {
           prim->eval_cpu(inputs, outputs);
         } catch (...) {
-          auto e = std::current_exception();
+          auto e = with_op(std::current_exception(), *prim, outputs);
           fail_outputs(outputs, e);
           scheduler::set_stream_error(s, e);
         }

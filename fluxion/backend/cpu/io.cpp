@@ -2,6 +2,8 @@
 #include "fluxion/ops/io.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "fluxion/backend/cpu/thread_pool.h"
 
@@ -24,6 +26,17 @@ void swap_bytes(char* p, size_t nbytes, size_t width) {
 
 void Load::eval_cpu(const std::vector<array>&, std::vector<array>& outputs) {
   array& out = outputs[0];
+  // A file too short for its header's shape (truncated, or a hostile
+  // header) raises before the output is allocated: its size comes from the
+  // file and may be far beyond what the file holds.
+  uint64_t size = reader_->size();
+  if (offset_ > size || out.nbytes() > size - offset_) {
+    throw std::runtime_error("[load] '" + reader_->label() +
+                             "' is truncated: the array needs " +
+                             std::to_string(out.nbytes()) +
+                             " bytes at offset " + std::to_string(offset_) +
+                             ", the data has " + std::to_string(size) + ".");
+  }
   out.set_data(out.nbytes());
   if (out.nbytes() == 0) {
     return;

@@ -4,13 +4,23 @@
 // batch runs over the thread pool; a failure (singular matrix, no
 // convergence) is reported after the batch by throwing from the kernel,
 // which eval() carries to its caller.
+//
+// A matrix holding a NaN or an infinity is never handed to LAPACK: its
+// outputs are NaN (an LU's pivots the identity). LAPACKE rejects NaN input
+// as a bad argument (a misleading error), and the iterative drivers
+// (gesdd, syevd, geev) can loop forever on an infinity (found by the
+// fuzzer: pinv of a matrix with one inf hung).
 #include <lapacke.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "fluxion/backend/common/dispatch.h"
@@ -87,8 +97,7 @@ int heevd(char jobz, char uplo, int n, complex64_t* a, float* w) {
 }
 int geev(int n, complex64_t* a, complex64_t* w, complex64_t* vr, char jobvr) {
   lapack_complex_float vl;
-  return LAPACKE_cgeev(kRow, 'N', jobvr, n, lc(a), n, lc(w), &vl, 1, lc(vr),
-                       n);
+  return LAPACKE_cgeev(kRow, 'N', jobvr, n, lc(a), n, lc(w), &vl, 1, lc(vr), n);
 }
 
 int geev(int n, float* a, float* wr, float* wi, float* vr, char jobvr) {
@@ -98,6 +107,34 @@ int geev(int n, float* a, float* wr, float* wi, float* vr, char jobvr) {
 int geev(int n, double* a, double* wr, double* wi, double* vr, char jobvr) {
   double vl;
   return LAPACKE_dgeev(kRow, 'N', jobvr, n, a, n, wr, wi, &vl, 1, vr, n);
+}
+
+// True when the n values at p are all finite (both parts of complex ones).
+template <typename T>
+bool all_finite(const T* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<T, complex64_t>) {
+      if (!std::isfinite(p[i].real()) || !std::isfinite(p[i].imag())) {
+        return false;
+      }
+    } else if (!std::isfinite(p[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <typename T>
+void fill_nan(T* p, int64_t n) {
+  if (p == nullptr) {
+    return;
+  }
+  if constexpr (std::is_same_v<T, complex64_t>) {
+    constexpr float q = std::numeric_limits<float>::quiet_NaN();
+    std::fill(p, p + n, complex64_t(q, q));
+  } else {
+    std::fill(p, p + n, std::numeric_limits<T>::quiet_NaN());
+  }
 }
 
 // The inputs as row-major batches of matrices (copies of views).
@@ -163,6 +200,10 @@ void Inverse::eval_cpu(const std::vector<array>& inputs,
     int64_t nn = int64_t{n} * n;
     run_batch(batch_count(a), n, "inv", "Matrix is singular.", [&](int64_t i) {
       T* m = dst + i * nn;
+      if (!all_finite(src + i * nn, nn)) {
+        fill_nan(m, nn);
+        return 0;
+      }
       std::memcpy(m, src + i * nn, nn * sizeof(T));
       std::vector<int> ipiv(n);
       int info = getrf(n, n, m, ipiv.data());
@@ -186,18 +227,22 @@ void Solve::eval_cpu(const std::vector<array>& inputs,
     int64_t nn = int64_t{n} * n, nk = int64_t{n} * k;
     // float32 systems are factored in double and rounded back, as NumPy
     // does: a float32 LU loses about cond(A) * 2^-24 relatively, which for
-    // a random 1000 x 1000 matrix (cond ~ 1e5) is ~1e-2 in x.
-    run_batch(batch_count(a), n, "solve", "Matrix is singular.",
-              [&](int64_t i) {
-                std::vector<double> m(pa + i * nn, pa + (i + 1) * nn);
-                std::vector<double> x(pb + i * nk, pb + (i + 1) * nk);
-                std::vector<int> ipiv(n);
-                int info = k == 0 ? 0 : gesv(n, k, m.data(), ipiv.data(),
-                                             x.data());
-                std::transform(x.begin(), x.end(), dst + i * nk,
-                               [](double v) { return static_cast<T>(v); });
-                return info;
-              });
+    // a random 1000 x 1000 matrix (cond ~ 1e5) is ~1e-2 in x. A system with
+    // NaN or inf never reaches LAPACK (its NaN check rejects it): x is NaN.
+    run_batch(
+        batch_count(a), n, "solve", "Matrix is singular.", [&](int64_t i) {
+          if (!all_finite(pa + i * nn, nn) || !all_finite(pb + i * nk, nk)) {
+            fill_nan(dst + i * nk, nk);
+            return 0;
+          }
+          std::vector<double> m(pa + i * nn, pa + (i + 1) * nn);
+          std::vector<double> x(pb + i * nk, pb + (i + 1) * nk);
+          std::vector<int> ipiv(n);
+          int info = k == 0 ? 0 : gesv(n, k, m.data(), ipiv.data(), x.data());
+          std::transform(x.begin(), x.end(), dst + i * nk,
+                         [](double v) { return static_cast<T>(v); });
+          return info;
+        });
   });
 }
 
@@ -215,12 +260,17 @@ void SolveTriangular::eval_cpu(const std::vector<array>& inputs,
     const T* pb = b.data<T>();
     T* dst = out.data<T>();
     int64_t nn = int64_t{n} * n, nk = int64_t{n} * k;
-    run_batch(batch_count(a), n, "solve_triangular", "Matrix is singular.",
-              [&](int64_t i) {
-                T* x = dst + i * nk;
-                std::memcpy(x, pb + i * nk, nk * sizeof(T));
-                return k == 0 ? 0 : trtrs(uplo, n, k, pa + i * nn, x);
-              });
+    run_batch(
+        batch_count(a), n, "solve_triangular", "Matrix is singular.",
+        [&](int64_t i) {
+          T* x = dst + i * nk;
+          if (!all_finite(pa + i * nn, nn) || !all_finite(pb + i * nk, nk)) {
+            fill_nan(x, nk);
+            return 0;
+          }
+          std::memcpy(x, pb + i * nk, nk * sizeof(T));
+          return k == 0 ? 0 : trtrs(uplo, n, k, pa + i * nn, x);
+        });
   });
 }
 
@@ -238,6 +288,10 @@ void Cholesky::eval_cpu(const std::vector<array>& inputs,
     run_batch(batch_count(a), n, "cholesky", "Matrix is not positive definite.",
               [&](int64_t i) {
                 T* m = dst + i * nn;
+                if (!all_finite(src + i * nn, nn)) {
+                  fill_nan(m, nn);
+                  return 0;
+                }
                 std::memcpy(m, src + i * nn, nn * sizeof(T));
                 int info = potrf(n, m);
                 // potrf leaves the upper triangle as it was.
@@ -263,6 +317,11 @@ void QRF::eval_cpu(const std::vector<array>& inputs,
     int64_t mn = int64_t{m} * n;
     run_batch(
         batch_count(a), std::max(m, n), "qr", "QR failed.", [&](int64_t i) {
+          if (!all_finite(src + i * mn, mn)) {
+            fill_nan(pq + i * int64_t{m} * k, int64_t{m} * k);
+            fill_nan(pr + i * int64_t{k} * n, int64_t{k} * n);
+            return 0;
+          }
           std::vector<T> w(src + i * mn, src + (i + 1) * mn);
           std::vector<T> tau(std::max(k, 1));
           int info = geqrf(m, n, w.data(), tau.data());
@@ -302,8 +361,16 @@ void svd_complex(const array& a, std::vector<array>& outputs, bool uv) {
   int64_t batch = m == 0 || n == 0 ? 0 : static_cast<int64_t>(a.size()) / mn;
   run_batch(batch, std::max(m, n), "svd", "SVD did not converge.",
             [&](int64_t i) {
-              std::vector<complex64_t> w(src + i * mn, src + (i + 1) * mn);
               float* s = ps + i * k;
+              if (!all_finite(src + i * mn, mn)) {
+                fill_nan(s, k);
+                if (uv) {
+                  fill_nan(pu + i * int64_t{m} * m, int64_t{m} * m);
+                  fill_nan(pv + i * int64_t{n} * n, int64_t{n} * n);
+                }
+                return 0;
+              }
+              std::vector<complex64_t> w(src + i * mn, src + (i + 1) * mn);
               if (!uv) {
                 complex64_t du, dv;
                 return gesdd('N', m, n, w.data(), s, &du, &dv);
@@ -350,8 +417,16 @@ void SVD::eval_cpu(const std::vector<array>& inputs,
     int64_t batch = m == 0 || n == 0 ? 0 : static_cast<int64_t>(a.size()) / mn;
     run_batch(batch, std::max(m, n), "svd", "SVD did not converge.",
               [&](int64_t i) {
-                std::vector<T> w(src + i * mn, src + (i + 1) * mn);
                 T* s = ps + i * k;
+                if (!all_finite(src + i * mn, mn)) {
+                  fill_nan(s, k);
+                  if (compute_uv_) {
+                    fill_nan(pu + i * int64_t{m} * m, int64_t{m} * m);
+                    fill_nan(pv + i * int64_t{n} * n, int64_t{n} * n);
+                  }
+                  return 0;
+                }
+                std::vector<T> w(src + i * mn, src + (i + 1) * mn);
                 if (!compute_uv_) {
                   T du, dv;
                   return gesdd('N', m, n, w.data(), s, &du, &dv);
@@ -393,6 +468,11 @@ void Eigh::eval_cpu(const std::vector<array>& inputs,
     int64_t nn = int64_t{n} * n;
     run_batch(batch_count(a), n, "eigh", "Eigenvalues did not converge.",
               [&](int64_t i) {
+                if (!all_finite(src + i * nn, nn)) {
+                  fill_nan(pw + i * n, n);
+                  fill_nan(vectors_ ? pv + i * nn : nullptr, nn);
+                  return 0;
+                }
                 if (vectors_) {
                   complex64_t* v = pv + i * nn;
                   std::copy(src + i * nn, src + (i + 1) * nn, v);
@@ -411,6 +491,11 @@ void Eigh::eval_cpu(const std::vector<array>& inputs,
     int64_t nn = int64_t{n} * n;
     run_batch(batch_count(a), n, "eigh", "Eigenvalues did not converge.",
               [&](int64_t i) {
+                if (!all_finite(src + i * nn, nn)) {
+                  fill_nan(pw + i * n, n);
+                  fill_nan(vectors_ ? pv + i * nn : nullptr, nn);
+                  return 0;
+                }
                 if (vectors_) {
                   T* v = pv + i * nn;
                   std::memcpy(v, src + i * nn, nn * sizeof(T));
@@ -434,6 +519,11 @@ void Eig::eval_cpu(const std::vector<array>& inputs,
     int64_t nn = int64_t{n} * n;
     run_batch(batch_count(a), n, "eig", "Eigenvalues did not converge.",
               [&](int64_t i) {
+                if (!all_finite(src + i * nn, nn)) {
+                  fill_nan(pw + i * n, n);
+                  fill_nan(vectors_ ? pv + i * nn : nullptr, nn);
+                  return 0;
+                }
                 std::vector<complex64_t> m(src + i * nn, src + (i + 1) * nn);
                 std::vector<complex64_t> vr(vectors_ ? nn : 1);
                 int info = geev(n, m.data(), pw + i * n, vr.data(),
@@ -451,6 +541,11 @@ void Eig::eval_cpu(const std::vector<array>& inputs,
     int64_t nn = int64_t{n} * n;
     run_batch(batch_count(a), n, "eig", "Eigenvalues did not converge.",
               [&](int64_t i) {
+                if (!all_finite(src + i * nn, nn)) {
+                  fill_nan(pw + i * n, n);
+                  fill_nan(vectors_ ? pv + i * nn : nullptr, nn);
+                  return 0;
+                }
                 std::vector<T> m(src + i * nn, src + (i + 1) * nn);
                 std::vector<T> wr(n), wi(n), vr(vectors_ ? nn : 1);
                 int info = geev(n, m.data(), wr.data(), wi.data(), vr.data(),
@@ -509,9 +604,15 @@ void LUF::eval_cpu(const std::vector<array>& inputs,
     // factorization.
     run_batch(batch_count(a), std::max(m, n), "lu", "", [&](int64_t i) {
       T* f = dst + i * mn;
-      std::memcpy(f, src + i * mn, mn * sizeof(T));
       std::vector<int> ipiv(std::max(k, 1));
-      int info = getrf(m, n, f, ipiv.data());
+      int info = 0;
+      if (!all_finite(src + i * mn, mn)) {
+        fill_nan(f, mn);
+        std::iota(ipiv.begin(), ipiv.end(), 1);  // no row exchanges
+      } else {
+        std::memcpy(f, src + i * mn, mn * sizeof(T));
+        info = getrf(m, n, f, ipiv.data());
+      }
       std::vector<uint32_t> rows(m);
       for (int r = 0; r < m; ++r) {
         rows[r] = r;
