@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "fluxion/backend/common/fail_outputs.h"
 #include "fluxion/backend/cuda/allocator.h"
 #include "fluxion/backend/cuda/cuda.h"
 #include "fluxion/backend/gpu.h"
@@ -120,25 +121,7 @@ void checkpoint(StreamState& st) {
 
 thread_local cudaStream_t t_current = nullptr;
 
-// As the CPU backend's: failed outputs read one zero (host memory) through
-// all-zero strides, and never a null pointer.
-void fail_outputs(std::vector<array>& outputs,
-                  const std::exception_ptr& e) noexcept {
-  for (auto& o : outputs) {
-    o.set_error(e);
-    if (o.data_shared_ptr() != nullptr) {
-      continue;
-    }
-    try {
-      auto one = std::make_shared<Data>(std::max<size_t>(o.itemsize(), 1));
-      std::memset(one->ptr(), 0, one->nbytes());
-      Strides zero(o.ndim(), 0);
-      auto flags = layout_flags(o.shape(), zero, 1);
-      o.set_data(std::move(one), 1, std::move(zero), flags, 0);
-    } catch (...) {
-    }
-  }
-}
+using common::fail_outputs;
 
 void set_device(int d) {
   thread_local int t_device = -1;
