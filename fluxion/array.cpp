@@ -3,6 +3,8 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/gpu.h"
@@ -285,6 +287,34 @@ void array::detach() {
 
 void array::eval() { fluxion::eval({*this}); }
 
+namespace {
+// Held for a few instructions (a shared_ptr copy or swap): spinning is
+// cheaper than a mutex per array.
+struct EventGuard {
+  std::atomic_flag& f;
+  explicit EventGuard(std::atomic_flag& flag) : f(flag) {
+    while (f.test_and_set(std::memory_order_acquire)) {
+      std::this_thread::yield();
+    }
+  }
+  ~EventGuard() { f.clear(std::memory_order_release); }
+};
+}  // namespace
+
+Event array::event() const {
+  EventGuard g(desc_->event_lock);
+  return desc_->event;
+}
+
+void array::attach_event(Event e) const {
+  Event old;
+  {
+    EventGuard g(desc_->event_lock);
+    old = std::exchange(desc_->event, std::move(e));
+  }
+  // `old` (maybe the last handle of an event) is released unlocked.
+}
+
 bool array::is_tracer() const {
   return (desc_->is_tracer && in_tracing()) || retain_graph();
 }
@@ -293,8 +323,11 @@ bool array::is_available() const {
   if (status() == Status::available) {
     return true;
   }
-  if (status() == Status::evaluated && event().valid() &&
-      event().is_signaled() && !desc_->error) {
+  if (status() != Status::evaluated) {
+    return false;
+  }
+  Event e = event();
+  if (e.valid() && e.is_signaled() && !desc_->error) {
     set_status(Status::available);
     return true;
   }
@@ -306,17 +339,18 @@ void array::wait() {
     if (status() == Status::unscheduled) {
       eval();
     }
-    if (event().valid()) {
+    Event e = event();
+    if (e.valid()) {
       // The event carries the first pending error of its stream's work,
       // which may be another array's (another thread's, on a shared
       // stream): this one only fails if its own kernel (or one upstream)
       // did, and then with its own error.
-      event().wait_quietly();
+      e.wait_quietly();
     }
     // A failed array never becomes available (its data is a placeholder):
     // every later wait, and so every read, raises its error again.
     if (!desc_->error) {
-      if (event().valid()) {
+      if (e.valid()) {
         detach_event();
       }
       set_status(Status::available);

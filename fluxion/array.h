@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -183,12 +184,16 @@ class array {
   // Evaluation.
   void eval();
   void wait();  // block until the data is ready
-  Status status() const { return desc_->status; }
-  void set_status(Status s) const { desc_->status = s; }
+  // Status and event may be read and changed by several threads at once
+  // (two threads waiting on, or evaluating, one shared array): the status
+  // is atomic and the event is copied out under a lock, so that one
+  // thread's detach never frees the event another thread is waiting on.
+  Status status() const { return desc_->status.load(); }
+  void set_status(Status s) const { desc_->status.store(s); }
   bool is_available() const;
-  const Event& event() const { return desc_->event; }
-  void attach_event(Event e) const { desc_->event = std::move(e); }
-  void detach_event() const { desc_->event = Event{}; }
+  Event event() const;
+  void attach_event(Event e) const;
+  void detach_event() const { attach_event(Event{}); }
   // The error of the kernel that should have produced this array (or of
   // one upstream): its outputs hold zeros, consumers' kernels are skipped
   // and rethrow it through their stream, and waiting on it rethrows it.
@@ -261,7 +266,8 @@ class array {
     size_t size = 1;
     Dtype dtype;
     std::shared_ptr<Primitive> primitive;
-    Status status;
+    std::atomic<Status> status;
+    mutable std::atomic_flag event_lock = ATOMIC_FLAG_INIT;
     Event event;
     std::exception_ptr error;
     bool is_tracer = false;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <stack>
 #include <stdexcept>
 #include <string>
@@ -216,12 +217,13 @@ static array eval_impl(std::vector<array> outputs, bool async) {
         if (auto it = needs_fence.find(in.id()); it != needs_fence.end()) {
           // Produced on another stream within this eval.
           fences.at(it->second).wait(s);
-        } else if (in.event().valid()) {
-          if (in.event().is_signaled()) {
+        } else if (Event ie = in.event(); ie.valid()) {
+          if (ie.is_signaled()) {
             in.detach_event();
-          } else if (in.event().stream() != s) {
-            // Produced on another stream by an earlier async eval.
-            in.event().wait(s);
+          } else if (ie.stream() != s) {
+            // Produced on another stream by an earlier eval (async, or of
+            // another thread).
+            ie.wait(s);
           }
         }
       }
@@ -305,7 +307,22 @@ bool any_unscheduled(const std::vector<array>& outputs) {
 }
 }  // namespace
 
+// Evals of several threads take turns to build and schedule their tapes
+// (kernels still run concurrently on the streams' workers). A graph node
+// two threads share is then scheduled by the first eval that reaches it,
+// and the later eval finds it scheduled, with its event attached and its
+// tasks already queued: it waits for it like for an earlier async_eval's
+// (FIFO on the same stream, an event wait on another). Recursive: nothing
+// evaluates from inside eval_impl today, but a backend hook may.
+namespace {
+std::recursive_mutex& schedule_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+}  // namespace
+
 void async_eval(std::vector<array> outputs) {
+  std::lock_guard<std::recursive_mutex> lock(schedule_mutex());
   if (any_unscheduled(outputs)) {
     eval_impl(std::move(outputs), true);
   }
@@ -318,7 +335,10 @@ void eval(std::vector<array> outputs) {
     }
     return;
   }
-  auto sync = eval_impl(std::move(outputs), false);
+  array sync = [&] {
+    std::lock_guard<std::recursive_mutex> lock(schedule_mutex());
+    return eval_impl(std::move(outputs), false);
+  }();
   // Only this graph's own failure is raised (the synchronizer node carries
   // the first error of its inputs): the event may also carry an earlier
   // error of the stream, raised by another thread's graph on a shared

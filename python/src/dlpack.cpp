@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "python/src/convert.h"
+#include "python/src/gil_release.h"
 
 namespace {
 
@@ -289,8 +290,7 @@ fx::array adopt_or_copy(Imported im, std::optional<bool> copy,
   auto owner = std::make_shared<std::function<void()>>(std::move(im.release));
   auto deleter = [owner](void*) {
     // The producer's release may touch Python objects.
-    py::gil_scoped_acquire gil;
-    (*owner)();
+    fxpy::release_under_gil([owner] { (*owner)(); });
   };
   if (convert && copy && !*copy) {
     deleter(nullptr);

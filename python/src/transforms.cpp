@@ -21,6 +21,7 @@
 #include <unordered_set>
 
 #include "python/src/convert.h"
+#include "python/src/gil_release.h"
 #include "python/src/transform_utils.h"
 #include "python/src/trees.h"
 
@@ -43,17 +44,11 @@ std::vector<fx::array> arrays_of(const py::args& args) {
 
 // A Python object owned by C++ code that may outlive the call that made it
 // (graph nodes hold transformation rules, and a graph may be released on a
-// worker thread): the last owner takes the GIL to let it go.
+// worker thread): the last owner lets it go under the GIL.
 using PyRef = std::shared_ptr<py::object>;
 PyRef hold(py::object o) {
   return PyRef(new py::object(std::move(o)), [](py::object* p) {
-    if (Py_IsInitialized()) {
-      py::gil_scoped_acquire gil;
-      delete p;
-    } else {
-      p->release();
-      delete p;
-    }
+    fxpy::release_under_gil([p] { delete p; });
   });
 }
 

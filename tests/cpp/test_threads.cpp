@@ -218,17 +218,11 @@ TEST(Threads, AsyncEvalChainsAcrossStreams) {
   });
 }
 
-// DISABLED: this test found a real deadlock on the merged tree (issue 17,
-// not fixed yet): about one run in a few, two stream workers block in
-// Event::wait_reached on events that are never signalled while the evals
-// of two threads wait for their results (a cycle between the shared
-// thread-unsafe stream and a thread's own or default stream through
-// cross-stream fence waits enqueued as blocking worker tasks). Run it with
-// --gtest_also_run_disabled_tests --gtest_filter='*RandomKernelFailures*'
-// --gtest_repeat=100. It is disabled, not deleted, so that the fix can
-// re-enable it; the Python stress test (stress_threads.py) still runs the
-// same pattern and has not hung here.
-TEST(Threads, DISABLED_RandomKernelFailuresNeverDeadlockEval) {
+// Found a real deadlock (issue 17): two stream workers blocked on each
+// other's fence waits, a cross-stream wait having been handed to its
+// worker before the batch holding the task it waited for
+// (cpu::event_wait now flushes first).
+TEST(Threads, RandomKernelFailuresNeverDeadlockEval) {
   // Kernels fail at random on the workers, on private and shared streams,
   // within one eval and across streams: every eval returns (its result or
   // its own error) and the streams keep working.

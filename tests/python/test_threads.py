@@ -60,6 +60,69 @@ def test_shared_input_across_threads():
         np.testing.assert_allclose(o, expected, rtol=1e-4, atol=1e-4)
 
 
+def test_threads_evaluate_and_wait_on_one_lazy_graph():
+    # Threads released together all evaluate (or wait on) the same
+    # unevaluated nodes: each node is scheduled once, nobody reads an event
+    # another thread is dropping (this crashed in CI), every thread sees
+    # the right values. Some graphs live on a second stream, so waits cross
+    # streams too (one that any thread may use).
+    other = mx.new_thread_unsafe_stream(mx.cpu)
+    errors = []
+    for rep in range(40):
+        base = mx.arange(64, dtype=mx.float32) + rep
+        mid = mx.exp(base * 0.01, stream=other if rep % 2 else None)
+        shared = [mid * 2, mx.sum(mid), mid + base]
+        want = np.exp((np.arange(64) + rep) * 0.01)
+        barrier = threading.Barrier(4)
+
+        def work(tid):
+            try:
+                barrier.wait()
+                if tid == 0:
+                    mx.eval(*shared)
+                elif tid == 1:
+                    mx.async_eval(shared[0])
+                    got = np.array(shared[0])
+                    assert np.allclose(got, 2 * want, rtol=1e-5)
+                elif tid == 2:
+                    assert abs(shared[1].item() - want.sum()) < 1e-3 * want.sum()
+                else:
+                    got = shared[2].tolist()
+                    assert np.allclose(got, want + np.arange(64) + rep, rtol=1e-5)
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors
+
+
+def test_threads_draw_from_an_unevaluated_global_key():
+    # The global key is a lazy array (as a compiled function that updates
+    # mx.random.state leaves it): every thread's first draw evaluates it at
+    # once (the case that crashed in CI); every draw gets its own key.
+    keys = []
+    for rep in range(20):
+        mx.random.state[0] = mx.random.split(mx.random.key(rep))[0]
+        barrier = threading.Barrier(4)
+
+        def work():
+            barrier.wait()
+            for _ in range(5):
+                keys.append(tuple(mx.random.bits(shape=(2,)).tolist()))
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(keys) == 400
+    assert len(set(keys)) == 400
+
+
 def test_eval_releases_the_gil():
     a = mx.random.uniform(shape=(1024, 1024), key=mx.random.key(1))
     mx.eval(a)

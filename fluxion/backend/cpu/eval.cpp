@@ -126,6 +126,12 @@ void event_wait(const Event& e, Stream s) {
   if (e.reached()) {
     return;
   }
+  // The wait blocks s's worker until the signalling task has run. Hand
+  // every task batched on this thread (the signal among them, when this
+  // eval produces it) to the workers first: then, whatever the threads,
+  // a blocking wait is always queued after the task it waits for, so no
+  // two workers can end up waiting on each other.
+  scheduler::flush();
   scheduler::enqueue(s, [e] { e.wait_reached(); });
 }
 
