@@ -4,6 +4,7 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ ccache pkg-config libopenblas-dev \
 	liblapacke-dev libsleef-dev libgtest-dev googletest \
 	pybind11-dev python3-dev python3-numpy python3-pytest python3-sklearn \
+	python3-pip python3-setuptools python3-wheel python3-venv \
 	zlib1g-dev nlohmann-json3-dev \
 	python3-matplotlib python3-tqdm python3-torch dataset-fashion-mnist fortunes
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -21,8 +22,8 @@ ifeq ($(origin OPENBLAS_CORETYPE),undefined)
   endif
 endif
 
-.PHONY: deps build test test-gpu test-asan test-tsan fuzz soak demo \
-	fashion-mnist char-lm bench clean format
+.PHONY: deps build test test-install install test-gpu test-asan test-tsan \
+	fuzz soak demo fashion-mnist char-lm bench clean format
 
 # Install only the Debian packages that are missing. Where they cannot be
 # installed (no apt, no network: a machine set up another way, like the GPU
@@ -48,10 +49,30 @@ build: deps $(BUILD)/build.ninja
 # empty), also on a machine with one: the CUDA backend does not cover every
 # primitive yet, and GPU cases of the op table still fail there (see
 # docs/architecture.md, "The CUDA backend"). The GPU's tests are
-# `make test-gpu`.
+# `make test-gpu`. Last come the installed packages, from the same build
+# folder (tools/test_install.sh: the C++ example against the installed
+# library, a smoke subset of tests/python against the installed package).
+TEST_ENV = CUDA_VISIBLE_DEVICES= FLUXION_DEFAULT_DEVICE=cpu
 test: build
-	cd $(BUILD) && CUDA_VISIBLE_DEVICES= FLUXION_DEFAULT_DEVICE=cpu ctest --output-on-failure -j $(JOBS)
-	CUDA_VISIBLE_DEVICES= FLUXION_DEFAULT_DEVICE=cpu PYTHONPATH=$(BUILD)/python $(PY) -m pytest -q tests/python
+	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS)
+	$(TEST_ENV) PYTHONPATH=$(BUILD)/python $(PY) -m pytest -q tests/python
+	$(TEST_ENV) sh tools/test_install.sh $(BUILD)
+
+test-install: build
+	$(TEST_ENV) sh tools/test_install.sh $(BUILD)
+
+# The C++ package into $(PREFIX) and the Python package into the
+# interpreter the build is for (README.md, "Install"); DESTDIR stages both.
+# PIP_BREAK_SYSTEM_PACKAGES: Debian's pip refuses to install into the
+# system Python otherwise (PEP 668); it installs under /usr/local, beside
+# apt's files, not over them. ldconfig: the loader finds a library in
+# /usr/local/lib through its cache only.
+PREFIX ?= /usr/local
+install: build
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
+	@[ -n "$(DESTDIR)" ] || ldconfig 2>/dev/null || true
+	FLUXION_BUILD_DIR=$(BUILD) PIP_BREAK_SYSTEM_PACKAGES=1 $(PY) -m pip install \
+	  --no-build-isolation --disable-pip-version-check $(if $(DESTDIR),--root $(DESTDIR)) .
 
 # On a machine with an NVIDIA GPU: build with CUDA (build-gpu, all cores)
 # and run the GPU tests, one summary at the end (tools/test_gpu.sh; FULL=1

@@ -59,6 +59,10 @@ set(_fx_map ${CMAKE_SOURCE_DIR}/python/src/core.map)
 target_link_options(core PRIVATE "LINKER:--version-script=${_fx_map}")
 set_property(TARGET core APPEND PROPERTY LINK_DEPENDS ${_fx_map})
 target_compile_options(core PRIVATE ${FLUXION_WARNINGS})
+# fluxion.core.__version__; on module.cpp only, so that no other file's
+# command line (and ccache entry) changes with the version.
+set_property(SOURCE ${CMAKE_SOURCE_DIR}/python/src/module.cpp APPEND PROPERTY
+  COMPILE_DEFINITIONS FLUXION_VERSION="${PROJECT_VERSION}")
 set(PY_PKG_DIR ${CMAKE_BINARY_DIR}/python/fluxion)
 set_target_properties(core PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PY_PKG_DIR})
 file(MAKE_DIRECTORY ${PY_PKG_DIR})

@@ -70,5 +70,5 @@ PYBIND11_MODULE(core, m) {
   init_io(m);
   init_quantized(m);
   init_ops_extras(m);
-  m.attr("__version__") = "0.1.0";
+  m.attr("__version__") = FLUXION_VERSION;  // CMakeLists.txt, project()
 }
