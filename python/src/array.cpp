@@ -323,18 +323,36 @@ void init_array(py::module_& m) {
                                 t[i] = a.shape(i);
                               }
                               return t;
-                            })
-      .def_property_readonly("ndim", &fx::array::ndim)
-      .def_property_readonly("size", &fx::array::size)
-      .def_property_readonly("itemsize", &fx::array::itemsize)
-      .def_property_readonly("nbytes", &fx::array::nbytes)
-      .def_property_readonly("dtype", &fx::array::dtype)
+                            },
+      R"doc(The size of each dimension, as a tuple of ints.
+)doc")
+      .def_property_readonly("ndim", &fx::array::ndim,
+      R"doc(The number of dimensions.
+)doc")
+      .def_property_readonly("size", &fx::array::size,
+      R"doc(The number of elements (the product of :attr:`shape`).
+)doc")
+      .def_property_readonly("itemsize", &fx::array::itemsize,
+      R"doc(The size of one element in bytes.
+)doc")
+      .def_property_readonly("nbytes", &fx::array::nbytes,
+      R"doc(The size of the elements in bytes (``size * itemsize``).
+)doc")
+      .def_property_readonly("dtype", &fx::array::dtype,
+      R"doc(The array's element type, a :class:`Dtype`.
+)doc")
       .def_property_readonly(
-          "T", [](const fx::array& a) { return fx::transpose(a); })
+          "T", [](const fx::array& a) { return fx::transpose(a); },
+      R"doc(The array with its axes reversed: ``transpose(x)``.
+)doc")
       .def_property_readonly("real",
-                             [](const fx::array& a) { return fx::real(a); })
+                             [](const fx::array& a) { return fx::real(a); },
+      R"doc(The real part of each element (the array itself for real dtypes).
+)doc")
       .def_property_readonly("imag",
-                             [](const fx::array& a) { return fx::imag(a); })
+                             [](const fx::array& a) { return fx::imag(a); },
+      R"doc(The imaginary part of each element (zeros for real dtypes).
+)doc")
       .def("item", &fxpy::item,
            "The value of a one-element array as a Python scalar.")
       .def("tolist", &fxpy::to_list,

@@ -93,8 +93,12 @@ void init_devices(py::module_& m) {
       [](fx::Device::DeviceType t) { return static_cast<int>(t); },
       py::name("__hash__"), py::is_method(device_type));
   device.def(py::init<fx::Device::DeviceType, int>(), "type"_a, "index"_a = 0)
-      .def_readonly("type", &fx::Device::type)
-      .def_readonly("index", &fx::Device::index)
+      .def_readonly("type", &fx::Device::type,
+      R"doc(The kind of device: ``DeviceType.cpu`` or ``DeviceType.gpu``.
+)doc")
+      .def_readonly("index", &fx::Device::index,
+      R"doc(Its number: which device of its type (Device), or which stream of its device (Stream).
+)doc")
       .def("__repr__", &to_string<fx::Device>)
       .def(
           "__eq__",
@@ -117,8 +121,12 @@ void init_devices(py::module_& m) {
   m.attr("gpu") = py::cast(fx::Device::DeviceType::gpu);
 
   py::class_<fx::Stream>(m, "Stream", "A queue of operations on a device.")
-      .def_readonly("device", &fx::Stream::device)
-      .def_readonly("index", &fx::Stream::index)
+      .def_readonly("device", &fx::Stream::device,
+      R"doc(The :class:`Device` it runs on.
+)doc")
+      .def_readonly("index", &fx::Stream::index,
+      R"doc(Its number: which device of its type (Device), or which stream of its device (Stream).
+)doc")
       .def("__repr__", &to_string<fx::Stream>)
       .def(
           "__eq__",
@@ -128,7 +136,19 @@ void init_devices(py::module_& m) {
 
   m.def("default_device", &fx::default_device,
         "The device ops run on when none is given.");
-  m.def("set_default_device", &fx::set_default_device, "device"_a);
+  m.def("set_default_device", &fx::set_default_device, "device"_a,
+      R"doc(Set the device that ops run on when none is given.
+
+Args:
+    device (Device or DeviceType): The new default device, for every
+        thread (a thread inside ``with stream(...)`` keeps its own).
+
+Raises:
+    ValueError: For the GPU on a build or machine without one.
+
+Example:
+    >>> mx.set_default_device(mx.cpu)
+)doc");
   m.def(
       "default_stream",
       [](const fx::Device& d) { return fx::default_stream(d); }, "device"_a,
@@ -150,7 +170,9 @@ void init_devices(py::module_& m) {
   py::class_<fx::ThreadLocalStream>(
       m, "ThreadLocalStream",
       "A stream that is a different stream in each thread using it.")
-      .def_readonly("device", &fx::ThreadLocalStream::device)
+      .def_readonly("device", &fx::ThreadLocalStream::device,
+      R"doc(The :class:`Device` it runs on.
+)doc")
       .def("__repr__", [](const fx::ThreadLocalStream& t) {
         return "ThreadLocalStream(" + to_string(t.device) + ")";
       });

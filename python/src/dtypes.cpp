@@ -257,12 +257,24 @@ void init_dtypes(py::module_& m) {
 
   py::class_<FInfo>(m, "finfo", "Limits of an inexact dtype.")
       .def(py::init(&make_finfo), "dtype"_a)
-      .def_readonly("dtype", &FInfo::dtype)
-      .def_readonly("min", &FInfo::min)
-      .def_readonly("max", &FInfo::max)
-      .def_readonly("eps", &FInfo::eps)
-      .def_readonly("smallest_normal", &FInfo::smallest_normal)
-      .def_readonly("bits", &FInfo::bits)
+      .def_readonly("dtype", &FInfo::dtype,
+      R"doc(The :class:`Dtype` these limits are of.
+)doc")
+      .def_readonly("min", &FInfo::min,
+      R"doc(The lowest finite value of the dtype.
+)doc")
+      .def_readonly("max", &FInfo::max,
+      R"doc(The largest finite value of the dtype.
+)doc")
+      .def_readonly("eps", &FInfo::eps,
+      R"doc(The difference between 1.0 and the next larger representable value.
+)doc")
+      .def_readonly("smallest_normal", &FInfo::smallest_normal,
+      R"doc(The smallest positive normal value of the dtype.
+)doc")
+      .def_readonly("bits", &FInfo::bits,
+      R"doc(The size of the dtype in bits.
+)doc")
       .def("__repr__", [](const FInfo& f) {
         return "finfo(min=" + py::repr(py::float_(f.min)).cast<std::string>() +
                ", max=" + py::repr(py::float_(f.max)).cast<std::string>() +
@@ -272,10 +284,18 @@ void init_dtypes(py::module_& m) {
 
   py::class_<IInfo>(m, "iinfo", "Limits of an integer dtype.")
       .def(py::init(&make_iinfo), "dtype"_a)
-      .def_readonly("dtype", &IInfo::dtype)
-      .def_readonly("min", &IInfo::min)
-      .def_readonly("max", &IInfo::max)
-      .def_readonly("bits", &IInfo::bits)
+      .def_readonly("dtype", &IInfo::dtype,
+      R"doc(The :class:`Dtype` these limits are of.
+)doc")
+      .def_readonly("min", &IInfo::min,
+      R"doc(The lowest finite value of the dtype.
+)doc")
+      .def_readonly("max", &IInfo::max,
+      R"doc(The largest finite value of the dtype.
+)doc")
+      .def_readonly("bits", &IInfo::bits,
+      R"doc(The size of the dtype in bits.
+)doc")
       .def("__repr__", [](const IInfo& f) {
         return "iinfo(min=" + py::str(f.min).cast<std::string>() +
                ", max=" + py::str(f.max).cast<std::string>() +

@@ -1,5 +1,6 @@
 // Elementwise module functions: unary math and binary ops with NumPy
 // broadcasting and weakly typed Python scalars.
+#include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
 namespace {
@@ -22,53 +23,144 @@ fx::array binary(py::handle a, py::handle b, fx::StreamOrDevice s) {
 }  // namespace
 
 void init_ops_elementwise(py::module_& m) {
-#define FLUXION_UNARY(NAME, FN)                                 \
-  m.def(NAME, &unary<FN>, "a"_a, py::pos_only(), py::kw_only(), \
-        "stream"_a = py::none());
-  FLUXION_UNARY("abs", fx::abs)
-  FLUXION_UNARY("negative", fx::negative)
-  FLUXION_UNARY("sign", fx::sign)
-  FLUXION_UNARY("exp", fx::exp)
-  FLUXION_UNARY("expm1", fx::expm1)
-  FLUXION_UNARY("log", fx::log)
-  FLUXION_UNARY("log1p", fx::log1p)
-  FLUXION_UNARY("log2", fx::log2)
-  FLUXION_UNARY("log10", fx::log10)
-  FLUXION_UNARY("sqrt", fx::sqrt)
-  FLUXION_UNARY("rsqrt", fx::rsqrt)
-  FLUXION_UNARY("square", fx::square)
-  FLUXION_UNARY("reciprocal", fx::reciprocal)
-  FLUXION_UNARY("sin", fx::sin)
-  FLUXION_UNARY("cos", fx::cos)
-  FLUXION_UNARY("tan", fx::tan)
-  FLUXION_UNARY("arcsin", fx::arcsin)
-  FLUXION_UNARY("arccos", fx::arccos)
-  FLUXION_UNARY("arctan", fx::arctan)
-  FLUXION_UNARY("sinh", fx::sinh)
-  FLUXION_UNARY("cosh", fx::cosh)
-  FLUXION_UNARY("tanh", fx::tanh)
-  FLUXION_UNARY("arcsinh", fx::arcsinh)
-  FLUXION_UNARY("arccosh", fx::arccosh)
-  FLUXION_UNARY("arctanh", fx::arctanh)
-  FLUXION_UNARY("sigmoid", fx::sigmoid)
-  FLUXION_UNARY("erf", fx::erf)
-  FLUXION_UNARY("erfinv", fx::erfinv)
-  FLUXION_UNARY("floor", fx::floor)
-  FLUXION_UNARY("ceil", fx::ceil)
-  FLUXION_UNARY("logical_not", fx::logical_not)
-  FLUXION_UNARY("isnan", fx::isnan)
-  FLUXION_UNARY("isinf", fx::isinf)
-  FLUXION_UNARY("isfinite", fx::isfinite)
-  FLUXION_UNARY("isposinf", fx::isposinf)
-  FLUXION_UNARY("isneginf", fx::isneginf)
-  FLUXION_UNARY("degrees", fx::degrees)
-  FLUXION_UNARY("radians", fx::radians)
-  FLUXION_UNARY("conjugate", fx::conjugate)
-  FLUXION_UNARY("conj", fx::conjugate)
-  FLUXION_UNARY("real", fx::real)
-  FLUXION_UNARY("imag", fx::imag)
-  FLUXION_UNARY("stop_gradient", fx::stop_gradient)
-  FLUXION_UNARY("copy", fx::copy)
+// DOC: the summary line and what the result holds.
+#define FLUXION_UNARY(NAME, FN, SUMMARY, RESULT)                       \
+  m.def(NAME, &unary<FN>, "a"_a, py::pos_only(), py::kw_only(),        \
+        "stream"_a = py::none(),                                       \
+        SUMMARY FXDOC_ARGS FXDOC_A FXDOC_STREAM FXDOC_RET_ARRAY RESULT \
+        "\n");
+  FLUXION_UNARY("abs", fx::abs,
+                "Element-wise absolute value.",
+                "``|a|``, with the dtype of ``a``.")
+  FLUXION_UNARY("negative", fx::negative,
+                "Element-wise negation.",
+                "``-a``, with the dtype of ``a``.")
+  FLUXION_UNARY("sign", fx::sign,
+                "Element-wise sign: -1, 0 or 1.",
+                "The sign of each element (for complex input ``a / |a|``).")
+  FLUXION_UNARY("exp", fx::exp,
+                "Element-wise exponential.",
+                "``e ** a``; integer input gives ``float32``.")
+  FLUXION_UNARY("expm1", fx::expm1,
+                "Element-wise ``exp(a) - 1``, accurate for small ``a``.",
+                "``exp(a) - 1``; integer input gives ``float32``.")
+  FLUXION_UNARY("log", fx::log,
+                "Element-wise natural logarithm.",
+                "``ln(a)`` (NaN for negative input, -inf at 0).")
+  FLUXION_UNARY("log1p", fx::log1p,
+                "Element-wise ``log(1 + a)``, accurate for small ``a``.",
+                "``ln(1 + a)``.")
+  FLUXION_UNARY("log2", fx::log2,
+                "Element-wise base-2 logarithm.",
+                "``log2(a)``.")
+  FLUXION_UNARY("log10", fx::log10,
+                "Element-wise base-10 logarithm.",
+                "``log10(a)``.")
+  FLUXION_UNARY("sqrt", fx::sqrt,
+                "Element-wise square root.",
+                "``a ** 0.5`` (NaN for negative real input).")
+  FLUXION_UNARY("rsqrt", fx::rsqrt,
+                "Element-wise reciprocal square root.",
+                "``1 / sqrt(a)``.")
+  FLUXION_UNARY("square", fx::square,
+                "Element-wise square.",
+                "``a * a``, with the dtype of ``a``.")
+  FLUXION_UNARY("reciprocal", fx::reciprocal,
+                "Element-wise reciprocal.",
+                "``1 / a``.")
+  FLUXION_UNARY("sin", fx::sin,
+                "Element-wise sine (radians).",
+                "``sin(a)``.")
+  FLUXION_UNARY("cos", fx::cos,
+                "Element-wise cosine (radians).",
+                "``cos(a)``.")
+  FLUXION_UNARY("tan", fx::tan,
+                "Element-wise tangent (radians).",
+                "``tan(a)``.")
+  FLUXION_UNARY("arcsin", fx::arcsin,
+                "Element-wise inverse sine.",
+                "``arcsin(a)`` in radians, NaN outside [-1, 1].")
+  FLUXION_UNARY("arccos", fx::arccos,
+                "Element-wise inverse cosine.",
+                "``arccos(a)`` in radians, NaN outside [-1, 1].")
+  FLUXION_UNARY("arctan", fx::arctan,
+                "Element-wise inverse tangent.",
+                "``arctan(a)`` in radians.")
+  FLUXION_UNARY("sinh", fx::sinh,
+                "Element-wise hyperbolic sine.",
+                "``sinh(a)``.")
+  FLUXION_UNARY("cosh", fx::cosh,
+                "Element-wise hyperbolic cosine.",
+                "``cosh(a)``.")
+  FLUXION_UNARY("tanh", fx::tanh,
+                "Element-wise hyperbolic tangent.",
+                "``tanh(a)``.")
+  FLUXION_UNARY("arcsinh", fx::arcsinh,
+                "Element-wise inverse hyperbolic sine.",
+                "``arcsinh(a)``.")
+  FLUXION_UNARY("arccosh", fx::arccosh,
+                "Element-wise inverse hyperbolic cosine.",
+                "``arccosh(a)``, NaN below 1.")
+  FLUXION_UNARY("arctanh", fx::arctanh,
+                "Element-wise inverse hyperbolic tangent.",
+                "``arctanh(a)``, NaN outside [-1, 1].")
+  FLUXION_UNARY("sigmoid", fx::sigmoid,
+                "Element-wise logistic sigmoid ``1 / (1 + exp(-a))``.",
+                "Values in (0, 1).")
+  FLUXION_UNARY("erf", fx::erf,
+                "Element-wise Gauss error function.",
+                "``erf(a)``, values in [-1, 1].")
+  FLUXION_UNARY("erfinv", fx::erfinv,
+                "Element-wise inverse of the error function.",
+                "``x`` with ``erf(x) == a``; +-inf at +-1.")
+  FLUXION_UNARY("floor", fx::floor,
+                "Element-wise floor.",
+                "The largest integer not above each element (integers unchanged).")
+  FLUXION_UNARY("ceil", fx::ceil,
+                "Element-wise ceiling.",
+                "The smallest integer not below each element (integers unchanged).")
+  FLUXION_UNARY("logical_not", fx::logical_not,
+                "Element-wise logical not.",
+                "A ``bool`` array, ``True`` where ``a`` is zero.")
+  FLUXION_UNARY("isnan", fx::isnan,
+                "Test element-wise for NaN.",
+                "A ``bool`` array, ``True`` where ``a`` is NaN.")
+  FLUXION_UNARY("isinf", fx::isinf,
+                "Test element-wise for positive or negative infinity.",
+                "A ``bool`` array, ``True`` where ``a`` is +-inf.")
+  FLUXION_UNARY("isfinite", fx::isfinite,
+                "Test element-wise for finiteness.",
+                "A ``bool`` array, ``True`` where ``a`` is neither NaN nor +-inf.")
+  FLUXION_UNARY("isposinf", fx::isposinf,
+                "Test element-wise for positive infinity.",
+                "A ``bool`` array, ``True`` where ``a`` is +inf.")
+  FLUXION_UNARY("isneginf", fx::isneginf,
+                "Test element-wise for negative infinity.",
+                "A ``bool`` array, ``True`` where ``a`` is -inf.")
+  FLUXION_UNARY("degrees", fx::degrees,
+                "Convert angles from radians to degrees.",
+                "``a * 180 / pi``.")
+  FLUXION_UNARY("radians", fx::radians,
+                "Convert angles from degrees to radians.",
+                "``a * pi / 180``.")
+  FLUXION_UNARY("conjugate", fx::conjugate,
+                "Element-wise complex conjugate.",
+                "The conjugate of ``a`` (real input unchanged).")
+  FLUXION_UNARY("conj", fx::conjugate,
+                "Element-wise complex conjugate (alias of :func:`conjugate`).",
+                "The conjugate of ``a`` (real input unchanged).")
+  FLUXION_UNARY("real", fx::real,
+                "The real part of each element.",
+                "A real array (``float32`` for ``complex64``).")
+  FLUXION_UNARY("imag", fx::imag,
+                "The imaginary part of each element.",
+                "A real array; zeros for real input.")
+  FLUXION_UNARY("stop_gradient", fx::stop_gradient,
+                "Identity that blocks gradients.",
+                "``a`` unchanged; transformations treat it as a constant.")
+  FLUXION_UNARY("copy", fx::copy,
+                "A copy of ``a``.",
+                "A new array with the values of ``a``.")
 #undef FLUXION_UNARY
   m.def(
       "round",
@@ -76,7 +168,13 @@ void init_ops_elementwise(py::module_& m) {
         return fx::round(a, decimals, s);
       },
       "a"_a, py::pos_only(), "decimals"_a = 0, py::kw_only(),
-      "stream"_a = py::none(), "Round half to even to ``decimals`` places.");
+      "stream"_a = py::none(),
+      "Round to the given number of decimals, halves to even." FXDOC_ARGS FXDOC_A
+      "    decimals (int, optional): Decimal places to keep (negative: tens,\n"
+      "        hundreds, ...). Default 0.\n" FXDOC_STREAM FXDOC_RET_ARRAY
+      "The rounded values, with the dtype of ``a``.\n" FXDOC_EXAMPLE
+      "    >>> mx.round(mx.array([0.5, 1.5, 2.25]), 1).tolist()\n"
+      "    [0.5, 1.5, 2.2]\n");
   m.def(
       "nan_to_num",
       [](const fx::array& a, double nan, std::optional<double> posinf,
@@ -85,41 +183,99 @@ void init_ops_elementwise(py::module_& m) {
       },
       "a"_a, py::pos_only(), "nan"_a = 0.0f, "posinf"_a = py::none(),
       "neginf"_a = py::none(), py::kw_only(), "stream"_a = py::none(),
-      "Replace NaN and infinities with finite numbers.");
+      "Replace NaN and infinities with finite numbers." FXDOC_ARGS FXDOC_A
+      "    nan (float, optional): Value for NaN. Default 0.\n"
+      "    posinf (float, optional): Value for +inf; the largest finite\n"
+      "        value of the dtype when omitted.\n"
+      "    neginf (float, optional): Value for -inf; the lowest finite\n"
+      "        value of the dtype when omitted.\n" FXDOC_STREAM FXDOC_RET_ARRAY
+      "``a`` with those values replaced.\n");
   m.def(
       "bitwise_invert",
       [](const fx::array& a, fx::StreamOrDevice s) {
         return fx::bitwise_invert(a, s);
       },
-      "a"_a, py::pos_only(), py::kw_only(), "stream"_a = py::none());
+      "a"_a, py::pos_only(), py::kw_only(), "stream"_a = py::none(),
+      "Element-wise bitwise not of an integer or boolean array." FXDOC_ARGS
+          FXDOC_A FXDOC_STREAM FXDOC_RET_ARRAY "``~a``.\n");
 
-#define FLUXION_BINARY(NAME, FN)                                        \
-  m.def(NAME, &binary<FN>, "a"_a, "b"_a, py::pos_only(), py::kw_only(), \
-        "stream"_a = py::none());
-  FLUXION_BINARY("add", fx::add)
-  FLUXION_BINARY("subtract", fx::subtract)
-  FLUXION_BINARY("multiply", fx::multiply)
-  FLUXION_BINARY("divide", fx::divide)
-  FLUXION_BINARY("floor_divide", fx::floor_divide)
-  FLUXION_BINARY("remainder", fx::remainder)
-  FLUXION_BINARY("power", fx::power)
-  FLUXION_BINARY("maximum", fx::maximum)
-  FLUXION_BINARY("minimum", fx::minimum)
-  FLUXION_BINARY("arctan2", fx::arctan2)
-  FLUXION_BINARY("logaddexp", fx::logaddexp)
-  FLUXION_BINARY("equal", fx::equal)
-  FLUXION_BINARY("not_equal", fx::not_equal)
-  FLUXION_BINARY("less", fx::less)
-  FLUXION_BINARY("less_equal", fx::less_equal)
-  FLUXION_BINARY("greater", fx::greater)
-  FLUXION_BINARY("greater_equal", fx::greater_equal)
-  FLUXION_BINARY("logical_and", fx::logical_and)
-  FLUXION_BINARY("logical_or", fx::logical_or)
-  FLUXION_BINARY("bitwise_and", fx::bitwise_and)
-  FLUXION_BINARY("bitwise_or", fx::bitwise_or)
-  FLUXION_BINARY("bitwise_xor", fx::bitwise_xor)
-  FLUXION_BINARY("left_shift", fx::left_shift)
-  FLUXION_BINARY("right_shift", fx::right_shift)
+#define FLUXION_BINARY(NAME, FN, SUMMARY, RESULT)                       \
+  m.def(NAME, &binary<FN>, "a"_a, "b"_a, py::pos_only(), py::kw_only(),  \
+        "stream"_a = py::none(),                                        \
+        SUMMARY FXDOC_ARGS FXDOC_AB FXDOC_STREAM FXDOC_RET_ARRAY RESULT \
+        "\n");
+  FLUXION_BINARY("add", fx::add,
+                 "Element-wise sum ``a + b``, with broadcasting.",
+                 "``a + b``.")
+  FLUXION_BINARY("subtract", fx::subtract,
+                 "Element-wise difference ``a - b``, with broadcasting.",
+                 "``a - b``.")
+  FLUXION_BINARY("multiply", fx::multiply,
+                 "Element-wise product ``a * b``, with broadcasting.",
+                 "``a * b``.")
+  FLUXION_BINARY("divide", fx::divide,
+                 "Element-wise true division ``a / b``.",
+                 "``a / b``; integer operands give ``float32``.")
+  FLUXION_BINARY("floor_divide", fx::floor_divide,
+                 "Element-wise floor division ``a // b``.",
+                 "``floor(a / b)``; integers stay integers.")
+  FLUXION_BINARY("remainder", fx::remainder,
+                 "Element-wise remainder ``a % b``, with the sign of ``b`` (as Python).",
+                 "``a - b * floor(a / b)``.")
+  FLUXION_BINARY("power", fx::power,
+                 "Element-wise power ``a ** b``.",
+                 "``a`` raised to ``b``.")
+  FLUXION_BINARY("maximum", fx::maximum,
+                 "Element-wise maximum of two arrays (NaN propagates).",
+                 "The larger of each pair.")
+  FLUXION_BINARY("minimum", fx::minimum,
+                 "Element-wise minimum of two arrays (NaN propagates).",
+                 "The smaller of each pair.")
+  FLUXION_BINARY("arctan2", fx::arctan2,
+                 "Element-wise ``arctan(a / b)`` using the signs of both to pick the quadrant.",
+                 "Angles in radians in [-pi, pi].")
+  FLUXION_BINARY("logaddexp", fx::logaddexp,
+                 "Element-wise ``log(exp(a) + exp(b))``, computed without overflow.",
+                 "``log(exp(a) + exp(b))``.")
+  FLUXION_BINARY("equal", fx::equal,
+                 "Element-wise ``a == b``.",
+                 "A ``bool`` array.")
+  FLUXION_BINARY("not_equal", fx::not_equal,
+                 "Element-wise ``a != b``.",
+                 "A ``bool`` array.")
+  FLUXION_BINARY("less", fx::less,
+                 "Element-wise ``a < b``.",
+                 "A ``bool`` array.")
+  FLUXION_BINARY("less_equal", fx::less_equal,
+                 "Element-wise ``a <= b``.",
+                 "A ``bool`` array.")
+  FLUXION_BINARY("greater", fx::greater,
+                 "Element-wise ``a > b``.",
+                 "A ``bool`` array.")
+  FLUXION_BINARY("greater_equal", fx::greater_equal,
+                 "Element-wise ``a >= b``.",
+                 "A ``bool`` array.")
+  FLUXION_BINARY("logical_and", fx::logical_and,
+                 "Element-wise logical and (nonzero is true).",
+                 "A ``bool`` array.")
+  FLUXION_BINARY("logical_or", fx::logical_or,
+                 "Element-wise logical or (nonzero is true).",
+                 "A ``bool`` array.")
+  FLUXION_BINARY("bitwise_and", fx::bitwise_and,
+                 "Element-wise bitwise and of integer or boolean arrays.",
+                 "``a & b``.")
+  FLUXION_BINARY("bitwise_or", fx::bitwise_or,
+                 "Element-wise bitwise or of integer or boolean arrays.",
+                 "``a | b``.")
+  FLUXION_BINARY("bitwise_xor", fx::bitwise_xor,
+                 "Element-wise bitwise exclusive or of integer or boolean arrays.",
+                 "``a ^ b``.")
+  FLUXION_BINARY("left_shift", fx::left_shift,
+                 "Element-wise left shift of integers ``a << b``.",
+                 "``a << b``.")
+  FLUXION_BINARY("right_shift", fx::right_shift,
+                 "Element-wise right shift of integers ``a >> b``.",
+                 "``a >> b``.")
 #undef FLUXION_BINARY
   m.def(
       "divmod",
@@ -129,5 +285,7 @@ void init_ops_elementwise(py::module_& m) {
                               fx::remainder(x, y, s));
       },
       "a"_a, "b"_a, py::pos_only(), py::kw_only(), "stream"_a = py::none(),
-      "(floor_divide(a, b), remainder(a, b)).");
+      "Element-wise quotient and remainder in one call." FXDOC_ARGS FXDOC_AB
+          FXDOC_STREAM FXDOC_RETURNS
+      "    tuple(array, array): ``(floor_divide(a, b), remainder(a, b))``.\n");
 }

@@ -81,19 +81,58 @@ void init_ops_misc(py::module_& m) {
         fx::array v = fxpy::to_array(vals, dtype);
         return fx::full(fxpy::to_shape(shape), v, st);
       },
-      "shape"_a, "vals"_a, "dtype"_a = py::none(), py::kw_only(), s);
+      "shape"_a, "vals"_a, "dtype"_a = py::none(), py::kw_only(), s,
+      R"doc(An array of a shape filled with a value.
+
+Args:
+    shape (int or tuple(int)): Shape of the result.
+    vals (array or scalar): The fill value, broadcast to ``shape``.
+    dtype (Dtype, optional): Type of the result; that of ``vals`` when
+        omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The filled array.
+
+Example:
+    >>> mx.full((2,), 7).tolist()
+    [7, 7]
+)doc");
   m.def(
       "zeros",
       [](const fxpy::ShapeArg& shape, fx::Dtype dtype, fx::StreamOrDevice st) {
         return fx::zeros(fxpy::to_shape(shape), dtype, st);
       },
-      "shape"_a, "dtype"_a = fx::float32, py::kw_only(), s);
+      "shape"_a, "dtype"_a = fx::float32, py::kw_only(), s,
+      R"doc(An array of zeros.
+
+Args:
+    shape (int or tuple(int)): Shape of the result.
+    dtype (Dtype, optional): Type of the result. Default ``float32``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: Zeros of shape ``shape``.
+)doc");
   m.def(
       "ones",
       [](const fxpy::ShapeArg& shape, fx::Dtype dtype, fx::StreamOrDevice st) {
         return fx::ones(fxpy::to_shape(shape), dtype, st);
       },
-      "shape"_a, "dtype"_a = fx::float32, py::kw_only(), s);
+      "shape"_a, "dtype"_a = fx::float32, py::kw_only(), s,
+      R"doc(An array of ones.
+
+Args:
+    shape (int or tuple(int)): Shape of the result.
+    dtype (Dtype, optional): Type of the result. Default ``float32``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: Ones of shape ``shape``.
+)doc");
   m.def(
       "zeros_like",
       [](const fx::array& a, std::optional<fx::Dtype> dtype,
@@ -103,7 +142,17 @@ void init_ops_misc(py::module_& m) {
         return dtype && *dtype != a.dtype() ? fx::astype(z, *dtype, st) : z;
       },
       "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), s,
-      "Zeros of a's shape, in a's dtype or ``dtype``.");
+      R"doc(Zeros with the shape of ``a``.
+
+Args:
+    a (array): Input array.
+    dtype (Dtype, optional): Type of the result; that of ``a`` when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: Zeros of ``a``'s shape.
+)doc");
   m.def(
       "ones_like",
       [](const fx::array& a, std::optional<fx::Dtype> dtype,
@@ -112,17 +161,58 @@ void init_ops_misc(py::module_& m) {
         return dtype && *dtype != a.dtype() ? fx::astype(o, *dtype, st) : o;
       },
       "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), s,
-      "Ones of a's shape, in a's dtype or ``dtype``.");
+      R"doc(Ones with the shape of ``a``.
+
+Args:
+    a (array): Input array.
+    dtype (Dtype, optional): Type of the result; that of ``a`` when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: Ones of ``a``'s shape.
+)doc");
   m.def(
       "full_like",
       [](const fx::array& a, py::handle vals, fx::StreamOrDevice st) {
         return fx::full_like(a, fxpy::to_array_like(vals, a), st);
       },
-      "a"_a, "vals"_a, py::pos_only(), py::kw_only(), s);
+      "a"_a, "vals"_a, py::pos_only(), py::kw_only(), s,
+      R"doc(An array of ``a``'s shape and dtype filled with a value.
+
+Args:
+    a (array): Input array.
+    vals (array or scalar): The fill value, broadcast to ``a``'s shape.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The filled array.
+)doc");
   m.def("arange", &arange, "start"_a, "stop"_a, "step"_a = py::none(),
         "dtype"_a = py::none(), py::kw_only(), s,
-        "Values from ``start`` to ``stop`` (excluded) in steps of ``step``; "
-        "int32 when all bounds are ints, else float32.");
+      R"doc(Evenly spaced values in the half-open interval ``[start, stop)``.
+
+Called as ``arange(stop)``, ``arange(start, stop)`` or
+``arange(start, stop, step)``.
+
+Args:
+    start (int or float): First value (0 when only ``stop`` is given).
+    stop (int or float): End of the interval, excluded.
+    step (int or float, optional): Spacing. Default 1.
+    dtype (Dtype, optional): Type of the result; ``int32`` when every
+        bound is an int (``int64`` when one does not fit), else
+        ``float32``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: A 1-D array of ``ceil((stop - start) / step)`` values.
+
+Example:
+    >>> mx.arange(0, 1, 0.25).tolist()
+    [0.0, 0.25, 0.5, 0.75]
+)doc");
   m.def(
       "arange",
       [](py::handle stop, py::handle step, std::optional<fx::Dtype> dtype,
@@ -130,7 +220,8 @@ void init_ops_misc(py::module_& m) {
         return arange(py::int_(0), stop, step, dtype, st);
       },
       "stop"_a, "step"_a = py::none(), "dtype"_a = py::none(), py::kw_only(),
-      s);
+      s,
+      "The form ``arange(stop)``: values from 0 to ``stop`` (see above).");
   m.def(
       "linspace",
       [](double start, double stop, int num, bool endpoint, fx::Dtype dtype,
@@ -139,8 +230,20 @@ void init_ops_misc(py::module_& m) {
       },
       "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true,
       "dtype"_a = fx::float32, py::kw_only(), s,
-      "``num`` evenly spaced values from ``start`` to ``stop`` (included "
-      "unless ``endpoint=False``).");
+      R"doc(``num`` evenly spaced values from ``start`` to ``stop``.
+
+Args:
+    start (float): First value.
+    stop (float): Last value (included unless ``endpoint`` is ``False``).
+    num (int, optional): How many values. Default 50.
+    endpoint (bool, optional): Include ``stop``. Default ``True``.
+    dtype (Dtype, optional): Type of the result. Default ``float32``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: A 1-D array of ``num`` values.
+)doc");
   m.def(
       "eye",
       [](int n, std::optional<int> mm, int k, fx::Dtype dtype,
@@ -148,13 +251,38 @@ void init_ops_misc(py::module_& m) {
         return fx::eye(n, mm.value_or(n), k, dtype, st);
       },
       "n"_a, "m"_a = py::none(), "k"_a = 0, "dtype"_a = fx::float32,
-      py::kw_only(), s);
+      py::kw_only(), s,
+      R"doc(A 2-D array with ones on a diagonal and zeros elsewhere.
+
+Args:
+    n (int): Number of rows.
+    m (int, optional): Number of columns; ``n`` when omitted.
+    k (int, optional): The diagonal: 0 the main one, positive above,
+        negative below. Default 0.
+    dtype (Dtype, optional): Type of the result. Default ``float32``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The ``(n, m)`` array.
+)doc");
   m.def(
       "identity",
       [](int n, fx::Dtype dtype, fx::StreamOrDevice st) {
         return fx::identity(n, dtype, st);
       },
-      "n"_a, "dtype"_a = fx::float32, py::kw_only(), s);
+      "n"_a, "dtype"_a = fx::float32, py::kw_only(), s,
+      R"doc(The ``n`` by ``n`` identity matrix.
+
+Args:
+    n (int): Number of rows and columns.
+    dtype (Dtype, optional): Type of the result. Default ``float32``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The identity matrix.
+)doc");
   m.def(
       "tri",
       [](int n, std::optional<int> mm, int k, fx::Dtype dtype,
@@ -162,19 +290,56 @@ void init_ops_misc(py::module_& m) {
         return fx::tri(n, mm.value_or(n), k, dtype, st);
       },
       "n"_a, "m"_a = py::none(), "k"_a = 0, "dtype"_a = fx::float32,
-      py::kw_only(), s);
+      py::kw_only(), s,
+      R"doc(A lower-triangular matrix of ones: ones at and below diagonal ``k``.
+
+Args:
+    n (int): Number of rows.
+    m (int, optional): Number of columns; ``n`` when omitted.
+    k (int, optional): The diagonal up to which ones are set. Default 0.
+    dtype (Dtype, optional): Type of the result. Default ``float32``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The ``(n, m)`` array.
+)doc");
   m.def(
       "tril",
       [](const fx::array& x, int k, fx::StreamOrDevice st) {
         return fx::tril(x, k, st);
       },
-      "x"_a, "k"_a = 0, py::kw_only(), s);
+      "x"_a, "k"_a = 0, py::kw_only(), s,
+      R"doc(The lower triangle of a matrix (or stack of matrices).
+
+Args:
+    x (array): Input with at least 2 dimensions.
+    k (int, optional): Diagonal above which elements are zeroed.
+        Default 0.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``x`` with the elements above diagonal ``k`` set to zero.
+)doc");
   m.def(
       "triu",
       [](const fx::array& x, int k, fx::StreamOrDevice st) {
         return fx::triu(x, k, st);
       },
-      "x"_a, "k"_a = 0, py::kw_only(), s);
+      "x"_a, "k"_a = 0, py::kw_only(), s,
+      R"doc(The upper triangle of a matrix (or stack of matrices).
+
+Args:
+    x (array): Input with at least 2 dimensions.
+    k (int, optional): Diagonal below which elements are zeroed.
+        Default 0.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``x`` with the elements below diagonal ``k`` set to zero.
+)doc");
 
   // --- integer-array indexing ---
   m.def(
@@ -190,13 +355,31 @@ void init_ops_misc(py::module_& m) {
       },
       "a"_a, py::pos_only(), "indices"_a, "axis"_a = py::none(), py::kw_only(),
       "mode"_a = "raise", s,
-      R"doc(Take elements along an axis (of the flattened array when ``axis``
-is None). Negative indices count from the end.
+      R"doc(Take elements along an axis.
 
-``mode`` is a Fluxion extension (NumPy's): ``"raise"`` (default) raises for
-an index out of range, ``"wrap"`` reduces indices modulo the axis length,
-``"clip"`` clamps them to ``[0, n - 1]`` (negative indices then select the
-first element, as in NumPy).)doc");
+Negative indices count from the end. ``mode`` is a Fluxion extension
+(NumPy's).
+
+Args:
+    a (array): Input array.
+    indices (array or int): The indices to take.
+    axis (int, optional): The axis to take along; the flattened array
+        when omitted.
+    mode (str, optional): ``"raise"`` raises for an index out of range,
+        ``"wrap"`` reduces indices modulo the axis length, ``"clip"``
+        clamps them to ``[0, n - 1]`` (negative indices then select the
+        first element, as in NumPy). Default ``"raise"``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The selected elements; ``axis`` is replaced by the shape of
+    ``indices``.
+
+Example:
+    >>> mx.take(mx.array([10, 20, 30]), mx.array([2, 0])).tolist()
+    [30, 10]
+)doc");
   m.def(
       "take_along_axis",
       [](const fx::array& a, const fx::array& indices, std::optional<int> axis,
@@ -206,7 +389,20 @@ first element, as in NumPy).)doc");
                    : fx::take_along_axis(fx::reshape(a, {-1}, st),
                                          fx::reshape(indices, {-1}, st), 0, st);
       },
-      "a"_a, py::pos_only(), "indices"_a, "axis"_a, py::kw_only(), s);
+      "a"_a, py::pos_only(), "indices"_a, "axis"_a, py::kw_only(), s,
+      R"doc(Take values at matching indices along an axis.
+
+Args:
+    a (array): Input array.
+    indices (array): Integer indices, broadcastable with ``a`` except
+        along ``axis``.
+    axis (int or None): The axis; both are flattened when ``None``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a`` indexed along ``axis`` by ``indices``.
+)doc");
   m.def(
       "put_along_axis",
       [](const fx::array& a, const fx::array& indices, py::handle values,
@@ -221,7 +417,21 @@ first element, as in NumPy).)doc");
                            a.shape(), st);
       },
       "a"_a, py::pos_only(), "indices"_a, "values"_a, "axis"_a, py::kw_only(),
-      s);
+      s,
+      R"doc(Write values at matching indices along an axis.
+
+Args:
+    a (array): Input array.
+    indices (array): Integer indices, broadcastable with ``a`` except
+        along ``axis``.
+    values (array or scalar): The values to write.
+    axis (int or None): The axis; both are flattened when ``None``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: A copy of ``a`` with the values written.
+)doc");
   m.def(
       "scatter_add_axis",
       [](const fx::array& a, const fx::array& indices, py::handle values,
@@ -230,7 +440,22 @@ first element, as in NumPy).)doc");
                                     axis, st);
       },
       "a"_a, py::pos_only(), "indices"_a, "values"_a, "axis"_a, py::kw_only(),
-      s);
+      s,
+      R"doc(Add values at matching indices along an axis.
+
+Like :func:`put_along_axis`, but repeated indices accumulate.
+
+Args:
+    a (array): Input array.
+    indices (array): Integer indices.
+    values (array or scalar): The values to add.
+    axis (int): The axis.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: A copy of ``a`` with the values added.
+)doc");
 
   // --- linear algebra ---
   m.def(
@@ -238,28 +463,96 @@ first element, as in NumPy).)doc");
       [](const fx::array& a, const fx::array& b, fx::StreamOrDevice st) {
         return fx::matmul(a, b, st);
       },
-      "a"_a, "b"_a, py::pos_only(), py::kw_only(), s);
+      "a"_a, "b"_a, py::pos_only(), py::kw_only(), s,
+      R"doc(Matrix product, with broadcasting over the leading (batch) axes.
+
+1-D operands are treated as a row (first operand) or a column (second)
+vector, and that axis is removed from the result.
+
+Args:
+    a (array): Left operand.
+    b (array): Right operand.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a @ b``.
+
+Example:
+    >>> mx.matmul(mx.ones((2, 3)), mx.ones((3, 4))).shape
+    (2, 4)
+)doc");
   m.def(
       "addmm",
       [](const fx::array& c, const fx::array& a, const fx::array& b,
          float alpha, float beta,
          fx::StreamOrDevice st) { return fx::addmm(c, a, b, alpha, beta, st); },
       "c"_a, "a"_a, "b"_a, py::pos_only(), "alpha"_a = 1.0f, "beta"_a = 1.0f,
-      py::kw_only(), s);
+      py::kw_only(), s,
+      R"doc(``alpha * (a @ b) + beta * c`` in one op.
+
+Args:
+    c (array): The added term, broadcast to the product's shape.
+    a (array): Left matrix operand.
+    b (array): Right matrix operand.
+    alpha (float, optional): Scale of the product. Default 1.
+    beta (float, optional): Scale of ``c``. Default 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The result.
+)doc");
   m.def(
       "inner",
       [](const fx::array& a, const fx::array& b, fx::StreamOrDevice st) {
         return fx::inner(a, b, st);
       },
-      "a"_a, "b"_a, py::pos_only(), py::kw_only(), s);
+      "a"_a, "b"_a, py::pos_only(), py::kw_only(), s,
+      R"doc(Inner product over the last axes of two arrays.
+
+Args:
+    a (array): First operand.
+    b (array): Second operand (same last-axis size).
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The sums of products over the last axis.
+)doc");
   m.def(
       "outer",
       [](const fx::array& a, const fx::array& b, fx::StreamOrDevice st) {
         return fx::outer(a, b, st);
       },
-      "a"_a, "b"_a, py::pos_only(), py::kw_only(), s);
+      "a"_a, "b"_a, py::pos_only(), py::kw_only(), s,
+      R"doc(Outer product of two vectors (inputs are flattened).
+
+Args:
+    a (array): First vector.
+    b (array): Second vector.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The ``(a.size, b.size)`` array ``a[i] * b[j]``.
+)doc");
   m.def("tensordot", &tensordot, "a"_a, "b"_a, py::pos_only(), "axes"_a = 2,
-        py::kw_only(), s);
+        py::kw_only(), s,
+      R"doc(Sum of products over chosen axes of two arrays.
+
+Args:
+    a (array): First operand.
+    b (array): Second operand.
+    axes (int or tuple(list(int), list(int)), optional): An int ``n``
+        contracts the last ``n`` axes of ``a`` with the first ``n`` of
+        ``b``; a pair of axis lists names the axes of each. Default 2.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The contracted product.
+)doc");
 
   // --- misc ---
   m.def(
@@ -267,7 +560,18 @@ first element, as in NumPy).)doc");
       [](const fx::array& a, fx::Dtype dtype, fx::StreamOrDevice st) {
         return fx::astype(a, dtype, st);
       },
-      "a"_a, py::pos_only(), "dtype"_a, py::kw_only(), s);
+      "a"_a, py::pos_only(), "dtype"_a, py::kw_only(), s,
+      R"doc(Convert an array to another dtype.
+
+Args:
+    a (array): Input array.
+    dtype (Dtype): The target type.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The converted values (floats to ints truncate toward zero).
+)doc");
   m.def(
       "where",
       [](py::handle condition, py::handle x, py::handle y,
@@ -275,7 +579,23 @@ first element, as in NumPy).)doc");
         auto [xa, ya] = fxpy::to_arrays(x, y);
         return fx::where(fxpy::to_array(condition), xa, ya, st);
       },
-      "condition"_a, "x"_a, "y"_a, py::pos_only(), py::kw_only(), s);
+      "condition"_a, "x"_a, "y"_a, py::pos_only(), py::kw_only(), s,
+      R"doc(Pick elements from ``x`` where ``condition`` is true, else from ``y``.
+
+Args:
+    condition (array or scalar): The selector (nonzero is true).
+    x (array or scalar): Values where ``condition`` holds.
+    y (array or scalar): Values elsewhere. The three broadcast together.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The selected values.
+
+Example:
+    >>> mx.where(mx.array([True, False]), 1, 2).tolist()
+    [1, 2]
+)doc");
   m.def(
       "clip",
       [](const fx::array& a, py::handle a_min, py::handle a_max,
@@ -288,7 +608,19 @@ first element, as in NumPy).)doc");
         };
         return fx::clip(a, bound(a_min), bound(a_max), st);
       },
-      "a"_a, py::pos_only(), "a_min"_a, "a_max"_a, py::kw_only(), s);
+      "a"_a, py::pos_only(), "a_min"_a, "a_max"_a, py::kw_only(), s,
+      R"doc(Limit the values of an array to an interval.
+
+Args:
+    a (array): Input array.
+    a_min (array or scalar or None): Lower bound; none when ``None``.
+    a_max (array or scalar or None): Upper bound; none when ``None``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``minimum(maximum(a, a_min), a_max)``.
+)doc");
   m.def(
       "isclose",
       [](py::handle a, py::handle b, double rtol, double atol, bool equal_nan,
@@ -297,7 +629,24 @@ first element, as in NumPy).)doc");
         return fx::isclose(x, y, rtol, atol, equal_nan, st);
       },
       "a"_a, "b"_a, py::pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8,
-      py::kw_only(), "equal_nan"_a = false, s);
+      py::kw_only(), "equal_nan"_a = false, s,
+      R"doc(Element-wise test that two arrays are equal within a tolerance.
+
+``|a - b| <= atol + rtol * |b|``.
+
+Args:
+    a (array or scalar): First operand.
+    b (array or scalar): Second operand.
+    rtol (float, optional): Relative tolerance. Default 1e-5.
+    atol (float, optional): Absolute tolerance. Default 1e-8.
+    equal_nan (bool, optional): Count NaN as equal to NaN. Default
+        ``False``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: A ``bool`` array.
+)doc");
   m.def(
       "allclose",
       [](py::handle a, py::handle b, double rtol, double atol, bool equal_nan,
@@ -306,14 +655,54 @@ first element, as in NumPy).)doc");
         return fx::allclose(x, y, rtol, atol, equal_nan, st);
       },
       "a"_a, "b"_a, py::pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8,
-      py::kw_only(), "equal_nan"_a = false, s);
+      py::kw_only(), "equal_nan"_a = false, s,
+      R"doc(Whether all elements of two arrays are equal within a tolerance.
+
+See :func:`isclose`.
+
+Args:
+    a (array or scalar): First operand.
+    b (array or scalar): Second operand.
+    rtol (float, optional): Relative tolerance. Default 1e-5.
+    atol (float, optional): Absolute tolerance. Default 1e-8.
+    equal_nan (bool, optional): Count NaN as equal to NaN. Default
+        ``False``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: A scalar ``bool`` array.
+)doc");
   m.def(
       "array_equal",
       [](py::handle a, py::handle b, bool equal_nan, fx::StreamOrDevice st) {
         auto [x, y] = fxpy::to_arrays(a, b);
         return fx::array_equal(x, y, equal_nan, st);
       },
-      "a"_a, "b"_a, py::pos_only(), "equal_nan"_a = false, py::kw_only(), s);
+      "a"_a, "b"_a, py::pos_only(), "equal_nan"_a = false, py::kw_only(), s,
+      R"doc(Whether two arrays have the same shape and equal elements.
+
+The dtypes may differ.
+
+Args:
+    a (array or scalar): First operand.
+    b (array or scalar): Second operand.
+    equal_nan (bool, optional): Count NaN as equal to NaN. Default
+        ``False``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: A scalar ``bool`` array.
+)doc");
   m.def("depends", &fx::depends, "inputs"_a, "dependencies"_a,
-        "``inputs`` unchanged, computed only after ``dependencies``.");
+      R"doc(Return ``inputs`` unchanged, computed only after ``dependencies``.
+
+Args:
+    inputs (list(array)): The arrays to pass through.
+    dependencies (list(array)): Arrays that must be evaluated first.
+
+Returns:
+    list(array): Arrays equal to ``inputs``.
+)doc");
 }

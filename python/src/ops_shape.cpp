@@ -152,53 +152,172 @@ void init_ops_shape(py::module_& m) {
       [](const fx::array& a, const fx::Shape& shape, fx::StreamOrDevice st) {
         return fx::reshape(a, shape, st);
       },
-      "a"_a, py::pos_only(), "shape"_a, py::kw_only(), s);
+      "a"_a, py::pos_only(), "shape"_a, py::kw_only(), s,
+      R"doc(Give an array a new shape with the same elements.
+
+Args:
+    a (array): Input array.
+    shape (tuple(int)): The new shape; one entry may be -1 and is then
+        inferred from the size.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The elements of ``a`` in row-major order with shape ``shape``.
+
+Example:
+    >>> mx.reshape(mx.arange(6), (2, -1)).shape
+    (2, 3)
+)doc");
   m.def(
       "flatten",
       [](const fx::array& a, int start, int end, fx::StreamOrDevice st) {
         return fx::flatten(a, start, end, st);
       },
       "a"_a, py::pos_only(), "start_axis"_a = 0, "end_axis"_a = -1,
-      py::kw_only(), s);
+      py::kw_only(), s,
+      R"doc(Flatten the axes ``start_axis`` to ``end_axis`` into one.
+
+Args:
+    a (array): Input array.
+    start_axis (int, optional): First axis to flatten. Default 0.
+    end_axis (int, optional): Last axis to flatten (inclusive). Default -1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a`` with those axes merged.
+
+Example:
+    >>> mx.flatten(mx.zeros((2, 3, 4)), 1).shape
+    (2, 12)
+)doc");
   m.def(
       "unflatten",
       [](const fx::array& a, int axis, const fx::Shape& shape,
          fx::StreamOrDevice st) { return fx::unflatten(a, axis, shape, st); },
-      "a"_a, py::pos_only(), "axis"_a, "shape"_a, py::kw_only(), s);
+      "a"_a, py::pos_only(), "axis"_a, "shape"_a, py::kw_only(), s,
+      R"doc(Split one axis into several: the inverse of :func:`flatten`.
+
+Args:
+    a (array): Input array.
+    axis (int): The axis to split.
+    shape (tuple(int)): The sizes it splits into (one may be -1); their
+        product is the axis' size.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a`` with ``axis`` replaced by ``shape``.
+)doc");
   m.def("squeeze", &fxpy::squeeze, "a"_a, py::pos_only(), "axis"_a = py::none(),
-        py::kw_only(), s);
+        py::kw_only(), s,
+      R"doc(Remove axes of size 1.
+
+Args:
+    a (array): Input array.
+    axis (int or list(int), optional): The axes to remove (each must
+        have size 1); every size-1 axis when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a`` without those axes.
+)doc");
   m.def(
       "expand_dims",
       [](const fx::array& a, const std::variant<int, std::vector<int>>& axis,
          fx::StreamOrDevice st) {
         return fx::expand_dims(a, fxpy::axes_vector(axis), st);
       },
-      "a"_a, py::pos_only(), "axis"_a, py::kw_only(), s);
+      "a"_a, py::pos_only(), "axis"_a, py::kw_only(), s,
+      R"doc(Insert axes of size 1.
+
+Args:
+    a (array): Input array.
+    axis (int or list(int)): Positions of the new axes in the result.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a`` with the new axes.
+
+Example:
+    >>> mx.expand_dims(mx.zeros((3,)), 0).shape
+    (1, 3)
+)doc");
   m.def(
       "transpose",
       [](const fx::array& a, std::optional<std::vector<int>> axes,
          fx::StreamOrDevice st) {
         return axes ? fx::transpose(a, *axes, st) : fx::transpose(a, st);
       },
-      "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), s);
+      "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), s,
+      R"doc(Permute the axes of an array.
+
+Args:
+    a (array): Input array.
+    axes (list(int), optional): The permutation: axis ``i`` of the result
+        is axis ``axes[i]`` of ``a``. Reverses the axes when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The transposed array (a view).
+)doc");
   m.def(
       "swapaxes",
       [](const fx::array& a, int a1, int a2, fx::StreamOrDevice st) {
         return fx::swapaxes(a, a1, a2, st);
       },
-      "a"_a, py::pos_only(), "axis1"_a, "axis2"_a, py::kw_only(), s);
+      "a"_a, py::pos_only(), "axis1"_a, "axis2"_a, py::kw_only(), s,
+      R"doc(Swap two axes of an array.
+
+Args:
+    a (array): Input array.
+    axis1 (int): First axis.
+    axis2 (int): Second axis.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a`` with ``axis1`` and ``axis2`` exchanged.
+)doc");
   m.def(
       "moveaxis",
       [](const fx::array& a, int src, int dst, fx::StreamOrDevice st) {
         return fx::moveaxis(a, src, dst, st);
       },
-      "a"_a, py::pos_only(), "source"_a, "destination"_a, py::kw_only(), s);
+      "a"_a, py::pos_only(), "source"_a, "destination"_a, py::kw_only(), s,
+      R"doc(Move one axis to a new position, keeping the others in order.
+
+Args:
+    a (array): Input array.
+    source (int): The axis to move.
+    destination (int): Its position in the result.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a`` with the axis moved.
+)doc");
   m.def(
       "broadcast_to",
       [](py::handle a, const fxpy::ShapeArg& shape, fx::StreamOrDevice st) {
         return fx::broadcast_to(fxpy::to_array(a), fxpy::to_shape(shape), st);
       },
-      "a"_a, py::pos_only(), "shape"_a, py::kw_only(), s);
+      "a"_a, py::pos_only(), "shape"_a, py::kw_only(), s,
+      R"doc(Broadcast an array to a shape, NumPy's rules.
+
+Args:
+    a (array or scalar): Input.
+    shape (tuple(int)): The target shape.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a`` broadcast to ``shape`` (no copy until needed).
+)doc");
   m.def(
       "broadcast_arrays",
       [](const py::args& arrays, fx::StreamOrDevice st) {
@@ -208,7 +327,17 @@ void init_ops_shape(py::module_& m) {
         }
         return py::tuple(py::cast(fx::broadcast_arrays(in, st)));
       },
-      s);
+      s,
+      R"doc(Broadcast several arrays against each other.
+
+Args:
+    *arrays (array or scalar): The inputs.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    tuple(array): The inputs, each broadcast to the common shape.
+)doc");
   m.def("slice", &mlx_slice, "a"_a, "start_indices"_a, "axes"_a, "slice_size"_a,
         py::kw_only(), s,
         "``slice_size`` elements from ``start_indices`` along ``axes``.");
@@ -227,17 +356,94 @@ void init_ops_shape(py::module_& m) {
     }
     return fx::concatenate(flat, 0, st);
   };
-  m.def("concatenate", concatenate, "arrays"_a, "axis"_a = 0, py::kw_only(), s);
-  m.def("concat", concatenate, "arrays"_a, "axis"_a = 0, py::kw_only(), s);
+  m.def("concatenate", concatenate, "arrays"_a, "axis"_a = 0, py::kw_only(), s,
+      R"doc(Join arrays along an existing axis.
+
+Args:
+    arrays (list(array)): The arrays; their shapes match except along
+        ``axis``.
+    axis (int or None, optional): The axis to join along; the arrays are
+        flattened first when ``None``. Default 0.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The joined array.
+
+Example:
+    >>> mx.concatenate([mx.zeros((1, 2)), mx.ones((2, 2))]).shape
+    (3, 2)
+)doc");
+  m.def("concat", concatenate, "arrays"_a, "axis"_a = 0, py::kw_only(), s,
+      R"doc(Join arrays along an existing axis (alias of :func:`concatenate`).
+
+Args:
+    arrays (list(array)): The arrays; their shapes match except along
+        ``axis``.
+    axis (int or None, optional): The axis to join along; the arrays are
+        flattened first when ``None``. Default 0.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The joined array.
+)doc");
   m.def(
       "stack",
       [](const std::vector<fx::array>& arrays, int axis,
          fx::StreamOrDevice st) { return fx::stack(arrays, axis, st); },
-      "arrays"_a, "axis"_a = 0, py::kw_only(), s);
+      "arrays"_a, "axis"_a = 0, py::kw_only(), s,
+      R"doc(Join arrays of one shape along a new axis.
+
+Args:
+    arrays (list(array)): The arrays, all of the same shape.
+    axis (int, optional): Position of the new axis in the result.
+        Default 0.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The stacked array, one more dimension than the inputs.
+)doc");
   m.def("split", &fxpy::split, "a"_a, py::pos_only(), "indices_or_sections"_a,
-        "axis"_a = 0, py::kw_only(), s);
+        "axis"_a = 0, py::kw_only(), s,
+      R"doc(Split an array into pieces along an axis.
+
+Args:
+    a (array): Input array.
+    indices_or_sections (int or list(int)): A number of equal pieces (it
+        must divide the axis), or the indices at which to cut.
+    axis (int, optional): The axis to split. Default 0.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    list(array): The pieces.
+
+Example:
+    >>> [p.shape for p in mx.split(mx.arange(6), [2, 5])]
+    [(2,), (3,), (1,)]
+)doc");
   m.def("pad", &pad, "a"_a, py::pos_only(), "pad_width"_a,
-        "mode"_a = "constant", "constant_values"_a = 0, py::kw_only(), s);
+        "mode"_a = "constant", "constant_values"_a = 0, py::kw_only(), s,
+      R"doc(Pad an array at the edges of its axes.
+
+Args:
+    a (array): Input array.
+    pad_width (int or tuple or list(tuple)): Widths ``(before, after)``:
+        one int for every side, one pair for every axis, or a pair per
+        axis.
+    mode (str, optional): ``"constant"`` (fill with
+        ``constant_values``), ``"edge"`` (repeat the edge values),
+        ``"reflect"`` (mirror without the edge) or ``"symmetric"``
+        (mirror with the edge). Default ``"constant"``.
+    constant_values (array or scalar, optional): Fill value. Default 0.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The padded array.
+)doc");
   m.def(
       "repeat",
       [](const fx::array& a, int repeats, std::optional<int> axis,
@@ -246,30 +452,85 @@ void init_ops_shape(py::module_& m) {
                     : fx::repeat(a, repeats, st);
       },
       "array"_a, py::pos_only(), "repeats"_a, "axis"_a = py::none(),
-      py::kw_only(), s);
+      py::kw_only(), s,
+      R"doc(Repeat each element of an array.
+
+Args:
+    array (array): Input array.
+    repeats (int): How many times each element is repeated.
+    axis (int, optional): The axis along which to repeat; the flattened
+        array when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The array with each element repeated ``repeats`` times.
+)doc");
   m.def(
       "tile",
       [](const fx::array& a, const std::variant<int, std::vector<int>>& reps,
          fx::StreamOrDevice st) {
         return fx::tile(a, fxpy::axes_vector(reps), st);
       },
-      "a"_a, py::pos_only(), "reps"_a, py::kw_only(), s);
+      "a"_a, py::pos_only(), "reps"_a, py::kw_only(), s,
+      R"doc(Tile an array: repeat the whole array along each axis.
+
+Args:
+    a (array): Input array.
+    reps (int or list(int)): Repetitions per axis (aligned to the last
+        axes; ``a`` gains leading axes when ``reps`` is longer).
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The tiled array.
+)doc");
   m.def(
       "atleast_1d",
       [](const py::args& arys, fx::StreamOrDevice st) {
         return at_least(&fx::atleast_1d, arys, st);
       },
-      s);
+      s,
+      R"doc(View inputs as arrays with at least one dimension.
+
+Args:
+    *arys (array or scalar): The inputs.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array or list(array): One array for one input, else a list.
+)doc");
   m.def(
       "atleast_2d",
       [](const py::args& arys, fx::StreamOrDevice st) {
         return at_least(&fx::atleast_2d, arys, st);
       },
-      s);
+      s,
+      R"doc(View inputs as arrays with at least two dimensions.
+
+Args:
+    *arys (array or scalar): The inputs.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array or list(array): One array for one input, else a list.
+)doc");
   m.def(
       "atleast_3d",
       [](const py::args& arys, fx::StreamOrDevice st) {
         return at_least(&fx::atleast_3d, arys, st);
       },
-      s);
+      s,
+      R"doc(View inputs as arrays with at least three dimensions.
+
+Args:
+    *arys (array or scalar): The inputs.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array or list(array): One array for one input, else a list.
+)doc");
 }

@@ -1,5 +1,6 @@
 // Sorting, partitioning, top-k and cumulative scans (mx.sort, mx.cumsum,
 // ...); the scans are array methods too.
+#include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
 namespace {
@@ -37,31 +38,73 @@ fx::array scan(const fx::array& a, std::optional<int> axis, bool reverse,
 
 void init_ops_sort(py::module_& m) {
   const auto s = "stream"_a = py::none();
-#define FLUXION_SORT(NAME)                                            \
+#define FLUXION_SORT(NAME, SUMMARY, RESULT)                           \
   m.def(#NAME, &sort_like<fx::NAME, fx::NAME>, "a"_a, py::pos_only(), \
-        "axis"_a = -1, py::kw_only(), s);
-  FLUXION_SORT(sort)
-  FLUXION_SORT(argsort)
+        "axis"_a = -1, py::kw_only(), s,                              \
+        SUMMARY FXDOC_ARGS FXDOC_A                                    \
+        "    axis (int or None, optional): Axis to sort along; the\n" \
+        "        flattened array when ``None``. Default -1.\n"        \
+            FXDOC_STREAM FXDOC_RET_ARRAY RESULT "\n");
+  FLUXION_SORT(sort, "Sort the elements along an axis, ascending.",
+               "The sorted values (NaN last).")
+  FLUXION_SORT(argsort, "Indices that sort ``a`` along an axis, ascending.",
+               "``uint32`` indices; ``take_along_axis(a, idx, axis)`` is "
+               "sorted.")
 #undef FLUXION_SORT
-#define FLUXION_KTH(NAME, KTH)                                            \
+#define FLUXION_KTH(NAME, KTH, SUMMARY, KDOC, RESULT)                      \
   m.def(#NAME, &kth_like<fx::NAME, fx::NAME>, "a"_a, py::pos_only(), KTH, \
-        "axis"_a = -1, py::kw_only(), s);
-  FLUXION_KTH(partition, "kth"_a)
-  FLUXION_KTH(argpartition, "kth"_a)
-  FLUXION_KTH(topk, "k"_a)
+        "axis"_a = -1, py::kw_only(), s,                                  \
+        SUMMARY FXDOC_ARGS FXDOC_A KDOC                                   \
+        "    axis (int or None, optional): The axis; the flattened array\n" \
+        "        when ``None``. Default -1.\n" FXDOC_STREAM               \
+            FXDOC_RET_ARRAY RESULT "\n");
+  FLUXION_KTH(partition, "kth"_a,
+              "Partially sort so that the element at ``kth`` is in place.",
+              "    kth (int): Index of the element to put in its sorted "
+              "place.\n",
+              "Elements before ``kth`` are not larger and those after are "
+              "not smaller; order within each side is unspecified.")
+  FLUXION_KTH(argpartition, "kth"_a,
+              "Indices that partition ``a`` around its ``kth`` element.",
+              "    kth (int): Index of the element to put in its sorted "
+              "place.\n",
+              "``uint32`` indices (see :func:`partition`).")
+  FLUXION_KTH(topk, "k"_a, "The ``k`` largest elements along an axis.",
+              "    k (int): How many elements to keep.\n",
+              "The ``k`` largest values along ``axis``, in no particular "
+              "order.")
 #undef FLUXION_KTH
 
   auto cls = py::reinterpret_borrow<py::class_<fx::array>>(m.attr("array"));
-#define FLUXION_SCAN(NAME)                                         \
-  m.def(#NAME, &scan<fx::NAME, fx::NAME>, "a"_a, py::pos_only(),   \
-        "axis"_a = py::none(), py::kw_only(), "reverse"_a = false, \
-        "inclusive"_a = true, s);                                  \
-  cls.def(#NAME, &scan<fx::NAME, fx::NAME>, "axis"_a = py::none(), \
-          py::kw_only(), "reverse"_a = false, "inclusive"_a = true, s);
-  FLUXION_SCAN(cumsum)
-  FLUXION_SCAN(cumprod)
-  FLUXION_SCAN(cummax)
-  FLUXION_SCAN(cummin)
-  FLUXION_SCAN(logcumsumexp)
+#define FLUXION_SCAN_ARGS                                                \
+  "    axis (int, optional): Axis to scan along; the flattened array\n" \
+  "        when omitted.\n"                                              \
+  "    reverse (bool, optional): Scan from the end. Default ``False``.\n" \
+  "    inclusive (bool, optional): Include element ``i`` in output\n"    \
+  "        ``i`` (``False`` shifts by one). Default ``True``.\n"
+#define FLUXION_SCAN(NAME, SUMMARY, EXAMPLE)                                \
+  m.def(#NAME, &scan<fx::NAME, fx::NAME>, "a"_a, py::pos_only(),            \
+        "axis"_a = py::none(), py::kw_only(), "reverse"_a = false,          \
+        "inclusive"_a = true, s,                                            \
+        SUMMARY FXDOC_ARGS FXDOC_A FLUXION_SCAN_ARGS FXDOC_STREAM            \
+            FXDOC_RET_ARRAY "The running values, the shape of ``a`` (or\n" \
+        "    flattened).\n" EXAMPLE);                                      \
+  cls.def(#NAME, &scan<fx::NAME, fx::NAME>, "axis"_a = py::none(),          \
+          py::kw_only(), "reverse"_a = false, "inclusive"_a = true, s,      \
+          SUMMARY " See :func:`fluxion.core." #NAME "`." FXDOC_ARGS         \
+              FLUXION_SCAN_ARGS FXDOC_STREAM FXDOC_RET_ARRAY                 \
+          "The running values.\n");
+  FLUXION_SCAN(cumsum, "Cumulative sum along an axis.",
+               FXDOC_EXAMPLE
+               "    >>> mx.cumsum(mx.array([1, 2, 3])).tolist()\n"
+               "    [1, 3, 6]\n")
+  FLUXION_SCAN(cumprod, "Cumulative product along an axis.", "")
+  FLUXION_SCAN(cummax, "Cumulative maximum along an axis.", "")
+  FLUXION_SCAN(cummin, "Cumulative minimum along an axis.", "")
+  FLUXION_SCAN(logcumsumexp,
+               "Cumulative ``log(sum(exp(a)))`` along an axis, computed "
+               "stably.",
+               "")
 #undef FLUXION_SCAN
+#undef FLUXION_SCAN_ARGS
 }

@@ -69,7 +69,19 @@ void init_random(py::module_& parent) {
       "Random sampling with explicit keys (threefry) or the global state.");
   const auto s = "stream"_a = py::none();
   const auto key = "key"_a = py::none();
-  m.def("key", &fr::key, "seed"_a, "A PRNG key (uint32, shape (2,)).");
+  m.def("key", &fr::key, "seed"_a,
+      R"doc(Make a PRNG key from a seed.
+
+Args:
+    seed (int): The seed.
+
+Returns:
+    array: A ``uint32`` key of shape ``(2,)``.
+
+Example:
+    >>> k = mx.random.key(0)
+    >>> a = mx.random.uniform(shape=(3,), key=k)
+)doc");
   state().append(py::cast(fr::key(static_cast<uint64_t>(
       std::chrono::system_clock::now().time_since_epoch().count()))));
   m.attr("state") = state();
@@ -79,20 +91,50 @@ void init_random(py::module_& parent) {
         fr::seed(seed);
         state()[0] = py::cast(fr::key(seed));
       },
-      "seed"_a, "Seed the global PRNG state (``mx.random.state[0]``).");
+      "seed"_a,
+      R"doc(Seed the global PRNG state (``mx.random.state[0]``).
+
+Args:
+    seed (int): The seed; sampling without a key is then reproducible.
+)doc");
   m.def(
       "split",
       [](const fx::array& k, int num, fx::StreamOrDevice st) {
         return fr::split(k, num, st);
       },
-      "key"_a, "num"_a = 2, s, "``num`` new keys, as an array (num, 2).");
+      "key"_a, "num"_a = 2, s,
+      R"doc(Split a key into new independent keys.
+
+Args:
+    key (array): The key to split.
+    num (int, optional): How many keys. Default 2.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The keys, shape ``(num, 2)``.
+)doc");
   m.def(
       "bits",
       [](const fxpy::ShapeArg& shape, int width, std::optional<fx::array> k,
          fx::StreamOrDevice st) {
         return fr::bits(fxpy::to_shape(shape), width, resolve(k), st);
       },
-      "shape"_a = fx::Shape{}, "width"_a = 4, key, s);
+      "shape"_a = fx::Shape{}, "width"_a = 4, key, s,
+      R"doc(Random bits.
+
+Args:
+    shape (int or tuple(int), optional): Shape of the samples. Default ``()``.
+    width (int, optional): Bytes per element: 1, 2 or 4 (``uint8``,
+        ``uint16`` or ``uint32``). Default 4.
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: Uniformly random unsigned integers.
+)doc");
   m.def(
       "uniform",
       [](py::handle low, py::handle high, const fxpy::ShapeArg& shape,
@@ -103,7 +145,26 @@ void init_random(py::module_& parent) {
                            fxpy::to_shape(shape), t, resolve(k), st);
       },
       "low"_a = 0, "high"_a = 1, "shape"_a = fx::Shape{},
-      "dtype"_a = fx::float32, key, s, "Uniform samples in [low, high).");
+      "dtype"_a = fx::float32, key, s,
+      R"doc(Uniform samples in the half-open interval ``[low, high)``.
+
+Args:
+    low (array or scalar, optional): Lower bound. Default 0.
+    high (array or scalar, optional): Upper bound. Default 1.
+    shape (int or tuple(int), optional): Shape of the samples. Default ``()``; ``low`` and ``high`` broadcast to it.
+    dtype (Dtype, optional): A floating type. Default ``float32``.
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The samples.
+
+Example:
+    >>> mx.random.uniform(-1, 1, (2, 3)).shape
+    (2, 3)
+)doc");
   m.def(
       "normal",
       [](const fxpy::ShapeArg& shape, std::optional<fx::Dtype> dtype,
@@ -125,7 +186,21 @@ void init_random(py::module_& parent) {
       },
       "shape"_a = fx::Shape{}, "dtype"_a = fx::float32, "loc"_a = py::none(),
       "scale"_a = py::none(), key, s,
-      "Normal samples: loc + scale * z for standard normal z.");
+      R"doc(Normal samples ``loc + scale * z`` with ``z`` standard normal.
+
+Args:
+    shape (int or tuple(int), optional): Shape of the samples. Default ``()``.
+    dtype (Dtype, optional): A floating type. Default ``float32``.
+    loc (array or scalar, optional): Mean. Default 0.
+    scale (array or scalar, optional): Standard deviation. Default 1.
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The samples.
+)doc");
   m.def(
       "randint",
       [](py::handle low, py::handle high, const fxpy::ShapeArg& shape,
@@ -136,7 +211,21 @@ void init_random(py::module_& parent) {
                            fxpy::to_shape(shape), t, resolve(k), st);
       },
       "low"_a, "high"_a, "shape"_a = fx::Shape{}, "dtype"_a = fx::int32, key, s,
-      "Random integers in [low, high).");
+      R"doc(Random integers in the half-open interval ``[low, high)``.
+
+Args:
+    low (array or int): Lower bound (included).
+    high (array or int): Upper bound (excluded).
+    shape (int or tuple(int), optional): Shape of the samples. Default ``()``.
+    dtype (Dtype, optional): An integer type. Default ``int32``.
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The samples.
+)doc");
   m.def(
       "bernoulli",
       [](py::handle p, std::optional<fxpy::ShapeArg> shape,
@@ -147,7 +236,21 @@ void init_random(py::module_& parent) {
                      : fr::bernoulli(pa, resolve(k), st);
       },
       "p"_a = 0.5, "shape"_a = py::none(), key, s,
-      "Booleans that are True with probability p.");
+      R"doc(Booleans that are ``True`` with probability ``p``.
+
+Args:
+    p (array or float, optional): The probability (a float or floating
+        array). Default 0.5.
+    shape (int or tuple(int), optional): Shape of the samples; that of
+        ``p`` when omitted.
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: A ``bool`` array.
+)doc");
   m.def(
       "truncated_normal",
       [](py::handle lower, py::handle upper,
@@ -163,7 +266,23 @@ void init_random(py::module_& parent) {
                                     st);
       },
       "lower"_a, "upper"_a, "shape"_a = py::none(), "dtype"_a = fx::float32,
-      key, s, "Standard normal samples restricted to [lower, upper].");
+      key, s,
+      R"doc(Standard normal samples restricted to ``[lower, upper]``.
+
+Args:
+    lower (array or scalar): Lower bound.
+    upper (array or scalar): Upper bound.
+    shape (int or tuple(int), optional): Shape of the samples; the
+        broadcast shape of the bounds when omitted.
+    dtype (Dtype, optional): A floating type. Default ``float32``.
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The samples.
+)doc");
   m.def(
       "gumbel",
       [](const fxpy::ShapeArg& shape, std::optional<fx::Dtype> dtype,
@@ -172,7 +291,19 @@ void init_random(py::module_& parent) {
                           resolve(k), st);
       },
       "shape"_a = fx::Shape{}, "dtype"_a = fx::float32, key, s,
-      "Standard Gumbel samples.");
+      R"doc(Samples of the standard Gumbel distribution.
+
+Args:
+    shape (int or tuple(int), optional): Shape of the samples. Default ``()``.
+    dtype (Dtype, optional): A floating type. Default ``float32``.
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The samples.
+)doc");
   m.def(
       "laplace",
       [](const fxpy::ShapeArg& shape, std::optional<fx::Dtype> dtype, float loc,
@@ -181,7 +312,22 @@ void init_random(py::module_& parent) {
                            loc, scale, resolve(k), st);
       },
       "shape"_a = fx::Shape{}, "dtype"_a = fx::float32, "loc"_a = 0.0f,
-      "scale"_a = 1.0f, key, s, "Laplace samples.");
+      "scale"_a = 1.0f, key, s,
+      R"doc(Samples of the Laplace distribution.
+
+Args:
+    shape (int or tuple(int), optional): Shape of the samples. Default ``()``.
+    dtype (Dtype, optional): A floating type. Default ``float32``.
+    loc (float, optional): Location (mean). Default 0.
+    scale (float, optional): Scale. Default 1.
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The samples.
+)doc");
   m.def(
       "categorical",
       [](py::handle logits, int axis, std::optional<fxpy::ShapeArg> shape,
@@ -196,7 +342,23 @@ void init_random(py::module_& parent) {
       },
       "logits"_a, "axis"_a = -1, "shape"_a = py::none(),
       "num_samples"_a = py::none(), key, s,
-      "Indices sampled with probabilities softmax(logits) along ``axis``.");
+      R"doc(Sample category indices with probabilities ``softmax(logits)``.
+
+Args:
+    logits (array): Unnormalised log-probabilities.
+    axis (int, optional): The axis of the categories. Default -1.
+    shape (int or tuple(int), optional): Shape of the result (broadcast
+        with ``logits`` without ``axis``).
+    num_samples (int, optional): Samples per distribution, as a new last
+        axis (not with ``shape``).
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``uint32`` indices.
+)doc");
   m.def(
       "permutation",
       [](py::handle x, int axis, std::optional<fx::array> k,
@@ -207,7 +369,19 @@ void init_random(py::module_& parent) {
         return fr::permutation(fxpy::to_array(x), axis, resolve(k), st);
       },
       "x"_a, "axis"_a = 0, key, s,
-      "A random permutation of ``arange(x)`` or of ``x`` along ``axis``.");
+      R"doc(A random permutation of ``arange(x)``, or of ``x`` along an axis.
+
+Args:
+    x (int or array): A length, or the array to shuffle.
+    axis (int, optional): The axis to shuffle. Default 0.
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The permuted indices or array.
+)doc");
   m.def(
       "multivariate_normal",
       [](py::handle mean, py::handle cov, const fxpy::ShapeArg& shape,
@@ -218,5 +392,22 @@ void init_random(py::module_& parent) {
             dtype.value_or(fx::float32), resolve(k), st);
       },
       "mean"_a, "cov"_a, "shape"_a = fx::Shape{}, "dtype"_a = fx::float32, key,
-      s, "Samples of a multivariate normal with mean and covariance cov.");
+      s,
+      R"doc(Samples of a multivariate normal distribution.
+
+Args:
+    mean (array): Mean vector(s), shape ``(..., n)``.
+    cov (array): Covariance matrix (matrices), shape ``(..., n, n)``,
+        symmetric positive semi-definite.
+    shape (tuple(int), optional): Batch shape of the samples (broadcast
+        with the batch shapes of ``mean`` and ``cov``). Default ``()``.
+    dtype (Dtype, optional): A floating type. Default ``float32``.
+    key (array, optional): A PRNG key (see :func:`key`); the next key of
+        the global state (``mx.random.state``) when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: Samples of shape ``shape + (n,)``.
+)doc");
 }

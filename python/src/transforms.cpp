@@ -668,8 +668,19 @@ void init_transforms(py::module_& m) {
         py::gil_scoped_release nogil;
         fx::eval(std::move(arrays));
       },
-      "Evaluate arrays or trees (lists, tuples, dicts) of arrays; other "
-      "leaves are ignored.");
+      R"doc(Evaluate arrays: compute them and wait until they are ready.
+
+Arrays are lazy: ops build a graph, and ``eval`` runs it. Printing an array,
+``item()``, ``tolist()`` and conversion to NumPy evaluate implicitly.
+
+Args:
+    *args (array or tree of arrays): Arrays, or lists, tuples and dicts of
+        them; other leaves are ignored.
+
+Example:
+    >>> a = mx.ones((2,)) + 1   # not computed yet
+    >>> mx.eval(a)              # computed now
+)doc");
   m.def(
       "async_eval",
       [](const py::args& args) {
@@ -677,8 +688,15 @@ void init_transforms(py::module_& m) {
         py::gil_scoped_release nogil;
         fx::async_eval(std::move(arrays));
       },
-      "Schedule the evaluation of arrays or trees of arrays and return at "
-      "once.");
+      R"doc(Schedule the evaluation of arrays and return at once.
+
+Reading a result (``item()``, ``tolist()``) or a later :func:`eval` waits
+for it.
+
+Args:
+    *args (array or tree of arrays): Arrays, or lists, tuples and dicts of
+        them; other leaves are ignored.
+)doc");
   m.def(
       "export_to_dot",
       [](py::object file, const py::args& args, const py::kwargs& kwargs) {
@@ -711,9 +729,14 @@ void init_transforms(py::module_& m) {
         }
       },
       "file"_a,
-      "Write the Graphviz source of the graph producing the given arrays "
-      "(positional, or keyword arguments whose names label them) to a path "
-      "or a file object.");
+      R"doc(Write the graph that produces the given arrays as Graphviz source.
+
+Args:
+    file (str, path or file object): Where to write.
+    *args (array or tree of arrays): The outputs whose graph is drawn.
+    **kwargs (array or tree of arrays): More outputs; the keyword labels
+        their nodes.
+)doc");
   m.def(
       "print_graph",
       [](const py::args& args) {
@@ -721,7 +744,11 @@ void init_transforms(py::module_& m) {
         fx::print_graph(os, arrays_of(args));
         py::print(os.str(), "end"_a = "");
       },
-      "Print the graph producing the given arrays, one node per line.");
+      R"doc(Print the graph that produces the given arrays, one node per line.
+
+Args:
+    *args (array or tree of arrays): The outputs whose graph is printed.
+)doc");
 
   m.def(
       "jvp",
@@ -730,8 +757,23 @@ void init_transforms(py::module_& m) {
         return fx::jvp(array_fn(fun), primals, tangents);
       },
       "fun"_a, "primals"_a, "tangents"_a,
-      "Outputs of ``fun(*primals)`` and the Jacobian-vector products with "
-      "``tangents`` (one per primal), as two lists.");
+      R"doc(Jacobian-vector product: forward-mode derivative of ``fun``.
+
+Args:
+    fun (Callable): A function of arrays returning an array or a list of
+        arrays.
+    primals (list(array)): The arguments at which to differentiate.
+    tangents (list(array)): One tangent per primal, of its shape.
+
+Returns:
+    tuple(list(array), list(array)): The outputs ``fun(*primals)`` and
+    their tangents.
+
+Example:
+    >>> out, t = mx.jvp(lambda x: x * x, [mx.array(3.0)], [mx.array(1.0)])
+    >>> t[0].item()
+    6.0
+)doc");
   m.def(
       "vjp",
       [](const py::function& fun, const std::vector<fx::array>& primals,
@@ -739,8 +781,18 @@ void init_transforms(py::module_& m) {
         return fx::vjp(array_fn(fun), primals, cotangents);
       },
       "fun"_a, "primals"_a, "cotangents"_a,
-      "Outputs of ``fun(*primals)`` and the vector-Jacobian products of "
-      "``cotangents`` (one per output), as two lists.");
+      R"doc(Vector-Jacobian product: reverse-mode derivative of ``fun``.
+
+Args:
+    fun (Callable): A function of arrays returning an array or a list of
+        arrays.
+    primals (list(array)): The arguments at which to differentiate.
+    cotangents (list(array)): One cotangent per output, of its shape.
+
+Returns:
+    tuple(list(array), list(array)): The outputs ``fun(*primals)`` and one
+    cotangent per primal.
+)doc");
   m.def(
       "value_and_grad",
       [](const py::function& fun, const std::optional<IntOrVec>& argnums,
@@ -750,15 +802,33 @@ void init_transforms(py::module_& m) {
       },
       "fun"_a, "argnums"_a = py::none(),
       "argnames"_a = std::vector<std::string>{},
-      "A function returning ``(fun(*args, **kwargs), gradients)``. ``fun`` "
-      "returns a scalar array, or a tuple whose first item is the scalar "
-      "loss and the rest anything (auxiliary outputs, not differentiated). "
-      "Gradients are taken with respect to the positional arguments "
-      "``argnums`` (default 0 unless ``argnames`` is given) and the keyword "
-      "arguments ``argnames``; arguments may be trees of arrays and the "
-      "gradients have their structure: one argument's tree, a tuple of "
-      "them for several, and ``(positional, {name: tree})`` with "
-      "``argnames``.");
+      R"doc(Make a function that returns ``fun``'s value and its gradients.
+
+``fun`` returns a scalar array, or a tuple whose first item is the scalar
+loss and whose other items are auxiliary outputs (returned, not
+differentiated). Arguments may be trees of arrays; the gradients have their
+structure.
+
+Args:
+    fun (Callable): The function to differentiate.
+    argnums (int or list(int), optional): The positional arguments to
+        differentiate with respect to; 0 when neither this nor
+        ``argnames`` is given.
+    argnames (str or list(str), optional): Keyword arguments to
+        differentiate with respect to.
+
+Returns:
+    Callable: A function taking ``fun``'s arguments and returning
+    ``(value, grads)``: ``grads`` is one argument's tree, a tuple of them
+    for several ``argnums``, or ``(positional, {name: tree})`` with
+    ``argnames``.
+
+Example:
+    >>> f = mx.value_and_grad(lambda x: (x * x).sum())
+    >>> value, g = f(mx.array([1.0, 2.0]))
+    >>> g.tolist()
+    [2.0, 4.0]
+)doc");
   m.def(
       "grad",
       [](const py::function& fun, const std::optional<IntOrVec>& argnums,
@@ -767,8 +837,25 @@ void init_transforms(py::module_& m) {
       },
       "fun"_a, "argnums"_a = py::none(),
       "argnames"_a = std::vector<std::string>{},
-      "A function returning the gradients of the scalar ``fun`` with respect "
-      "to ``argnums`` and ``argnames``, structured as in value_and_grad.");
+      R"doc(Make a function that returns the gradients of the scalar ``fun``.
+
+Args:
+    fun (Callable): The function to differentiate; it returns a scalar
+        array.
+    argnums (int or list(int), optional): The positional arguments to
+        differentiate with respect to; 0 when neither this nor
+        ``argnames`` is given.
+    argnames (str or list(str), optional): Keyword arguments to
+        differentiate with respect to.
+
+Returns:
+    Callable: A function taking ``fun``'s arguments and returning the
+    gradients, structured as in :func:`value_and_grad`.
+
+Example:
+    >>> mx.grad(lambda x: x ** 3)(mx.array(2.0)).item()
+    12.0
+)doc");
   m.def(
       "vmap",
       [](const py::function& fun, const py::object& in_axes,
@@ -776,10 +863,24 @@ void init_transforms(py::module_& m) {
         return wrap(py::cpp_function(&vmap_call), fun, in_axes, out_axes);
       },
       "fun"_a, "in_axes"_a = 0, "out_axes"_a = 0,
-      "Vectorize ``fun`` over axis ``in_axes`` of its (trees of) array "
-      "arguments; each output's mapped axis goes to ``out_axes``. Both are "
-      "an int, None (not mapped) or a prefix tree of the arguments "
-      "(outputs).");
+      R"doc(Vectorize a function over an axis of its arguments.
+
+Args:
+    fun (Callable): A function of (trees of) arrays.
+    in_axes (int, None or tree, optional): The mapped axis of each
+        argument: an int, ``None`` (not mapped), or a prefix tree of the
+        arguments. Default 0.
+    out_axes (int, None or tree, optional): Where each output's mapped
+        axis goes, likewise. Default 0.
+
+Returns:
+    Callable: The vectorized function.
+
+Example:
+    >>> dot = lambda a, b: (a * b).sum()
+    >>> mx.vmap(dot)(mx.ones((4, 3)), mx.ones((4, 3))).shape
+    (4,)
+)doc");
 
   py::class_<PyCustomFunction>(
       m, "custom_function",
@@ -804,9 +905,16 @@ void init_transforms(py::module_& m) {
             return self;
           },
           "f"_a,
-          "Set the vjp rule: ``f(primals, cotangents, outputs)`` returns a "
-          "cotangent per primal (primals is the sole argument when there is "
-          "one, else a tuple).")
+          R"doc(Set the vjp rule of the function.
+
+Args:
+    f (Callable): ``f(primals, cotangents, outputs)`` returns a cotangent
+        per primal (``primals`` is the sole argument when there is one,
+        else a tuple).
+
+Returns:
+    custom_function: The function itself (so it works as a decorator).
+)doc")
       .def(
           "jvp",
           [](py::object self, py::function f) {
@@ -814,8 +922,15 @@ void init_transforms(py::module_& m) {
             return self;
           },
           "f"_a,
-          "Set the jvp rule: ``f(primals, tangents)`` returns the output "
-          "tangents; tangents of arguments not differentiated are None.")
+          R"doc(Set the jvp rule of the function.
+
+Args:
+    f (Callable): ``f(primals, tangents)`` returns the output tangents;
+        tangents of arguments not differentiated are ``None``.
+
+Returns:
+    custom_function: The function itself (so it works as a decorator).
+)doc")
       .def(
           "vmap",
           [](py::object self, py::function f) {
@@ -823,8 +938,15 @@ void init_transforms(py::module_& m) {
             return self;
           },
           "f"_a,
-          "Set the vmap rule: ``f(inputs, axes)`` returns ``(outputs, "
-          "out_axes)``; unmapped inputs have axis None.");
+          R"doc(Set the vmap rule of the function.
+
+Args:
+    f (Callable): ``f(inputs, axes)`` returns ``(outputs, out_axes)``;
+        unmapped inputs have axis ``None``.
+
+Returns:
+    custom_function: The function itself (so it works as a decorator).
+)doc");
 
   m.def(
       "checkpoint",
@@ -832,8 +954,16 @@ void init_transforms(py::module_& m) {
         return wrap(py::cpp_function(&checkpoint_call), fun);
       },
       "fun"_a,
-      "``fun`` recomputed in the backward pass instead of keeping its "
-      "intermediate values: less memory for more computation.");
+      R"doc(Make ``fun`` recompute its intermediate values in the backward pass.
+
+Gradients through the result need less memory for more computation.
+
+Args:
+    fun (Callable): A function of arrays.
+
+Returns:
+    Callable: A function equal to ``fun``.
+)doc");
 
   m.def(
       "jacrev",
@@ -844,9 +974,18 @@ void init_transforms(py::module_& m) {
                     fun, py::cast(argnums));
       },
       "fun"_a, "argnums"_a = 0,
-      "(Fluxion) The Jacobian of ``fun``'s first output by reverse mode: "
-      "``jac[out..., in...]`` for argument ``argnums`` (a tuple of them for "
-      "a list of argnums). Arguments are arrays.");
+      R"doc(The Jacobian of a function by reverse mode (a Fluxion extension).
+
+Args:
+    fun (Callable): A function of arrays; its first output is
+        differentiated.
+    argnums (int or list(int), optional): The argument(s) to
+        differentiate with respect to. Default 0.
+
+Returns:
+    Callable: A function returning ``jac`` with shape
+    ``out.shape + arg.shape`` (a tuple of them for a list of argnums).
+)doc");
   m.def(
       "jacfwd",
       [](const py::function& fun, const IntOrVec& argnums) {
@@ -856,8 +995,18 @@ void init_transforms(py::module_& m) {
                     fun, py::cast(argnums));
       },
       "fun"_a, "argnums"_a = 0,
-      "(Fluxion) The Jacobian of ``fun``'s first output by forward mode, "
-      "laid out as jacrev's.");
+      R"doc(The Jacobian of a function by forward mode (a Fluxion extension).
+
+Args:
+    fun (Callable): A function of arrays; its first output is
+        differentiated.
+    argnums (int or list(int), optional): The argument(s) to
+        differentiate with respect to. Default 0.
+
+Returns:
+    Callable: A function returning the Jacobian, laid out as
+    :func:`jacrev`'s.
+)doc");
   m.def(
       "hessian",
       [](const py::function& fun, const IntOrVec& argnums) {
@@ -867,6 +1016,15 @@ void init_transforms(py::module_& m) {
                     fun, py::cast(argnums));
       },
       "fun"_a, "argnums"_a = 0,
-      "(Fluxion) The Hessian of the scalar ``fun`` with respect to each "
-      "argument in ``argnums`` (forward over reverse): ``h[in..., in...]``.");
+      R"doc(The Hessian of a scalar function, forward over reverse (a Fluxion extension).
+
+Args:
+    fun (Callable): A function of arrays returning a scalar.
+    argnums (int or list(int), optional): The argument(s) to
+        differentiate with respect to. Default 0.
+
+Returns:
+    Callable: A function returning ``h`` with shape
+    ``arg.shape + arg.shape``.
+)doc");
 }
