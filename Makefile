@@ -6,7 +6,8 @@ DEB_PACKAGES := cmake ninja-build g++ ccache pkg-config libopenblas-dev \
 	pybind11-dev python3-dev python3-numpy python3-pytest python3-sklearn \
 	python3-pip python3-setuptools python3-wheel python3-venv \
 	zlib1g-dev nlohmann-json3-dev \
-	python3-matplotlib python3-tqdm python3-torch dataset-fashion-mnist fortunes
+	python3-matplotlib python3-tqdm python3-torch dataset-fashion-mnist fortunes \
+	python3-sphinx python3-myst-parser
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The interpreter CMake chose for the extension (cmake/FluxionPython.cmake:
 # -DPython_EXECUTABLE, else the first python3 with NumPy); read when a
@@ -23,7 +24,7 @@ ifeq ($(origin OPENBLAS_CORETYPE),undefined)
 endif
 
 .PHONY: deps build test test-install install test-gpu test-asan test-tsan \
-	fuzz soak demo fashion-mnist char-lm bench clean format
+	fuzz soak demo fashion-mnist char-lm bench docs clean format
 
 # Install only the Debian packages that are missing. Where they cannot be
 # installed (no apt, no network: a machine set up another way, like the GPU
@@ -57,6 +58,7 @@ test: build
 	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS)
 	$(TEST_ENV) PYTHONPATH=$(BUILD)/python $(PY) -m pytest -q tests/python
 	$(TEST_ENV) sh tools/test_install.sh $(BUILD)
+	$(DOCS)
 
 test-install: build
 	$(TEST_ENV) sh tools/test_install.sh $(BUILD)
@@ -171,6 +173,23 @@ bench: build
 	PYTHONPATH=$(BUILD)/python $(PY) benchmarks/python/bench_compile.py
 	PYTHONPATH=$(BUILD)/python $(PY) benchmarks/python/bench_vmath.py
 	PYTHONPATH=$(BUILD)/python $(PY) benchmarks/python/bench_nn.py
+
+# The API reference (docs/api, README.md "Documentation"): HTML into
+# $(BUILD)/docs from the docstrings of the extension just built, about 20 s
+# on 2 cores, so `make test` builds it too. -W: a warning (a broken
+# reference, a malformed docstring) fails the build;
+# tests/python/test_docstrings.py checks that every public name has a
+# docstring and a place on a page. Where Sphinx could not be installed (no
+# apt), it says so and skips.
+DOCS = @if ! $(PY) -c "import sphinx" 2>/dev/null; then \
+	  echo "docs: skipped (python3-sphinx is not installed)"; \
+	else start=$$(date +%s); \
+	  FLUXION_PYTHONPATH=$(abspath $(BUILD))/python $(PY) -m sphinx -q -W --keep-going \
+	    -j $(JOBS) -b html -d $(BUILD)/docs/.doctrees docs/api $(BUILD)/docs && \
+	  echo "docs: $(BUILD)/docs/index.html ($$(( $$(date +%s) - start )) s)"; fi
+
+docs: build
+	$(DOCS)
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')

@@ -59,6 +59,17 @@ myst_heading_anchors = 3
 
 
 def setup(app):
+    app.connect("autodoc-process-docstring", _pybind11_overloads)
     app.add_config_value("has_myst", has_myst, "env")
     if has_myst:
         app.tags.add("myst")
+
+
+def _pybind11_overloads(app, what, name, obj, options, lines):
+    """pybind11 lists each overload as "N. name(args) -> ret": literal text."""
+    import re
+
+    for i, line in enumerate(lines):
+        m = re.match(r"^(\d+)\. (\w+\(.*)$", line)
+        if m:
+            lines[i] = f"{m.group(1)}. ``{m.group(2)}``"

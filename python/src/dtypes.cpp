@@ -236,7 +236,7 @@ void init_dtypes(py::module_& m) {
       },
       "from_"_a, "to"_a,
       "Whether ``from_`` (a dtype or an array) converts to ``to`` without "
-      "loss under the promotion rules (promote_types(from_, to) == to).");
+      "loss under the promotion rules (``promote_types(from_, to) == to``).");
   m.def(
       "isdtype",
       [](fx::Dtype t, py::object kind) {

@@ -88,8 +88,21 @@ void init_fast(py::module_& parent) {
         return ff::rms_norm(x, opt_array(weight), eps, s);
       },
       "x"_a, "weight"_a.none(), "eps"_a, py::kw_only(), "stream"_a = py::none(),
-      "Root mean square normalization over the last axis, scaled by "
-      "``weight`` when it is not None.");
+      R"doc(Root-mean-square normalization over the last axis, in one op.
+
+``x / sqrt(mean(x ** 2, axis=-1) + eps) * weight``, accumulated in
+``float32``.
+
+Args:
+    x (array): Input; normalized over its last axis.
+    weight (array or None): Scale of the last axis' size, or ``None``.
+    eps (float): Added to the mean square for stability.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The normalized ``x``, with its dtype.
+)doc");
   m.def(
       "layer_norm",
       [](const fx::array& x, const py::object& weight, const py::object& bias,
@@ -98,8 +111,21 @@ void init_fast(py::module_& parent) {
       },
       "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, py::kw_only(),
       "stream"_a = py::none(),
-      "Layer normalization over the last axis with optional weight and "
-      "bias.");
+      R"doc(Layer normalization over the last axis, in one op.
+
+``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis.
+
+Args:
+    x (array): Input; normalized over its last axis.
+    weight (array or None): Scale, or ``None``.
+    bias (array or None): Offset, or ``None``.
+    eps (float): Added to the variance for stability.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The normalized ``x``, with its dtype.
+)doc");
   m.def(
       "rope",
       [](const fx::array& a, int dims, bool traditional,
@@ -111,8 +137,29 @@ void init_fast(py::module_& parent) {
       },
       "a"_a, "dims"_a, py::kw_only(), "traditional"_a, "base"_a.none(),
       "scale"_a, "offset"_a, "freqs"_a = py::none(), "stream"_a = py::none(),
-      "Rotary positional encoding of the first ``dims`` features of the last "
-      "axis; positions are ``offset`` plus the index along axis -2.");
+      R"doc(Rotary positional encoding (RoPE) of the leading features.
+
+Rotates pairs of the first ``dims`` features of the last axis by angles
+``position * base ** (-2 i / dims)``; positions are ``offset`` plus the
+index along axis -2.
+
+Args:
+    a (array): Input, ``(..., L, D)``.
+    dims (int): How many features are rotated (even, at most ``D``).
+    traditional (bool): Rotate consecutive pairs ``(2i, 2i + 1)``
+        (``True``) or the two halves ``(i, i + dims / 2)`` (``False``).
+    base (float or None): Base of the frequencies (``None`` with
+        ``freqs``).
+    scale (float): Multiplies the positions.
+    offset (int or array): Position of the first row.
+    freqs (array, optional): The ``dims / 2`` frequencies, instead of
+        ``base``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The encoded ``a``.
+)doc");
   m.def(
       "scaled_dot_product_attention",
       [](const fx::array& q, const fx::array& k, const fx::array& v,
@@ -132,11 +179,27 @@ void init_fast(py::module_& parent) {
       },
       "q"_a, "k"_a, "v"_a, py::kw_only(), "scale"_a, "mask"_a = py::none(),
       "sinks"_a = py::none(), "stream"_a = py::none(),
-      "softmax(scale * q @ k.T + mask) @ v with grouped-query attention; "
-      "mask is None, \"causal\", a boolean mask (True keeps) or an additive "
-      "mask. Hidden keys score the lowest finite value (a row that sees none "
-      "is uniform). ``sinks`` (one logit per query head) joins every row's "
-      "softmax without a value.");
+      R"doc(Attention ``softmax(scale * q @ k.T + mask) @ v`` in one op.
+
+Grouped-query attention: ``k`` and ``v`` may have fewer heads than ``q``
+(a divisor). Hidden keys score the lowest finite value, so a row that sees
+none is uniform.
+
+Args:
+    q (array): Queries, ``(B, H_q, L_q, D)``.
+    k (array): Keys, ``(B, H_kv, L_k, D)``.
+    v (array): Values, ``(B, H_kv, L_k, D_v)``.
+    scale (float): Scale of the scores, usually ``1 / sqrt(D)``.
+    mask (str or array, optional): ``"causal"``, a boolean mask
+        (``True`` keeps) or an additive mask broadcastable to the scores.
+    sinks (array, optional): One logit per query head that joins every
+        row's softmax without a value.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The attention output, ``(B, H_q, L_q, D_v)``.
+)doc");
   m.def(
       "metal_kernel",
       [](const std::string& name, const std::vector<std::string>& input_names,
@@ -189,10 +252,30 @@ void init_fast(py::module_& parent) {
       "name"_a, "input_names"_a, "output_names"_a, "source"_a,
       "header"_a = "", "ensure_row_contiguous"_a = true,
       "atomic_outputs"_a = false, "compile_options"_a = py::none(),
-      R"doc(MLX's custom Metal kernel, on a build without Metal (as MLX's
-Linux builds): the kernel object is made, but calling it raises
-RuntimeError "No Metal back-end" -- except inside export_function, where
-the call is recorded (on the GPU; another device raises ValueError "Only
-supports the GPU") for a Metal machine to run. The source is never
-executed here; mx.metal.is_available() is False.)doc");
+      R"doc(Make a custom Metal kernel (MLX's API; no Metal here).
+
+On a build without Metal (as MLX's Linux builds) the kernel object is made,
+but calling it raises ``RuntimeError`` "No Metal back-end", except inside
+:func:`fluxion.core.export_function`, where the call is recorded (on the GPU;
+another device raises ``ValueError``) for a Metal machine to run. The source
+is never executed here; ``mx.metal.is_available()`` is ``False``.
+
+Args:
+    name (str): The kernel's name.
+    input_names (list(str)): Names of the inputs in the source.
+    output_names (list(str)): Names of the outputs in the source.
+    source (str): The body of the Metal kernel.
+    header (str, optional): Code placed before the kernel.
+    ensure_row_contiguous (bool, optional): Copy inputs to row-major
+        first. Default ``True``.
+    atomic_outputs (bool, optional): Outputs are atomic. Default
+        ``False``.
+    compile_options (dict, optional): ``{"math_mode": "safe" | "fast"}``.
+
+Returns:
+    Callable: The kernel, called with ``inputs``, ``output_shapes``,
+    ``output_dtypes``, ``grid``, ``threadgroup`` and optionally
+    ``template``, ``init_value``, ``verbose`` and ``stream``
+    (keyword-only).
+)doc");
 }

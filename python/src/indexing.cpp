@@ -634,7 +634,7 @@ void init_indexing(py::module_& m) {
   at.def("__getitem__", [](const ArrayAt& self, py::object index) {
       return ArrayAt{self.a, std::move(index)};
     }).def("__repr__", [](const ArrayAt&) { return "ArrayAt"; });
-  auto method = [&](const char* name, Update u) {
+  auto method = [&](const char* name, Update u, const char* doc) {
     at.def(
         name,
         [u, name](const ArrayAt& self, py::handle value) {
@@ -645,14 +645,35 @@ void init_indexing(py::module_& m) {
           }
           return update_item(self.a, self.index, value, u);
         },
-        "value"_a);
+        "value"_a, doc);
   };
-  method("add", Update::add);
-  method("subtract", Update::subtract);
-  method("multiply", Update::multiply);
-  method("divide", Update::divide);
-  method("maximum", Update::maximum);
-  method("minimum", Update::minimum);
+  // Unlike ``x[idx] += v``, repeated indices each contribute.
+#define FLUXION_AT_DOC(WHAT, RESULT)                                        \
+  WHAT " at the index, as a new array.\n\n"                                \
+       "Repeated indices each apply (``x.at[[0, 0]].add(1)`` adds 2 to\n"  \
+       "``x[0]``), unlike ``x[idx] += v``.\n\n"                              \
+       "Args:\n"                                                           \
+       "    value (array or scalar): The operand, broadcast to ``x[idx]``.\n" \
+       "\nReturns:\n"                                                       \
+       "    array: A copy of ``x`` with " RESULT ".\n"
+  method("add", Update::add,
+         FLUXION_AT_DOC("Add ``value``", "``value`` added at ``idx``"));
+  method("subtract", Update::subtract,
+         FLUXION_AT_DOC("Subtract ``value``",
+                        "``value`` subtracted at ``idx``"));
+  method("multiply", Update::multiply,
+         FLUXION_AT_DOC("Multiply by ``value``",
+                        "the elements at ``idx`` multiplied"));
+  method("divide", Update::divide,
+         FLUXION_AT_DOC("Divide by ``value``",
+                        "the elements at ``idx`` divided"));
+  method("maximum", Update::maximum,
+         FLUXION_AT_DOC("Take the maximum with ``value``",
+                        "the elements at ``idx`` replaced by the maximum"));
+  method("minimum", Update::minimum,
+         FLUXION_AT_DOC("Take the minimum with ``value``",
+                        "the elements at ``idx`` replaced by the minimum"));
+#undef FLUXION_AT_DOC
   cls.def_property_readonly(
       "at",
       [](const fx::array& a) {

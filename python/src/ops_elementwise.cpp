@@ -173,8 +173,8 @@ void init_ops_elementwise(py::module_& m) {
       "    decimals (int, optional): Decimal places to keep (negative: tens,\n"
       "        hundreds, ...). Default 0.\n" FXDOC_STREAM FXDOC_RET_ARRAY
       "The rounded values, with the dtype of ``a``.\n" FXDOC_EXAMPLE
-      "    >>> mx.round(mx.array([0.5, 1.5, 2.25]), 1).tolist()\n"
-      "    [0.5, 1.5, 2.2]\n");
+      "    >>> mx.round(mx.array([0.5, 1.5, 2.5])).tolist()\n"
+      "    [0.0, 2.0, 2.0]\n");
   m.def(
       "nan_to_num",
       [](const fx::array& a, double nan, std::optional<double> posinf,

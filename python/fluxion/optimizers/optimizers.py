@@ -84,6 +84,13 @@ class Optimizer:
         self._initialized = True
 
     def init_single(self, parameter, state):
+        """Initialize the state of one parameter (a sub-class's hook).
+
+        Args:
+            parameter (array): The parameter.
+            state (dict): Its empty state dict, filled in place (moments,
+                accumulators, ...).
+        """
         raise NotImplementedError
 
     def apply_gradients(self, gradients, parameters):
@@ -97,6 +104,16 @@ class Optimizer:
         return tree_map(self.apply_single, gradients, parameters, self.state)
 
     def apply_single(self, gradient, parameter, state):
+        """Update one parameter (a sub-class's hook).
+
+        Args:
+            gradient (array): The parameter's gradient.
+            parameter (array): The parameter.
+            state (dict): Its state dict, updated in place.
+
+        Returns:
+            array: The updated parameter.
+        """
         raise NotImplementedError
 
     @property
@@ -111,10 +128,14 @@ class Optimizer:
 
     @property
     def step(self):
+        """The number of updates applied so far (a ``uint64`` array).
+        """
         return self.state["step"]
 
     @property
     def learning_rate(self):
+        """The learning rate (an array; assign a float to change it).
+        """
         return self.state["learning_rate"]
 
     @learning_rate.setter

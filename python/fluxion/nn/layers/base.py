@@ -130,20 +130,52 @@ class Module(dict):
 
     @staticmethod
     def is_module(value):
+        """Whether ``value`` is a :class:`Module`.
+        """
         return isinstance(value, Module)
 
     @staticmethod
     def valid_child_filter(module, key, value):
+        """Filter for :meth:`children`: containers (dicts and lists) that may hold modules.
+
+        Args:
+            module (Module): The module the value belongs to.
+            key (str): Its name.
+            value: The value.
+
+        Returns:
+            bool: Whether to descend into ``value``.
+        """
         return isinstance(value, (dict, list))
 
     @staticmethod
     def valid_parameter_filter(module, key, value):
+        """Filter for :meth:`parameters`: arrays and containers with a public name.
+
+        Args:
+            module (Module): The module the value belongs to.
+            key (str): Its name.
+            value: The value.
+
+        Returns:
+            bool: Whether ``value`` is (or holds) parameters.
+        """
         return isinstance(
             value, (dict, list, mx.array)
         ) and not key.startswith("_")
 
     @staticmethod
     def trainable_parameter_filter(module, key, value):
+        """Filter for :meth:`trainable_parameters`: parameters that are not frozen.
+
+        Args:
+            module (Module): The module the value belongs to.
+            key (str): Its name.
+            value: The value.
+
+        Returns:
+            bool: Whether ``value`` is (or holds) trainable parameters.
+        """
         return (
             Module.valid_parameter_filter(module, key, value)
             and key not in module._no_grad

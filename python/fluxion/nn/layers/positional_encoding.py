@@ -90,6 +90,14 @@ class ALiBi(Module):
 
     @staticmethod
     def create_alibi_slope(num_heads):
+        """The per-head slopes ``2^(-8 h / H)``.
+
+        Args:
+            num_heads (int): The number of heads ``H``.
+
+        Returns:
+            array: The slopes, shape ``(H, 1, 1)``.
+        """
         x = (2**8) ** (1 / num_heads)
         out = mx.power(x, -mx.arange(1, num_heads + 1))
         return mx.expand_dims(out, axis=(1, 2))
@@ -103,6 +111,18 @@ class ALiBi(Module):
         offset,
         dtype=mx.float32,
     ):
+        """The bias matrix added to the attention scores.
+
+        Args:
+            q_sequence_length (int): Length of the queries (with the offset).
+            k_sequence_length (int): Length of the keys.
+            num_heads (int): The number of heads.
+            offset (int): Position of the first query.
+            dtype (Dtype, optional): Type of the result. Default ``float32``.
+
+        Returns:
+            array: ``-slope_h * |i - j|``, shape ``(1, H, Lq, Lk)``.
+        """
         x1 = mx.arange(offset, q_sequence_length)
         x2 = mx.arange(0, k_sequence_length)
         distance = -mx.abs(

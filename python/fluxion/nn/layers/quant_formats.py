@@ -75,6 +75,17 @@ def resolve(mode, group_size, bits):
 
 
 def is_core_supported(mode, group_size, bits):
+    """Whether ``fluxion.core`` quantizes this format natively.
+
+    Args:
+        mode (str): The quantization mode.
+        group_size (int): Elements per group.
+        bits (int): Bits per element.
+
+    Returns:
+        bool: ``True`` for the affine mode with 2, 4 or 8 bits and groups
+        of 32, 64 or 128 (other formats are emulated in Python).
+    """
     return (
         mode == "affine" and bits in (2, 4, 8) and group_size in (32, 64, 128)
     )
