@@ -354,9 +354,28 @@ void init_array(py::module_& m) {
       R"doc(The imaginary part of each element (zeros for real dtypes).
 )doc")
       .def("item", &fxpy::item,
-           "The value of a one-element array as a Python scalar.")
+      R"doc(The value of a one-element array as a Python scalar.
+
+Evaluates the array first.
+
+Returns:
+    bool, int, float or complex: The element.
+
+Example:
+    >>> mx.array([[2.5]]).item()
+    2.5
+)doc")
       .def("tolist", &fxpy::to_list,
-           "The values as nested Python lists (a scalar for 0-d arrays).")
+      R"doc(The values as nested Python lists (evaluates the array first).
+
+Returns:
+    list or scalar: Lists nested ``ndim`` deep; a scalar for a 0-d
+    array.
+
+Example:
+    >>> mx.arange(4).reshape(2, 2).tolist()
+    [[0, 1], [2, 3]]
+)doc")
       .def("__array__", &fxpy::array_protocol, "dtype"_a = py::none(),
            "copy"_a = py::none(),
            "A NumPy view of the evaluated array (copy=True: a copy; "

@@ -1,5 +1,6 @@
 // mx.metal and mx.cuda: what MLX programs ask of their GPU backends. There
 // is no Metal on Linux; mx.cuda reports the GPU backend of this build.
+#include <deque>
 #include <string>
 
 #include "python/src/convert.h"
@@ -35,24 +36,42 @@ void init_backend_modules(py::module_& m) {
   auto metal = m.def_submodule("metal", "Apple's Metal backend (absent).");
   metal.def(
       "is_available", [] { return false; },
-      "Whether the Metal backend is available: never, on Linux.");
+      "Whether the Metal backend is available: never, on Linux.\n\n"
+      "Returns:\n    bool: ``False``.\n");
   metal.def(
       "device_info", []() -> py::dict { no_metal("device_info"); },
-      "Properties of the Metal device; raises, since there is none.");
+      "Properties of the Metal device; raises, since there is none.\n\n"
+      "Raises:\n    RuntimeError: Always.\n");
   metal.def(
       "start_capture", [](const std::string&) { no_metal("start_capture"); },
-      "path"_a, "Start a Metal capture; raises, since there is no Metal.");
+      "path"_a,
+      "Start a Metal capture; raises, since there is no Metal.\n\n"
+      "Args:\n    path (str): Where the capture would be written.\n\n"
+      "Raises:\n    RuntimeError: Always.\n");
   metal.def(
       "stop_capture", [] { no_metal("stop_capture"); },
-      "Stop a Metal capture; raises, since there is no Metal.");
-  auto no_args = [](py::module_& mod, const char* name, auto fn) {
-    mod.def(
-        name, [fn]() { return fn(py::tuple()); }, "Deprecated alias.");
+      "Stop a Metal capture; raises, since there is no Metal.\n\n"
+      "Raises:\n    RuntimeError: Always.\n");
+  // The aliases' docstrings name their target; pybind11 keeps a pointer
+  // to each, so they live as long as the module.
+  static std::deque<std::string> alias_docs;
+  auto alias_doc = [](const char* name, const char* args) {
+    alias_docs.push_back(std::string("Deprecated alias of :func:`fluxion.core.") +
+                         name + "`: warns, then calls it." + args);
+    return alias_docs.back().c_str();
   };
-  auto one_arg = [](py::module_& mod, const char* name, auto fn) {
+  auto no_args = [alias_doc](py::module_& mod, const char* name, auto fn) {
+    mod.def(
+        name, [fn]() { return fn(py::tuple()); },
+        alias_doc(name, "\n\nReturns:\n    The result of the function it "
+                        "aliases.\n"));
+  };
+  auto one_arg = [alias_doc](py::module_& mod, const char* name, auto fn) {
     mod.def(
         name, [fn](py::object limit) { return fn(py::make_tuple(limit)); },
-        "limit"_a, "Deprecated alias.");
+        "limit"_a,
+        alias_doc(name, "\n\nArgs:\n    limit (int): Bytes.\n\nReturns:\n"
+                        "    int: The previous limit.\n"));
   };
   deprecated_alias(metal, m, "get_active_memory", no_args);
   deprecated_alias(metal, m, "get_peak_memory", no_args);
@@ -67,5 +86,7 @@ void init_backend_modules(py::module_& m) {
   cuda.def(
       "is_available",
       [] { return fx::is_available(fx::Device(fx::Device::gpu)); },
-      "Whether this build has a CUDA backend with a usable GPU.");
+      "Whether this build has a CUDA backend with a usable GPU.\n\n"
+      "Returns:\n    bool: ``True`` on a CUDA build (``FLUXION_CUDA``) "
+      "with a GPU.\n");
 }

@@ -212,14 +212,31 @@ void init_compile(py::module_& m) {
       },
       "fun"_a, "inputs"_a = py::none(), "outputs"_a = py::none(),
       "shapeless"_a = false,
-      "A function with the same results as ``fun``. ``inputs`` and "
-      "``outputs`` are trees (lists, dicts) of arrays or modules that "
-      "``fun`` reads or updates besides its arguments (captured state). "
-      "Arguments must be trees of arrays or constants (ints, floats, "
-      "strings, None). ``fun`` is traced once per signature (argument "
-      "dtypes and shapes, or only ndims with ``shapeless``, constants and "
-      "tree structure); its graph is simplified and runs of elementwise "
-      "ops are fused into generated kernels.");
+      R"doc(Compile a function: trace it once per signature, then replay the graph.
+
+The traced graph is simplified and runs of elementwise ops are fused into
+generated kernels. A signature is the arguments' dtypes and shapes (only
+their ndims with ``shapeless``), their constants and tree structure; a new
+one traces again.
+
+Args:
+    fun (Callable): The function. Its arguments are trees of arrays or
+        constants (ints, floats, strings, ``None``).
+    inputs (tree, optional): Arrays or modules that ``fun`` reads besides
+        its arguments (captured state).
+    outputs (tree, optional): Arrays or modules that ``fun`` updates
+        besides its results (captured state).
+    shapeless (bool, optional): Do not retrace for new shapes of the same
+        ndims. Default ``False``.
+
+Returns:
+    Callable: A function with the same results as ``fun``.
+
+Example:
+    >>> f = mx.compile(lambda x, y: mx.exp(-x) * y + 1)
+    >>> f(mx.ones((3,)), mx.ones((3,))).shape
+    (3,)
+)doc");
   // Test hook (not MLX's API): the number of traces and per-function
   // records held by compile's caches, for the leak tests.
   m.def("_compile_cache_size", [] {
@@ -227,8 +244,13 @@ void init_compile(py::module_& m) {
   });
   m.def(
       "disable_compile", [] { fx::disable_compile(); },
-      "Globally disable compilation (also FLUXION_DISABLE_COMPILE).");
+      R"doc(Disable compilation globally: compiled functions run uncompiled.
+
+Setting the environment variable ``FLUXION_DISABLE_COMPILE`` does the
+same.
+)doc");
   m.def(
       "enable_compile", [] { fx::enable_compile(); },
-      "Globally enable compilation, overriding FLUXION_DISABLE_COMPILE.");
+      R"doc(Enable compilation globally, overriding ``FLUXION_DISABLE_COMPILE``.
+)doc");
 }

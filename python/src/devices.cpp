@@ -135,7 +135,11 @@ void init_devices(py::module_& m) {
       .def("__hash__", [](const fx::Stream& s) { return s.index; });
 
   m.def("default_device", &fx::default_device,
-        "The device ops run on when none is given.");
+      R"doc(The device that ops run on when none is given.
+
+Returns:
+    Device: ``Device(cpu, 0)``, or the GPU where one is the default.
+)doc");
   m.def("set_default_device", &fx::set_default_device, "device"_a,
       R"doc(Set the device that ops run on when none is given.
 
@@ -152,21 +156,55 @@ Example:
   m.def(
       "default_stream",
       [](const fx::Device& d) { return fx::default_stream(d); }, "device"_a,
-      "The default stream of ``device``.");
+      R"doc(The default stream of a device (on this thread).
+
+Args:
+    device (Device or DeviceType): The device.
+
+Returns:
+    Stream: Its default stream.
+)doc");
   m.def("set_default_stream", &fx::set_default_stream, "stream"_a,
-        "Make ``stream`` the default stream of its device on this thread, "
-        "and that device this thread's default device.");
+      R"doc(Make a stream the default of its device on this thread.
+
+That device also becomes this thread's default device.
+
+Args:
+    stream (Stream): The stream.
+)doc");
   m.def(
       "new_stream", [](const fx::Device& d) { return fx::new_stream(d); },
       "device"_a,
-      "A new stream on ``device``, for the thread that makes it: evaluating "
-      "on it from another thread raises RuntimeError.");
+      R"doc(Make a new stream on a device, for the thread that makes it.
+
+Evaluating on it from another thread raises ``RuntimeError`` (see
+:func:`new_thread_unsafe_stream` and :func:`new_thread_local_stream`).
+
+Args:
+    device (Device or DeviceType): The device.
+
+Returns:
+    Stream: The new stream.
+
+Example:
+    >>> s = mx.new_stream(mx.cpu)
+    >>> y = mx.exp(mx.ones((4,)), stream=s)
+)doc");
   m.def(
       "new_thread_unsafe_stream",
       [](const fx::Device& d) { return fx::new_thread_unsafe_stream(d); },
       "device"_a,
-      "A new stream on ``device`` that any thread may use (keeping their "
-      "graphs apart is the caller's business).");
+      R"doc(Make a new stream on a device that any thread may use.
+
+Keeping the graphs that threads queue on it apart is the caller's
+business.
+
+Args:
+    device (Device or DeviceType): The device.
+
+Returns:
+    Stream: The new stream.
+)doc");
   py::class_<fx::ThreadLocalStream>(
       m, "ThreadLocalStream",
       "A stream that is a different stream in each thread using it.")
@@ -180,29 +218,60 @@ Example:
       "new_thread_local_stream",
       [](const fx::Device& d) { return fx::new_thread_local_stream(d); },
       "device"_a,
-      "A stream on ``device`` that each thread using it sees as its own "
-      "stream (made on first use there).");
+      R"doc(Make a stream that each thread using it sees as its own.
+
+Each thread's stream is made on its first use there.
+
+Args:
+    device (Device or DeviceType): The device.
+
+Returns:
+    ThreadLocalStream: Usable wherever a :class:`Stream` is.
+)doc");
   m.def(
       "clear_streams",
       [] {
         py::gil_scoped_release nogil;
         fx::clear_streams();
       },
-      "End the streams made by this thread (after their queued work), "
-      "including its streams of thread-local streams.");
+      R"doc(End the streams this thread made, after their queued work.
+
+Includes this thread's streams of thread-local streams.
+)doc");
   m.def("device_count", &fx::device_count, "device_type"_a,
-        "The number of devices of ``device_type`` (cpu: 1).");
+      R"doc(The number of devices of a type.
+
+Args:
+    device_type (DeviceType): ``cpu`` or ``gpu``.
+
+Returns:
+    int: 1 for the CPU; the GPUs visible to a CUDA build, else 0.
+)doc");
   m.def(
       "device_info",
       [](std::optional<fx::Device> d) {
         return device_info_dict(d.value_or(fx::default_device()));
       },
       "d"_a = py::none(),
-      "Properties of device ``d`` (default: the default device): "
-      "device_name, architecture and memory sizes in bytes.");
+      R"doc(Properties of a device.
+
+Args:
+    d (Device, optional): The device; the default device when omitted.
+
+Returns:
+    dict: ``device_name``, ``architecture`` and memory sizes in bytes.
+)doc");
   m.def(
       "is_available", [](const fx::Device& d) { return fx::is_available(d); },
-      "device"_a, "Whether ``device`` can run operations.");
+      "device"_a,
+      R"doc(Whether a device can run operations.
+
+Args:
+    device (Device or DeviceType): The device.
+
+Returns:
+    bool: ``True`` for the CPU; for the GPU, on a CUDA build with one.
+)doc");
   m.def(
       "synchronize",
       [](std::optional<fx::Stream> s) {
@@ -211,8 +280,12 @@ Example:
         fx::synchronize(st);
       },
       "stream"_a = py::none(),
-      "Wait until everything queued on ``stream`` (default: the default "
-      "stream) has run.");
+      R"doc(Wait until everything queued on a stream has run.
+
+Args:
+    stream (Stream, optional): The stream; the default stream of the
+        default device when omitted.
+)doc");
 
   py::class_<StreamContext>(m, "StreamContext",
                             "Context manager making a stream or device the "
@@ -223,8 +296,21 @@ Example:
 
   m.def(
       "stream", [](fx::StreamOrDevice s) { return StreamContext(s); }, "s"_a,
-      "Context manager: ops inside ``with stream(s):`` run on ``s`` (a "
-      "Stream or a Device).");
+      R"doc(Make a stream or device the default inside a ``with`` block.
+
+Ops of this thread inside ``with mx.stream(s):`` run on ``s``; leaving
+restores the previous defaults. Other threads are not affected.
+
+Args:
+    s (Stream or Device): The stream, or a device (its default stream).
+
+Returns:
+    StreamContext: The context manager.
+
+Example:
+    >>> with mx.stream(mx.cpu):
+    ...     y = mx.ones((2,)) * 2
+)doc");
 
   // The primitive registry (fluxion/primitive_list.h), for
   // tools/kernel_coverage.py and tests: private, not MLX API.

@@ -1,6 +1,7 @@
 // mx.distributed: the singleton group of one process (fluxion/distributed.h).
 #include "fluxion/distributed.h"
 #include "python/src/convert.h"
+#include "python/src/docs.h"
 
 namespace dist = fluxion::distributed;
 
@@ -11,18 +12,53 @@ void init_distributed(py::module_& parent) {
       "gives the group of size 1, on which collectives are the identity.");
   py::class_<dist::Group>(m, "Group",
                           "A group of processes that communicate.")
-      .def("rank", &dist::Group::rank, "This process's rank in the group.")
-      .def("size", &dist::Group::size, "The number of processes.")
+      .def("rank", &dist::Group::rank,
+      R"doc(This process's rank in the group.
+
+Returns:
+    int: 0 in Fluxion's group of one.
+)doc")
+      .def("size", &dist::Group::size,
+      R"doc(The number of processes in the group.
+
+Returns:
+    int: 1 in Fluxion.
+)doc")
       .def("split", &dist::Group::split, "color"_a, "key"_a = -1,
-           "Sub-groups of the processes passing the same ``color``, ranked "
-           "by ``key``.");
+      R"doc(Split the group into sub-groups.
+
+Args:
+    color (int): Processes passing the same color share a sub-group.
+    key (int, optional): Orders the ranks in the sub-group; the current
+        rank when -1. Default -1.
+
+Returns:
+    Group: This process's sub-group.
+)doc");
   m.def("is_available", &dist::is_available,
-        "Whether a multi-process backend is built in (none is).");
+      R"doc(Whether a multi-process backend is built in.
+
+Returns:
+    bool: ``False``: Fluxion runs one process.
+)doc");
   m.def("init", &dist::init, "strict"_a = false, "backend"_a = "any",
-        "The group of every process of this run: of size 1. With "
-        "``strict=True`` a multi-process group is required and this raises.");
+      R"doc(The group of every process of this run.
+
+Args:
+    strict (bool, optional): Require a multi-process group (then this
+        raises, as there is none). Default ``False``.
+    backend (str, optional): The backend to use. Default ``"any"``.
+
+Returns:
+    Group: A group of size 1.
+)doc");
   using Collective = fx::array (*)(const fx::array&, std::optional<dist::Group>,
                                    fx::StreamOrDevice);
+  // The arguments every collective takes, after its summary.
+#define FLUXION_COLLECTIVE_DOC(SUMMARY, RESULT)                              \
+  SUMMARY FXDOC_ARGS "    x (array): This process's array.\n"               \
+          "    group (Group, optional): The group; that of :func:`init`\n" \
+          "        when omitted.\n" FXDOC_STREAM FXDOC_RET_ARRAY RESULT "\n"
   auto collective = [&](const char* name, Collective fn, const char* doc) {
     m.def(
         name,
@@ -32,16 +68,22 @@ void init_distributed(py::module_& parent) {
         "stream"_a = py::none(), doc);
   };
   collective("all_sum", &dist::all_sum,
-             "The sum of ``x`` over the processes of the group.");
+             FLUXION_COLLECTIVE_DOC("The sum of ``x`` over the processes of the group.",
+                                    "The result (``x`` itself in a group of one)."));
   collective("all_max", &dist::all_max,
-             "The maximum of ``x`` over the processes of the group.");
+             FLUXION_COLLECTIVE_DOC("The maximum of ``x`` over the processes of the group.",
+                                    "The result (``x`` itself in a group of one)."));
   collective("all_min", &dist::all_min,
-             "The minimum of ``x`` over the processes of the group.");
+             FLUXION_COLLECTIVE_DOC("The minimum of ``x`` over the processes of the group.",
+                                    "The result (``x`` itself in a group of one)."));
   collective("all_gather", &dist::all_gather,
-             "Every process's ``x`` concatenated along axis 0.");
+             FLUXION_COLLECTIVE_DOC("Every process's ``x`` concatenated along axis 0.",
+                                    "The result (``x`` itself in a group of one)."));
   collective("sum_scatter", &dist::sum_scatter,
-             "The sum over processes, split along axis 0: this process's "
-             "part.");
+             FLUXION_COLLECTIVE_DOC("The sum over processes, split along axis 0: this process's "
+             "part.",
+                                    "The result (``x`` itself in a group of one)."));
+#undef FLUXION_COLLECTIVE_DOC
   m.def(
       "send",
       [](py::handle x, int dst, std::optional<dist::Group> group,
@@ -49,7 +91,19 @@ void init_distributed(py::module_& parent) {
         return dist::send(fxpy::to_array(x), dst, group, s);
       },
       "x"_a, "dst"_a, py::pos_only(), py::kw_only(), "group"_a = py::none(),
-      "stream"_a = py::none(), "Send ``x`` to process ``dst``.");
+      "stream"_a = py::none(),
+      R"doc(Send an array to another process.
+
+Args:
+    x (array): The array.
+    dst (int): The rank of the receiver.
+    group (Group, optional): The group; that of :func:`init` when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: An array to evaluate so that the send happens.
+)doc");
   m.def(
       "recv",
       [](fxpy::ShapeArg shape, fx::Dtype dtype, int src,
@@ -58,7 +112,19 @@ void init_distributed(py::module_& parent) {
       },
       "shape"_a, "dtype"_a, "src"_a, py::pos_only(), py::kw_only(),
       "group"_a = py::none(), "stream"_a = py::none(),
-      "Receive an array of ``shape`` and ``dtype`` from process ``src``.");
+      R"doc(Receive an array from another process.
+
+Args:
+    shape (tuple(int)): Its shape.
+    dtype (Dtype): Its dtype.
+    src (int): The rank of the sender.
+    group (Group, optional): The group; that of :func:`init` when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The received array.
+)doc");
   m.def(
       "recv_like",
       [](py::handle x, int src, std::optional<dist::Group> group,
@@ -67,5 +133,16 @@ void init_distributed(py::module_& parent) {
       },
       "x"_a, "src"_a, py::pos_only(), py::kw_only(), "group"_a = py::none(),
       "stream"_a = py::none(),
-      "Receive an array shaped like ``x`` from process ``src``.");
+      R"doc(Receive an array shaped like ``x`` from another process.
+
+Args:
+    x (array): Gives the shape and dtype.
+    src (int): The rank of the sender.
+    group (Group, optional): The group; that of :func:`init` when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The received array.
+)doc");
 }

@@ -586,11 +586,26 @@ void init_dlpack(py::module_& m, py::class_<fx::array>& cls) {
       },
       "x"_a, py::pos_only(), py::kw_only(), "device"_a = py::none(),
       "copy"_a = py::none(),
-      "An array from a DLPack producer (a NumPy array, a PyTorch CPU "
-      "tensor...). copy=None shares the producer's memory (with its strides) "
-      "when the dtype needs no conversion; copy=True always copies; "
-      "copy=False never copies and raises where it would have to. float64 "
-      "and complex128 arrive as float32 and complex64 (MLX).");
+      R"doc(Make an array from a DLPack producer (NumPy, PyTorch CPU tensors, ...).
+
+``float64`` and ``complex128`` arrive as ``float32`` and ``complex64``, as
+in MLX.
+
+Args:
+    x (object): An object with ``__dlpack__``, or a DLPack capsule.
+    device (Device, optional): Only the CPU (or ``None``).
+    copy (bool, optional): ``None`` shares the producer's memory (with its
+        strides) when the dtype needs no conversion; ``True`` always
+        copies; ``False`` never copies and raises where it would have to.
+
+Returns:
+    array: The array.
+
+Example:
+    >>> import numpy as np
+    >>> mx.from_dlpack(np.arange(3, dtype=np.int32)).tolist()
+    [0, 1, 2]
+)doc");
 }
 
 namespace fxpy {

@@ -198,7 +198,15 @@ void init_dtypes(py::module_& m) {
         return fx::issubdtype(a, b);
       },
       "arg1"_a, "arg2"_a,
-      "Whether ``arg1`` is ``arg2`` or below it in the type hierarchy.");
+      R"doc(Whether ``arg1`` is ``arg2`` or below it in the type hierarchy.
+
+Args:
+    arg1 (Dtype or DtypeCategory): The type or category tested.
+    arg2 (Dtype or DtypeCategory): The type or category it may belong to.
+
+Returns:
+    bool: For example ``issubdtype(mx.float32, mx.floating)`` is ``True``.
+)doc");
 
   m.def(
       "result_type",
@@ -226,8 +234,21 @@ void init_dtypes(py::module_& m) {
         }
         return *out;
       },
-      "The dtype that NumPy-style promotion gives the arguments (arrays, "
-      "dtypes or Python scalars, which are weak).");
+      R"doc(The dtype that type promotion gives the arguments.
+
+Arrays and dtypes promote by NumPy-style rules; Python scalars are weak (as
+next to an array in an op).
+
+Args:
+    *args (array, Dtype or scalar): At least one.
+
+Returns:
+    Dtype: The promoted type.
+
+Example:
+    >>> mx.result_type(mx.int8, 1.0)
+    fluxion.core.float32
+)doc");
   m.def(
       "can_cast",
       [](py::handle from, fx::Dtype to) {
@@ -235,8 +256,15 @@ void init_dtypes(py::module_& m) {
         return fx::promote_types(f, to) == to;
       },
       "from_"_a, "to"_a,
-      "Whether ``from_`` (a dtype or an array) converts to ``to`` without "
-      "loss under the promotion rules (``promote_types(from_, to) == to``).");
+      R"doc(Whether one dtype converts to another without loss under promotion.
+
+Args:
+    from_ (Dtype or array): The source type (an array's dtype).
+    to (Dtype): The target type.
+
+Returns:
+    bool: ``promote_types(from_, to) == to``.
+)doc");
   m.def(
       "isdtype",
       [](fx::Dtype t, py::object kind) {
@@ -250,10 +278,18 @@ void init_dtypes(py::module_& m) {
         return isdtype_one(t, kind);
       },
       "dtype"_a, "kind"_a,
-      "Whether ``dtype`` is ``kind``: a dtype, one of the array API's kind "
-      "names ('bool', 'signed integer', 'unsigned integer', 'integral', "
-      "'real floating', 'complex floating', 'numeric'), or a tuple of "
-      "them (any).");
+      R"doc(Whether a dtype is of a kind (the array API's ``isdtype``).
+
+Args:
+    dtype (Dtype): The type.
+    kind (Dtype, str or tuple): A dtype, a kind name (``'bool'``,
+        ``'signed integer'``, ``'unsigned integer'``, ``'integral'``,
+        ``'real floating'``, ``'complex floating'``, ``'numeric'``), or a
+        tuple of them (any matches).
+
+Returns:
+    bool: Whether ``dtype`` is of ``kind``.
+)doc");
 
   py::class_<FInfo>(m, "finfo", "Limits of an inexact dtype.")
       .def(py::init(&make_finfo), "dtype"_a)

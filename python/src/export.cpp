@@ -301,7 +301,8 @@ void init_export(py::module_& m) {
       "Exports one trace of its function per call (see mx.exporter).")
       .def("__call__", &PyExporter::call)
       .def("close", &PyExporter::close,
-           "Finish exporting; later calls raise.")
+      R"doc(Finish exporting: write the file; later calls raise.
+)doc")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
            [](PyExporter& e, py::args) {
@@ -315,9 +316,22 @@ void init_export(py::module_& m) {
       },
       "file"_a, "fun"_a, py::kw_only(), "shapeless"_a = false,
       "metadata"_a = py::none(),
-      "An exporter of ``fun`` to ``file``: each call ``exporter(*args, "
-      "**kwargs)`` adds a trace for that signature (use as a context "
-      "manager, or call close()).");
+      R"doc(Make an exporter that writes one trace of ``fun`` per call.
+
+Each call ``exporter(*args, **kwargs)`` adds a trace for that signature.
+Use it as a context manager, or call :meth:`FunctionExporter.close`.
+
+Args:
+    file (str, pathlib.Path or Callable): The file, or a callback that
+        receives the bytes.
+    fun (Callable): The function to export.
+    shapeless (bool, optional): The imported function accepts other
+        shapes of the same ndims. Default ``False``.
+    metadata (str, optional): Stored with the function.
+
+Returns:
+    FunctionExporter: The exporter.
+)doc");
   m.def(
       "export_function",
       [](py::handle file, py::object fun, py::args args, bool shapeless,
@@ -328,10 +342,28 @@ void init_export(py::module_& m) {
         e.close();
       },
       "file"_a, "fun"_a, "shapeless"_a = false, "metadata"_a = py::none(),
-      "Trace ``fun(*args, **kwargs)`` and write it to ``file`` (or hand it "
-      "to a callback). Inputs are arrays, given as positional and keyword "
-      "arguments, or as a list/tuple (and a dict). With shapeless=True the "
-      "imported function accepts other shapes of the same ndims.");
+      R"doc(Trace ``fun(*args, **kwargs)`` and write it to a file.
+
+The file holds the graph; :func:`import_function` reads it back, here or
+in a C++ program.
+
+Args:
+    file (str, pathlib.Path or Callable): The file, or a callback that
+        receives the bytes.
+    fun (Callable): The function to export.
+    *args (array): Example positional inputs (or one list/tuple of
+        them).
+    shapeless (bool, optional): The imported function accepts other
+        shapes of the same ndims. Default ``False``.
+    metadata (str, optional): Stored with the function.
+    **kwargs (array): Example keyword inputs.
+
+Example:
+    >>> mx.export_function("f.fxfn", lambda x: x * 2, mx.ones((3,)))
+    >>> f = mx.import_function("f.fxfn")
+    >>> f(mx.ones((3,)))[0].tolist()
+    [2.0, 2.0, 2.0]
+)doc");
   py::class_<fx::ImportedFunction>(
       m, "ImportedFunction",
       "A function read by mx.import_function: call it like the exported "
@@ -355,6 +387,15 @@ void init_export(py::module_& m) {
         return py::cast(std::move(f));
       },
       "file"_a, py::kw_only(), "return_metadata"_a = false,
-      "Read a function written by export_function; with "
-      "return_metadata=True, also its metadata string.");
+      R"doc(Read a function written by :func:`export_function`.
+
+Args:
+    file (str or pathlib.Path): The file.
+    return_metadata (bool, optional): Also return its metadata string.
+        Default ``False``.
+
+Returns:
+    ImportedFunction: Called like the exported function, it returns a
+    tuple of arrays; ``(function, metadata)`` with ``return_metadata``.
+)doc");
 }

@@ -254,17 +254,39 @@ void init_io(py::module_& m) {
             [&](auto w) { fx::save(w, a); });
       },
       "file"_a, "arr"_a,
-      "Save an array to a binary file in .npy format (\".npy\" is appended "
-      "to a path without it).");
+      R"doc(Save an array to a ``.npy`` file.
+
+Args:
+    file (str, pathlib.Path or file object): Where to write. ``".npy"`` is appended to a path without it.
+    arr (array or array-like): The array.
+
+Example:
+    >>> mx.save("weights", mx.ones((2, 2)))   # writes weights.npy
+)doc");
   m.def("load", &load, "file"_a, py::pos_only(), "format"_a = py::none(),
         "return_metadata"_a = false, py::kw_only(), "stream"_a = py::none(),
-        "Load arrays from a .npy, .npz, .safetensors or .gguf file (lazily: "
-        "data is "
-        "read when the arrays are evaluated). The format comes from the "
-        "extension unless `format` is given. Returns an array for .npy and a "
-        "dict of arrays otherwise; with return_metadata=True a safetensors or "
-        "gguf file also gives its metadata dict.");
-#define FLUXION_SAVEZ(NAME)                                                 \
+      R"doc(Load arrays from a ``.npy``, ``.npz``, ``.safetensors`` or ``.gguf`` file.
+
+Loading is lazy: the data is read when the arrays are evaluated.
+
+Args:
+    file (str, pathlib.Path or file object): The file.
+    format (str, optional): ``"npy"``, ``"npz"``, ``"safetensors"`` or
+        ``"gguf"``; from the extension when omitted.
+    return_metadata (bool, optional): Also return the metadata of a
+        safetensors or GGUF file. Default ``False``.
+    stream (Stream or Device, optional): Where the reads run.
+
+Returns:
+    array or dict(str, array): An array for ``.npy``, else a dict of
+    arrays; ``(arrays, metadata)`` with ``return_metadata``.
+
+Example:
+    >>> mx.savez("ckpt", w=mx.ones((2,)))
+    >>> mx.load("ckpt.npz")["w"].tolist()
+    [1.0, 1.0]
+)doc");
+#define FLUXION_SAVEZ(NAME, SUMMARY)                                        \
   m.def(                                                                    \
       #NAME,                                                                \
       [](py::handle file, py::args args, py::kwargs kwargs) {               \
@@ -275,10 +297,14 @@ void init_io(py::module_& m) {
             [&](auto w) { fx::NAME(w, arrays); });                          \
       },                                                                    \
       "file"_a,                                                             \
-      "Save several arrays to a .npz archive; positional arrays are named " \
-      "arr_0, arr_1, ... (\".npz\" is appended to a path without it).");
-  FLUXION_SAVEZ(savez)
-  FLUXION_SAVEZ(savez_compressed)
+      SUMMARY "\n\nArgs:\n"                                                 \
+      "    file (str, pathlib.Path or file object): Where to write;\n"     \
+      "        ``\".npz\"`` is appended to a path without it.\n"            \
+      "    *args (array): Arrays saved as ``arr_0``, ``arr_1``, ...\n"      \
+      "    **kwargs (array): Arrays saved under their keyword.\n");
+  FLUXION_SAVEZ(savez, "Save several arrays to an uncompressed ``.npz`` archive.")
+  FLUXION_SAVEZ(savez_compressed,
+                "Save several arrays to a compressed ``.npz`` archive.")
 #undef FLUXION_SAVEZ
   m.def(
       "save_safetensors",
@@ -302,8 +328,13 @@ void init_io(py::module_& m) {
             [&](auto w) { fx::save_safetensors(w, a, meta); });
       },
       "file"_a, "arrays"_a, "metadata"_a = py::none(),
-      "Save a dict of arrays (and optional str metadata) in safetensors "
-      "format (\".safetensors\" is appended to a path without it).");
+      R"doc(Save a dict of arrays in the safetensors format.
+
+Args:
+    file (str, pathlib.Path or file object): Where to write. ``".safetensors"`` is appended to a path without it.
+    arrays (dict(str, array)): The arrays by name.
+    metadata (dict(str, str), optional): String metadata.
+)doc");
   m.def(
       "save_gguf",
       [](py::handle file, py::dict arrays, std::optional<py::dict> metadata) {
@@ -318,7 +349,12 @@ void init_io(py::module_& m) {
             [&](auto w) { fx::save_gguf(w, a, meta); });
       },
       "file"_a, "arrays"_a, "metadata"_a = py::none(),
-      "Save a dict of arrays in GGUF format, with optional metadata (str, "
-      "list of str, or 0-d / 1-D arrays); \".gguf\" is appended to a path "
-      "without it.");
+      R"doc(Save a dict of arrays in the GGUF format.
+
+Args:
+    file (str, pathlib.Path or file object): Where to write. ``".gguf"`` is appended to a path without it.
+    arrays (dict(str, array)): The arrays by name.
+    metadata (dict, optional): Metadata values: str, list of str, or 0-d
+        and 1-D arrays.
+)doc");
 }

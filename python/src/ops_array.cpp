@@ -40,8 +40,23 @@ void init_ops_array(py::module_& m) {
         return fx::diag(a, k, st);
       },
       "a"_a, py::pos_only(), "k"_a = 0, py::kw_only(), s,
-      "A 1-D input gives a square matrix with it on diagonal ``k``; a 2-D "
-      "input gives its diagonal ``k``.");
+      R"doc(Extract a diagonal, or build a diagonal matrix.
+
+Args:
+    a (array): A 1-D array (put on diagonal ``k`` of a square matrix) or
+        a 2-D array (its diagonal ``k`` is taken).
+    k (int, optional): The diagonal: positive above the main one,
+        negative below. Default 0.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The matrix or the diagonal.
+
+Example:
+    >>> mx.diag(mx.array([1, 2])).tolist()
+    [[1, 0], [0, 2]]
+)doc");
   m.def(
       "diagonal",
       [](const fx::array& a, int offset, int axis1, int axis2,
@@ -49,7 +64,19 @@ void init_ops_array(py::module_& m) {
         return fx::diagonal(a, offset, axis1, axis2, st);
       },
       "a"_a, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, py::kw_only(), s,
-      "The diagonal of the (axis1, axis2) planes, as the last axis.");
+      R"doc(The diagonals of the ``(axis1, axis2)`` planes.
+
+Args:
+    a (array): Input array.
+    offset (int, optional): Offset from the main diagonal. Default 0.
+    axis1 (int, optional): First axis of the planes. Default 0.
+    axis2 (int, optional): Second axis of the planes. Default 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The diagonals, as the last axis (the two axes removed).
+)doc");
   m.def(
       "trace",
       [](const fx::array& a, int offset, int axis1, int axis2,
@@ -59,11 +86,39 @@ void init_ops_array(py::module_& m) {
       },
       "a"_a, py::pos_only(), "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1,
       "dtype"_a = py::none(), py::kw_only(), s,
-      "Sum along the diagonal of the (axis1, axis2) planes.");
+      R"doc(Sum along the diagonals of the ``(axis1, axis2)`` planes.
+
+Args:
+    a (array): Input array.
+    offset (int, optional): Offset from the main diagonal. Default 0.
+    axis1 (int, optional): First axis of the planes. Default 0.
+    axis2 (int, optional): Second axis of the planes. Default 1.
+    dtype (Dtype, optional): Type of the result.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The traces.
+)doc");
   m.def("roll", &roll, "a"_a, py::pos_only(), "shift"_a, "axis"_a = py::none(),
         py::kw_only(), s,
-        "Shift elements along ``axis`` (the flattened array if None), "
-        "wrapping around.");
+      R"doc(Shift elements along axes, wrapping around.
+
+Args:
+    a (array): Input array.
+    shift (int or list(int)): The shift per axis.
+    axis (int or list(int), optional): The axes; the flattened array when
+        omitted (shifted by the sum of ``shift``).
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The rolled array.
+
+Example:
+    >>> mx.roll(mx.arange(4), 1).tolist()
+    [3, 0, 1, 2]
+)doc");
   m.def(
       "meshgrid",
       [](const py::args& arrays, bool sparse, const std::string& indexing,
@@ -75,13 +130,37 @@ void init_ops_array(py::module_& m) {
         return py::tuple(py::cast(fx::meshgrid(in, sparse, indexing, st)));
       },
       py::kw_only(), "sparse"_a = false, "indexing"_a = "xy", s,
-      "Coordinate grids from 1-D arrays (``indexing`` 'xy' or 'ij').");
+      R"doc(Coordinate grids from 1-D arrays.
+
+Args:
+    *arrays (array): The coordinates along each axis.
+    sparse (bool, optional): Return broadcastable arrays instead of full
+        grids. Default ``False``.
+    indexing (str, optional): ``"xy"`` (Cartesian, the first two axes
+        swapped) or ``"ij"`` (matrix). Default ``"xy"``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    tuple(array): One grid per input.
+)doc");
   m.def(
       "kron",
       [](const fx::array& a, const fx::array& b, fx::StreamOrDevice st) {
         return fx::kron(a, b, st);
       },
-      "a"_a, "b"_a, py::kw_only(), s, "Kronecker product of a and b.");
+      "a"_a, "b"_a, py::kw_only(), s,
+      R"doc(Kronecker product of two arrays.
+
+Args:
+    a (array): First operand.
+    b (array): Second operand.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The blocks ``a[i, j] * b``, tiled.
+)doc");
   m.def(
       "einsum",
       [](const std::string& subscripts, const py::args& operands,
@@ -89,8 +168,23 @@ void init_ops_array(py::module_& m) {
         return fx::einsum(subscripts, arrays_of(operands), st);
       },
       "subscripts"_a, py::kw_only(), s,
-      "Einstein summation over the operands, contracted pairwise in a "
-      "greedy order.");
+      R"doc(Einstein summation over the operands.
+
+Contracted pairwise, in a greedy order (see :func:`einsum_path`).
+
+Args:
+    subscripts (str): The subscripts, as NumPy's (``"ij,jk->ik"``).
+    *operands (array): The operands.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The result.
+
+Example:
+    >>> mx.einsum("ij,jk->ik", mx.ones((2, 3)), mx.ones((3, 4))).shape
+    (2, 4)
+)doc");
   m.def(
       "einsum_path",
       [](const std::string& subscripts, const py::args& operands) {
@@ -106,5 +200,14 @@ void init_ops_array(py::module_& m) {
         return py::make_tuple(steps, text);
       },
       "subscripts"_a,
-      "The pairwise contraction order einsum uses and its description.");
+      R"doc(The pairwise contraction order that :func:`einsum` uses.
+
+Args:
+    subscripts (str): The subscripts.
+    *operands (array): The operands.
+
+Returns:
+    tuple(list(tuple(int)), str): The contraction steps and a text
+    description.
+)doc");
 }

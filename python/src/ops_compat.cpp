@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "fluxion/ops/compat.h"
+#include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
 namespace {
@@ -81,10 +82,19 @@ void init_ops_compat(py::module_& m) {
       "set_printoptions",
       [](int precision) { fx::set_printoptions({precision}); },
       "precision"_a = -1,
-      "Print floating-point values with ``precision`` decimals (-1: six "
-      "significant digits, the default).");
+      R"doc(Set how arrays print.
+
+Args:
+    precision (int, optional): Decimals of floating-point values; -1 (the
+        default) prints six significant digits.
+)doc");
   m.def("get_printoptions", &fx::get_printoptions,
-        "The current print options.");
+      R"doc(The current print options.
+
+Returns:
+    PrintOptions: Its ``precision`` is the number of decimals (-1: six
+    significant digits).
+)doc");
   py::class_<PrintOptionsContext>(m, "_PrintOptionsContext")
       .def("__enter__",
            [](PrintOptionsContext& c) {
@@ -109,7 +119,19 @@ void init_ops_compat(py::module_& m) {
         return PrintOptionsContext{{precision}, {}};
       },
       "precision"_a = -1,
-      "Context manager: print options inside ``with printoptions(...)``.");
+      R"doc(Set print options inside a ``with`` block only.
+
+Args:
+    precision (int, optional): Decimals of floating-point values; -1 (the
+        default) prints six significant digits.
+
+Returns:
+    A context manager restoring the previous options on exit.
+
+Example:
+    >>> with mx.printoptions(precision=2):
+    ...     print(mx.array([1 / 3]))
+)doc");
 
   // Constants.
   m.attr("e") = py::float_(M_E);
@@ -120,31 +142,51 @@ void init_ops_compat(py::module_& m) {
   m.attr("euler_gamma") = py::float_(0.57721566490153286060651209008240243);
 
   // Array-API spellings of existing ops.
-#define FLUXION_UNARY(NAME, FN)                                            \
-  m.def(NAME, &unary<FN>, "a"_a, py::pos_only(), py::kw_only(), s, \
-        "Alias of " #FN ".");
-  FLUXION_UNARY("acos", fx::arccos)
-  FLUXION_UNARY("asin", fx::arcsin)
-  FLUXION_UNARY("atan", fx::arctan)
-  FLUXION_UNARY("acosh", fx::arccosh)
-  FLUXION_UNARY("asinh", fx::arcsinh)
-  FLUXION_UNARY("atanh", fx::arctanh)
-  FLUXION_UNARY("trunc", fx::trunc)
+#define FLUXION_UNARY(NAME, FN, SUMMARY)                                 \
+  m.def(NAME, &unary<FN>, "a"_a, py::pos_only(), py::kw_only(), s,       \
+        SUMMARY FXDOC_ARGS FXDOC_A FXDOC_STREAM FXDOC_RET_ARRAY          \
+        "The result, element by element.\n");
+  FLUXION_UNARY("acos", fx::arccos,
+                "Element-wise inverse cosine (the array API's name of :func:`arccos`).")
+  FLUXION_UNARY("asin", fx::arcsin,
+                "Element-wise inverse sine (the array API's name of :func:`arcsin`).")
+  FLUXION_UNARY("atan", fx::arctan,
+                "Element-wise inverse tangent (the array API's name of :func:`arctan`).")
+  FLUXION_UNARY("acosh", fx::arccosh,
+                "Element-wise inverse hyperbolic cosine (alias of :func:`arccosh`).")
+  FLUXION_UNARY("asinh", fx::arcsinh,
+                "Element-wise inverse hyperbolic sine (alias of :func:`arcsinh`).")
+  FLUXION_UNARY("atanh", fx::arctanh,
+                "Element-wise inverse hyperbolic tangent (alias of :func:`arctanh`).")
+  FLUXION_UNARY("trunc", fx::trunc,
+                "Element-wise truncation toward zero.")
 #undef FLUXION_UNARY
 #define FLUXION_BINARY(NAME, FN, DOC)                                     \
   m.def(NAME, &binary<FN>, "a"_a, "b"_a, py::pos_only(), py::kw_only(), s, \
-        DOC);
-  FLUXION_BINARY("atan2", fx::arctan2, "Alias of arctan2.")
-  FLUXION_BINARY("pow", fx::power, "Alias of power.")
-  FLUXION_BINARY("bitwise_left_shift", fx::left_shift, "Alias of left_shift.")
+        DOC FXDOC_ARGS FXDOC_AB FXDOC_STREAM FXDOC_RET_ARRAY                 \
+        "The result, element by element.\n");
+  FLUXION_BINARY("atan2", fx::arctan2, "Element-wise arc tangent of ``a / b`` (alias of :func:`arctan2`).")
+  FLUXION_BINARY("pow", fx::power, "Element-wise power ``a ** b`` (alias of :func:`power`).")
+  FLUXION_BINARY("bitwise_left_shift", fx::left_shift, "Element-wise left shift (alias of :func:`left_shift`).")
   FLUXION_BINARY("bitwise_right_shift", fx::right_shift,
-                 "Alias of right_shift.")
+                 "Element-wise right shift (alias of :func:`right_shift`).")
   FLUXION_BINARY("logical_xor", fx::logical_xor,
-                 "Elementwise exclusive or of the truth values.")
+                 "Element-wise exclusive or of the truth values (a ``bool`` "
+                 "array).")
 #undef FLUXION_BINARY
   m.def(
       "positive", [](const fx::array& a, fx::StreamOrDevice) { return a; },
-      "a"_a, py::pos_only(), py::kw_only(), s, "``+a``: the array itself.");
+      "a"_a, py::pos_only(), py::kw_only(), s,
+      R"doc(``+a``: the array itself.
+
+Args:
+    a (array): Input array.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a``.
+)doc");
   m.def(
       "permute_dims",
       [](const fx::array& a, std::optional<std::vector<int>> axes,
@@ -152,7 +194,18 @@ void init_ops_compat(py::module_& m) {
         return axes ? fx::transpose(a, *axes, st) : fx::transpose(a, st);
       },
       "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), s,
-      "Alias of transpose.");
+      R"doc(Permute the axes (the array API's name of :func:`transpose`).
+
+Args:
+    a (array): Input array.
+    axes (list(int), optional): The permutation; reversed axes when
+        omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The transposed array.
+)doc");
   m.def(
       "matrix_transpose",
       [](const fx::array& a, fx::StreamOrDevice st) {
@@ -165,17 +218,50 @@ void init_ops_compat(py::module_& m) {
         return fx::swapaxes(a, -1, -2, st);
       },
       "a"_a, py::pos_only(), py::kw_only(), s,
-      "Swap the last two axes.");
+      R"doc(Swap the last two axes.
+
+Args:
+    a (array): Input with at least two dimensions.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``swapaxes(a, -1, -2)``.
+)doc");
   m.def("cumulative_sum", &cumulative<true>, "a"_a, py::pos_only(),
         "axis"_a = py::none(), py::kw_only(), "dtype"_a = py::none(),
         "include_initial"_a = false, s,
-        "Inclusive cumulative sum (the array API's), optionally starting "
-        "with 0.");
+      R"doc(Cumulative sum (the array API's), optionally starting with 0.
+
+Args:
+    a (array): Input array.
+    axis (int, optional): The axis; the flattened array when omitted.
+    dtype (Dtype, optional): Type of the result.
+    include_initial (bool, optional): Start with a 0, so the result is
+        one longer along ``axis``. Default ``False``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The running sums.
+)doc");
   m.def("cumulative_prod", &cumulative<false>, "a"_a, py::pos_only(),
         "axis"_a = py::none(), py::kw_only(), "dtype"_a = py::none(),
         "include_initial"_a = false, s,
-        "Inclusive cumulative product (the array API's), optionally "
-        "starting with 1.");
+      R"doc(Cumulative product (the array API's), optionally starting with 1.
+
+Args:
+    a (array): Input array.
+    axis (int, optional): The axis; the flattened array when omitted.
+    dtype (Dtype, optional): Type of the result.
+    include_initial (bool, optional): Start with a 1, so the result is
+        one longer along ``axis``. Default ``False``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The running products.
+)doc");
 
   // Creation.
   m.def(
@@ -201,17 +287,35 @@ void init_ops_compat(py::module_& m) {
         return py::cast(fxpy::to_array(a, dtype));
       },
       "a"_a, "dtype"_a = py::none(), "copy"_a = py::none(),
-      "``a`` as an array: the same object when it already is one of that "
-      "dtype (copy=None), a new array with copy=True; other inputs convert "
-      "as ``array`` does.");
+      R"doc(Convert the input to an array, without a copy where possible.
+
+Args:
+    a (array-like): An array, scalar, (nested) list, NumPy array, ...
+    dtype (Dtype, optional): Type of the result.
+    copy (bool, optional): ``None`` returns an array input of that dtype
+        itself; ``True`` always copies; ``False`` raises (an array never
+        promises to share the input's memory).
+
+Returns:
+    array: The array.
+)doc");
   m.def(
       "empty",
       [](fxpy::ShapeArg shape, fx::Dtype dtype, fx::StreamOrDevice st) {
         return fx::empty(fxpy::to_shape(shape), dtype, st);
       },
       "shape"_a, "dtype"_a = fx::float32, py::kw_only(), s,
-      "An array of the given shape whose values are unspecified (Fluxion "
-      "gives zeros).");
+      R"doc(An array whose values are unspecified (Fluxion gives zeros).
+
+Args:
+    shape (int or list(int)): Shape of the result.
+    dtype (Dtype, optional): Type of the result. Default ``float32``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The array.
+)doc");
   m.def(
       "empty_like",
       [](const fx::array& a, std::optional<fx::Dtype> dtype,
@@ -219,12 +323,23 @@ void init_ops_compat(py::module_& m) {
         return dtype ? fx::empty(a.shape(), *dtype, st) : fx::empty_like(a, st);
       },
       "a"_a, py::pos_only(), "dtype"_a = py::none(), py::kw_only(), s,
-      "An array like ``a`` (in ``dtype`` if given) whose values are "
-      "unspecified (zeros).");
+      R"doc(An array of ``a``'s shape whose values are unspecified (zeros).
+
+Args:
+    a (array): Input array.
+    dtype (Dtype, optional): Type of the result; ``a``'s when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The array.
+)doc");
 #define FLUXION_WINDOW(NAME, DOC)                                           \
   m.def(                                                                    \
       #NAME, [](int m_, fx::StreamOrDevice st) { return fx::NAME(m_, st); }, \
-      "M"_a, py::kw_only(), s, DOC);
+      "M"_a, py::kw_only(), s,                                              \
+      DOC FXDOC_ARGS "    M (int): The number of points.\n" FXDOC_STREAM   \
+          FXDOC_RET_ARRAY "The ``float32`` window, shape ``(M,)``.\n");
   FLUXION_WINDOW(bartlett, "NumPy's Bartlett (triangular) window, float32.")
   FLUXION_WINDOW(blackman, "NumPy's Blackman window, float32.")
   FLUXION_WINDOW(hamming, "NumPy's Hamming window, float32.")
@@ -240,7 +355,19 @@ void init_ops_compat(py::module_& m) {
       },
       "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false,
       py::kw_only(), s,
-      "The median over ``axis`` (all axes by default); NaNs propagate.");
+      R"doc(The median over the given axes; NaNs propagate.
+
+Args:
+    a (array): Input array.
+    axis (int or list(int), optional): The axes; all when omitted.
+    keepdims (bool, optional): Keep reduced axes as size 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The medians (the mean of the two middle values for an even
+    count).
+)doc");
   m.def(
       "diff",
       [](const fx::array& a, int n, int axis, std::optional<fx::array> prepend,
@@ -249,14 +376,37 @@ void init_ops_compat(py::module_& m) {
       },
       "a"_a, py::pos_only(), "n"_a = 1, "axis"_a = -1,
       "prepend"_a = py::none(), "append"_a = py::none(), py::kw_only(), s,
-      "The n-th discrete difference along ``axis`` (NumPy's diff).");
+      R"doc(The ``n``-th discrete difference along an axis (NumPy's ``diff``).
+
+Args:
+    a (array): Input array.
+    n (int, optional): How many times to difference. Default 1.
+    axis (int, optional): The axis. Default -1.
+    prepend (array, optional): Values put before ``a`` along ``axis``.
+    append (array, optional): Values put after ``a`` along ``axis``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a[1:] - a[:-1]`` along ``axis``, applied ``n`` times.
+)doc");
   m.def(
       "flip",
       [](const fx::array& a, const fxpy::Axes& axis, fx::StreamOrDevice st) {
         return fx::flip(a, opt_axes(axis), st);
       },
       "a"_a, py::pos_only(), "axis"_a = py::none(), py::kw_only(), s,
-      "Reverse the elements along ``axis`` (every axis by default).");
+      R"doc(Reverse the order of elements along the given axes.
+
+Args:
+    a (array): Input array.
+    axis (int or list(int), optional): The axes; all when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The flipped array.
+)doc");
   m.def(
       "unstack",
       [](const fx::array& a, int axis, fx::StreamOrDevice st) {
@@ -268,7 +418,17 @@ void init_ops_compat(py::module_& m) {
         return out;
       },
       "a"_a, py::pos_only(), "axis"_a = 0, py::kw_only(), s,
-      "The slices along ``axis``, as a tuple of arrays without that axis.");
+      R"doc(Split an array into its slices along an axis.
+
+Args:
+    a (array): Input array.
+    axis (int, optional): The axis. Default 0.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    tuple(array): The slices, without that axis.
+)doc");
   m.def(
       "count_nonzero",
       [](const fx::array& a, const fxpy::Axes& axis, bool keepdims,
@@ -276,7 +436,19 @@ void init_ops_compat(py::module_& m) {
         return fx::count_nonzero(a, opt_axes(axis), keepdims, st);
       },
       "a"_a, py::pos_only(), "axis"_a = py::none(), "keepdims"_a = false,
-      py::kw_only(), s, "The number of non-zero elements (int32).");
+      py::kw_only(), s,
+      R"doc(Count the non-zero elements over the given axes.
+
+Args:
+    a (array): Input array.
+    axis (int or list(int), optional): The axes; all when omitted.
+    keepdims (bool, optional): Keep reduced axes as size 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``int32`` counts.
+)doc");
   m.def(
       "vecdot",
       [](py::handle a, py::handle b, int axis, fx::StreamOrDevice st) {
@@ -284,7 +456,18 @@ void init_ops_compat(py::module_& m) {
         return fx::vecdot(x, y, axis, st);
       },
       "a"_a, "b"_a, py::pos_only(), "axis"_a = -1, py::kw_only(), s,
-      "sum(conj(a) * b) along ``axis`` (the array API's vecdot).");
+      R"doc(Vector dot product ``sum(conj(a) * b)`` along an axis (the array API's).
+
+Args:
+    a (array or scalar): First operand.
+    b (array or scalar): Second operand (broadcast with ``a``).
+    axis (int, optional): The axis. Default -1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The dot products.
+)doc");
   m.def(
       "matrix_norm",
       [](const fx::array& a, const std::variant<double, std::string>& ord,
@@ -293,6 +476,17 @@ void init_ops_compat(py::module_& m) {
       },
       "a"_a, py::pos_only(), py::kw_only(), "ord"_a = "fro",
       "keepdims"_a = false, s,
-      "The matrix norm over the last two axes (ord 'fro', 'nuc', 1, -1, 2, "
-      "-2, inf or -inf).");
+      R"doc(The matrix norm over the last two axes.
+
+Args:
+    a (array): Input array.
+    ord (float or str, optional): ``"fro"``, ``"nuc"``, 1, -1, 2, -2,
+        ``inf`` or ``-inf``. Default ``"fro"``.
+    keepdims (bool, optional): Keep reduced axes as size 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The norms.
+)doc");
 }

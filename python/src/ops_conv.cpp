@@ -48,8 +48,22 @@ void init_ops_conv(py::module_& m) {
       },
       "input"_a, "weight"_a, py::pos_only(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, py::kw_only(), s,
-      "1-D convolution of input [N, L, C_in] with weight [C_out, K, "
-      "C_in / groups].");
+      R"doc(1-D convolution.
+
+Args:
+    input (array): Input, channels-last: ``[N, L, C_in]``.
+    weight (array): Kernels: ``[C_out, K, C_in / groups]``.
+    stride (int, optional): Kernel strides. Default 1.
+    padding (int, optional): Zero padding on both sides.
+        Default 0.
+    dilation (int, optional): Kernel dilation. Default 1.
+    groups (int, optional): Input channel groups. Default 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``[N, L_out, C_out]``.
+)doc");
   m.def(
       "conv2d",
       [](const fx::array& input, const fx::array& weight, const Int2& stride,
@@ -60,8 +74,22 @@ void init_ops_conv(py::module_& m) {
       },
       "input"_a, "weight"_a, py::pos_only(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, py::kw_only(), s,
-      "2-D convolution of input [N, H, W, C_in] with weight [C_out, KH, KW, "
-      "C_in / groups].");
+      R"doc(2-D convolution.
+
+Args:
+    input (array): Input, channels-last: ``[N, H, W, C_in]``.
+    weight (array): Kernels: ``[C_out, KH, KW, C_in / groups]``.
+    stride (int or tuple(int), optional): Kernel strides. Default 1.
+    padding (int or tuple(int), optional): Zero padding on both sides.
+        Default 0.
+    dilation (int or tuple(int), optional): Kernel dilation. Default 1.
+    groups (int, optional): Input channel groups. Default 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``[N, H_out, W_out, C_out]``.
+)doc");
   m.def(
       "conv3d",
       [](const fx::array& input, const fx::array& weight, const Int3& stride,
@@ -72,8 +100,22 @@ void init_ops_conv(py::module_& m) {
       },
       "input"_a, "weight"_a, py::pos_only(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, py::kw_only(), s,
-      "3-D convolution of input [N, D, H, W, C_in] with weight [C_out, KD, "
-      "KH, KW, C_in / groups].");
+      R"doc(3-D convolution.
+
+Args:
+    input (array): Input, channels-last: ``[N, D, H, W, C_in]``.
+    weight (array): Kernels: ``[C_out, KD, KH, KW, C_in / groups]``.
+    stride (int or tuple(int), optional): Kernel strides. Default 1.
+    padding (int or tuple(int), optional): Zero padding on both sides.
+        Default 0.
+    dilation (int or tuple(int), optional): Kernel dilation. Default 1.
+    groups (int, optional): Input channel groups. Default 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``[N, D_out, H_out, W_out, C_out]``.
+)doc");
   m.def(
       "conv_general",
       [](const fx::array& input, const fx::array& weight,
@@ -97,8 +139,31 @@ void init_ops_conv(py::module_& m) {
       "input"_a, "weight"_a, py::pos_only(), "stride"_a = 1, "padding"_a = 0,
       "kernel_dilation"_a = 1, "input_dilation"_a = 1, "groups"_a = 1,
       "flip"_a = false, py::kw_only(), s,
-      "General convolution over 1 to 3 spatial axes, with input dilation, "
-      "asymmetric padding ((low, high) lists) and an optional kernel flip.");
+      R"doc(General convolution over 1 to 3 spatial axes.
+
+With input dilation, asymmetric padding and an optional kernel flip (a
+cross-correlation unless ``flip``).
+
+Args:
+    input (array): Input, channels-last: ``[N, ..., C_in]``.
+    weight (array): Kernels: ``[C_out, ..., C_in / groups]``.
+    stride (int or list(int), optional): Strides. Default 1.
+    padding (int, list(int) or tuple(list(int), list(int)), optional):
+        Padding: one value, one per axis, or ``(low, high)`` lists.
+        Default 0.
+    kernel_dilation (int or list(int), optional): Kernel dilation.
+        Default 1.
+    input_dilation (int or list(int), optional): Input dilation.
+        Default 1.
+    groups (int, optional): Input channel groups. Default 1.
+    flip (bool, optional): Flip the kernel (a true convolution).
+        Default ``False``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``[N, ..., C_out]``.
+)doc");
   m.def(
       "conv_transpose1d",
       [](const fx::array& input, const fx::array& weight, int stride,
@@ -109,7 +174,25 @@ void init_ops_conv(py::module_& m) {
       },
       "input"_a, "weight"_a, py::pos_only(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "output_padding"_a = 0, "groups"_a = 1, py::kw_only(),
-      s, "1-D transposed convolution; weight [C_out, K, C_in / groups].");
+      s,
+      R"doc(1-D transposed convolution (the gradient of a convolution with respect to its input).
+
+Args:
+    input (array): Input, channels-last: ``[N, L, C_in]``.
+    weight (array): Kernels: ``[C_out, K, C_in / groups]``.
+    stride (int, optional): Kernel strides. Default 1.
+    padding (int, optional): Zero padding on both sides.
+        Default 0.
+    dilation (int, optional): Kernel dilation. Default 1.
+    output_padding (int, optional): Added to one side of
+        the output. Default 0.
+    groups (int, optional): Input channel groups. Default 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``[N, L_out, C_out]``.
+)doc");
   m.def(
       "conv_transpose2d",
       [](const fx::array& input, const fx::array& weight, const Int2& stride,
@@ -121,7 +204,25 @@ void init_ops_conv(py::module_& m) {
       },
       "input"_a, "weight"_a, py::pos_only(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "output_padding"_a = 0, "groups"_a = 1, py::kw_only(),
-      s, "2-D transposed convolution; weight [C_out, KH, KW, C_in / groups].");
+      s,
+      R"doc(2-D transposed convolution (the gradient of a convolution with respect to its input).
+
+Args:
+    input (array): Input, channels-last: ``[N, H, W, C_in]``.
+    weight (array): Kernels: ``[C_out, KH, KW, C_in / groups]``.
+    stride (int or tuple(int), optional): Kernel strides. Default 1.
+    padding (int or tuple(int), optional): Zero padding on both sides.
+        Default 0.
+    dilation (int or tuple(int), optional): Kernel dilation. Default 1.
+    output_padding (int or tuple(int), optional): Added to one side of
+        the output. Default 0.
+    groups (int, optional): Input channel groups. Default 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``[N, H_out, W_out, C_out]``.
+)doc");
   m.def(
       "conv_transpose3d",
       [](const fx::array& input, const fx::array& weight, const Int3& stride,
@@ -134,12 +235,40 @@ void init_ops_conv(py::module_& m) {
       "input"_a, "weight"_a, py::pos_only(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "output_padding"_a = 0, "groups"_a = 1, py::kw_only(),
       s,
-      "3-D transposed convolution; weight [C_out, KD, KH, KW, C_in / "
-      "groups].");
+      R"doc(3-D transposed convolution (the gradient of a convolution with respect to its input).
+
+Args:
+    input (array): Input, channels-last: ``[N, D, H, W, C_in]``.
+    weight (array): Kernels: ``[C_out, KD, KH, KW, C_in / groups]``.
+    stride (int or tuple(int), optional): Kernel strides. Default 1.
+    padding (int or tuple(int), optional): Zero padding on both sides.
+        Default 0.
+    dilation (int or tuple(int), optional): Kernel dilation. Default 1.
+    output_padding (int or tuple(int), optional): Added to one side of
+        the output. Default 0.
+    groups (int, optional): Input channel groups. Default 1.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``[N, D_out, H_out, W_out, C_out]``.
+)doc");
   m.def(
       "convolve",
       [](const fx::array& a, const fx::array& v, const std::string& mode,
          fx::StreamOrDevice st) { return fx::convolve(a, v, mode, st); },
       "a"_a, "v"_a, py::pos_only(), "mode"_a = "full", py::kw_only(), s,
-      "The discrete linear convolution of two 1-D arrays (np.convolve).");
+      R"doc(The discrete linear convolution of two 1-D arrays (NumPy's ``convolve``).
+
+Args:
+    a (array): First 1-D array.
+    v (array): Second 1-D array.
+    mode (str, optional): ``"full"``, ``"same"`` or ``"valid"``.
+        Default ``"full"``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The convolution.
+)doc");
 }

@@ -340,11 +340,40 @@ Returns:
 )doc");
   m.def("slice", &mlx_slice, "a"_a, "start_indices"_a, "axes"_a, "slice_size"_a,
         py::kw_only(), s,
-        "``slice_size`` elements from ``start_indices`` along ``axes``.");
+      R"doc(A block of an array: ``slice_size`` elements from ``start_indices`` along ``axes``.
+
+Args:
+    a (array): Input array.
+    start_indices (array or list(int)): Where the block starts along each
+        of ``axes`` (an array is read when the op is built).
+    axes (list(int)): The axes sliced.
+    slice_size (list(int)): The block's size along each of ``axes``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The block (other axes whole).
+
+Example:
+    >>> mx.slice(mx.arange(10), mx.array([2]), [0], [3]).tolist()
+    [2, 3, 4]
+)doc");
   m.def("slice_update", &mlx_slice_update, "a"_a, "update"_a, "start_indices"_a,
         "axes"_a, py::kw_only(), s,
-        "A copy of ``a`` with ``update`` written from ``start_indices`` "
-        "along ``axes``.");
+      R"doc(A copy of an array with a block replaced.
+
+Args:
+    a (array): Input array.
+    update (array): The block, with ``a``'s number of dimensions.
+    start_indices (array or list(int)): Where the block starts along each
+        of ``axes``.
+    axes (list(int)): The axes of the start indices.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``a`` with ``update`` written from ``start_indices``.
+)doc");
   auto concatenate = [](const std::vector<fx::array>& arrays,
                         std::optional<int> axis, fx::StreamOrDevice st) {
     if (axis) {

@@ -36,10 +36,29 @@ void init_quantized(py::module_& m) {
       },
       "w"_a, py::pos_only(), "group_size"_a = py::none(), "bits"_a = py::none(),
       "mode"_a = "affine", py::kw_only(), "global_scale"_a = py::none(), s,
-      "Quantize w along its last axis in groups: (w_q, scales, biases) for "
-      "mode='affine' (default group_size 64, bits 4), (w_q, scales) for "
-      "'mxfp4', 'nvfp4' and 'mxfp8'. Values are packed into uint32, lowest "
-      "bits first.");
+      R"doc(Quantize a matrix along its last axis, in groups.
+
+Values are packed into ``uint32`` words, lowest bits first.
+
+Args:
+    w (array): The matrix (or stack), last axis a multiple of
+        ``group_size``.
+    group_size (int, optional): Elements per group (64 for affine by
+        default; the mode's own size for the floating modes).
+    bits (int, optional): Bits per element (4 for affine by default).
+    mode (str, optional): ``"affine"``, ``"mxfp4"``, ``"nvfp4"`` or
+        ``"mxfp8"``. Default ``"affine"``.
+    global_scale (array, optional): A scale applied first (``nvfp4``).
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    tuple(array, ...): ``(w_q, scales, biases)`` for ``"affine"``,
+    ``(w_q, scales)`` for the floating modes.
+
+Example:
+    >>> w_q, scales, biases = mx.quantize(mx.ones((32, 64)), 64, 4)
+)doc");
   m.def(
       "dequantize",
       [](const fx::array& w, const fx::array& scales, py::handle biases,
@@ -52,8 +71,26 @@ void init_quantized(py::module_& m) {
       "w"_a, py::pos_only(), "scales"_a, "biases"_a = py::none(),
       "group_size"_a = py::none(), "bits"_a = py::none(), "mode"_a = "affine",
       "global_scale"_a = py::none(), "dtype"_a = py::none(), py::kw_only(), s,
-      "Dequantize w (from quantize) in ``dtype`` (default: the scales' for "
-      "affine, float32 for the floating modes).");
+      R"doc(Reconstruct a matrix from :func:`quantize`'s output.
+
+Args:
+    w (array): The packed values.
+    scales (array): The group scales.
+    biases (array, optional): The group biases (affine mode).
+    group_size (int, optional): Elements per group (64 for affine by
+        default; the mode's own size for the floating modes).
+    bits (int, optional): Bits per element (4 for affine by default).
+    mode (str, optional): ``"affine"``, ``"mxfp4"``, ``"nvfp4"`` or
+        ``"mxfp8"``. Default ``"affine"``.
+    global_scale (array, optional): The global scale (``nvfp4``).
+    dtype (Dtype, optional): Type of the result: the scales' for affine,
+        ``float32`` for the floating modes when omitted.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The dequantized matrix.
+)doc");
   m.def(
       "quantized_matmul",
       [](py::handle x, const fx::array& w, const fx::array& scales,
@@ -67,8 +104,27 @@ void init_quantized(py::module_& m) {
       "x"_a, "w"_a, py::pos_only(), "scales"_a, "biases"_a = py::none(),
       "transpose"_a = true, "group_size"_a = py::none(), "bits"_a = py::none(),
       "mode"_a = "affine", py::kw_only(), "global_scale"_a = py::none(), s,
-      "x @ dequantize(w).T (transpose=True) or x @ dequantize(w), without "
-      "dequantizing the whole matrix; w may be batched.");
+      R"doc(Multiply by a quantized matrix without dequantizing all of it.
+
+Args:
+    x (array): The input.
+    w (array): The packed matrix (may be batched).
+    scales (array): The group scales.
+    biases (array, optional): The group biases (affine mode).
+    transpose (bool, optional): ``x @ dequantize(w).T`` (``True``) or
+        ``x @ dequantize(w)``. Default ``True``.
+    group_size (int, optional): Elements per group (64 for affine by
+        default; the mode's own size for the floating modes).
+    bits (int, optional): Bits per element (4 for affine by default).
+    mode (str, optional): ``"affine"``, ``"mxfp4"``, ``"nvfp4"`` or
+        ``"mxfp8"``. Default ``"affine"``.
+    global_scale (array, optional): The global scale (``nvfp4``).
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The product.
+)doc");
   m.def(
       "gather_qmm",
       [](py::handle x, const fx::array& w, const fx::array& scales,
@@ -85,8 +141,28 @@ void init_quantized(py::module_& m) {
       "lhs_indices"_a = py::none(), "rhs_indices"_a = py::none(),
       "transpose"_a = true, "group_size"_a = py::none(), "bits"_a = py::none(),
       "mode"_a = "affine", py::kw_only(), "sorted_indices"_a = false, s,
-      "quantized_matmul of x's matrices at lhs_indices with w's at "
-      "rhs_indices (as gather_mm).");
+      R"doc(:func:`quantized_matmul` of selected batches (as :func:`gather_mm`).
+
+Args:
+    x (array): The inputs.
+    w (array): The packed matrices.
+    scales (array): The group scales.
+    biases (array, optional): The group biases (affine mode).
+    lhs_indices (array, optional): Flat indices into ``x``'s batches.
+    rhs_indices (array, optional): Flat indices into ``w``'s batches.
+    transpose (bool, optional): Multiply by ``w.T``. Default ``True``.
+    group_size (int, optional): Elements per group (64 for affine by
+        default; the mode's own size for the floating modes).
+    bits (int, optional): Bits per element (4 for affine by default).
+    mode (str, optional): ``"affine"``, ``"mxfp4"``, ``"nvfp4"`` or
+        ``"mxfp8"``. Default ``"affine"``.
+    sorted_indices (bool, optional): ``rhs_indices`` are sorted (a hint).
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The products.
+)doc");
   m.def(
       "qqmm",
       [](py::handle x, const fx::array& w, py::handle scales,
@@ -101,8 +177,28 @@ void init_quantized(py::module_& m) {
       "group_size"_a = py::none(), "bits"_a = py::none(), "mode"_a = "nvfp4",
       "global_scale_x"_a = py::none(), "global_scale_w"_a = py::none(),
       py::kw_only(), s,
-      "x @ w.T with both operands quantized (x by this call; w given "
-      "quantized with its scales, or quantized here when scales is None).");
+      R"doc(``x @ w.T`` with both operands quantized.
+
+``x`` is quantized by this call; ``w`` is given quantized with its
+``scales``, or quantized here when ``scales`` is ``None``.
+
+Args:
+    x (array): The input.
+    w (array): The matrix, packed (with ``scales``) or not.
+    scales (array, optional): ``w``'s group scales.
+    group_size (int, optional): Elements per group (64 for affine by
+        default; the mode's own size for the floating modes).
+    bits (int, optional): Bits per element (4 for affine by default).
+    mode (str, optional): ``"affine"``, ``"mxfp4"``, ``"nvfp4"`` or
+        ``"mxfp8"``. Default ``"nvfp4"``.
+    global_scale_x (array, optional): ``x``'s global scale.
+    global_scale_w (array, optional): ``w``'s global scale.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The product.
+)doc");
   m.def(
       "gather_qqmm",
       [](py::handle x, const fx::array& w, py::handle scales,
@@ -122,20 +218,59 @@ void init_quantized(py::module_& m) {
       "group_size"_a = py::none(), "bits"_a = py::none(), "mode"_a = "nvfp4",
       "global_scale_x"_a = py::none(), "global_scale_w"_a = py::none(),
       py::kw_only(), "sorted_indices"_a = false, s,
-      "qqmm of x's matrices at lhs_indices with w's at rhs_indices.");
+      R"doc(:func:`qqmm` of selected batches (as :func:`gather_mm`).
+
+Args:
+    x (array): The inputs.
+    w (array): The matrices, packed (with ``scales``) or not.
+    scales (array, optional): ``w``'s group scales.
+    lhs_indices (array, optional): Flat indices into ``x``'s batches.
+    rhs_indices (array, optional): Flat indices into ``w``'s batches.
+    group_size (int, optional): Elements per group (64 for affine by
+        default; the mode's own size for the floating modes).
+    bits (int, optional): Bits per element (4 for affine by default).
+    mode (str, optional): ``"affine"``, ``"mxfp4"``, ``"nvfp4"`` or
+        ``"mxfp8"``. Default ``"nvfp4"``.
+    global_scale_x (array, optional): ``x``'s global scale.
+    global_scale_w (array, optional): ``w``'s global scale.
+    sorted_indices (bool, optional): ``rhs_indices`` are sorted (a hint).
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The products.
+)doc");
   m.def(
       "to_fp8",
       [](py::handle x, fx::StreamOrDevice st) {
         return fx::to_fp8(fxpy::to_array(x), st);
       },
       "x"_a, py::pos_only(), py::kw_only(), s,
-      "FP8 E4M3 codes (uint8) of x, rounded to nearest and saturated at "
-      "448.");
+      R"doc(Encode values as FP8 E4M3 codes.
+
+Args:
+    x (array): The values.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: ``uint8`` codes, rounded to nearest and saturated at 448.
+)doc");
   m.def(
       "from_fp8",
       [](const fx::array& x, fx::Dtype dtype, fx::StreamOrDevice st) {
         return fx::from_fp8(x, dtype, st);
       },
       "x"_a, py::pos_only(), "dtype"_a = fx::bfloat16, py::kw_only(), s,
-      "The values of FP8 E4M3 codes (uint8) in ``dtype``.");
+      R"doc(Decode FP8 E4M3 codes.
+
+Args:
+    x (array): ``uint8`` codes.
+    dtype (Dtype, optional): Type of the result. Default ``bfloat16``.
+    stream (Stream or Device, optional): Where the op runs; the default
+    stream of the default device when omitted.
+
+Returns:
+    array: The values.
+)doc");
 }
