@@ -31,9 +31,23 @@ def _rebuild(tree, children):
 
 
 def tree_map(fn, tree, *rest, is_leaf=None):
-    """Apply ``fn`` to the leaves of ``tree``, returning a tree of the same
-    structure. ``rest`` are trees with (at least) the structure of ``tree``
-    whose matching leaves are passed as extra arguments."""
+    """Apply a function to the leaves of a tree.
+
+    Args:
+        fn (Callable): Called as ``fn(leaf, *rest_leaves)``.
+        tree: A tree: nested lists, tuples and dicts; anything else is a leaf.
+        *rest: Trees with (at least) the structure of ``tree``, whose
+            matching leaves are passed to ``fn`` too.
+        is_leaf (Callable, optional): ``is_leaf(node)`` returns ``True`` for a
+            node to treat as a leaf (not descended into).
+
+    Returns:
+        A tree of ``tree``'s structure holding ``fn``'s results.
+
+    Example:
+        >>> tree_map(lambda x: x * 2, {"a": 1, "b": [2, 3]})
+        {'a': 2, 'b': [4, 6]}
+    """
     if is_leaf is not None and is_leaf(tree):
         return fn(tree, *rest)
     if isinstance(tree, (list, tuple)):
@@ -53,8 +67,20 @@ def tree_map(fn, tree, *rest, is_leaf=None):
 
 
 def tree_map_with_path(fn, tree, *rest, is_leaf=None, path=None):
-    """Like :func:`tree_map`, but ``fn(path, leaf, *rest_leaves)`` also gets
-    the leaf's path."""
+    """Like :func:`tree_map`, with each leaf's path passed first.
+
+    Args:
+        fn (Callable): Called as ``fn(path, leaf, *rest_leaves)``; paths are
+            dotted (``"layers.0.weight"``).
+        tree: The tree.
+        *rest: Trees with (at least) the structure of ``tree``.
+        is_leaf (Callable, optional): ``is_leaf(node)`` returns ``True`` for a
+            node to treat as a leaf (not descended into).
+        path (str, optional): Prefix of the paths.
+
+    Returns:
+        A tree of ``tree``'s structure holding ``fn``'s results.
+    """
     if is_leaf is not None and is_leaf(tree):
         return fn(path, tree, *rest)
     if isinstance(tree, (list, tuple)):
@@ -88,15 +114,24 @@ def tree_map_with_path(fn, tree, *rest, is_leaf=None, path=None):
 
 
 def tree_flatten(tree, prefix="", is_leaf=None, destination=None):
-    """The leaves of ``tree`` as ``(path, leaf)`` pairs, in order.
+    """The leaves of a tree as ``(path, leaf)`` pairs, in order.
 
-    ``destination`` (a list or a dict) receives the pairs and is returned;
-    by default a new list.
+    Args:
+        tree: The tree.
+        prefix (str, optional): Prefix of the paths.
+        is_leaf (Callable, optional): ``is_leaf(node)`` returns ``True`` for a
+            node to treat as a leaf (not descended into).
+        destination (list or dict, optional): Receives the pairs and is
+            returned; a new list by default.
 
-    >>> tree_flatten([[[0]]])
-    [('0.0.0', 0)]
-    >>> tree_flatten({"a": 1, "b": [2, 3]})
-    [('a', 1), ('b.0', 2), ('b.1', 3)]
+    Returns:
+        list(tuple(str, Any)) or dict: The pairs.
+
+    Example:
+        >>> tree_flatten([[[0]]])
+        [('0.0.0', 0)]
+        >>> tree_flatten({"a": 1, "b": [2, 3]})
+        [('a', 1), ('b.0', 2), ('b.1', 3)]
     """
     if destination is None:
         destination = []
@@ -130,11 +165,21 @@ def _flatten_into(tree, prefix, is_leaf, add):
 
 
 def tree_unflatten(tree):
-    """Rebuild a tree from ``(path, leaf)`` pairs: path components that are
-    integers make lists, others dicts (tuples come back as lists).
+    """Rebuild a tree from ``(path, leaf)`` pairs.
 
-    >>> tree_unflatten([("a", 1), ("b.0", 2), ("b.1", 3)])
-    {'a': 1, 'b': [2, 3]}
+    Path components that are integers make lists, others dicts (tuples come
+    back as lists).
+
+    Args:
+        tree (list(tuple(str, Any)) or dict): The pairs, as
+            :func:`tree_flatten` gives them.
+
+    Returns:
+        The tree.
+
+    Example:
+        >>> tree_unflatten([("a", 1), ("b.0", 2), ("b.1", 3)])
+        {'a': 1, 'b': [2, 3]}
     """
     if isinstance(tree, dict):
         tree = list(tree.items())
@@ -163,8 +208,17 @@ def tree_unflatten(tree):
 
 
 def tree_visit(fn, tree, is_leaf=None):
-    """Call ``fn`` on every leaf of ``tree`` (in flatten order) for its side
-    effects; returns None."""
+    """Call a function on every leaf of a tree, in flatten order.
+
+    Args:
+        fn (Callable): Called as ``fn(leaf)`` for its side effects.
+        tree: The tree.
+        is_leaf (Callable, optional): ``is_leaf(node)`` returns ``True`` for a
+            node to treat as a leaf (not descended into).
+
+    Returns:
+        None.
+    """
     if is_leaf is not None and is_leaf(tree):
         fn(tree)
     elif isinstance(tree, (list, tuple)):
@@ -178,11 +232,23 @@ def tree_visit(fn, tree, is_leaf=None):
 
 
 def tree_reduce(fn, tree, initializer=None, is_leaf=None):
-    """Fold ``fn(accumulator, leaf)`` over the leaves of ``tree``. Without
-    an ``initializer`` the first leaf starts the accumulation.
+    """Fold a function over the leaves of a tree.
 
-    >>> tree_reduce(lambda acc, x: acc + x, {"a": [1, 2], "b": 3}, 0)
-    6
+    Args:
+        fn (Callable): Called as ``fn(accumulator, leaf)``; returns the new
+            accumulator.
+        tree: The tree.
+        initializer (optional): The starting accumulator; the first leaf
+            when omitted.
+        is_leaf (Callable, optional): ``is_leaf(node)`` returns ``True`` for a
+            node to treat as a leaf.
+
+    Returns:
+        The final accumulator.
+
+    Example:
+        >>> tree_reduce(lambda acc, x: acc + x, {"a": [1, 2], "b": 3}, 0)
+        6
     """
     if is_leaf is not None and is_leaf(tree):
         return tree if initializer is None else fn(initializer, tree)
@@ -205,14 +271,23 @@ def _is_empty_node(tree):
 def tree_merge(tree_a, tree_b, merge_fn=None):
     """Merge two trees into one.
 
-    Where only one tree has something (the other has ``None``, an empty
-    node, or nothing at all), that is taken. Lists and tuples merge item by
-    item, dicts key by key. Two leaves at the same place are combined with
-    ``merge_fn(a, b)``; without one that is a ValueError, as are nodes of
-    different kinds at the same place.
+    Where only one tree has something (the other has ``None``, an empty node,
+    or nothing at all), that is taken. Lists and tuples merge item by item,
+    dicts key by key.
 
-    >>> tree_merge({"a": 1}, {"b": [2]})
-    {'a': 1, 'b': [2]}
+    Args:
+        tree_a: The first tree.
+        tree_b: The second tree.
+        merge_fn (Callable, optional): ``merge_fn(a, b)`` combines two leaves
+            at the same place; without it that is a ``ValueError``, as are
+            nodes of different kinds at the same place.
+
+    Returns:
+        The merged tree.
+
+    Example:
+        >>> tree_merge({"a": 1}, {"b": [2]})
+        {'a': 1, 'b': [2]}
     """
     empty_a, empty_b = _is_empty_node(tree_a), _is_empty_node(tree_b)
     if empty_a and empty_b:

@@ -24,7 +24,16 @@ __all__ = [
 
 
 def constant(value, dtype=mx.float32):
-    """Fill with ``value``."""
+    """Fill with ``value``.
+
+    Args:
+        value (float): The fill value.
+        dtype (Dtype, optional): Type of the initialized arrays. Default
+            ``mx.float32``.
+
+    Returns:
+        Callable: ``init(array)``, returning a new array of the array's shape.
+    """
 
     def initializer(a):
         return mx.full(a.shape, value, dtype=dtype)
@@ -33,7 +42,21 @@ def constant(value, dtype=mx.float32):
 
 
 def normal(mean=0.0, std=1.0, dtype=mx.float32):
-    """Draw from N(mean, std^2)."""
+    """Draw from N(mean, std^2).
+
+    Args:
+        mean (float, optional): The mean. Default ``0.0``.
+        std (float, optional): The standard deviation. Default ``1.0``.
+        dtype (Dtype, optional): Type of the initialized arrays. Default
+            ``mx.float32``.
+
+    Returns:
+        Callable: ``init(array)``, returning a new array of the array's shape.
+
+    Example:
+        >>> init_fn = nn.init.normal(std=0.02)
+        >>> w = init_fn(mx.zeros((4, 4)))
+    """
 
     def initializer(a):
         return mx.random.normal(
@@ -44,7 +67,17 @@ def normal(mean=0.0, std=1.0, dtype=mx.float32):
 
 
 def uniform(low=0.0, high=1.0, dtype=mx.float32):
-    """Draw from U(low, high)."""
+    """Draw from U(low, high).
+
+    Args:
+        low (float, optional): The lower bound. Default ``0.0``.
+        high (float, optional): The upper bound. Default ``1.0``.
+        dtype (Dtype, optional): Type of the initialized arrays. Default
+            ``mx.float32``.
+
+    Returns:
+        Callable: ``init(array)``, returning a new array of the array's shape.
+    """
 
     def initializer(a):
         return mx.random.uniform(low, high, a.shape, dtype=dtype)
@@ -53,7 +86,15 @@ def uniform(low=0.0, high=1.0, dtype=mx.float32):
 
 
 def identity(dtype=mx.float32):
-    """The identity matrix (square 2-D arrays only)."""
+    """The identity matrix (square 2-D arrays only).
+
+    Args:
+        dtype (Dtype, optional): Type of the initialized arrays. Default
+            ``mx.float32``.
+
+    Returns:
+        Callable: ``init(array)``, returning a new array of the array's shape.
+    """
 
     def initializer(arr):
         if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
@@ -85,7 +126,15 @@ def _fans(x):
 
 def glorot_normal(dtype=mx.float32):
     r"""Glorot (Xavier) normal: std :math:`\gamma \sqrt{2 / (f_{in} +
-    f_{out})}`; the initializer takes the array and a ``gain``."""
+    f_{out})}`; the initializer takes the array and a ``gain``.
+
+    Args:
+        dtype (Dtype, optional): Type of the initialized arrays. Default
+            ``mx.float32``.
+
+    Returns:
+        Callable: ``init(array, gain=1.0)``, returning a new array of the array's shape.
+    """
 
     def initializer(a, gain=1.0):
         fan_in, fan_out = _fans(a)
@@ -97,7 +146,15 @@ def glorot_normal(dtype=mx.float32):
 
 def glorot_uniform(dtype=mx.float32):
     r"""Glorot (Xavier) uniform on :math:`\pm\gamma\sqrt{6 / (f_{in} +
-    f_{out})}`."""
+    f_{out})}`.
+
+    Args:
+        dtype (Dtype, optional): Type of the initialized arrays. Default
+            ``mx.float32``.
+
+    Returns:
+        Callable: ``init(array, gain=1.0)``, returning a new array of the array's shape.
+    """
 
     def initializer(a, gain=1.0):
         fan_in, fan_out = _fans(a)
@@ -120,7 +177,15 @@ def _fan(a, mode):
 
 def he_normal(dtype=mx.float32):
     r"""He (Kaiming) normal: std :math:`\gamma / \sqrt{f}` with
-    :math:`f` the fan in (default) or out."""
+    :math:`f` the fan in (default) or out.
+
+    Args:
+        dtype (Dtype, optional): Type of the initialized arrays. Default
+            ``mx.float32``.
+
+    Returns:
+        Callable: ``init(array, mode="fan_in", gain=1.0)``, returning a new array of the array's shape.
+    """
 
     def initializer(a, mode="fan_in", gain=1.0):
         std = gain / math.sqrt(_fan(a, mode))
@@ -130,7 +195,15 @@ def he_normal(dtype=mx.float32):
 
 
 def he_uniform(dtype=mx.float32):
-    r"""He (Kaiming) uniform on :math:`\pm\gamma\sqrt{3 / f}`."""
+    r"""He (Kaiming) uniform on :math:`\pm\gamma\sqrt{3 / f}`.
+
+    Args:
+        dtype (Dtype, optional): Type of the initialized arrays. Default
+            ``mx.float32``.
+
+    Returns:
+        Callable: ``init(array, mode="fan_in", gain=1.0)``, returning a new array of the array's shape.
+    """
 
     def initializer(a, mode="fan_in", gain=1.0):
         limit = gain * math.sqrt(3.0 / _fan(a, mode))
@@ -142,7 +215,18 @@ def he_uniform(dtype=mx.float32):
 def sparse(sparsity, mean=0.0, std=1.0, dtype=mx.float32):
     """Normal values with ``ceil(sparsity * columns)`` entries of every row
     set to zero (Martens, 2010): each output feature keeps the same number
-    of input connections."""
+    of input connections.
+
+    Args:
+        sparsity (float): The fraction of each row set to zero.
+        mean (float, optional): The mean. Default ``0.0``.
+        std (float, optional): The standard deviation. Default ``1.0``.
+        dtype (Dtype, optional): Type of the initialized arrays. Default
+            ``mx.float32``.
+
+    Returns:
+        Callable: ``init(array)``, returning a new array of the array's shape.
+    """
 
     def initializer(a):
         if a.ndim != 2:
@@ -168,7 +252,16 @@ def sparse(sparsity, mean=0.0, std=1.0, dtype=mx.float32):
 def orthogonal(gain=1.0, dtype=mx.float32):
     """A (semi-)orthogonal matrix (Saxe et al.): the Q factor of a Gaussian
     matrix, signs fixed by R's diagonal so the distribution is uniform
-    (Haar); rows or columns, whichever are fewer, are orthonormal."""
+    (Haar); rows or columns, whichever are fewer, are orthonormal.
+
+    Args:
+        gain (float, optional): Scale of the matrix. Default ``1.0``.
+        dtype (Dtype, optional): Type of the initialized arrays. Default
+            ``mx.float32``.
+
+    Returns:
+        Callable: ``init(array)``, returning a new array of the array's shape.
+    """
 
     def initializer(a):
         if a.ndim != 2:

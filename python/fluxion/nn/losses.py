@@ -73,6 +73,23 @@ def cross_entropy(
     uniform one. The logits are shifted by their maximum first (the loss
     does not depend on a shared offset), so large logits lose no
     precision.
+
+    Args:
+        logits (array): Unnormalized scores, classes along ``axis``.
+        targets (array): The targets.
+        weights (array, optional): Per-element weights of the loss. Default
+            ``None``.
+        axis (int, optional): The class (or feature) axis. Default ``-1``.
+        label_smoothing (float, optional): Smoothing in ``[0, 1)``. Default
+            ``0.0``.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'none'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+
+    Example:
+        >>> loss = nn.losses.cross_entropy(logits, labels, reduction="mean")
     """
     if not 0 <= label_smoothing < 1:
         raise ValueError(
@@ -129,7 +146,21 @@ def binary_cross_entropy(
 ):
     """Binary cross entropy of logits (default) or probabilities
     (``with_logits=False``; the logs are clipped at -100, as PyTorch, so a
-    probability of exactly 0 or 1 gives a finite loss)."""
+    probability of exactly 0 or 1 gives a finite loss).
+
+    Args:
+        inputs (array): The predictions.
+        targets (array): The targets.
+        weights (array, optional): Per-element weights of the loss. Default
+            ``None``.
+        with_logits (bool, optional): ``inputs`` are logits (else
+            probabilities). Default ``True``.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'mean'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     if with_logits:
         loss = mx.logaddexp(0.0, inputs) - inputs * targets
     else:
@@ -141,20 +172,51 @@ def binary_cross_entropy(
 
 
 def l1_loss(predictions, targets, reduction="mean"):
-    """Mean absolute error."""
+    """Mean absolute error.
+
+    Args:
+        predictions (array): The predictions.
+        targets (array): The targets.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'mean'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     _check_same_shape("l1_loss", predictions, targets)
     return _reduce(mx.abs(predictions - targets), reduction)
 
 
 def mse_loss(predictions, targets, reduction="mean"):
-    """Mean squared error."""
+    """Mean squared error.
+
+    Args:
+        predictions (array): The predictions.
+        targets (array): The targets.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'mean'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     _check_same_shape("mse_loss", predictions, targets)
     return _reduce(mx.square(predictions - targets), reduction)
 
 
 def nll_loss(inputs, targets, axis=-1, reduction="none"):
     """Negative log likelihood of the target classes, given
-    log-probabilities ``inputs`` (classes along ``axis``)."""
+    log-probabilities ``inputs`` (classes along ``axis``).
+
+    Args:
+        inputs (array): The predictions.
+        targets (array): The targets.
+        axis (int, optional): The class (or feature) axis. Default ``-1``.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'none'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     picked = mx.take_along_axis(inputs, mx.expand_dims(targets, axis), axis)
     return _reduce(-mx.squeeze(picked, axis), reduction)
 
@@ -165,7 +227,20 @@ def gaussian_nll_loss(
     r"""Negative Gaussian log likelihood of ``targets`` under means
     ``inputs`` and variances ``vars`` (clipped below at ``eps``):
     :math:`\frac12(\log v + (t - \mu)^2 / v)`, plus
-    :math:`\frac12\log 2\pi` with ``full``."""
+    :math:`\frac12\log 2\pi` with ``full``.
+
+    Args:
+        inputs (array): The predictions.
+        targets (array): The targets.
+        vars (array): The variances.
+        full (bool, optional): Add the constant term. Default ``False``.
+        eps (float, optional): Lower bound for stability. Default ``1e-06``.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'mean'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     _check_same_shape(
         "gaussian_nll_loss", inputs, targets, ("inputs", "targets")
     )
@@ -180,14 +255,37 @@ def gaussian_nll_loss(
 def kl_div_loss(inputs, targets, axis=-1, reduction="none"):
     r"""Kullback-Leibler divergence :math:`\sum e^{t} (t - x)` of the
     target distribution from the input one, both given as log
-    probabilities."""
+    probabilities.
+
+    Args:
+        inputs (array): The predictions.
+        targets (array): The targets.
+        axis (int, optional): The class (or feature) axis. Default ``-1``.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'none'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     loss = mx.sum(mx.exp(targets) * (targets - inputs), axis=axis)
     return _reduce(loss, reduction)
 
 
 def smooth_l1_loss(predictions, targets, beta=1.0, reduction="mean"):
     r"""Smooth L1: :math:`0.5 d^2 / \beta` for :math:`|d| < \beta`, else
-    :math:`|d| - 0.5 \beta`."""
+    :math:`|d| - 0.5 \beta`.
+
+    Args:
+        predictions (array): The predictions.
+        targets (array): The targets.
+        beta (float, optional): Where the loss turns from quadratic to linear.
+            Default ``1.0``.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'mean'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     _check_same_shape("smooth_l1_loss", predictions, targets)
     diff = mx.abs(predictions - targets)
     loss = mx.where(
@@ -213,7 +311,24 @@ def triplet_loss(
     eps=1e-6,
     reduction="none",
 ):
-    r""":math:`\max(\|a - p\|_p - \|a - n\|_p + \text{margin}, 0)`."""
+    r"""Triplet margin loss of anchors, positives and negatives.
+
+    :math:`\max(\|a - p\|_p - \|a - n\|_p + \text{margin}, 0)`.
+
+    Args:
+        anchors (array): The anchors.
+        positives (array): Samples of the anchors' class.
+        negatives (array): Samples of other classes.
+        axis (int, optional): The class (or feature) axis. Default ``-1``.
+        p (int, optional): The norm's degree. Default ``2``.
+        margin (float, optional): The margin. Default ``1.0``.
+        eps (float, optional): Lower bound for stability. Default ``1e-06``.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'none'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     loss = mx.maximum(
         _p_distance(anchors, positives, p, axis, eps)
         - _p_distance(anchors, negatives, p, axis, eps)
@@ -224,13 +339,37 @@ def triplet_loss(
 
 
 def hinge_loss(inputs, targets, reduction="none"):
-    r""":math:`\max(1 - y x, 0)` for targets :math:`y \in \{-1, 1\}`."""
+    r"""Hinge loss for targets in {-1, 1}.
+
+    :math:`\max(1 - y x, 0)` for targets :math:`y \in \{-1, 1\}`.
+
+    Args:
+        inputs (array): The predictions.
+        targets (array): The targets.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'none'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     return _reduce(mx.maximum(1 - inputs * targets, 0), reduction)
 
 
 def huber_loss(inputs, targets, delta=1.0, reduction="none"):
-    r"""Huber loss: quadratic (:math:`d^2 / 2`) below ``delta``, linear
-    above."""
+    """Huber loss: quadratic (:math:`d^2 / 2`) below ``delta``, linear
+    above.
+
+    Args:
+        inputs (array): The predictions.
+        targets (array): The targets.
+        delta (float, optional): Where the loss turns from quadratic to
+            linear. Default ``1.0``.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'none'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     abs_err = mx.abs(inputs - targets)
     quadratic = mx.minimum(abs_err, delta)
     linear = abs_err - quadratic
@@ -238,16 +377,40 @@ def huber_loss(inputs, targets, delta=1.0, reduction="none"):
 
 
 def log_cosh_loss(inputs, targets, reduction="none"):
-    r""":math:`\log\cosh(x - y)`, computed as
+    r"""Log-cosh loss of the difference.
+
+    :math:`\log\cosh(x - y)`, computed as
     :math:`\operatorname{logaddexp}(d, -d) - \log 2` so it never
-    overflows."""
+    overflows.
+
+    Args:
+        inputs (array): The predictions.
+        targets (array): The targets.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'none'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     d = inputs - targets
     return _reduce(mx.logaddexp(d, -d) - math.log(2), reduction)
 
 
 def cosine_similarity_loss(x1, x2, axis=1, eps=1e-8, reduction="none"):
     r"""Cosine similarity :math:`x_1 \cdot x_2 / \max(\|x_1\| \|x_2\|,
-    \epsilon)` along ``axis``."""
+    \epsilon)` along ``axis``.
+
+    Args:
+        x1 (array): The first inputs.
+        x2 (array): The second inputs.
+        axis (int, optional): The class (or feature) axis. Default ``1``.
+        eps (float, optional): Lower bound for stability. Default ``1e-08``.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'none'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     n1 = mx.sqrt(mx.sum(mx.square(x1), axis=axis))
     n2 = mx.sqrt(mx.sum(mx.square(x2), axis=axis))
     loss = mx.sum(x1 * x2, axis=axis) / mx.maximum(n1 * n2, eps)
@@ -257,8 +420,22 @@ def cosine_similarity_loss(x1, x2, axis=1, eps=1e-8, reduction="none"):
 def margin_ranking_loss(
     inputs1, inputs2, targets, margin=0.0, reduction="none"
 ):
-    r""":math:`\max(-y (x_1 - x_2) + \text{margin}, 0)` for targets
-    :math:`y \in \{-1, 1\}` (1: ``inputs1`` should rank higher)."""
+    r"""Margin ranking loss of two score arrays.
+
+    :math:`\max(-y (x_1 - x_2) + \text{margin}, 0)` for targets
+    :math:`y \in \{-1, 1\}` (1: ``inputs1`` should rank higher).
+
+    Args:
+        inputs1 (array): The first scores.
+        inputs2 (array): The second scores.
+        targets (array): The targets.
+        margin (float, optional): The margin. Default ``0.0``.
+        reduction (str, optional): ``"none"``, ``"mean"`` or ``"sum"``.
+            Default ``'none'``.
+
+    Returns:
+        array: The loss, reduced as ``reduction`` says.
+    """
     _check_same_shape(
         "margin_ranking_loss", inputs1, inputs2, ("inputs1", "inputs2")
     )

@@ -34,7 +34,12 @@ class Optimizer:
     """Base class: sub-classes implement ``init_single(parameter, state)``
     (fill the per-parameter state dict) and ``apply_single(gradient,
     parameter, state)`` (return the updated parameter, updating the state
-    dict in place)."""
+    dict in place).
+
+    Args:
+        schedulers (dict(str, Callable), optional): Hyper-parameter schedules
+            by state name (sub-classes fill it through their arguments).
+    """
 
     def __init__(self, schedulers=None):
         self._initialized = False
@@ -172,6 +177,19 @@ class SGD(Optimizer):
     .. math::
         v_{t+1} = \mu v_t + (1 - \tau) g_t, \quad
         w_{t+1} = w_t - \lambda v_{t+1}
+
+    Args:
+        learning_rate (float or Callable): The step size, or a schedule of the step count.
+        momentum (float, optional): Momentum :math:`\mu`. Default 0.
+        weight_decay (float, optional): L2 penalty added to the gradient.
+            Default 0.
+        dampening (float, optional): Dampening :math:`\tau`. Default 0.
+        nesterov (bool, optional): Nesterov momentum (needs a momentum and
+            no dampening). Default ``False``.
+
+    Example:
+        >>> opt = optim.SGD(learning_rate=0.1, momentum=0.9)
+        >>> opt.update(model, grads)
     """
 
     def __init__(
@@ -216,7 +234,13 @@ class SGD(Optimizer):
 class RMSprop(Optimizer):
     r"""RMSprop (Tieleman and Hinton):
     :math:`v_{t+1} = \alpha v_t + (1 - \alpha) g_t^2`,
-    :math:`w_{t+1} = w_t - \lambda g_t / (\sqrt{v_{t+1}} + \epsilon)`."""
+    :math:`w_{t+1} = w_t - \lambda g_t / (\sqrt{v_{t+1}} + \epsilon)`.
+
+    Args:
+        learning_rate (float or Callable): The step size, or a schedule of the step count.
+        alpha (float, optional): Smoothing :math:`\alpha`. Default 0.99.
+        eps (float, optional): :math:`\epsilon`, positive. Default 1e-8.
+    """
 
     def __init__(self, learning_rate, alpha=0.99, eps=1e-8):
         super().__init__()
@@ -237,7 +261,12 @@ class RMSprop(Optimizer):
 
 class Adagrad(Optimizer):
     r"""Adagrad (Duchi et al.): :math:`v_{t+1} = v_t + g_t^2`,
-    :math:`w_{t+1} = w_t - \lambda g_t / (\sqrt{v_{t+1}} + \epsilon)`."""
+    :math:`w_{t+1} = w_t - \lambda g_t / (\sqrt{v_{t+1}} + \epsilon)`.
+
+    Args:
+        learning_rate (float or Callable): The step size, or a schedule of the step count.
+        eps (float, optional): :math:`\epsilon`, positive. Default 1e-8.
+    """
 
     def __init__(self, learning_rate, eps=1e-8):
         super().__init__()
@@ -259,7 +288,13 @@ class AdaDelta(Optimizer):
     r"""AdaDelta (Zeiler): running averages of squared gradients ``v`` and
     squared updates ``u``; the step is
     :math:`\sqrt{u + \epsilon} / \sqrt{v + \epsilon} \, g`, scaled by the
-    learning rate."""
+    learning rate.
+
+    Args:
+        learning_rate (float or Callable): The step size, or a schedule of the step count.
+        rho (float, optional): Smoothing of the averages. Default 0.9.
+        eps (float, optional): :math:`\epsilon`, positive. Default 1e-6.
+    """
 
     def __init__(self, learning_rate, rho=0.9, eps=1e-6):
         super().__init__()
@@ -286,7 +321,21 @@ class Adam(Optimizer):
     r"""Adam (Kingma and Ba). Without ``bias_correction`` (MLX's default)
     the step is :math:`\lambda m / (\sqrt{v} + \epsilon)`; with it, the
     moments are divided by :math:`1 - \beta^t` as in the paper and
-    PyTorch."""
+    PyTorch.
+
+    Args:
+        learning_rate (float or Callable): The step size, or a schedule of the step count.
+        betas (tuple(float, float), optional): Smoothing of the first and
+            second moments. Default ``(0.9, 0.999)``.
+        eps (float, optional): :math:`\epsilon`. Default 1e-8.
+        bias_correction (bool, optional): Divide the moments by
+            :math:`1 - \beta^t`. Default ``False``.
+
+    Example:
+        >>> opt = optim.Adam(learning_rate=1e-3)
+        >>> loss, grads = nn.value_and_grad(model, loss_fn)(model, x, y)
+        >>> opt.update(model, grads)
+    """
 
     def __init__(
         self,
@@ -322,7 +371,17 @@ class Adam(Optimizer):
 class AdamW(Adam):
     r"""Adam with decoupled weight decay (Loshchilov and Hutter): the
     parameter is first shrunk by :math:`1 - \lambda \cdot
-    \text{weight\_decay}`."""
+    \text{weight\_decay}`.
+
+    Args:
+        learning_rate (float or Callable): The step size, or a schedule of the step count.
+        betas (tuple(float, float), optional): Smoothing of the moments.
+            Default ``(0.9, 0.999)``.
+        eps (float, optional): :math:`\epsilon`. Default 1e-8.
+        weight_decay (float, optional): Decoupled decay. Default 0.01.
+        bias_correction (bool, optional): As in :class:`Adam`. Default
+            ``False``.
+    """
 
     def __init__(
         self,
@@ -344,7 +403,14 @@ class AdamW(Adam):
 
 class Adamax(Adam):
     r"""Adamax (the infinity-norm Adam): :math:`v = \max(\beta_2 v, |g|)`,
-    step :math:`\lambda m / (v + \epsilon)`."""
+    step :math:`\lambda m / (v + \epsilon)`.
+
+    Args:
+        learning_rate (float or Callable): The step size, or a schedule of the step count.
+        betas (tuple(float, float), optional): Smoothing of the moments.
+            Default ``(0.9, 0.999)``.
+        eps (float, optional): :math:`\epsilon`. Default 1e-8.
+    """
 
     def __init__(self, learning_rate, betas=(0.9, 0.999), eps=1e-8):
         super().__init__(learning_rate, betas, eps)
@@ -367,7 +433,14 @@ class Lion(Optimizer):
     r"""Lion (Chen et al.): the step is :math:`\lambda
     \operatorname{sign}(\beta_1 m + (1 - \beta_1) g)`, then
     :math:`m \leftarrow \beta_2 m + (1 - \beta_2) g`; optional decoupled
-    weight decay."""
+    weight decay.
+
+    Args:
+        learning_rate (float or Callable): The step size, or a schedule of the step count.
+        betas (tuple(float, float), optional): :math:`\beta_1, \beta_2`.
+            Default ``(0.9, 0.99)``.
+        weight_decay (float, optional): Decoupled decay. Default 0.
+    """
 
     def __init__(self, learning_rate, betas=(0.9, 0.99), weight_decay=0.0):
         super().__init__()
@@ -394,7 +467,27 @@ class Adafactor(Optimizer):
     two or more dimensions are kept factored as row and column averages
     over the last two axes; updates are clipped by their RMS and, with
     ``relative_step`` (default), the step size is
-    :math:`\min(10^{-2}, 1/\sqrt{t})` times the parameter's RMS."""
+    :math:`\min(10^{-2}, 1/\sqrt{t})` times the parameter's RMS.
+
+    Args:
+        learning_rate (float or Callable, optional): The step size; with
+            ``relative_step`` and ``None``, the relative step is used.
+        eps (tuple(float, float), optional): Regularizers of the second
+            moment and of the parameter scale. Default ``(1e-30, 1e-3)``.
+        clip_threshold (float, optional): RMS threshold of the update.
+            Default 1.
+        decay_rate (float, optional): Exponent of the second-moment decay.
+            Default -0.8.
+        beta_1 (float, optional): First-moment smoothing; none when
+            ``None``.
+        weight_decay (float, optional): Decay. Default 0.
+        scale_parameter (bool, optional): Scale the step by the parameter's
+            RMS. Default ``True``.
+        relative_step (bool, optional): Use the relative step size. Default
+            ``True``.
+        warmup_init (bool, optional): Warm the relative step up. Default
+            ``False``.
+    """
 
     def __init__(
         self,
@@ -495,11 +588,19 @@ class Adafactor(Optimizer):
 
 
 class Muon(Optimizer):
-    r"""Muon (MomentUm Orthogonalized by Newton-schulz, Jordan et al.):
+    """Muon (MomentUm Orthogonalized by Newton-schulz, Jordan et al.):
     SGD momentum whose update, for matrices (and higher-rank parameters
     flattened to ``[shape[0], -1]``), is replaced by its nearest
     semi-orthogonal matrix, found with ``ns_steps`` quintic Newton-Schulz
-    iterations in bfloat16. Vectors get the plain momentum update."""
+    iterations in bfloat16. Vectors get the plain momentum update.
+
+    Args:
+        learning_rate (float or Callable): The step size, or a schedule of the step count.
+        momentum (float, optional): Momentum. Default 0.95.
+        weight_decay (float, optional): Decoupled decay. Default 0.01.
+        nesterov (bool, optional): Nesterov momentum. Default ``True``.
+        ns_steps (int, optional): Newton-Schulz iterations. Default 5.
+    """
 
     def __init__(
         self,
@@ -563,7 +664,12 @@ class MultiOptimizer(Optimizer):
     """Several optimizers, each for the parameters selected by a filter
     ``filter(path, parameter) -> bool``: parameter ``p`` goes to the first
     optimizer whose filter accepts it, the last optimizer takes the rest
-    (so ``len(filters) == len(optimizers) - 1``)."""
+    (so ``len(filters) == len(optimizers) - 1``).
+
+    Args:
+        optimizers (list(Optimizer)): The optimizers.
+        filters (list(Callable), optional): ``len(optimizers) - 1`` filters.
+    """
 
     def __init__(self, optimizers, filters=()):
         super().__init__()
@@ -622,8 +728,18 @@ class MultiOptimizer(Optimizer):
 
 
 def clip_grad_norm(grads, max_norm):
-    """Scale ``grads`` so that their global L2 norm is at most
-    ``max_norm``; returns ``(clipped_grads, total_norm)``."""
+    """Scale gradients so that their global L2 norm is at most ``max_norm``.
+
+    Args:
+        grads (tree): The gradients (a tree of arrays).
+        max_norm (float): The largest norm allowed.
+
+    Returns:
+        tuple: ``(clipped_grads, total_norm)``, the norm before clipping.
+
+    Example:
+        >>> grads, norm = optim.clip_grad_norm(grads, max_norm=1.0)
+    """
     if max_norm < 0:
         raise ValueError(
             f"[clip_grad_norm] max_norm must be non-negative, got {max_norm}"

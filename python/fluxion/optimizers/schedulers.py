@@ -16,7 +16,20 @@ __all__ = [
 
 
 def exponential_decay(init, decay_rate):
-    """``init * decay_rate ** step``."""
+    """Exponential decay: ``init * decay_rate ** step``.
+
+    Args:
+        init (float): The rate at step 0.
+        decay_rate (float): The factor per step.
+
+    Returns:
+        Callable: ``schedule(step)``, usable as an optimizer's
+        ``learning_rate``.
+
+    Example:
+        >>> lr = exponential_decay(0.1, 0.9)
+        >>> opt = optim.SGD(learning_rate=lr)
+    """
 
     def schedule(step):
         return init * decay_rate**step
@@ -25,8 +38,19 @@ def exponential_decay(init, decay_rate):
 
 
 def step_decay(init, decay_rate, step_size):
-    """``init * decay_rate ** (step // step_size)``: the rate drops by
-    ``decay_rate`` every ``step_size`` steps."""
+    """Step decay: ``init * decay_rate ** (step // step_size)``.
+
+    The rate drops by ``decay_rate`` every ``step_size`` steps.
+
+    Args:
+        init (float): The rate at step 0.
+        decay_rate (float): The factor per drop.
+        step_size (int): Steps between drops.
+
+    Returns:
+        Callable: ``schedule(step)``, usable as an optimizer's
+        ``learning_rate``.
+    """
 
     def schedule(step):
         return init * (decay_rate ** (step // step_size))
@@ -35,8 +59,17 @@ def step_decay(init, decay_rate, step_size):
 
 
 def cosine_decay(init, decay_steps, end=0.0):
-    """Half a cosine from ``init`` at step 0 to ``end`` at
-    ``decay_steps``, then ``end``."""
+    """Cosine decay: half a cosine from ``init`` at step 0 to ``end``.
+
+    Args:
+        init (float): The rate at step 0.
+        decay_steps (int): The step at which ``end`` is reached (and kept).
+        end (float, optional): The final rate. Default 0.
+
+    Returns:
+        Callable: ``schedule(step)``, usable as an optimizer's
+        ``learning_rate``.
+    """
 
     def schedule(step):
         s = mx.minimum(step, decay_steps)
@@ -47,8 +80,20 @@ def cosine_decay(init, decay_steps, end=0.0):
 
 
 def linear_schedule(init, end, steps):
-    """Linear from ``init`` at step 0 to ``end`` at ``steps``, then
-    ``end``."""
+    """Linear schedule from ``init`` at step 0 to ``end`` at ``steps``, then ``end``.
+
+    Args:
+        init (float): The rate at step 0.
+        end (float): The final rate.
+        steps (int): The step at which ``end`` is reached (at least 1).
+
+    Returns:
+        Callable: ``schedule(step)``, usable as an optimizer's
+        ``learning_rate``.
+
+    Example:
+        >>> warmup = linear_schedule(0.0, 1e-3, 100)
+    """
     if steps < 1:
         raise ValueError(
             f"[linear_schedule] steps must be at least 1, got {steps}"
@@ -62,8 +107,22 @@ def linear_schedule(init, end, steps):
 
 
 def join_schedules(schedules, boundaries):
-    """Schedule ``schedules[i]`` from ``boundaries[i - 1]`` on (each
-    started at its own step 0); ``len(boundaries) == len(schedules) - 1``.
+    """Join schedules one after another at given steps.
+
+    Schedule ``schedules[i]`` runs from ``boundaries[i - 1]`` on, started at
+    its own step 0.
+
+    Args:
+        schedules (list(Callable)): The schedules.
+        boundaries (list(int)): The steps where each next one starts;
+            ``len(schedules) - 1`` of them.
+
+    Returns:
+        Callable: ``schedule(step)``.
+
+    Example:
+        >>> warmup = linear_schedule(0.0, 1e-3, 100)
+        >>> lr = join_schedules([warmup, cosine_decay(1e-3, 1000)], [100])
     """
     if len(schedules) == 0:
         raise ValueError("[join_schedules] Must provide at least 1 schedule.")
