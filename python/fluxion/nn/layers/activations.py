@@ -72,146 +72,383 @@ _SELU_SCALE = 1.0507009873554805
 
 
 def sigmoid(x):
-    r"""Element-wise logistic sigmoid :math:`1 / (1 + e^{-x})`."""
+    """Element-wise logistic sigmoid :math:`1 / (1 + e^{-x})`.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.sigmoid(x)
 
 
 def tanh(x):
-    """Element-wise hyperbolic tangent."""
+    """Element-wise hyperbolic tangent.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.tanh(x)
 
 
 def relu(x):
-    r""":math:`\max(x, 0)`."""
+    r"""Rectified linear unit.
+
+    :math:`\max(x, 0)`.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.maximum(x, 0)
 
 
 def relu2(x):
-    r""":math:`\max(x, 0)^2`."""
+    r"""Squared ReLU.
+
+    :math:`\max(x, 0)^2`.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.square(mx.maximum(x, 0))
 
 
 def relu6(x):
-    r""":math:`\min(\max(x, 0), 6)`."""
+    r"""ReLU capped at 6.
+
+    :math:`\min(\max(x, 0), 6)`.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.minimum(mx.maximum(x, 0), 6.0)
 
 
 def leaky_relu(x, negative_slope=0.01):
-    r""":math:`\max(a x, x)` for a slope :math:`a < 1`."""
+    r"""Leaky rectified linear unit.
+
+    :math:`\max(a x, x)` for a slope :math:`a < 1`.
+
+    Args:
+        x (array): The input.
+        negative_slope (float, optional): The slope :math:`a` for negative
+            inputs. Default ``0.01``.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.maximum(negative_slope * x, x)
 
 
 def elu(x, alpha=1.0):
-    r""":math:`x` for :math:`x > 0`, else :math:`\alpha (e^x - 1)`."""
+    r"""Exponential linear unit.
+
+    :math:`x` for :math:`x > 0`, else :math:`\alpha (e^x - 1)`.
+
+    Args:
+        x (array): The input.
+        alpha (float or array, optional): The :math:`\alpha` of the formula.
+            Default ``1.0``.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.where(x > 0, x, alpha * mx.expm1(x))
 
 
 def celu(x, alpha=1.0):
-    r""":math:`\max(0, x) + \min(0, \alpha (e^{x / \alpha} - 1))`."""
+    r"""Continuously differentiable ELU.
+
+    :math:`\max(0, x) + \min(0, \alpha (e^{x / \alpha} - 1))`.
+
+    Args:
+        x (array): The input.
+        alpha (float or array, optional): The :math:`\alpha` of the formula.
+            Default ``1.0``.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.maximum(x, 0.0) + alpha * mx.expm1(mx.minimum(x, 0.0) / alpha)
 
 
 def selu(x):
-    """Scaled ELU with the self-normalizing constants."""
+    """Scaled ELU with the self-normalizing constants.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return _SELU_SCALE * elu(x, _SELU_ALPHA)
 
 
 def softplus(x):
-    r""":math:`\log(1 + e^x)`, computed without overflow."""
+    r"""The softplus function.
+
+    :math:`\log(1 + e^x)`, computed without overflow.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.logaddexp(x, 0)
 
 
 def softsign(x):
-    r""":math:`x / (1 + |x|)`."""
+    """The softsign function.
+
+    :math:`x / (1 + |x|)`.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.divide(x, 1 + mx.abs(x))
 
 
 def softshrink(x, lambd=0.5):
-    r""":math:`x - \lambda \operatorname{sign}(x)` where :math:`|x| >
-    \lambda`, else 0."""
+    r"""Soft shrinkage.
+
+    :math:`x - \lambda \operatorname{sign}(x)` where :math:`|x| >
+    \lambda`, else 0.
+
+    Args:
+        x (array): The input.
+        lambd (float, optional): The threshold :math:`\lambda`. Default
+            ``0.5``.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.where(mx.abs(x) > lambd, x - mx.sign(x) * lambd, 0)
 
 
 def hard_shrink(x, lambd=0.5):
-    r""":math:`x` where :math:`|x| > \lambda`, else 0."""
+    r"""Hard shrinkage.
+
+    :math:`x` where :math:`|x| > \lambda`, else 0.
+
+    Args:
+        x (array): The input.
+        lambd (float, optional): The threshold :math:`\lambda`. Default
+            ``0.5``.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.where(mx.abs(x) > lambd, x, 0)
 
 
 def hard_tanh(x, min_val=-1.0, max_val=1.0):
-    """``x`` clipped to ``[min_val, max_val]``."""
+    """``x`` clipped to ``[min_val, max_val]``.
+
+    Args:
+        x (array): The input.
+        min_val (float, optional): The lower bound. Default ``-1.0``.
+        max_val (float, optional): The upper bound. Default ``1.0``.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.minimum(mx.maximum(x, min_val), max_val)
 
 
 def hardswish(x):
-    r""":math:`x \min(\max(x + 3, 0), 6) / 6`."""
+    r"""Hard swish.
+
+    :math:`x \min(\max(x + 3, 0), 6) / 6`.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return x * mx.minimum(mx.maximum(x + 3, 0), 6) / 6
 
 
 def silu(x):
-    r""":math:`x \sigma(x)` (the swish function)."""
+    r"""Sigmoid linear unit (swish).
+
+    :math:`x \sigma(x)` (the swish function).
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return x * mx.sigmoid(x)
 
 
 def log_sigmoid(x):
-    r""":math:`\log \sigma(x) = -\operatorname{softplus}(-x)`."""
+    r"""Log of the logistic sigmoid.
+
+    :math:`\log \sigma(x) = -\operatorname{softplus}(-x)`.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return -softplus(-x)
 
 
 def gelu(x):
-    r"""Gaussian error linear unit, exact: :math:`x \Phi(x)`."""
+    r"""Gaussian error linear unit, exact: :math:`x \Phi(x)`.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return x * (1 + mx.erf(x / _SQRT_2)) / 2
 
 
 def gelu_approx(x):
     r"""GELU with the tanh approximation
     :math:`0.5 x (1 + \tanh(\sqrt{2/\pi} (x + 0.044715 x^3)))`
-    (maximum absolute error about 5e-4)."""
+    (maximum absolute error about 5e-4).
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return 0.5 * x * (1 + mx.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3)))
 
 
 def gelu_fast_approx(x):
     r"""GELU with the sigmoid approximation :math:`x \sigma(1.702 x)`
-    (maximum absolute error about 0.02)."""
+    (maximum absolute error about 0.02).
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return x * mx.sigmoid(1.702 * x)
 
 
 def glu(x, axis=-1):
     r"""Gated linear unit: split ``x`` in halves :math:`a, b` along
-    ``axis`` and return :math:`a \sigma(b)`."""
+    ``axis`` and return :math:`a \sigma(b)`.
+
+    Args:
+        x (array): The input.
+        axis (int, optional): The axis. Default ``-1``.
+
+    Returns:
+        array: The result.
+    """
     a, b = mx.split(x, indices_or_sections=2, axis=axis)
     return a * mx.sigmoid(b)
 
 
 def step(x, threshold=0.0):
-    """1 where ``x >= threshold`` (the threshold itself included), else 0."""
+    """1 where ``x >= threshold`` (the threshold itself included), else 0.
+
+    Args:
+        x (array): The input.
+        threshold (float, optional): The threshold. Default ``0.0``.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.where(x >= threshold, 1, 0)
 
 
 def mish(x):
-    r""":math:`x \tanh(\operatorname{softplus}(x))`."""
+    r"""The Mish activation.
+
+    :math:`x \tanh(\operatorname{softplus}(x))`.
+
+    Args:
+        x (array): The input.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return x * mx.tanh(softplus(x))
 
 
 def prelu(x, alpha):
-    r""":math:`\max(0, x) + \alpha \min(0, x)` with a learned
-    :math:`\alpha`."""
+    r"""Parametric ReLU.
+
+    :math:`\max(0, x) + \alpha \min(0, x)` with a learned
+    :math:`\alpha`.
+
+    Args:
+        x (array): The input.
+        alpha (array): The learned slopes.
+
+    Returns:
+        array: The activation, element by element.
+    """
     return mx.maximum(0, x) + alpha * mx.minimum(0, x)
 
 
 def softmax(x, axis=-1):
-    """Softmax along ``axis``."""
+    """Softmax along ``axis``.
+
+    Args:
+        x (array): The input.
+        axis (int, optional): The axis. Default ``-1``.
+
+    Returns:
+        array: The result.
+    """
     return mx.softmax(x, axis=axis)
 
 
 def softmin(x, axis=-1):
-    """Softmax of ``-x`` along ``axis``."""
+    """Softmax of ``-x`` along ``axis``.
+
+    Args:
+        x (array): The input.
+        axis (int, optional): The axis. Default ``-1``.
+
+    Returns:
+        array: The result.
+    """
     return mx.softmax(-x, axis=axis)
 
 
 def log_softmax(x, axis=-1):
     """Log of the softmax along ``axis``. The maximum is subtracted first,
     so equal logits give exactly ``-log(n)`` even at magnitudes where
-    ``x - logsumexp(x)`` would cancel to 0."""
+    ``x - logsumexp(x)`` would cancel to 0.
+
+    Args:
+        x (array): The input.
+        axis (int, optional): The axis. Default ``-1``.
+
+    Returns:
+        array: The result.
+    """
     shifted = x - mx.stop_gradient(mx.max(x, axis=axis, keepdims=True))
     return shifted - mx.logsumexp(shifted, axis=axis, keepdims=True)
 
@@ -256,7 +493,12 @@ HardTanh = _simple_module(
 
 
 class LeakyReLU(Module):
-    """Module form of :func:`leaky_relu`."""
+    """Module form of :func:`leaky_relu`.
+
+    Args:
+        negative_slope (float, optional): The slope :math:`a` for negative
+            inputs. Default ``0.01``.
+    """
 
     def __init__(self, negative_slope=0.01):
         super().__init__()
@@ -267,7 +509,12 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
-    """Module form of :func:`elu`."""
+    r"""Module form of :func:`elu`.
+
+    Args:
+        alpha (float or array, optional): The :math:`\alpha` of the formula.
+            Default ``1.0``.
+    """
 
     def __init__(self, alpha=1.0):
         super().__init__()
@@ -278,7 +525,12 @@ class ELU(Module):
 
 
 class CELU(Module):
-    """Module form of :func:`celu`."""
+    r"""Module form of :func:`celu`.
+
+    Args:
+        alpha (float or array, optional): The :math:`\alpha` of the formula.
+            Default ``1.0``.
+    """
 
     def __init__(self, alpha=1.0):
         super().__init__()
@@ -289,7 +541,12 @@ class CELU(Module):
 
 
 class Softshrink(Module):
-    """Module form of :func:`softshrink`."""
+    r"""Module form of :func:`softshrink`.
+
+    Args:
+        lambd (float, optional): The threshold :math:`\lambda`. Default
+            ``0.5``.
+    """
 
     def __init__(self, lambd=0.5):
         super().__init__()
@@ -300,7 +557,12 @@ class Softshrink(Module):
 
 
 class HardShrink(Module):
-    """Module form of :func:`hard_shrink`."""
+    r"""Module form of :func:`hard_shrink`.
+
+    Args:
+        lambd (float, optional): The threshold :math:`\lambda`. Default
+            ``0.5``.
+    """
 
     def __init__(self, lambd=0.5):
         super().__init__()
@@ -311,7 +573,11 @@ class HardShrink(Module):
 
 
 class Step(Module):
-    """Module form of :func:`step`."""
+    """Module form of :func:`step`.
+
+    Args:
+        threshold (float, optional): The threshold. Default ``0.0``.
+    """
 
     def __init__(self, threshold=0.0):
         super().__init__()
@@ -322,7 +588,11 @@ class Step(Module):
 
 
 class GLU(Module):
-    """Module form of :func:`glu`."""
+    """Module form of :func:`glu`.
+
+    Args:
+        axis (int, optional): The axis. Default ``-1``.
+    """
 
     def __init__(self, axis=-1):
         super().__init__()
@@ -355,7 +625,13 @@ class LogSoftmax(Module):
 
 class PReLU(Module):
     """Parametric ReLU with ``num_parameters`` learned slopes (1, or one
-    per channel of the last axis) initialised to ``init``."""
+    per channel of the last axis) initialised to ``init``.
+
+    Args:
+        num_parameters (int, optional): The number of slopes: 1, or one per
+            channel. Default ``1``.
+        init (float, optional): The initial slope. Default ``0.25``.
+    """
 
     def __init__(self, num_parameters=1, init=0.25):
         super().__init__()
@@ -368,7 +644,13 @@ class PReLU(Module):
 class GELU(Module):
     """GELU with a choice of formula: ``approx="none"`` (exact, erf),
     ``"precise"`` or ``"tanh"`` (:func:`gelu_approx`), ``"fast"``
-    (:func:`gelu_fast_approx`)."""
+    (:func:`gelu_fast_approx`).
+
+    Args:
+        approx (str, optional): ``"none"``, ``"precise"`` or ``"tanh"`` (the
+            tanh approximation), or ``"fast"`` (the sigmoid one). Default
+            ``'none'``.
+    """
 
     _FNS = {
         "none": gelu,
