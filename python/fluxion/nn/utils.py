@@ -25,7 +25,12 @@ def value_and_grad(model, fn):
 
     While ``fn`` runs the model holds the traced parameters; afterwards its
     original parameters are put back (state the function itself writes,
-    such as BatchNorm's running statistics, is kept)."""
+    such as BatchNorm's running statistics, is kept).
+
+    Args:
+        model (Module): The model.
+        fn (Callable): The function.
+    """
     vg = mx.value_and_grad(_with_params(model, fn))
 
     @wraps(fn)
@@ -42,7 +47,12 @@ def value_and_grad(model, fn):
 def checkpoint(module, fn=None):
     """``fn`` (default: the module's ``__call__``) with gradient
     checkpointing: its intermediates are not kept for the backward pass
-    but recomputed from the module's parameters and the arguments."""
+    but recomputed from the module's parameters and the arguments.
+
+    Args:
+        module (Module): The module.
+        fn (Callable): The function. Default ``None``.
+    """
     if fn is None:
         fn = module.__call__
     cp = mx.checkpoint(_with_params(module, fn))
@@ -81,7 +91,19 @@ def average_gradients(
 
     Fluxion runs a single process (there is no distributed backend yet),
     where the average is the gradients themselves, returned unchanged (as
-    MLX does for a group of size 1)."""
+    MLX does for a group of size 1).
+
+    Args:
+        gradients (tree): The gradients.
+        group (Group, optional): The process group; the global one when
+            omitted. Default ``None``.
+        all_reduce_size (int, optional): Bytes per all-reduce batch. Default
+            ``33554432``.
+        communication_type (Dtype, optional): Type the gradients are reduced
+            in. Default ``None``.
+        communication_stream (Stream, optional): Where the reductions run.
+            Default ``None``.
+    """
     if _world_size(group) == 1:
         return gradients
     raise NotImplementedError(

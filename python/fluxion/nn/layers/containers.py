@@ -8,7 +8,11 @@ __all__ = ["Sequential"]
 class Sequential(Module):
     """Calls its layers in order, each on the previous one's output.
     Layers may be Modules or plain callables (e.g. ``nn.relu``); only the
-    Modules contribute parameters."""
+    Modules contribute parameters.
+
+    Args:
+        *modules (Module or Callable): The layers, applied in order.
+    """
 
     def __init__(self, *modules):
         super().__init__()

@@ -108,21 +108,54 @@ class _ConvNd(Module):
 
 
 class Conv1d(_ConvNd):
-    """1-D convolution over ``(N, L, C_in)`` inputs."""
+    """1-D convolution over ``(N, L, C_in)`` inputs.
+
+    Args:
+        in_channels (int): Input channels.
+        out_channels (int): Output channels.
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``1``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+        dilation (int or tuple, optional): Kernel dilation. Default ``1``.
+        groups (int, optional): Channel groups. Default ``1``.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+    """
 
     _ndim = 1
     _op = staticmethod(mx.conv1d)
 
 
 class Conv2d(_ConvNd):
-    """2-D convolution over ``(N, H, W, C_in)`` inputs."""
+    """2-D convolution over ``(N, H, W, C_in)`` inputs.
+
+    Args:
+        in_channels (int): Input channels.
+        out_channels (int): Output channels.
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``1``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+        dilation (int or tuple, optional): Kernel dilation. Default ``1``.
+        groups (int, optional): Channel groups. Default ``1``.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+    """
 
     _ndim = 2
     _op = staticmethod(mx.conv2d)
 
 
 class Conv3d(_ConvNd):
-    """3-D convolution over ``(N, D, H, W, C_in)`` inputs."""
+    """3-D convolution over ``(N, D, H, W, C_in)`` inputs.
+
+    Args:
+        in_channels (int): Input channels.
+        out_channels (int): Output channels.
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``1``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+        dilation (int or tuple, optional): Kernel dilation. Default ``1``.
+        groups (int, optional): Channel groups. Default ``1``.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+    """
 
     _ndim = 3
     _op = staticmethod(mx.conv3d)

@@ -39,21 +39,60 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class ConvTranspose1d(_ConvTransposeNd):
-    """1-D transposed convolution over ``(N, L, C_in)`` inputs."""
+    """1-D transposed convolution over ``(N, L, C_in)`` inputs.
+
+    Args:
+        in_channels (int): Input channels.
+        out_channels (int): Output channels.
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``1``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+        dilation (int or tuple, optional): Kernel dilation. Default ``1``.
+        output_padding (int or tuple, optional): Added to one side of the
+            output. Default ``0``.
+        groups (int, optional): Channel groups. Default ``1``.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+    """
 
     _ndim = 1
     _op = staticmethod(mx.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTransposeNd):
-    """2-D transposed convolution over ``(N, H, W, C_in)`` inputs."""
+    """2-D transposed convolution over ``(N, H, W, C_in)`` inputs.
+
+    Args:
+        in_channels (int): Input channels.
+        out_channels (int): Output channels.
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``1``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+        dilation (int or tuple, optional): Kernel dilation. Default ``1``.
+        output_padding (int or tuple, optional): Added to one side of the
+            output. Default ``0``.
+        groups (int, optional): Channel groups. Default ``1``.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+    """
 
     _ndim = 2
     _op = staticmethod(mx.conv_transpose2d)
 
 
 class ConvTranspose3d(_ConvTransposeNd):
-    """3-D transposed convolution over ``(N, D, H, W, C_in)`` inputs."""
+    """3-D transposed convolution over ``(N, D, H, W, C_in)`` inputs.
+
+    Args:
+        in_channels (int): Input channels.
+        out_channels (int): Output channels.
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``1``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+        dilation (int or tuple, optional): Kernel dilation. Default ``1``.
+        output_padding (int or tuple, optional): Added to one side of the
+            output. Default ``0``.
+        groups (int, optional): Channel groups. Default ``1``.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+    """
 
     _ndim = 3
     _op = staticmethod(mx.conv_transpose3d)

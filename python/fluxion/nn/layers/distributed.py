@@ -167,7 +167,15 @@ class _ShardedLinear(Module):
 
 class AllToShardedLinear(_ShardedLinear):
     """A Linear layer computing this process's slice of the output
-    features from the whole input."""
+    features from the whole input.
+
+    Args:
+        input_dims (int): Input features.
+        output_dims (int): Output features.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+        group (Group, optional): The process group; the global one when
+            omitted. Default ``None``.
+    """
 
     _axis = 0
     _rule = staticmethod(_all_to_sharded)
@@ -181,7 +189,15 @@ class AllToShardedLinear(_ShardedLinear):
 
 class ShardedToAllLinear(_ShardedLinear):
     """A Linear layer over this process's slice of the input features;
-    the partial products are summed over the group."""
+    the partial products are summed over the group.
+
+    Args:
+        input_dims (int): Input features.
+        output_dims (int): Output features.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+        group (Group, optional): The process group; the global one when
+            omitted. Default ``None``.
+    """
 
     _axis = 1
     _rule = staticmethod(_sharded_to_all)
@@ -220,7 +236,21 @@ class _QuantizedSharded(_Quantized):
 
 
 class QuantizedAllToShardedLinear(_QuantizedSharded):
-    """The quantized form of :class:`AllToShardedLinear`."""
+    """The quantized form of :class:`AllToShardedLinear`.
+
+    Args:
+        input_dims (int): Input features.
+        output_dims (int): Output features.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted. Default ``None``.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted. Default ``None``.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'affine'``.
+        group (Group, optional): The process group; the global one when
+            omitted. Default ``None``.
+    """
 
     _rule = staticmethod(_all_to_sharded)
 
@@ -257,7 +287,21 @@ class QuantizedAllToShardedLinear(_QuantizedSharded):
 
 
 class QuantizedShardedToAllLinear(_QuantizedSharded):
-    """The quantized form of :class:`ShardedToAllLinear`."""
+    """The quantized form of :class:`ShardedToAllLinear`.
+
+    Args:
+        input_dims (int): Input features.
+        output_dims (int): Output features.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted. Default ``None``.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted. Default ``None``.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'affine'``.
+        group (Group, optional): The process group; the global one when
+            omitted. Default ``None``.
+    """
 
     _rule = staticmethod(_sharded_to_all)
 
@@ -299,7 +343,16 @@ _LINEAR_SHARDING = {
 
 def shard_linear(module, sharding, *, segments=1, group=None):
     """The sharded version of a Linear or QuantizedLinear ``module``;
-    ``sharding`` is "all-to-sharded" or "sharded-to-all"."""
+    ``sharding`` is "all-to-sharded" or "sharded-to-all".
+
+    Args:
+        module (Module): The module.
+        sharding (str): ``"all-to-sharded"`` or ``"sharded-to-all"``.
+        segments (int, optional): Fused parts of the weight, sharded each.
+            Default ``1``.
+        group (Group, optional): The process group; the global one when
+            omitted. Default ``None``.
+    """
     from fluxion.nn.layers.linear import Linear
     from fluxion.nn.layers.quantized import QuantizedLinear
 
@@ -322,7 +375,16 @@ def shard_linear(module, sharding, *, segments=1, group=None):
 def shard_inplace(module, sharding, *, segments=1, group=None):
     """Replace ``module``'s parameters, in place, by this process's shard:
     ``sharding`` is "all-to-sharded", "sharded-to-all", or a function
-    ``(path, weight) -> (axis, segments) | None``."""
+    ``(path, weight) -> (axis, segments) | None``.
+
+    Args:
+        module (Module): The module.
+        sharding (str): ``"all-to-sharded"`` or ``"sharded-to-all"``.
+        segments (int, optional): Fused parts of the weight, sharded each.
+            Default ``1``.
+        group (Group, optional): The process group; the global one when
+            omitted. Default ``None``.
+    """
     group = _group(group)
     if callable(sharding):
         rule = sharding

@@ -15,7 +15,12 @@ def _check_p(name, p):
 
 class Dropout(Module):
     """Zero each element with probability ``p`` and scale the rest by
-    ``1 / (1 - p)`` so that the expectation is unchanged."""
+    ``1 / (1 - p)`` so that the expectation is unchanged.
+
+    Args:
+        p (float, optional): Probability of zeroing an element. Default
+            ``0.5``.
+    """
 
     def __init__(self, p=0.5):
         super().__init__()
@@ -40,7 +45,12 @@ class Dropout(Module):
 class Dropout2d(Dropout):
     """Zero whole channels of ``(N, H, W, C)`` or ``(H, W, C)`` inputs:
     one draw per (sample, channel), shared over H and W, which suits
-    convolutional features where neighbouring pixels are correlated."""
+    convolutional features where neighbouring pixels are correlated.
+
+    Args:
+        p (float, optional): Probability of zeroing an element. Default
+            ``0.5``.
+    """
 
     def __init__(self, p=0.5):
         _check_p("Dropout2d", p)
@@ -59,7 +69,12 @@ class Dropout2d(Dropout):
 
 class Dropout3d(Dropout):
     """Zero whole channels of ``(N, D, H, W, C)`` or ``(D, H, W, C)``
-    inputs (one draw per sample and channel)."""
+    inputs (one draw per sample and channel).
+
+    Args:
+        p (float, optional): Probability of zeroing an element. Default
+            ``0.5``.
+    """
 
     def __init__(self, p=0.5):
         _check_p("Dropout3d", p)

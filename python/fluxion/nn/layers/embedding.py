@@ -11,6 +11,10 @@ __all__ = ["Embedding"]
 class Embedding(Module):
     r"""A table of ``num_embeddings`` vectors of size ``dims``, indexed by
     integer arrays; initialised from :math:`\mathcal{N}(0, 1/\text{dims})`.
+
+    Args:
+        num_embeddings (int): Size of the vocabulary.
+        dims (int): The feature size.
     """
 
     def __init__(self, num_embeddings, dims):

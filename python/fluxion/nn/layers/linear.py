@@ -25,6 +25,11 @@ class Linear(Module):
     ``weight`` has shape ``[output_dims, input_dims]`` and, like ``bias``,
     is initialised from :math:`\mathcal{U}(-k, k)` with
     :math:`k = 1 / \sqrt{\text{input\_dims}}` (as MLX and PyTorch).
+
+    Args:
+        input_dims (int): Input features.
+        output_dims (int): Output features.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
     """
 
     def __init__(self, input_dims, output_dims, bias=True):
@@ -67,6 +72,12 @@ class Bilinear(Module):
     ``weight`` has shape ``[output_dims, input2_dims, input1_dims]``;
     parameters are initialised from :math:`\mathcal{U}(-k, k)` with
     :math:`k = 1 / \sqrt{\text{input1\_dims}}`.
+
+    Args:
+        input1_dims (int): Features of the first input.
+        input2_dims (int): Features of the second input.
+        output_dims (int): Output features.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
     """
 
     def __init__(self, input1_dims, input2_dims, output_dims, bias=True):

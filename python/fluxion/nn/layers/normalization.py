@@ -31,8 +31,16 @@ def _stats_dtype(dtype):
 
 
 class LayerNorm(Module):
-    r"""Normalize the last axis to zero mean and unit variance, then (with
-    ``affine``) scale by ``weight`` and shift by ``bias`` (Ba et al.)."""
+    """Normalize the last axis to zero mean and unit variance, then (with
+    ``affine``) scale by ``weight`` and shift by ``bias`` (Ba et al.).
+
+    Args:
+        dims (int): The feature size.
+        eps (float, optional): Added to the variance for stability. Default
+            ``1e-05``.
+        affine (bool, optional): Learn a scale (and offset). Default ``True``.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+    """
 
     def __init__(self, dims, eps=1e-5, affine=True, bias=True):
         super().__init__()
@@ -54,8 +62,14 @@ class LayerNorm(Module):
 
 
 class RMSNorm(Module):
-    r"""Divide the last axis by its root mean square and scale by
-    ``weight`` (Zhang and Sennrich)."""
+    """Divide the last axis by its root mean square and scale by
+    ``weight`` (Zhang and Sennrich).
+
+    Args:
+        dims (int): The feature size.
+        eps (float, optional): Added to the variance for stability. Default
+            ``1e-05``.
+    """
 
     def __init__(self, dims, eps=1e-5):
         super().__init__()
@@ -71,11 +85,20 @@ class RMSNorm(Module):
 
 
 class GroupNorm(Module):
-    r"""Normalize groups of channels over the spatial axes and the group.
+    """Normalize groups of channels over the spatial axes and the group.
 
     By default (MLX's layout) channel ``c`` belongs to group
     ``c % num_groups``; with ``pytorch_compatible`` groups are contiguous
     runs of channels, as in PyTorch.
+
+    Args:
+        num_groups (int): Groups the features are split into.
+        dims (int): The feature size.
+        eps (float, optional): Added to the variance for stability. Default
+            ``1e-05``.
+        affine (bool, optional): Learn a scale (and offset). Default ``True``.
+        pytorch_compatible (bool, optional): Group the features as PyTorch
+            does. Default ``False``.
     """
 
     def __init__(
@@ -133,8 +156,16 @@ class GroupNorm(Module):
 
 
 class InstanceNorm(Module):
-    r"""Normalize each channel of each sample over the spatial axes
-    (Ulyanov et al.); inputs are ``(N, *spatial, C)``."""
+    """Normalize each channel of each sample over the spatial axes
+    (Ulyanov et al.); inputs are ``(N, *spatial, C)``.
+
+    Args:
+        dims (int): The feature size.
+        eps (float, optional): Added to the variance for stability. Default
+            ``1e-05``.
+        affine (bool, optional): Learn a scale (and offset). Default
+            ``False``.
+    """
 
     def __init__(self, dims, eps=1e-5, affine=False):
         super().__init__()
@@ -165,7 +196,7 @@ class InstanceNorm(Module):
 
 
 class BatchNorm(Module):
-    r"""Normalize each feature (last axis) over the batch and spatial axes
+    """Normalize each feature (last axis) over the batch and spatial axes
     (Ioffe and Szegedy). Inputs are ``(N, C)``, ``(N, L, C)`` or
     ``(N, H, W, C)``.
 
@@ -174,6 +205,16 @@ class BatchNorm(Module):
     ``running_var`` with ``momentum`` (the variance unbiased, as PyTorch);
     in eval mode the running statistics are used. The running statistics
     are parameters (saved with the weights) but never trainable.
+
+    Args:
+        num_features (int): Features (the last axis).
+        eps (float, optional): Added to the variance for stability. Default
+            ``1e-05``.
+        momentum (float, optional): Update rate of the running statistics.
+            Default ``0.1``.
+        affine (bool, optional): Learn a scale (and offset). Default ``True``.
+        track_running_stats (bool, optional): Keep running statistics for
+            evaluation. Default ``True``.
     """
 
     _STATS = ("running_mean", "running_var")

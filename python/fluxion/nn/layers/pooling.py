@@ -143,36 +143,72 @@ class _Pool(Module):
 
 
 class MaxPool1d(_Pool):
-    """Max pooling over ``(N, L, C)`` inputs."""
+    """Max pooling over ``(N, L, C)`` inputs.
+
+    Args:
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``None``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+    """
 
     _ndim, _op = 1, "max"
 
 
 class MaxPool2d(_Pool):
-    """Max pooling over ``(N, H, W, C)`` inputs."""
+    """Max pooling over ``(N, H, W, C)`` inputs.
+
+    Args:
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``None``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+    """
 
     _ndim, _op = 2, "max"
 
 
 class MaxPool3d(_Pool):
-    """Max pooling over ``(N, D, H, W, C)`` inputs."""
+    """Max pooling over ``(N, D, H, W, C)`` inputs.
+
+    Args:
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``None``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+    """
 
     _ndim, _op = 3, "max"
 
 
 class AvgPool1d(_Pool):
-    """Average pooling over ``(N, L, C)`` inputs."""
+    """Average pooling over ``(N, L, C)`` inputs.
+
+    Args:
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``None``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+    """
 
     _ndim, _op = 1, "mean"
 
 
 class AvgPool2d(_Pool):
-    """Average pooling over ``(N, H, W, C)`` inputs."""
+    """Average pooling over ``(N, H, W, C)`` inputs.
+
+    Args:
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``None``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+    """
 
     _ndim, _op = 2, "mean"
 
 
 class AvgPool3d(_Pool):
-    """Average pooling over ``(N, D, H, W, C)`` inputs."""
+    """Average pooling over ``(N, D, H, W, C)`` inputs.
+
+    Args:
+        kernel_size (int or tuple): Kernel size.
+        stride (int or tuple, optional): Stride. Default ``None``.
+        padding (int or tuple, optional): Zero padding. Default ``0``.
+    """
 
     _ndim, _op = 3, "mean"

@@ -12,7 +12,16 @@ class RoPE(Module):
     """Rotary positional encoding (Su et al.) of the first ``dims``
     features of the last axis; positions are the second-to-last axis,
     starting at ``offset``. ``traditional`` rotates adjacent pairs instead
-    of the two halves."""
+    of the two halves.
+
+    Args:
+        dims (int): The feature size.
+        traditional (bool, optional): Rotate consecutive pairs (else halves).
+            Default ``False``.
+        base (float, optional): Base of the frequencies. Default ``10000``.
+        scale (float, optional): Scale of the positions or values. Default
+            ``1.0``.
+    """
 
     def __init__(self, dims, traditional=False, base=10000, scale=1.0):
         super().__init__()
@@ -42,7 +51,19 @@ class SinusoidalPositionalEncoding(Module):
     followed by the cosines (or the reverse with ``cos_first``), times
     ``scale`` (default :math:`\sqrt{2 / \text{dims}}`, which gives every
     encoding unit norm). ``full_turns`` multiplies the frequencies by
-    :math:`2\pi`."""
+    :math:`2\pi`.
+
+    Args:
+        dims (int): The feature size.
+        min_freq (float, optional): The lowest frequency. Default ``0.0001``.
+        max_freq (float, optional): The highest frequency. Default ``1``.
+        scale (float, optional): Scale of the positions or values. Default
+            ``None``.
+        cos_first (bool, optional): Put the cosines before the sines. Default
+            ``False``.
+        full_turns (bool, optional): Multiply the angles by :math:`2\pi`.
+            Default ``False``.
+    """
 
     def __init__(
         self,

@@ -52,7 +52,16 @@ _E4M3_MAX = 448.0
 
 
 def resolve(mode, group_size, bits):
-    """Fill in MLX's defaults for ``mode`` and validate the parameters."""
+    """Fill in MLX's defaults for ``mode`` and validate the parameters.
+
+    Args:
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``).
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted.
+    """
     if mode not in _MODES:
         raise ValueError(
             f"[quantize] Unknown quantization mode {mode!r}; expected one of "
@@ -256,7 +265,17 @@ def _fp(w, group_size, mode):
 
 def quantize(w, group_size=None, bits=None, mode="affine"):
     """MLX's ``mx.quantize``: ``(w_q, scales, biases)`` for the affine mode,
-    ``(w_q, scales)`` for the floating-point modes."""
+    ``(w_q, scales)`` for the floating-point modes.
+
+    Args:
+        w (array): The weight matrix.
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted. Default ``None``.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted. Default ``None``.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'affine'``.
+    """
     group_size, bits = resolve(mode, group_size, bits)
     if is_core_supported(mode, group_size, bits):
         return mx.quantize(w, group_size, bits)
@@ -280,7 +299,21 @@ def dequantize(
     dtype=None,
 ):
     """MLX's ``mx.dequantize``: the dense matrix of a quantized one, in the
-    scales' dtype (affine) or ``dtype`` (default float32)."""
+    scales' dtype (affine) or ``dtype`` (default float32).
+
+    Args:
+        w (array): The weight matrix.
+        scales (array): The group scales.
+        biases (array, optional): The group biases (affine mode). Default
+            ``None``.
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted. Default ``None``.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted. Default ``None``.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'affine'``.
+        dtype (Dtype, optional): Type of the result. Default ``None``.
+    """
     group_size, bits = resolve(mode, group_size, bits)
     if is_core_supported(mode, group_size, bits):
         out = mx.dequantize(w, scales, biases, group_size, bits)
@@ -314,7 +347,23 @@ def quantized_matmul(
     mode="affine",
 ):
     """``x @ dequantize(w).T`` (or ``x @ dequantize(w)``): the core's fused
-    kernel where it supports the format, a dense product otherwise."""
+    kernel where it supports the format, a dense product otherwise.
+
+    Args:
+        x (array): The input, channels-last.
+        w (array): The weight matrix.
+        scales (array): The group scales.
+        biases (array, optional): The group biases (affine mode). Default
+            ``None``.
+        transpose (bool, optional): Multiply by the transposed matrix. Default
+            ``True``.
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted. Default ``None``.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted. Default ``None``.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'affine'``.
+    """
     group_size, bits = resolve(mode, group_size, bits)
     if is_core_supported(mode, group_size, bits):
         return mx.quantized_matmul(
@@ -333,7 +382,17 @@ def quantized_matmul(
 
 def fake_quantize(x, group_size, bits, mode):
     """``dequantize(quantize(x))`` along the last axis, with the identity as
-    its gradient (straight-through), for quantized activations."""
+    its gradient (straight-through), for quantized activations.
+
+    Args:
+        x (array): The input, channels-last.
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``).
+    """
     q = quantize(x, group_size, bits, mode)
     biases = q[2] if mode == "affine" else None
     dq = dequantize(q[0], q[1], biases, group_size, bits, mode, x.dtype)

@@ -81,7 +81,19 @@ class _Quantized(Module):
 
 class QuantizedLinear(_Quantized):
     """A Linear layer whose weight is quantized (frozen: it has no
-    gradient); the bias stays trainable."""
+    gradient); the bias stays trainable.
+
+    Args:
+        input_dims (int): Input features.
+        output_dims (int): Output features.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted. Default ``None``.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted. Default ``None``.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'affine'``.
+    """
 
     def __init__(
         self,
@@ -137,7 +149,19 @@ class QQLinear(QuantizedLinear):
     """A quantized Linear layer that also quantizes its input (MLX's
     ``QQLinear``, for the floating-point modes): the input is rounded to
     the same format along its features before the product, with a
-    straight-through gradient."""
+    straight-through gradient.
+
+    Args:
+        input_dims (int): Input features.
+        output_dims (int): Output features.
+        bias (bool, optional): Learn an additive bias. Default ``False``.
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted. Default ``None``.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted. Default ``None``.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'nvfp4'``.
+    """
 
     def __init__(
         self,
@@ -163,7 +187,18 @@ class QQLinear(QuantizedLinear):
 
 class QuantizedEmbedding(_Quantized):
     """An Embedding whose table is quantized (rows are dequantized on
-    lookup)."""
+    lookup).
+
+    Args:
+        num_embeddings (int): Size of the vocabulary.
+        dims (int): The feature size.
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted. Default ``None``.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted. Default ``None``.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'affine'``.
+    """
 
     def __init__(
         self, num_embeddings, dims, group_size=None, bits=None, mode="affine"
@@ -224,7 +259,22 @@ def quantize(
     """Replace, in place, the leaf modules of ``model`` accepted by
     ``class_predicate(path, module)`` (default: those with a
     ``to_quantized`` method) by their quantized versions. The predicate may
-    also return a dict of keyword arguments for ``to_quantized``."""
+    also return a dict of keyword arguments for ``to_quantized``.
+
+    Args:
+        model (Module): The model.
+        group_size (int, optional): Elements per quantization group; the
+            mode's default when omitted. Default ``None``.
+        bits (int, optional): Bits per element; the mode's default when
+            omitted. Default ``None``.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'affine'``.
+        class_predicate (Callable, optional): ``class_predicate(path,
+            module)`` selects the modules to quantize (or returns their
+            parameters); every quantizable one when omitted. Default ``None``.
+        quantize_input (bool, optional): Quantize the inputs too
+            (``QQLinear``). Default ``False``.
+    """
     if class_predicate is None:
 
         def class_predicate(_, m):

@@ -20,7 +20,15 @@ def _uniform(scale, shape):
 
 class RNN(Module):
     r"""Elman RNN: :math:`h_t = \sigma(W_{xh} x_t + W_{hh} h_{t-1} + b)`
-    with ``nonlinearity`` :math:`\sigma` (default tanh)."""
+    with ``nonlinearity`` :math:`\sigma` (default tanh).
+
+    Args:
+        input_size (int): Input features.
+        hidden_size (int): Size of the hidden state.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+        nonlinearity (Callable, optional): The activation; ``tanh`` when
+            omitted. Default ``None``.
+    """
 
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity=None):
         super().__init__()
@@ -59,10 +67,15 @@ class RNN(Module):
 
 
 class GRU(Module):
-    r"""Gated recurrent unit (PyTorch's formulation, with the hidden bias
+    """Gated recurrent unit (PyTorch's formulation, with the hidden bias
     of the candidate ``bhn`` inside the reset gate).
 
     A missing initial ``hidden`` is the zero state.
+
+    Args:
+        input_size (int): Input features.
+        hidden_size (int): Size of the hidden state.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
     """
 
     def __init__(self, input_size, hidden_size, bias=True):
@@ -114,8 +127,14 @@ class GRU(Module):
 
 
 class LSTM(Module):
-    r"""Long short-term memory; returns the hidden and the cell states of
-    every step. Gates are ordered input, forget, cell, output."""
+    """Long short-term memory; returns the hidden and the cell states of
+    every step. Gates are ordered input, forget, cell, output.
+
+    Args:
+        input_size (int): Input features.
+        hidden_size (int): Size of the hidden state.
+        bias (bool, optional): Learn an additive bias. Default ``True``.
+    """
 
     def __init__(self, input_size, hidden_size, bias=True):
         super().__init__()

@@ -27,6 +27,21 @@ class MultiHeadAttention(Module):
     ``mx.fast.scaled_dot_product_attention`` and projected back to
     ``value_output_dims``. ``mask`` is additive (or boolean) and broadcasts
     against ``(B, heads, Lq, Lk)``.
+
+    Args:
+        dims (int): The feature size.
+        num_heads (int): Attention heads.
+        query_input_dims (int, optional): Features of the queries; ``dims``
+            when omitted. Default ``None``.
+        key_input_dims (int, optional): Features of the keys; ``dims`` when
+            omitted. Default ``None``.
+        value_input_dims (int, optional): Features of the values;
+            ``key_input_dims`` when omitted. Default ``None``.
+        value_dims (int, optional): Features of the values inside; ``dims``
+            when omitted. Default ``None``.
+        value_output_dims (int, optional): Output features; ``dims`` when
+            omitted. Default ``None``.
+        bias (bool, optional): Learn an additive bias. Default ``False``.
     """
 
     def __init__(
@@ -85,7 +100,19 @@ class MultiHeadAttention(Module):
 
 class TransformerEncoderLayer(Module):
     """Self-attention then an MLP, each with a residual connection and a
-    LayerNorm before (``norm_first``, the default) or after it."""
+    LayerNorm before (``norm_first``, the default) or after it.
+
+    Args:
+        dims (int): The feature size.
+        num_heads (int): Attention heads.
+        mlp_dims (int, optional): Hidden size of the MLP; ``4 * dims`` when
+            omitted. Default ``None``.
+        dropout (float, optional): Dropout probability. Default ``0.0``.
+        activation (Callable, optional): The MLP's activation. Default
+            ``relu``.
+        norm_first (bool, optional): Normalize before attention and MLP (pre-
+            norm). Default ``True``.
+    """
 
     def __init__(
         self,
@@ -158,7 +185,22 @@ class _LayerStack(Module):
 
 
 class TransformerEncoder(_LayerStack):
-    """A stack of encoder layers, called as ``encoder(x, mask)``."""
+    """A stack of encoder layers, called as ``encoder(x, mask)``.
+
+    Args:
+        num_layers (int): Layers.
+        dims (int): The feature size.
+        num_heads (int): Attention heads.
+        mlp_dims (int, optional): Hidden size of the MLP; ``4 * dims`` when
+            omitted. Default ``None``.
+        dropout (float, optional): Dropout probability. Default ``0.0``.
+        activation (Callable, optional): The MLP's activation. Default
+            ``relu``.
+        norm_first (bool, optional): Normalize before attention and MLP (pre-
+            norm). Default ``True``.
+        checkpoint (bool, optional): Recompute each layer in the backward
+            pass. Default ``False``.
+    """
 
     _layer = TransformerEncoderLayer
 
@@ -168,7 +210,19 @@ class TransformerEncoder(_LayerStack):
 
 class TransformerDecoderLayer(Module):
     """Self-attention, cross-attention over ``memory``, then an MLP; each
-    with a residual connection and a LayerNorm (before or after)."""
+    with a residual connection and a LayerNorm (before or after).
+
+    Args:
+        dims (int): The feature size.
+        num_heads (int): Attention heads.
+        mlp_dims (int, optional): Hidden size of the MLP; ``4 * dims`` when
+            omitted. Default ``None``.
+        dropout (float, optional): Dropout probability. Default ``0.0``.
+        activation (Callable, optional): The MLP's activation. Default
+            ``relu``.
+        norm_first (bool, optional): Normalize before attention and MLP (pre-
+            norm). Default ``True``.
+    """
 
     def __init__(
         self,
@@ -218,7 +272,22 @@ class TransformerDecoderLayer(Module):
 
 class TransformerDecoder(_LayerStack):
     """A stack of decoder layers, called as
-    ``decoder(x, memory, x_mask, memory_mask)``."""
+    ``decoder(x, memory, x_mask, memory_mask)``.
+
+    Args:
+        num_layers (int): Layers.
+        dims (int): The feature size.
+        num_heads (int): Attention heads.
+        mlp_dims (int, optional): Hidden size of the MLP; ``4 * dims`` when
+            omitted. Default ``None``.
+        dropout (float, optional): Dropout probability. Default ``0.0``.
+        activation (Callable, optional): The MLP's activation. Default
+            ``relu``.
+        norm_first (bool, optional): Normalize before attention and MLP (pre-
+            norm). Default ``True``.
+        checkpoint (bool, optional): Recompute each layer in the backward
+            pass. Default ``False``.
+    """
 
     _layer = TransformerDecoderLayer
 
@@ -229,7 +298,27 @@ class TransformerDecoder(_LayerStack):
 class Transformer(Module):
     """Encoder-decoder Transformer. ``custom_encoder`` / ``custom_decoder``
     replace the default stacks (any Module, even one without
-    parameters)."""
+    parameters).
+
+    Args:
+        dims (int): The feature size. Default ``512``.
+        num_heads (int): Attention heads. Default ``8``.
+        num_encoder_layers (int, optional): Encoder layers. Default ``6``.
+        num_decoder_layers (int, optional): Decoder layers. Default ``6``.
+        mlp_dims (int, optional): Hidden size of the MLP; ``4 * dims`` when
+            omitted. Default ``None``.
+        dropout (float, optional): Dropout probability. Default ``0.0``.
+        activation (Callable, optional): The MLP's activation. Default
+            ``relu``.
+        custom_encoder (Module, optional): An encoder to use instead. Default
+            ``None``.
+        custom_decoder (Module, optional): A decoder to use instead. Default
+            ``None``.
+        norm_first (bool, optional): Normalize before attention and MLP (pre-
+            norm). Default ``True``.
+        checkpoint (bool, optional): Recompute each layer in the backward
+            pass. Default ``False``.
+    """
 
     def __init__(
         self,

@@ -155,7 +155,15 @@ def _out_size(in_size, s, name):
 
 def upsample_nearest(x, scale_factor):
     """Nearest-neighbour resampling of every spatial axis by
-    ``scale_factor`` (one factor or one per axis)."""
+    ``scale_factor`` (one factor or one per axis).
+
+    Args:
+        x (array): The input, channels-last.
+        scale_factor (float or tuple): Factor per spatial axis.
+
+    Returns:
+        array: The upsampled input.
+    """
     for axis, s in enumerate(
         _scales(x, scale_factor, "upsample_nearest"), start=1
     ):
@@ -186,14 +194,38 @@ def _interpolate(x, scale_factor, mode, align_corners, antialias, name):
 
 
 def upsample_linear(x, scale_factor, align_corners=False, antialias=False):
-    """(Multi-)linear resampling of every spatial axis."""
+    """(Multi-)linear resampling of every spatial axis.
+
+    Args:
+        x (array): The input, channels-last.
+        scale_factor (float or tuple): Factor per spatial axis.
+        align_corners (bool, optional): Align the corner pixels of input and
+            output. Default ``False``.
+        antialias (bool, optional): Low-pass filter when downsampling. Default
+            ``False``.
+
+    Returns:
+        array: The upsampled input.
+    """
     return _interpolate(
         x, scale_factor, "linear", align_corners, antialias, "upsample_linear"
     )
 
 
 def upsample_cubic(x, scale_factor, align_corners=False, antialias=False):
-    """(Multi-)cubic resampling of every spatial axis (Keys' kernel)."""
+    """(Multi-)cubic resampling of every spatial axis (Keys' kernel).
+
+    Args:
+        x (array): The input, channels-last.
+        scale_factor (float or tuple): Factor per spatial axis.
+        align_corners (bool, optional): Align the corner pixels of input and
+            output. Default ``False``.
+        antialias (bool, optional): Low-pass filter when downsampling. Default
+            ``False``.
+
+    Returns:
+        array: The upsampled input.
+    """
     return _interpolate(
         x, scale_factor, "cubic", align_corners, antialias, "upsample_cubic"
     )
@@ -204,7 +236,17 @@ class Upsample(Module):
     ``scale_factor`` with ``mode`` "nearest", "linear" or "cubic".
     ``align_corners`` maps the corner pixels of input and output onto each
     other (linear and cubic only); ``antialias`` low-pass filters when
-    downsampling (linear and cubic only)."""
+    downsampling (linear and cubic only).
+
+    Args:
+        scale_factor (float or tuple): Factor per spatial axis.
+        mode (str, optional): The quantization mode (``"affine"``,
+            ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'nearest'``.
+        align_corners (bool, optional): Align the corner pixels of input and
+            output. Default ``False``.
+        antialias (bool, optional): Low-pass filter when downsampling. Default
+            ``False``.
+    """
 
     def __init__(
         self,
