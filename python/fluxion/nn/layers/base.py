@@ -187,7 +187,18 @@ class Module(dict):
         """Walk the module tree keeping the entries ``filter_fn(module,
         key, value)`` accepts and mapping the leaves with ``map_fn``. The
         result has the module's structure (rejected list items become
-        ``{}`` so indices stay aligned)."""
+        ``{}`` so indices stay aligned).
+
+        Args:
+            filter_fn (Callable): ``filter_fn(module, key, value)`` keeps an
+                entry.
+            map_fn (Callable, optional): Applied to each kept leaf.
+            is_leaf_fn (Callable, optional): ``is_leaf_fn(module, key, value)``
+                stops the descent at a value.
+
+        Returns:
+            dict: The kept (and mapped) entries, in the module's structure.
+        """
         map_fn = map_fn or (lambda x: x)
         is_leaf_fn = is_leaf_fn or (
             lambda m, k, v: not isinstance(v, (Module, dict, list))
@@ -228,7 +239,14 @@ class Module(dict):
 
     def apply_to_modules(self, apply_fn):
         """Call ``apply_fn(path, module)`` on this module and every
-        descendant, parents before children."""
+        descendant, parents before children.
+
+        Args:
+            apply_fn (Callable): Called as ``apply_fn(path, module)``.
+
+        Returns:
+            Module: ``self``.
+        """
         stack = [("", self)]
         while stack:
             prefix, mod = stack.pop()
@@ -264,6 +282,17 @@ class Module(dict):
         With ``strict`` (the default) a key the module does not have, or a
         non-array value for an array, is a ValueError; otherwise those are
         skipped.
+
+        Args:
+            parameters (dict): The new arrays, in the module's structure.
+            strict (bool, optional): Raise for entries that are not parameters of
+                the module, or of another shape. Default ``True``.
+
+        Returns:
+            Module: ``self``.
+
+        Example:
+            >>> model.update(optimizer.apply_gradients(grads, model))
         """
 
         def check_leaf(new, path):
@@ -331,7 +360,16 @@ class Module(dict):
         """Replace sub-modules with those of ``modules`` (a tree with the
         module's structure, possibly partial; ``{}`` leaves a place as it
         is). With ``strict``, names the module does not have and values
-        that are not modules are ValueErrors."""
+        that are not modules are ValueErrors.
+
+        Args:
+            modules (dict): The new modules, in the module's structure.
+            strict (bool, optional): Raise for entries that are not sub-modules.
+                Default ``True``.
+
+        Returns:
+            Module: ``self``.
+        """
 
         def apply(dst, mods, path):
             if isinstance(mods, dict) and not isinstance(mods, Module):
@@ -387,7 +425,16 @@ class Module(dict):
 
     def apply(self, map_fn, filter_fn=None):
         """Replace every parameter ``p`` accepted by ``filter_fn`` (default:
-        all parameters) with ``map_fn(p)``."""
+        all parameters) with ``map_fn(p)``.
+
+        Args:
+            map_fn (Callable): ``map_fn(p)`` returns the new parameter.
+            filter_fn (Callable, optional): Selects the parameters, as
+                :meth:`filter_and_map`'s.
+
+        Returns:
+            Module: ``self``.
+        """
         filter_fn = filter_fn or Module.valid_parameter_filter
         self.update(self.filter_and_map(filter_fn, map_fn))
         return self
@@ -396,7 +443,13 @@ class Module(dict):
         self, dtype, predicate=lambda x: mx.issubdtype(x, mx.floating)
     ):
         """Cast the parameters whose dtype satisfies ``predicate`` (default:
-        floating types; None: all) to ``dtype``."""
+        floating types; None: all) to ``dtype``.
+
+        Args:
+            dtype (Dtype): The new type.
+            predicate (Callable, optional): ``predicate(dtype)`` selects the
+                parameters to cast.
+        """
         if predicate is None:
 
             def predicate(_):
@@ -435,7 +488,19 @@ class Module(dict):
         """Exclude parameters from :meth:`trainable_parameters` (all of them
         by default, or those named in ``keys``), in this module and, with
         ``recurse``, its descendants. With ``strict``, a key found in none
-        of those modules is a KeyError."""
+        of those modules is a KeyError.
+
+        Args:
+            recurse (bool, optional): Also freeze the sub-modules. Default
+                ``True``.
+            keys (str or list(str), optional): Names of the parameters to
+                freeze; all when omitted.
+            strict (bool, optional): Raise for keys that are not parameters.
+                Default ``False``.
+
+        Returns:
+            Module: ``self``.
+        """
         if isinstance(keys, str):
             keys = [keys]
         self._check_keys(keys, recurse, strict)
@@ -446,7 +511,19 @@ class Module(dict):
         return self
 
     def unfreeze(self, *, recurse=True, keys=None, strict=False):
-        """Undo :meth:`freeze` (for all parameters, or those in ``keys``)."""
+        """Undo :meth:`freeze` (for all parameters, or those in ``keys``).
+
+        Args:
+            recurse (bool, optional): Also unfreeze the sub-modules. Default
+                ``True``.
+            keys (str or list(str), optional): Names of the parameters; all when
+                omitted.
+            strict (bool, optional): Raise for keys that are not parameters.
+                Default ``False``.
+
+        Returns:
+            Module: ``self``.
+        """
         if isinstance(keys, str):
             keys = [keys]
         self._check_keys(keys, recurse, strict)
@@ -464,12 +541,24 @@ class Module(dict):
 
     def train(self, mode=True):
         """Set training mode (Dropout active, BatchNorm updating its
-        statistics) on this module and all descendants."""
+        statistics) on this module and all descendants.
+
+        Args:
+            mode (bool, optional): Training (``True``) or evaluation mode.
+                Default ``True``.
+
+        Returns:
+            Module: ``self``.
+        """
         self.apply_to_modules(lambda _, m: m._set_training_mode(mode))
         return self
 
     def eval(self):
-        """Set evaluation mode: ``train(False)``."""
+        """Set evaluation mode: ``train(False)``.
+
+        Returns:
+            Module: ``self``.
+        """
         return self.train(False)
 
     # -- weights files -----------------------------------------------------
@@ -482,6 +571,15 @@ class Module(dict):
         with the same shapes: otherwise a ValueError names the unexpected,
         missing or mis-shaped keys. Without it, names the model does not
         have are ignored.
+
+        Args:
+            file_or_weights (str or list(tuple(str, array))): A file, or
+                ``(name, array)`` pairs with dotted names.
+            strict (bool, optional): Require exactly the module's parameters, of
+                their shapes. Default ``True``.
+
+        Returns:
+            Module: ``self``.
         """
         weights = file_or_weights
         if isinstance(weights, (str, pathlib.Path)):
@@ -530,7 +628,11 @@ class Module(dict):
 
     def save_weights(self, file):
         """Save the parameters to ``file`` (``.npz`` or ``.safetensors``,
-        chosen by the extension)."""
+        chosen by the extension).
+
+        Args:
+            file (str): The file; ``.npz`` or ``.safetensors``.
+        """
         file = str(file)
         params = dict(tree_flatten(self.parameters()))
         if file.endswith(".npz"):
