@@ -47,14 +47,23 @@ class Optimizer:
         self._schedulers = dict(schedulers or {})
 
     def update(self, model, gradients):
-        """Apply ``gradients`` to the parameters of ``model`` (a Module, or
-        anything with ``update``) in place."""
+        """Apply gradients to the parameters of a model, in place.
+
+        Args:
+            model (Module): The model (or anything with ``update``).
+            gradients (dict): The gradients, in the model's structure.
+        """
         model.update(self.apply_gradients(gradients, model))
 
     def init(self, parameters):
-        """Create the per-parameter state for ``parameters`` (a tree).
-        Entries already in the state (for example restored from a file)
-        are kept; missing ones are created."""
+        """Create the per-parameter state.
+
+        Entries already in the state (for example restored from a file) are kept;
+        missing ones are created.
+
+        Args:
+            parameters (tree): The parameters.
+        """
 
         def merge_structure(params, state):
             # Make `state` a tree with the structure of `params`, whose
@@ -99,8 +108,16 @@ class Optimizer:
         raise NotImplementedError
 
     def apply_gradients(self, gradients, parameters):
-        """Return the parameters updated with ``gradients`` (both trees of
-        the same structure; ``parameters`` may have more entries)."""
+        """The parameters updated with gradients.
+
+        Args:
+            gradients (tree): The gradients.
+            parameters (tree): The parameters: the structure of ``gradients``,
+                possibly with more entries.
+
+        Returns:
+            tree: The updated parameters.
+        """
         if not self._initialized:
             self.init(gradients)
         for name, schedule in self._schedulers.items():

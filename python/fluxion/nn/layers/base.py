@@ -130,7 +130,13 @@ class Module(dict):
 
     @staticmethod
     def is_module(value):
-        """Whether ``value`` is a :class:`Module`.
+        """Whether a value is a :class:`Module`.
+
+        Args:
+            value: The value.
+
+        Returns:
+            bool: ``isinstance(value, Module)``.
         """
         return isinstance(value, Module)
 

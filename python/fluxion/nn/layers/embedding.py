@@ -31,14 +31,35 @@ class Embedding(Module):
         return self.weight[x]
 
     def as_linear(self, x):
-        """Use the table as a linear layer (``x @ weight.T``), e.g. for
-        tied input/output embeddings."""
+        """Use the table as a linear layer (``x @ weight.T``).
+
+        For tied input and output embeddings.
+
+        Args:
+            x (array): Features, last axis ``dims``.
+
+        Returns:
+            array: Scores over the vocabulary.
+        """
         return x @ self.weight.T
 
     def to_quantized(
         self, group_size=None, bits=None, mode="affine", quantize_input=False
     ):
-        """The :class:`QuantizedEmbedding` equivalent of this layer."""
+        """The :class:`QuantizedEmbedding` equivalent of this layer.
+
+        Args:
+            group_size (int, optional): Elements per group; the mode's default
+                when omitted.
+            bits (int, optional): Bits per element; the mode's default when
+                omitted.
+            mode (str, optional): The quantization mode. Default ``"affine"``.
+            quantize_input (bool, optional): Accepted for symmetry with
+                :meth:`Linear.to_quantized`.
+
+        Returns:
+            QuantizedEmbedding: The quantized layer.
+        """
         from fluxion.nn.layers.quantized import QuantizedEmbedding
 
         if quantize_input:

@@ -9,8 +9,14 @@ __all__ = ["Identity", "Linear", "Bilinear"]
 
 
 class Identity(Module):
-    """Returns its input unchanged (arguments are accepted and ignored, so
-    it can stand in for any layer)."""
+    """Returns its input unchanged.
+
+    Arguments are accepted and ignored, so it can stand in for any layer.
+
+    Args:
+        *args: Ignored.
+        **kwargs: Ignored.
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -58,8 +64,20 @@ class Linear(Module):
     def to_quantized(
         self, group_size=None, bits=None, mode="affine", quantize_input=False
     ):
-        """The :class:`QuantizedLinear` equivalent of this layer, or with
-        ``quantize_input`` a :class:`QQLinear` (input quantized too)."""
+        """The :class:`QuantizedLinear` equivalent of this layer.
+
+        Args:
+            group_size (int, optional): Elements per group; the mode's default
+                when omitted.
+            bits (int, optional): Bits per element; the mode's default when
+                omitted.
+            mode (str, optional): The quantization mode. Default ``"affine"``.
+            quantize_input (bool, optional): Return a :class:`QQLinear`, which
+                quantizes its input too. Default ``False``.
+
+        Returns:
+            QuantizedLinear or QQLinear: The quantized layer.
+        """
         from fluxion.nn.layers.quantized import QQLinear, QuantizedLinear
 
         cls = QQLinear if quantize_input else QuantizedLinear

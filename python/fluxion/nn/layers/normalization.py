@@ -242,7 +242,12 @@ class BatchNorm(Module):
             self.freeze(keys=list(self._STATS), recurse=False)
 
     def unfreeze(self, *args, **kwargs):
-        """Unfreeze as usual; the running statistics stay frozen."""
+        """Unfreeze as :meth:`Module.unfreeze`; the running statistics stay frozen.
+
+        Args:
+            *args: As :meth:`Module.unfreeze`'s.
+            **kwargs: As :meth:`Module.unfreeze`'s.
+        """
         super().unfreeze(*args, **kwargs)
         if self.track_running_stats:
             self.freeze(keys=list(self._STATS), recurse=False)

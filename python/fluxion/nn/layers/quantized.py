@@ -133,7 +133,19 @@ class QuantizedLinear(_Quantized):
     def from_linear(
         cls, linear_layer, group_size=None, bits=None, mode="affine"
     ):
-        """Quantize a :class:`Linear` layer."""
+        """Quantize a :class:`Linear` layer.
+
+        Args:
+            linear_layer (Linear): The layer.
+            group_size (int, optional): Elements per group; the mode's default
+                when omitted.
+            bits (int, optional): Bits per element; the mode's default when
+                omitted.
+            mode (str, optional): The quantization mode. Default ``"affine"``.
+
+        Returns:
+            QuantizedLinear: The quantized layer.
+        """
         out_dims, in_dims = linear_layer.weight.shape
         ql = cls.__new__(cls)
         _Quantized.__init__(ql)
@@ -182,6 +194,19 @@ class QQLinear(QuantizedLinear):
     def from_linear(
         cls, linear_layer, group_size=None, bits=None, mode="nvfp4"
     ):
+        """Quantize a :class:`Linear` layer (weights and inputs).
+
+        Args:
+            linear_layer (Linear): The layer.
+            group_size (int, optional): Elements per group; the mode's default
+                when omitted.
+            bits (int, optional): Bits per element; the mode's default when
+                omitted.
+            mode (str, optional): The quantization mode. Default ``"nvfp4"``.
+
+        Returns:
+            QQLinear: The quantized layer.
+        """
         return super().from_linear(linear_layer, group_size, bits, mode)
 
 
@@ -231,14 +256,33 @@ class QuantizedEmbedding(_Quantized):
         return out.reshape(*shape, -1)
 
     def as_linear(self, x):
-        """Use the quantized table as a linear layer (``x @ weight.T``)."""
+        """Use the quantized table as a linear layer (``x @ weight.T``).
+
+        Args:
+            x (array): Features, last axis ``dims``.
+
+        Returns:
+            array: Scores over the vocabulary.
+        """
         return self._matmul(x)
 
     @classmethod
     def from_embedding(
         cls, embedding_layer, group_size=None, bits=None, mode="affine"
     ):
-        """Quantize an :class:`Embedding` layer."""
+        """Quantize an :class:`Embedding` layer.
+
+        Args:
+            embedding_layer (Embedding): The layer.
+            group_size (int, optional): Elements per group; the mode's default
+                when omitted.
+            bits (int, optional): Bits per element; the mode's default when
+                omitted.
+            mode (str, optional): The quantization mode. Default ``"affine"``.
+
+        Returns:
+            QuantizedEmbedding: The quantized layer.
+        """
         qe = cls.__new__(cls)
         _Quantized.__init__(qe)
         qe._init_format(group_size, bits, mode)

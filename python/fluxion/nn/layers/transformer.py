@@ -90,9 +90,18 @@ class MultiHeadAttention(Module):
 
     @staticmethod
     def create_additive_causal_mask(N, dtype=mx.float32):
-        """An ``(N, N)`` mask with 0 on and below the diagonal and the
-        dtype's most negative finite value above (finite, so that a fully
-        masked row gives no NaN even in float16)."""
+        """An additive causal mask.
+
+        0 on and below the diagonal and the dtype's most negative finite value
+        above (finite, so that a fully masked row gives no NaN even in float16).
+
+        Args:
+            N (int): The sequence length.
+            dtype (Dtype, optional): Type of the mask. Default ``float32``.
+
+        Returns:
+            array: The ``(N, N)`` mask.
+        """
         indices = mx.arange(N)
         mask = indices[:, None] < indices[None]
         return mask.astype(dtype) * mx.finfo(dtype).min
