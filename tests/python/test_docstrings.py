@@ -11,6 +11,12 @@ signature.
 overloaded function, ``name(*args, **kwargs)``, ``Overloaded function.`` and
 numbered signature lines); the text a binding gives follows them. A
 docstring counts when, with those lines removed, prose remains.
+
+MLX's style is checked too: a function or method that takes arguments
+(besides ``self`` and the keyword ``stream``) has an ``Args:`` section,
+and a class whose constructor takes arguments documents them; every public
+function and class of fluxion.core is listed on a page of the API
+reference (docs/api).
 """
 
 import inspect
@@ -281,3 +287,91 @@ def test_every_core_name_is_on_a_reference_page():
         ):
             missing.append(name)
     assert not missing, "not on a docs/api page: " + ", ".join(missing)
+
+
+# --- MLX's style: a callable that takes arguments documents them ---------
+
+
+def _core_params(fn, name):
+    """Argument names of fn's overloads, from pybind11's signature lines
+    (without self, the keyword ``stream``, and ``*args``/``**kwargs``)."""
+    out = set()
+    for line in (fn.__doc__ or "").splitlines():
+        m = re.match(r"^(?:\d+\. )?" + re.escape(name) + r"\((.*)\)( ->.*)?$",
+                     line.strip())
+        if m:
+            for p in m.group(1).split(","):
+                p = p.strip().split(":")[0].split("=")[0].strip().lstrip("*")
+                if p and p not in ("self", "/", "*", "stream", "args", "kwargs"):
+                    out.add(p)
+    return out
+
+
+def _core_callables():
+    mods = [("fluxion.core", mx)] + [
+        (f"fluxion.core.{s}", getattr(mx, s)) for s in SUBMODULES
+    ]
+    for qual, mod in mods:
+        for name in sorted(dir(mod)):
+            if not _public(name):
+                continue
+            value = getattr(mod, name)
+            if isinstance(value, types.ModuleType) or not callable(value):
+                continue
+            if inspect.isclass(value):
+                for m, attr in sorted(vars(value).items()):
+                    if _public(m) and m not in EXEMPT and callable(attr):
+                        yield f"{qual}.{name}.{m}", m, getattr(value, m)
+            else:
+                yield f"{qual}.{name}", name, value
+
+
+def test_core_callables_document_their_arguments():
+    missing = [
+        qual
+        for qual, name, fn in _core_callables()
+        if _core_params(fn, name) and "Args:" not in (fn.__doc__ or "")
+    ]
+    assert not missing, "no Args: section: " + ", ".join(missing)
+
+
+def _python_params(fn):
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    return [p for p in sig.parameters if p not in ("self", "cls")]
+
+
+def test_python_callables_document_their_arguments():
+    missing = []
+    for pkg in (nn, optim, utils):
+        seen = set()
+        for mod in _python_modules(pkg):
+            for name, value in sorted(vars(mod).items()):
+                if not _public(name) or id(value) in seen:
+                    continue
+                if not (inspect.isclass(value) or inspect.isfunction(value)):
+                    continue
+                if not _module_of(value).startswith(pkg.__name__):
+                    continue
+                seen.add(id(value))
+                qual = f"{value.__module__}.{value.__qualname__}"
+                # A class documents its constructor's arguments.
+                if _python_params(value) and "Args:" not in (
+                    inspect.getdoc(value) or ""
+                ):
+                    missing.append(qual)
+                if not inspect.isclass(value):
+                    continue
+                for m, f in sorted(vars(value).items()):
+                    if not _public(m):
+                        continue
+                    if isinstance(f, (staticmethod, classmethod)):
+                        f = f.__func__
+                    if not inspect.isfunction(f):
+                        continue
+                    doc = f.__doc__ or _inherited_doc(value, m) or ""
+                    if _python_params(f) and "Args:" not in doc:
+                        missing.append(f"{qual}.{m}")
+    assert not missing, "no Args: section: " + ", ".join(missing)
