@@ -10,7 +10,8 @@ void init_ops_reduce(py::module_& m) {
         SUMMARY FXDOC_ARGS FXDOC_A FXDOC_AXIS_REDUCE FXDOC_STREAM        \
             FXDOC_RET_ARRAY RESULT "\n" EXAMPLE);
   FLUXION_REDUCE(sum, "Sum of the elements over the given axes.",
-                 "The sums (bool and small integers are summed as ``int32``).",
+                 "The sums (``bool`` and integers narrower than 32 bits are "
+                 "summed as ``int32``, unsigned ones as ``uint32``).",
                  FXDOC_EXAMPLE "    >>> mx.sum(mx.array([[1, 2], [3, 4]]), axis=0).tolist()\n    [4, 6]\n")
   FLUXION_REDUCE(prod, "Product of the elements over the given axes.",
                  "The products.",
