@@ -740,7 +740,9 @@ void init_transforms(py::module_& m) {
       },
       "fun"_a, "primals"_a, "cotangents"_a,
       "Outputs of ``fun(*primals)`` and the vector-Jacobian products of "
-      "``cotangents`` (one per output), as two lists.");
+      "``cotangents`` (one per output), as two lists. Complex arrays follow "
+      "MLX's (PyTorch's) convention: a holomorphic f gives ``ct * "
+      "conj(f'(z))``.");
   m.def(
       "value_and_grad",
       [](const py::function& fun, const std::optional<IntOrVec>& argnums,
@@ -768,7 +770,9 @@ void init_transforms(py::module_& m) {
       "fun"_a, "argnums"_a = py::none(),
       "argnames"_a = std::vector<std::string>{},
       "A function returning the gradients of the scalar ``fun`` with respect "
-      "to ``argnums`` and ``argnames``, structured as in value_and_grad.");
+      "to ``argnums`` and ``argnames``, structured as in value_and_grad. For "
+      "a complex argument z = x + iy of a real ``fun``: df/dx + i df/dy "
+      "(MLX's and PyTorch's convention; JAX's is the conjugate).");
   m.def(
       "vmap",
       [](const py::function& fun, const py::object& in_axes,
@@ -806,7 +810,7 @@ void init_transforms(py::module_& m) {
           "f"_a,
           "Set the vjp rule: ``f(primals, cotangents, outputs)`` returns a "
           "cotangent per primal (primals is the sole argument when there is "
-          "one, else a tuple).")
+          "one, else a tuple), in vjp's convention for complex arrays.")
       .def(
           "jvp",
           [](py::object self, py::function f) {
@@ -846,7 +850,9 @@ void init_transforms(py::module_& m) {
       "fun"_a, "argnums"_a = 0,
       "(Fluxion) The Jacobian of ``fun``'s first output by reverse mode: "
       "``jac[out..., in...]`` for argument ``argnums`` (a tuple of them for "
-      "a list of argnums). Arguments are arrays.");
+      "a list of argnums). Arguments are arrays. Complex: the holomorphic "
+      "Jacobian df/dz (not conjugated as vjp is), equal to jacfwd's for a "
+      "holomorphic ``fun``.");
   m.def(
       "jacfwd",
       [](const py::function& fun, const IntOrVec& argnums) {
