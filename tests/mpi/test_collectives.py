@@ -273,3 +273,34 @@ def test_sharded_linears_match_the_full_model():
     assert np.allclose(np.array(w1[:, part]), np.array(g2["layers"][1]["weight"]), atol=1e-5)
     assert np.allclose(np.array(g1["layers"][1]["bias"]),
                        np.array(g2["layers"][1]["bias"]), atol=1e-5)
+
+
+def test_data_parallel_training_matches_one_process_with_the_whole_batch():
+    import fluxion.optimizers as optim
+
+    def train(batches, distributed):
+        mx.random.seed(1)  # the same initial model everywhere
+        model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+        opt = optim.SGD(learning_rate=0.1)
+        loss_fn = lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean")
+        losses = []
+        for x, y in batches:
+            loss, grads = nn.value_and_grad(model, loss_fn)(model, x, y)
+            if distributed:
+                grads = nn.average_gradients(grads)
+                loss = mx.distributed.all_sum(loss) / N
+            opt.update(model, grads)
+            mx.eval(model.parameters(), loss)
+            losses.append(loss.item())
+        return losses, model
+
+    rng = np.random.default_rng(7)
+    full = [(mx.array(rng.normal(size=(4 * N, 6)).astype(np.float32)),
+             mx.array(rng.integers(0, 3, size=4 * N))) for _ in range(3)]
+    mine = [(x[4 * R:4 * R + 4], y[4 * R:4 * R + 4]) for x, y in full]
+    dist_losses, dist_model = train(mine, True)
+    ref_losses, ref_model = train(full, False)
+    assert np.allclose(dist_losses, ref_losses, rtol=1e-5)
+    w1 = dist_model.layers[0].weight
+    w2 = ref_model.layers[0].weight
+    assert np.allclose(np.array(w1), np.array(w2), atol=1e-6)
