@@ -16,9 +16,10 @@ int Group::size() const { return comm_ ? comm_->size() : 1; }
 
 Group Group::split(int color, int key) const {
   if (color < 0) {
-    throw std::invalid_argument("[Group.split] color must be non-negative; "
-                                "got " +
-                                std::to_string(color) + ".");
+    throw std::invalid_argument(
+        "[Group.split] color must be non-negative; "
+        "got " +
+        std::to_string(color) + ".");
   }
   return comm_ ? Group(comm_->split(color, key)) : Group();
 }

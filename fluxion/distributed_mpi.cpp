@@ -68,47 +68,59 @@ struct Lib {
   void* handle = nullptr;
   std::string error;  // why it could not be loaded
 #define FLUXION_MPI_FUNCTIONS(X)                                              \
-  X(MPI_Initialized, int(int*))                                          \
-  X(MPI_Finalized, int(int*))                                            \
-  X(MPI_Init_thread, int(int*, char***, int, int*))                      \
-  X(MPI_Finalize, int())                                                 \
-  X(MPI_Comm_rank, int(MPI_Comm, int*))                                  \
-  X(MPI_Comm_size, int(MPI_Comm, int*))                                  \
-  X(MPI_Comm_split, int(MPI_Comm, int, int, MPI_Comm*))                  \
-  X(MPI_Comm_set_errhandler, int(MPI_Comm, MPI_Errhandler))              \
-  X(MPI_Error_string, int(int, char*, int*))                             \
-  X(MPI_Op_create, int(MPI_User_function*, int, MPI_Op*))                \
-  X(MPI_Allreduce,                                                           \
-    int(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm))        \
-  X(MPI_Iallreduce, int(const void*, void*, int, MPI_Datatype, MPI_Op,   \
-                            MPI_Comm, MPI_Request*))                         \
-  X(MPI_Allgather, int(const void*, int, MPI_Datatype, void*, int,       \
-                           MPI_Datatype, MPI_Comm))                          \
-  X(MPI_Iallgather, int(const void*, int, MPI_Datatype, void*, int,      \
-                            MPI_Datatype, MPI_Comm, MPI_Request*))           \
-  X(MPI_Reduce_scatter_block,                                                \
-    int(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm))        \
-  X(MPI_Ireduce_scatter_block, int(const void*, void*, int,              \
-                                       MPI_Datatype, MPI_Op, MPI_Comm,       \
-                                       MPI_Request*))                        \
-  X(MPI_Send, int(const void*, int, MPI_Datatype, int, int, MPI_Comm))   \
-  X(MPI_Isend, int(const void*, int, MPI_Datatype, int, int, MPI_Comm,   \
-                       MPI_Request*))                                        \
-  X(MPI_Recv,                                                                \
-    int(void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status*))      \
-  X(MPI_Irecv, int(void*, int, MPI_Datatype, int, int, MPI_Comm,         \
-                       MPI_Request*))                                        \
-  X(MPI_Test, int(MPI_Request*, int*, MPI_Status*))                         \
+  X(MPI_Initialized, int(int*))                                               \
+  X(MPI_Finalized, int(int*))                                                 \
+  X(MPI_Init_thread, int(int*, char***, int, int*))                           \
+  X(MPI_Finalize, int())                                                      \
+  X(MPI_Comm_rank, int(MPI_Comm, int*))                                       \
+  X(MPI_Comm_size, int(MPI_Comm, int*))                                       \
+  X(MPI_Comm_split, int(MPI_Comm, int, int, MPI_Comm*))                       \
+  X(MPI_Comm_set_errhandler, int(MPI_Comm, MPI_Errhandler))                   \
+  X(MPI_Error_string, int(int, char*, int*))                                  \
+  X(MPI_Op_create, int(MPI_User_function*, int, MPI_Op*))                     \
+  X(MPI_Allreduce,                                                            \
+    int(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm))             \
+  X(MPI_Iallreduce, int(const void*, void*, int, MPI_Datatype, MPI_Op,        \
+                        MPI_Comm, MPI_Request*))                              \
+  X(MPI_Allgather,                                                            \
+    int(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm))  \
+  X(MPI_Iallgather, int(const void*, int, MPI_Datatype, void*, int,           \
+                        MPI_Datatype, MPI_Comm, MPI_Request*))                \
+  X(MPI_Reduce_scatter_block,                                                 \
+    int(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm))             \
+  X(MPI_Ireduce_scatter_block, int(const void*, void*, int, MPI_Datatype,     \
+                                   MPI_Op, MPI_Comm, MPI_Request*))           \
+  X(MPI_Send, int(const void*, int, MPI_Datatype, int, int, MPI_Comm))        \
+  X(MPI_Isend,                                                                \
+    int(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*))    \
+  X(MPI_Recv, int(void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status*)) \
+  X(MPI_Irecv,                                                                \
+    int(void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*))          \
+  X(MPI_Test, int(MPI_Request*, int*, MPI_Status*))                           \
   X(MPI_Abort, int(MPI_Comm, int))
 // X(field, suffix): the object ompi_mpi_<suffix>.
-#define FLUXION_MPI_OBJECTS(X)                                          \
-  X(comm_world, comm_world) X(errors_return, errors_return)             \
-  X(op_sum, op_sum) X(op_max, op_max) X(op_min, op_min)                 \
-  X(op_lor, op_lor) X(op_land, op_land) X(t_bool, c_bool)               \
-  X(t_int8, int8_t) X(t_uint8, uint8_t) X(t_int16, int16_t)             \
-  X(t_uint16, uint16_t) X(t_int32, int32_t) X(t_uint32, uint32_t)       \
-  X(t_int64, int64_t) X(t_uint64, uint64_t) X(t_float, float)           \
-  X(t_double, double) X(t_complex64, c_float_complex)
+// clang-format off
+#define FLUXION_MPI_OBJECTS(X)     \
+  X(comm_world, comm_world)        \
+  X(errors_return, errors_return)  \
+  X(op_sum, op_sum)                \
+  X(op_max, op_max)                \
+  X(op_min, op_min)                \
+  X(op_lor, op_lor)                \
+  X(op_land, op_land)              \
+  X(t_bool, c_bool)                \
+  X(t_int8, int8_t)                \
+  X(t_uint8, uint8_t)              \
+  X(t_int16, int16_t)              \
+  X(t_uint16, uint16_t)            \
+  X(t_int32, int32_t)              \
+  X(t_uint32, uint32_t)            \
+  X(t_int64, int64_t)              \
+  X(t_uint64, uint64_t)            \
+  X(t_float, float)                \
+  X(t_double, double)              \
+  X(t_complex64, c_float_complex)
+// clang-format on
 #define FLUXION_MPI_FIELD(NAME, SIG) std::add_pointer_t<SIG> NAME = nullptr;
   FLUXION_MPI_FUNCTIONS(FLUXION_MPI_FIELD)
 #define FLUXION_MPI_OBJECT_FIELD(NAME, SUFFIX) void* NAME = nullptr;
@@ -138,7 +150,8 @@ struct Lib {
 #define FLUXION_MPI_RESOLVE(NAME, SIG) \
   NAME = reinterpret_cast<std::add_pointer_t<SIG>>(sym(#NAME));
     FLUXION_MPI_FUNCTIONS(FLUXION_MPI_RESOLVE)
-#define FLUXION_MPI_RESOLVE_OBJECT(NAME, SUFFIX) NAME = sym("ompi_mpi_" #SUFFIX);
+#define FLUXION_MPI_RESOLVE_OBJECT(NAME, SUFFIX) \
+  NAME = sym("ompi_mpi_" #SUFFIX);
     FLUXION_MPI_OBJECTS(FLUXION_MPI_RESOLVE_OBJECT)
     if (!error.empty()) {
       dlclose(handle);
@@ -173,7 +186,9 @@ void finalize_at_exit() {
   bool pending = false;
   for (auto& a : abandoned()) {
     int done = 0;
-    if (a.request && l.MPI_Test(&a.request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
+    if (a.request &&
+        l.MPI_Test(&a.request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+        !done) {
       pending = true;
     }
   }
@@ -188,9 +203,8 @@ template <typename T, typename Op>
 void user_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
   const T* a = static_cast<const T*>(in);
   T* b = static_cast<T*>(inout);
-  using Acc = std::conditional_t<std::is_same_v<T, float16_t> ||
-                                     std::is_same_v<T, bfloat16_t>,
-                                 float, T>;
+  using Acc = std::conditional_t<
+      std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>, float, T>;
   for (int i = 0; i < *len; ++i) {
     b[i] = static_cast<T>(Op()(static_cast<Acc>(b[i]), static_cast<Acc>(a[i])));
   }
@@ -218,70 +232,77 @@ class MpiComm : public Comm {
                   ReduceOp r) override {
     auto [type, mop] = reduction(op, in.dtype(), r);
     int n = count(op, in.size());
-    const void* src = in.data<void>() == out.data<void>() ? MPI_IN_PLACE
-                                                          : in.data<void>();
+    const void* src =
+        in.data<void>() == out.data<void>() ? MPI_IN_PLACE : in.data<void>();
     auto& l = lib();
-    transfer(op, "", {in, out},
-             [&] { return l.MPI_Allreduce(src, out.data<void>(), n, type, mop, comm_); },
-             [&](MPI_Request* q) {
-               return l.MPI_Iallreduce(src, out.data<void>(), n, type, mop,
-                                       comm_, q);
-             });
+    transfer(
+        op, "", {in, out},
+        [&] {
+          return l.MPI_Allreduce(src, out.data<void>(), n, type, mop, comm_);
+        },
+        [&](MPI_Request* q) {
+          return l.MPI_Iallreduce(src, out.data<void>(), n, type, mop, comm_,
+                                  q);
+        });
   }
 
   void all_gather(const char* op, const array& in, array& out) override {
     auto type = datatype(op, in.dtype());
     int n = count(op, in.size());
     auto& l = lib();
-    transfer(op, "", {in, out},
-             [&] {
-               return l.MPI_Allgather(in.data<void>(), n, type, out.data<void>(),
-                                      n, type, comm_);
-             },
-             [&](MPI_Request* q) {
-               return l.MPI_Iallgather(in.data<void>(), n, type,
-                                       out.data<void>(), n, type, comm_, q);
-             });
+    transfer(
+        op, "", {in, out},
+        [&] {
+          return l.MPI_Allgather(in.data<void>(), n, type, out.data<void>(), n,
+                                 type, comm_);
+        },
+        [&](MPI_Request* q) {
+          return l.MPI_Iallgather(in.data<void>(), n, type, out.data<void>(), n,
+                                  type, comm_, q);
+        });
   }
 
   void sum_scatter(const char* op, const array& in, array& out) override {
     auto [type, mop] = reduction(op, in.dtype(), ReduceOp::sum);
     int n = count(op, out.size());
     auto& l = lib();
-    transfer(op, "", {in, out},
-             [&] {
-               return l.MPI_Reduce_scatter_block(in.data<void>(), out.data<void>(),
-                                                 n, type, mop, comm_);
-             },
-             [&](MPI_Request* q) {
-               return l.MPI_Ireduce_scatter_block(
-                   in.data<void>(), out.data<void>(), n, type, mop, comm_, q);
-             });
+    transfer(
+        op, "", {in, out},
+        [&] {
+          return l.MPI_Reduce_scatter_block(in.data<void>(), out.data<void>(),
+                                            n, type, mop, comm_);
+        },
+        [&](MPI_Request* q) {
+          return l.MPI_Ireduce_scatter_block(in.data<void>(), out.data<void>(),
+                                             n, type, mop, comm_, q);
+        });
   }
 
   void send(const char* op, const array& in, int dst) override {
     auto type = datatype(op, in.dtype());
     int n = count(op, in.size());
     auto& l = lib();
-    transfer(op, " to rank " + std::to_string(dst), {in},
-             [&] { return l.MPI_Send(in.data<void>(), n, type, dst, 0, comm_); },
-             [&](MPI_Request* q) {
-               return l.MPI_Isend(in.data<void>(), n, type, dst, 0, comm_, q);
-             });
+    transfer(
+        op, " to rank " + std::to_string(dst), {in},
+        [&] { return l.MPI_Send(in.data<void>(), n, type, dst, 0, comm_); },
+        [&](MPI_Request* q) {
+          return l.MPI_Isend(in.data<void>(), n, type, dst, 0, comm_, q);
+        });
   }
 
   void recv(const char* op, array& out, int src) override {
     auto type = datatype(op, out.dtype());
     int n = count(op, out.size());
     auto& l = lib();
-    transfer(op, " from rank " + std::to_string(src), {out},
-             [&] {
-               return l.MPI_Recv(out.data<void>(), n, type, src, 0, comm_,
-                                 MPI_STATUS_IGNORE);
-             },
-             [&](MPI_Request* q) {
-               return l.MPI_Irecv(out.data<void>(), n, type, src, 0, comm_, q);
-             });
+    transfer(
+        op, " from rank " + std::to_string(src), {out},
+        [&] {
+          return l.MPI_Recv(out.data<void>(), n, type, src, 0, comm_,
+                            MPI_STATUS_IGNORE);
+        },
+        [&](MPI_Request* q) {
+          return l.MPI_Irecv(out.data<void>(), n, type, src, 0, comm_, q);
+        });
   }
 
  private:
@@ -322,8 +343,8 @@ class MpiComm : public Comm {
     }
     MPI_Request req = nullptr;
     check(op, start(&req));
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::duration<double>(limit);
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
     int done = 0;
     // Spin briefly (small messages complete in microseconds), then sleep
     // between polls so that a waiting rank leaves the cores to its peers.
@@ -354,20 +375,32 @@ class MpiComm : public Comm {
   MPI_Datatype datatype(const char* op, Dtype t) const {
     auto& l = lib();
     switch (t) {
-      case Dtype::Val::bool_: return l.t_bool;
-      case Dtype::Val::int8: return l.t_int8;
-      case Dtype::Val::uint8: return l.t_uint8;
-      case Dtype::Val::int16: return l.t_int16;
+      case Dtype::Val::bool_:
+        return l.t_bool;
+      case Dtype::Val::int8:
+        return l.t_int8;
+      case Dtype::Val::uint8:
+        return l.t_uint8;
+      case Dtype::Val::int16:
+        return l.t_int16;
       case Dtype::Val::uint16:
       case Dtype::Val::float16:
-      case Dtype::Val::bfloat16: return l.t_uint16;
-      case Dtype::Val::int32: return l.t_int32;
-      case Dtype::Val::uint32: return l.t_uint32;
-      case Dtype::Val::int64: return l.t_int64;
-      case Dtype::Val::uint64: return l.t_uint64;
-      case Dtype::Val::float32: return l.t_float;
-      case Dtype::Val::float64: return l.t_double;
-      case Dtype::Val::complex64: return l.t_complex64;
+      case Dtype::Val::bfloat16:
+        return l.t_uint16;
+      case Dtype::Val::int32:
+        return l.t_int32;
+      case Dtype::Val::uint32:
+        return l.t_uint32;
+      case Dtype::Val::int64:
+        return l.t_int64;
+      case Dtype::Val::uint64:
+        return l.t_uint64;
+      case Dtype::Val::float32:
+        return l.t_float;
+      case Dtype::Val::float64:
+        return l.t_double;
+      case Dtype::Val::complex64:
+        return l.t_complex64;
     }
     throw std::invalid_argument(std::string("[") + op + "] Unsupported dtype.");
   }
@@ -424,8 +457,10 @@ std::pair<MPI_Datatype, MPI_Op> MpiComm::reduction(const char* op, Dtype t,
   switch (t) {
     case Dtype::Val::bool_:
       return {type, r == ReduceOp::min ? l.op_land : l.op_lor};
-    case Dtype::Val::float16: return {type, u.f16[i]};
-    case Dtype::Val::bfloat16: return {type, u.bf16[i]};
+    case Dtype::Val::float16:
+      return {type, u.f16[i]};
+    case Dtype::Val::bfloat16:
+      return {type, u.bf16[i]};
     case Dtype::Val::float32:
       return {type, r == ReduceOp::sum ? l.op_sum : u.f32[i - 1]};
     case Dtype::Val::float64:
@@ -480,8 +515,8 @@ std::shared_ptr<Comm> mpi_world() {
       // Collectives run on a CPU stream's worker thread, and separate
       // streams may communicate at once: MPI_THREAD_MULTIPLE.
       int provided = 0;
-      if (l.MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE,
-                            &provided) != MPI_SUCCESS) {
+      if (l.MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) !=
+          MPI_SUCCESS) {
         failure = "MPI_Init_thread failed";
         return;
       }

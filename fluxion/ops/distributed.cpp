@@ -26,9 +26,12 @@ using Batched = std::pair<std::vector<array>, std::vector<int>>;
 
 const char* p_name(detail::ReduceOp op) {
   switch (op) {
-    case detail::ReduceOp::sum: return "all_sum";
-    case detail::ReduceOp::max: return "all_max";
-    default: return "all_min";
+    case detail::ReduceOp::sum:
+      return "all_sum";
+    case detail::ReduceOp::max:
+      return "all_max";
+    default:
+      return "all_min";
   }
 }
 
@@ -112,10 +115,10 @@ array sum_scatter(const array& x, std::optional<Group> group,
     return x;
   }
   if (x.shape(0) % g.size() != 0) {
-    throw std::invalid_argument(
-        "[sum_scatter] The first axis (" + std::to_string(x.shape(0)) +
-        ") must be divisible by the group's size (" +
-        std::to_string(g.size()) + ").");
+    throw std::invalid_argument("[sum_scatter] The first axis (" +
+                                std::to_string(x.shape(0)) +
+                                ") must be divisible by the group's size (" +
+                                std::to_string(g.size()) + ").");
   }
   auto p = std::make_shared<ReduceScatter>(cpu_stream("sum_scatter", s), g);
   return array(p->output_shapes({x})[0], x.dtype(), p, {x});
@@ -135,7 +138,8 @@ array recv(Shape shape, Dtype dtype, int src, std::optional<Group> group,
   check_peer("recv", "receive from", src, g);
   for (auto d : shape) {
     if (d < 0) {
-      throw std::invalid_argument("[recv] Negative dimensions are not allowed.");
+      throw std::invalid_argument(
+          "[recv] Negative dimensions are not allowed.");
     }
   }
   return array(std::move(shape), dtype,
@@ -193,8 +197,9 @@ std::vector<array> AllReduce::jvp(const Arrays& primals, const Arrays& tangents,
     return {all_sum(tangents[0], group_, s)};
   }
   array out = reduce(primals[0], group_, s, op_);
-  return {all_sum(multiply(tangents[0], arg_share(primals[0], out, group_, s), s),
-                  group_, s)};
+  return {
+      all_sum(multiply(tangents[0], arg_share(primals[0], out, group_, s), s),
+              group_, s)};
 }
 
 std::vector<array> AllReduce::vjp(const Arrays& primals, const Arrays& cts,
@@ -253,7 +258,8 @@ std::vector<array> ReduceScatter::vjp(const Arrays&, const Arrays& cts,
   return {all_gather(cts[0], group_, stream())};
 }
 
-Batched ReduceScatter::vmap(const Arrays& inputs, const std::vector<int>& axes) {
+Batched ReduceScatter::vmap(const Arrays& inputs,
+                            const std::vector<int>& axes) {
   if (inputs[0].ndim() == 1) {
     throw std::invalid_argument(
         "[sum_scatter] Expected an array with at least one dimension; got a "

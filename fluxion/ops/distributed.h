@@ -65,7 +65,8 @@ class ReduceScatter : public DistPrimitive {
 // the peer never asked for.
 class Send : public DistPrimitive {
  public:
-  Send(Stream s, Group g, int dst) : DistPrimitive(s, std::move(g)), dst_(dst) {}
+  Send(Stream s, Group g, int dst)
+      : DistPrimitive(s, std::move(g)), dst_(dst) {}
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_VMAP
   const char* name() const override { return "Send"; }
@@ -80,7 +81,8 @@ class Send : public DistPrimitive {
 
 class Recv : public DistPrimitive {
  public:
-  Recv(Stream s, Group g, int src) : DistPrimitive(s, std::move(g)), src_(src) {}
+  Recv(Stream s, Group g, int src)
+      : DistPrimitive(s, std::move(g)), src_(src) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Recv"; }
   bool is_equivalent(const Primitive&) const override { return false; }

@@ -1,6 +1,7 @@
 // mx.distributed: groups of processes and their collectives
 // (fluxion/distributed.h): MPI under mpirun, else the group of size 1.
 #include "fluxion/distributed.h"
+
 #include "fluxion/distributed_comm.h"
 #include "python/src/convert.h"
 
@@ -39,8 +40,7 @@ void init_distributed(py::module_& parent) {
       "Communication between processes: under mpirun, init() gives the MPI "
       "group of every process; otherwise the group of size 1, on which "
       "collectives are the identity.");
-  py::class_<dist::Group>(m, "Group",
-                          "A group of processes that communicate.")
+  py::class_<dist::Group>(m, "Group", "A group of processes that communicate.")
       .def("rank", &dist::Group::rank, "This process's rank in the group.")
       .def("size", &dist::Group::size, "The number of processes.")
       .def("split", &dist::Group::split, "color"_a, "key"_a = -1,
@@ -59,11 +59,11 @@ void init_distributed(py::module_& parent) {
         return g;
       },
       "strict"_a = false, "backend"_a = "any",
-        "The group of every process of this run: the MPI group under "
-        "mpirun, else the group of size 1. With ``strict=True`` a "
-        "multi-process group is required and this raises. In an MPI job an "
-        "uncaught exception then ends the whole job (MPI_Abort), so that "
-        "no peer waits for this process forever.");
+      "The group of every process of this run: the MPI group under "
+      "mpirun, else the group of size 1. With ``strict=True`` a "
+      "multi-process group is required and this raises. In an MPI job an "
+      "uncaught exception then ends the whole job (MPI_Abort), so that "
+      "no peer waits for this process forever.");
   using Collective = fx::array (*)(const fx::array&, std::optional<dist::Group>,
                                    fx::StreamOrDevice);
   auto collective = [&](const char* name, Collective fn, const char* doc) {

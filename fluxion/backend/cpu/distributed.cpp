@@ -6,7 +6,8 @@
 
 namespace fluxion::distributed {
 
-void AllReduce::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+void AllReduce::eval_cpu(const std::vector<array>& in,
+                         std::vector<array>& out) {
   // In place (MPI_IN_PLACE) in an input no one else sees; otherwise from
   // the input into a fresh output, without a copy first.
   if (in[0].is_donatable()) {
@@ -19,7 +20,8 @@ void AllReduce::eval_cpu(const std::vector<array>& in, std::vector<array>& out) 
   group_.comm()->all_reduce(op_name(), x, out[0], op_);
 }
 
-void AllGather::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+void AllGather::eval_cpu(const std::vector<array>& in,
+                         std::vector<array>& out) {
   array x = cpu::ensure_row_contiguous(in[0]);
   out[0].set_data(out[0].nbytes());
   group_.comm()->all_gather("all_gather", x, out[0]);
