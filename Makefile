@@ -7,6 +7,7 @@ DEB_PACKAGES := cmake ninja-build g++ ccache pkg-config libopenblas-dev \
 	python3-pip python3-setuptools python3-wheel python3-venv \
 	zlib1g-dev nlohmann-json3-dev \
 	python3-matplotlib python3-tqdm python3-torch dataset-fashion-mnist fortunes \
+	libopenmpi-dev openmpi-bin python3-mpi4py \
 	python3-sphinx python3-myst-parser
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The interpreter CMake chose for the extension (cmake/FluxionPython.cmake:
@@ -23,7 +24,7 @@ ifeq ($(origin OPENBLAS_CORETYPE),undefined)
   endif
 endif
 
-.PHONY: deps build test test-install install test-gpu test-asan test-tsan \
+.PHONY: deps build test test-mpi test-install install test-gpu test-asan test-tsan \
 	fuzz soak demo fashion-mnist char-lm bench docs clean format
 
 # Install only the Debian packages that are missing. Where they cannot be
@@ -58,7 +59,14 @@ test: build
 	cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS)
 	$(TEST_ENV) PYTHONPATH=$(BUILD)/python $(PY) -m pytest -q tests/python
 	$(TEST_ENV) sh tools/test_install.sh $(BUILD)
+	$(MAKE) --no-print-directory test-mpi
 	$(DOCS)
+
+# mx.distributed over MPI: tests/mpi under `mpirun -np 2` and `-np 3` on
+# loopback (tests/mpi/run.sh; skipped with a message where mpirun is
+# absent).
+test-mpi: build
+	$(TEST_ENV) PYTHONPATH=$(BUILD)/python sh tests/mpi/run.sh $(PY)
 
 test-install: build
 	$(TEST_ENV) sh tools/test_install.sh $(BUILD)

@@ -68,12 +68,8 @@ std::vector<array> Compiled::vjp(const std::vector<array>& primals,
                                  const std::vector<int>& argnums,
                                  const std::vector<array>&) {
   auto f = [this](const std::vector<array>& x) { return replay(x); };
-  auto grads = fluxion::vjp(f, primals, cotangents).second;
-  std::vector<array> out;
-  for (int a : argnums) {
-    out.push_back(grads[a]);
-  }
-  return out;
+  // A rule, so in the rules' (JAX's) convention; `argnums` is sorted.
+  return detail::internal_vjp(f, primals, cotangents, argnums).second;
 }
 
 std::vector<array> Compiled::jvp(const std::vector<array>& primals,

@@ -1,50 +1,35 @@
+// mx.distributed's groups: the singleton group, or the MPI world of a
+// process started by mpirun (distributed_mpi.cpp) and its splits. The ops
+// are in fluxion/ops/distributed.cpp.
 #include "fluxion/distributed.h"
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
-#include "fluxion/dtype.h"
+#include "fluxion/distributed_comm.h"
 
 namespace fluxion::distributed {
 
-namespace {
-
-// Collectives of a one-process group return their input itself (MLX does the
-// same: no node is added, so gradients and transformations pass through).
-array singleton_collective(const array& x, const std::optional<Group>& g) {
-  (void)g.value_or(init());
-  return x;
-}
-
-[[noreturn]] void no_peer(const char* op, const char* what, int peer) {
-  throw std::invalid_argument(
-      std::string("[") + op + "] Cannot " + what + " rank " +
-      std::to_string(peer) +
-      ": the group is this process alone (size 1; Fluxion has no "
-      "multi-process backend).");
-}
-
-[[noreturn]] void check_peer(const char* op, const char* what, int peer, const Group& g) {
-  if (peer < 0 || peer >= g.size()) {
-    throw std::invalid_argument(std::string("[") + op + "] Invalid rank " +
-                                std::to_string(peer) + " for a group of size " +
-                                std::to_string(g.size()) + ".");
-  }
-  no_peer(op, what, peer);
-}
-
-}  // namespace
+int Group::rank() const { return comm_ ? comm_->rank() : 0; }
+int Group::size() const { return comm_ ? comm_->size() : 1; }
 
 Group Group::split(int color, int key) const {
   if (color < 0) {
-    throw std::invalid_argument("[Group.split] color must be non-negative; "
-                                "got " +
-                                std::to_string(color) + ".");
+    throw std::invalid_argument(
+        "[Group.split] color must be non-negative; "
+        "got " +
+        std::to_string(color) + ".");
   }
-  return Group();
+  return comm_ ? Group(comm_->split(color, key)) : Group();
 }
 
-bool is_available() { return false; }
+bool is_available(const std::string& backend) {
+  if (backend == "any" || backend == "mpi") {
+    return detail::mpi_available();
+  }
+  return false;
+}
 
 Group init(bool strict, const std::string& backend) {
   if (backend != "any" && backend != "single" && backend != "ring" &&
@@ -52,47 +37,38 @@ Group init(bool strict, const std::string& backend) {
     throw std::invalid_argument("[distributed.init] Unknown backend '" +
                                 backend + "'.");
   }
+  if (backend == "any" || backend == "mpi") {
+    if (auto world = detail::mpi_world()) {
+      return Group(world);
+    }
+  }
   if (strict) {
     throw std::runtime_error(
         "[distributed.init] No multi-process backend is available (asked "
         "for '" +
         backend +
-        "'); Fluxion runs as a single process: call init() without "
-        "strict=True for the group of size 1.");
+        "'): Fluxion's is MPI, for processes started by mpirun (`mpirun -np "
+        "2 python train.py`); call init() without strict=True for the "
+        "group of size 1.");
   }
   return Group();
 }
 
-array all_sum(const array& x, std::optional<Group> g, StreamOrDevice s) {
-  return singleton_collective(x, g);
-}
-array all_max(const array& x, std::optional<Group> g, StreamOrDevice s) {
-  return singleton_collective(x, g);
-}
-array all_min(const array& x, std::optional<Group> g, StreamOrDevice s) {
-  return singleton_collective(x, g);
-}
-array all_gather(const array& x, std::optional<Group> g, StreamOrDevice s) {
-  return singleton_collective(x, g);
-}
-array sum_scatter(const array& x, std::optional<Group> g, StreamOrDevice s) {
-  if (x.ndim() == 0) {
-    throw std::invalid_argument(
-        "[sum_scatter] Expected an array with at least one dimension; got a "
-        "0-d array.");
+namespace detail {
+double timeout_seconds() {
+  const char* v = std::getenv("FLUXION_DIST_TIMEOUT");
+  if (!v || !*v) {
+    return 0;
   }
-  return singleton_collective(x, g);
+  char* end = nullptr;
+  double t = std::strtod(v, &end);
+  if (end == v || *end != '\0') {
+    throw std::invalid_argument(
+        std::string("FLUXION_DIST_TIMEOUT must be a number of seconds; got '") +
+        v + "'.");
+  }
+  return t > 0 ? t : 0;
 }
-array send(const array& x, int dst, std::optional<Group> g, StreamOrDevice s) {
-  check_peer("send", "send to", dst, g.value_or(init()));
-}
-array recv(Shape shape, Dtype dtype, int src, std::optional<Group> g,
-           StreamOrDevice s) {
-  check_peer("recv", "receive from", src, g.value_or(init()));
-}
-array recv_like(const array& x, int src, std::optional<Group> g,
-                StreamOrDevice s) {
-  return recv(x.shape(), x.dtype(), src, g, s);
-}
+}  // namespace detail
 
 }  // namespace fluxion::distributed

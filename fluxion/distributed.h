@@ -1,12 +1,16 @@
 // mx.distributed: communication groups and collective ops.
 //
-// Fluxion has no inter-process transport yet (that is its own issue), so the
-// only group is the singleton group of this process: rank 0 of size 1, which
-// is what MLX gives a program started without a launcher. On it every
-// collective is the identity (the sum, max or gather over one process is the
-// process's own value), and point-to-point ops raise, since there is no peer.
+// A Group is a set of processes that communicate through a backend
+// (fluxion/distributed_comm.h). A process started by `mpirun` gets the MPI
+// group of every process of the job (Open MPI loaded at run time:
+// distributed_mpi.cpp); without a launcher it gets the singleton group,
+// rank 0 of size 1, which is what MLX gives then: on it every collective is
+// the identity (no node is added) and point-to-point ops raise, since there
+// is no peer. Collectives over a real group are lazy primitives
+// (fluxion/ops/distributed.h) evaluated on a CPU stream.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -15,36 +19,55 @@
 
 namespace fluxion::distributed {
 
+namespace detail {
+class Comm;
+}
+
 class Group {
  public:
+  // The singleton group (this process alone, no backend).
   Group() = default;
-  int rank() const { return 0; }
-  int size() const { return 1; }
+  explicit Group(std::shared_ptr<detail::Comm> comm) : comm_(std::move(comm)) {}
+  int rank() const;
+  int size() const;
   // Sub-groups of the processes passing the same `color`, ranked by `key`
-  // (default: their rank). Over one process that is the process itself.
+  // (default: their rank). Every process of the group must call it.
   Group split(int color, int key = -1) const;
+  // The backend's communicator; null for the singleton group.
+  const std::shared_ptr<detail::Comm>& comm() const { return comm_; }
+
+ private:
+  std::shared_ptr<detail::Comm> comm_;
 };
 
-// Whether a transport that reaches other processes is built in (none is).
-bool is_available();
+// Whether `backend` ("any" or "mpi") can be used here: for MPI, whether
+// libmpi loads. ("nccl", "ring", "jaccl": not built, false.)
+bool is_available(const std::string& backend = "any");
 // The group of every process of this run. `backend` is "any" or one of MLX's
-// names ("ring", "mpi", "nccl", "jaccl", or "single"); none of the
-// multi-process ones is built, so this is the singleton group, and with
-// `strict` (a multi-process group required) it raises std::runtime_error.
+// names ("ring", "mpi", "nccl", "jaccl", or "single"). A process started by
+// mpirun gets the MPI group ("any" or "mpi"); otherwise the singleton group,
+// and with `strict` (a multi-process group required) this raises
+// std::runtime_error. The same group is returned by every call.
 Group init(bool strict = false, const std::string& backend = "any");
 
+// Reductions over the processes of the group, elementwise: same shape and
+// dtype as x on every process (bool: sum and max are "or", min is "and").
 array all_sum(const array& x, std::optional<Group> group = std::nullopt,
               StreamOrDevice s = {});
 array all_max(const array& x, std::optional<Group> group = std::nullopt,
               StreamOrDevice s = {});
 array all_min(const array& x, std::optional<Group> group = std::nullopt,
               StreamOrDevice s = {});
-// Concatenation along axis 0 of every process's x (over one process: x).
+// Concatenation along axis 0 of every process's x (a 0-d x counts as
+// shape (1,)); every process passes the same shape.
 array all_gather(const array& x, std::optional<Group> group = std::nullopt,
                  StreamOrDevice s = {});
-// The sum over processes, split along axis 0: this process's part.
+// The sum over processes, split along axis 0 (whose size the group's size
+// divides): this process's part.
 array sum_scatter(const array& x, std::optional<Group> group = std::nullopt,
                   StreamOrDevice s = {});
+// Send x to process `dst`; the result is x itself once sent (evaluate it
+// to send).
 array send(const array& x, int dst, std::optional<Group> group = std::nullopt,
            StreamOrDevice s = {});
 array recv(Shape shape, Dtype dtype, int src,

@@ -9,6 +9,7 @@
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/custom.h"
 #include "fluxion/ops/custom_kernel.h"
+#include "fluxion/ops/distributed.h"
 #include "fluxion/ops/hadamard.h"
 #include "fluxion/ops/layout.h"
 #include "fluxion/ops/matmul_variants.h"

@@ -34,6 +34,13 @@ Stream stream_of(const array& a) {
   return a.has_primitive() ? a.primitive().stream() : to_stream({});
 }
 
+// 0, 1, ..., n - 1: differentiate with respect to every input.
+std::vector<int> all_argnums(size_t n) {
+  std::vector<int> argnums(n);
+  std::iota(argnums.begin(), argnums.end(), 0);
+  return argnums;
+}
+
 bool is_stop_gradient(const array& a) {
   if (!a.has_primitive()) {
     return false;
@@ -143,10 +150,12 @@ std::vector<array> grad_tape(std::vector<array>& outputs,
 
 }  // namespace
 
-std::pair<std::vector<array>, std::vector<array>> vjp(
+namespace detail {
+
+std::pair<std::vector<array>, std::vector<array>> internal_vjp(
     const Fn& fun, const std::vector<array>& primals,
     const std::vector<array>& cotangents, const std::vector<int>& argnums) {
-  detail::InTracing tracing;
+  InTracing tracing;
   auto tracers = make_tracers(primals);
   auto outputs = fun(tracers);
 
@@ -230,8 +239,8 @@ std::pair<std::vector<array>, std::vector<array>> vjp(
     }
     std::vector<array> vjps;
     {
-      detail::RetainGraph retain;
-      vjps = detail::with_rule_context("vjp", a.primitive(), [&] {
+      RetainGraph retain;
+      vjps = with_rule_context("vjp", a.primitive(), [&] {
         return a.primitive().vjp(a.inputs(), cts, args, outs);
       });
     }
@@ -259,12 +268,49 @@ std::pair<std::vector<array>, std::vector<array>> vjp(
   return {outputs, vjps};
 }
 
+}  // namespace detail
+
+namespace {
+
+// The conjugate of a complex array; any other array as it is (no node).
+array conj_if_complex(const array& a) {
+  return is_complex(a.dtype()) ? conjugate(a, stream_of(a)) : a;
+}
+
+std::vector<array> conj_if_complex(std::vector<array> arrays) {
+  for (auto& a : arrays) {
+    a = conj_if_complex(a);
+  }
+  return arrays;
+}
+
+// A vjp rule written in one convention, called in the other: the two
+// differ by conjugating the cotangents in and the gradients out.
+VjpFn conjugated_rule(VjpFn rule) {
+  return [rule = std::move(rule)](const std::vector<array>& primals,
+                                  const std::vector<array>& cotangents,
+                                  const std::vector<array>& outputs) {
+    return conj_if_complex(rule(primals, conj_if_complex(cotangents), outputs));
+  };
+}
+
+}  // namespace
+
+// MLX's (PyTorch's) convention: the adjoint of the jvp under the Hermitian
+// inner product Re(conj(u) v), where the rules (JAX's) transpose it under
+// the bilinear Re(u v). Conjugating in and out converts one into the other.
+std::pair<std::vector<array>, std::vector<array>> vjp(
+    const Fn& fun, const std::vector<array>& primals,
+    const std::vector<array>& cotangents, const std::vector<int>& argnums) {
+  auto [outputs, vjps] =
+      detail::internal_vjp(fun, primals, conj_if_complex(cotangents), argnums);
+  return {std::move(outputs), conj_if_complex(std::move(vjps))};
+}
+
 std::pair<std::vector<array>, std::vector<array>> vjp(
     const Fn& fun, const std::vector<array>& primals,
     const std::vector<array>& cotangents) {
-  std::vector<int> argnums(primals.size());
-  std::iota(argnums.begin(), argnums.end(), 0);
-  return vjp(fun, primals, cotangents, argnums);
+  return vjp(fun, primals, cotangents, all_argnums(primals.size()));
 }
 
 std::pair<array, array> vjp(const UnaryFn& fun, const array& primal,
@@ -351,11 +397,16 @@ std::pair<array, array> jvp(const UnaryFn& fun, const array& primal,
 
 // --- value_and_grad / grad ---
 
-ValueAndGradFn value_and_grad(const Fn& fun, const std::vector<int>& argnums) {
+namespace {
+
+// value_and_grad with MLX's convention (public) or JAX's (`mlx_convention`
+// false: the Hessians, which differentiate the gradient holomorphically).
+ValueAndGradFn value_and_grad_in(const Fn& fun, const std::vector<int>& argnums,
+                                 bool mlx_convention) {
   if (argnums.empty()) {
     throw std::invalid_argument("[grad] Must specify at least one argument.");
   }
-  return [fun, argnums](const std::vector<array>& inputs) {
+  return [fun, argnums, mlx_convention](const std::vector<array>& inputs) {
     std::set<int> args;
     for (int a : argnums) {
       args.insert(a < 0 ? a + static_cast<int>(inputs.size()) : a);
@@ -381,8 +432,16 @@ ValueAndGradFn value_and_grad(const Fn& fun, const std::vector<int>& argnums) {
       return outs;
     };
     // A float32 seed: vjp casts it to the output's dtype.
-    return vjp(gfun, inputs, {array(1.0f)}, sorted);
+    return mlx_convention
+               ? vjp(gfun, inputs, {array(1.0f)}, sorted)
+               : detail::internal_vjp(gfun, inputs, {array(1.0f)}, sorted);
   };
+}
+
+}  // namespace
+
+ValueAndGradFn value_and_grad(const Fn& fun, const std::vector<int>& argnums) {
+  return value_and_grad_in(fun, argnums, true);
 }
 
 ValueAndGradFn value_and_grad(const Fn& fun, int argnum) {
@@ -645,9 +704,12 @@ UnaryFn vmap(const UnaryFn& fun, int in_axis, int out_axis) {
 
 // --- custom functions ---
 
-Fn custom_function(Fn fun, std::optional<VjpFn> fun_vjp,
-                   std::optional<JvpFn> fun_jvp,
-                   std::optional<VmapFn> fun_vmap) {
+namespace {
+
+// custom_function with `fun_vjp` in the rules' (JAX's) convention.
+Fn make_custom_function(Fn fun, std::optional<VjpFn> fun_vjp,
+                        std::optional<JvpFn> fun_jvp,
+                        std::optional<VmapFn> fun_vmap) {
   if (!fun_vjp && !fun_jvp && !fun_vmap) {
     return fun;
   }
@@ -669,7 +731,9 @@ Fn custom_function(Fn fun, std::optional<VjpFn> fun_vjp,
     VjpFn vjp_rule = fun_vjp.value_or(
         [fun](const std::vector<array>& primals,
               const std::vector<array>& cotangents, const std::vector<array>&) {
-          return vjp(fun, primals, cotangents).second;
+          return detail::internal_vjp(fun, primals, cotangents,
+                                      all_argnums(primals.size()))
+              .second;
         });
     JvpFn jvp_rule = fun_jvp.value_or([fun](const std::vector<array>& primals,
                                             const std::vector<array>& tangents,
@@ -699,6 +763,19 @@ Fn custom_function(Fn fun, std::optional<VjpFn> fun_vjp,
   };
 }
 
+}  // namespace
+
+Fn custom_function(Fn fun, std::optional<VjpFn> fun_vjp,
+                   std::optional<JvpFn> fun_jvp,
+                   std::optional<VmapFn> fun_vmap) {
+  // The user's rule is in MLX's convention, as the vjp it customizes.
+  if (fun_vjp) {
+    fun_vjp = conjugated_rule(std::move(*fun_vjp));
+  }
+  return make_custom_function(std::move(fun), std::move(fun_vjp),
+                              std::move(fun_jvp), std::move(fun_vmap));
+}
+
 Fn custom_vjp(Fn fun, VjpFn fun_vjp) {
   return custom_function(std::move(fun), std::move(fun_vjp), std::nullopt,
                          std::nullopt);
@@ -711,9 +788,12 @@ Fn checkpoint(Fn fun) {
     // `depends` holds the recomputation back until the cotangents exist:
     // otherwise the scheduler may recompute every block early and keep all
     // their intermediates alive, which is what checkpoint must avoid.
-    return vjp(fun, depends(primals, cotangents), cotangents).second;
+    return detail::internal_vjp(fun, depends(primals, cotangents), cotangents,
+                                all_argnums(primals.size()))
+        .second;
   };
-  return custom_vjp(std::move(fun), std::move(vjp_fun));
+  return make_custom_function(std::move(fun), std::move(vjp_fun), std::nullopt,
+                              std::nullopt);
 }
 
 // --- Jacobians ---
@@ -743,7 +823,9 @@ Fn jacrev(const Fn& fun, const std::vector<int>& argnums) {
     std::vector<array> jacs;
     auto rows = vmap(
         [&](const std::vector<array>& ct) {
-          return vjp(
+          // The rules' convention: rows of the holomorphic Jacobian, so
+          // that jacrev equals jacfwd (see transforms.h).
+          return detail::internal_vjp(
                      [&](const std::vector<array>& p) {
                        return std::vector<array>{fun(p)[0]};
                      },
@@ -813,7 +895,7 @@ Fn hessian(const Fn& fun, const std::vector<int>& argnums) {
     std::vector<array> out;
     for (int arg : argnums) {
       auto g = [fun, arg](const std::vector<array>& p) {
-        auto vg = value_and_grad(fun, std::vector<int>{arg});
+        auto vg = value_and_grad_in(fun, std::vector<int>{arg}, false);
         return std::vector<array>{vg(p).second[0]};
       };
       out.push_back(jacfwd(g, {arg})(primals)[0]);
@@ -834,10 +916,9 @@ UnaryFn hessian(const UnaryFn& fun) {
 std::pair<std::vector<array>, std::vector<array>> hvp(
     const Fn& fun, const std::vector<array>& primals,
     const std::vector<array>& tangents) {
-  std::vector<int> argnums(primals.size());
-  std::iota(argnums.begin(), argnums.end(), 0);
+  auto argnums = all_argnums(primals.size());
   auto g = [fun, argnums](const std::vector<array>& p) {
-    return value_and_grad(fun, argnums)(p).second;
+    return value_and_grad_in(fun, argnums, false)(p).second;
   };
   return jvp(g, primals, tangents);
 }

@@ -35,7 +35,10 @@ using UnaryFn = std::function<array(const array&)>;
 
 // Outputs of `fun(primals)` and the vector-Jacobian products of `cotangents`
 // with respect to the primals listed in `argnums` (sorted). Outputs that are
-// stop_gradient'ed take no cotangent.
+// stop_gradient'ed take no cotangent. Complex arrays follow MLX's (and
+// PyTorch's) convention: the adjoint of the jvp under Re(conj(u) v), so a
+// holomorphic f gives ct * conj(f'(z)), and grad of a real loss L(x + iy) is
+// dL/dx + i dL/dy (JAX gives the conjugates; detail::internal_vjp).
 std::pair<std::vector<array>, std::vector<array>> vjp(
     const Fn& fun, const std::vector<array>& primals,
     const std::vector<array>& cotangents, const std::vector<int>& argnums);
@@ -95,7 +98,7 @@ using VmapFn = std::function<std::pair<std::vector<array>, std::vector<int>>(
     const std::vector<array>& inputs, const std::vector<int>& axes)>;
 
 // `fun` with any of its vjp, jvp and vmap replaced; the ones not given are
-// derived from `fun`.
+// derived from `fun`. `fun_vjp` is written in vjp's (MLX's) convention.
 Fn custom_function(Fn fun, std::optional<VjpFn> fun_vjp = std::nullopt,
                    std::optional<JvpFn> fun_jvp = std::nullopt,
                    std::optional<VmapFn> fun_vmap = std::nullopt);
@@ -104,7 +107,12 @@ Fn custom_vjp(Fn fun, VjpFn fun_vjp);
 Fn checkpoint(Fn fun);
 
 // Beyond MLX: Jacobians and Hessians built from vjp/jvp/vmap. For a function
-// of one array returning one array: jac[out..., in...].
+// of one array returning one array: jac[out..., in...]. Complex arrays: the
+// holomorphic Jacobian df/dz (JAX's holomorphic=True, not conjugated as vjp
+// is), so jacrev equals jacfwd for holomorphic f, and hessian (jacfwd of
+// jacrev) is f''. A non-holomorphic f has no complex Jacobian: jacfwd then
+// gives df/dx (along the real axis) and jacrev df/dz + conj(df/dconj(z)),
+// which is conj(grad) for a real f.
 UnaryFn jacrev(const UnaryFn& fun);
 UnaryFn jacfwd(const UnaryFn& fun);
 // Jacobians of output 0 with respect to each of `argnums`.
@@ -124,6 +132,14 @@ bool in_tracing();
 bool retain_graph();
 
 namespace detail {
+
+// vjp in the primitives' rules' own (JAX's) convention: the transpose of the
+// jvp under Re(u v), the conjugate of vjp's for complex arrays. Rules that
+// differentiate a function (Compiled, checkpoint, derived custom rules) and
+// the Jacobians use it.
+std::pair<std::vector<array>, std::vector<array>> internal_vjp(
+    const Fn& fun, const std::vector<array>& primals,
+    const std::vector<array>& cotangents, const std::vector<int>& argnums);
 
 // Scoped tracing marks (thread-local: threads transform independently).
 class InTracing {

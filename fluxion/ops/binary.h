@@ -99,8 +99,9 @@ array operator~(const array& a);
 //
 // The rules of a smooth op come from its partial derivatives: jvp is
 // t_a * df/da + t_b * df/db, and the vjp for input i is ct * df/di (the
-// holomorphic convention for complex inputs, as in MLX). Integer and bool
-// inputs have no gradient (zeros). vmap aligns the operands' mapped axes.
+// holomorphic rule for complex inputs, JAX's convention, which the public
+// vjp conjugates into MLX's: transforms.h). Integer and bool inputs have no
+// gradient (zeros). vmap aligns the operands' mapped axes.
 class BinaryPrimitive : public Primitive,
                         public std::enable_shared_from_this<BinaryPrimitive> {
  public:

@@ -82,14 +82,14 @@ void check_norm(const std::string& norm, const char* op);
 // the transform's size: complex64 -> complex64; real: float32 -> complex64
 // with the last axis of `axes` halved (n / 2 + 1), or, inverse, complex64
 // -> float32 with that axis `n` long. Inverse transforms scale by 1 / size.
-// Gradients (the codebase's convention, JAX's: the vjp of a complex-linear
-// map is its transpose): the DFT matrix is symmetric, so a complex
-// transform's vjp is the same transform of the cotangent. rfftn's vjp is
-// N irfftn(conj(ct) * w) with w = 1/2 on the frequencies that stand for a
-// conjugate pair and 1 on the self-conjugate ones (0 and n / 2); irfftn's is
-// conj(rfftn(ct)) * a / N with a = 2 on the paired frequencies, 1 on the
-// others. jvp: the transform of the tangent. vmap: the axes shift past the
-// batch axis.
+// Gradients (the rules' convention, JAX's: the vjp of a complex-linear map
+// is its transpose; the public vjp's is its adjoint): the DFT matrix is
+// symmetric, so a complex transform's vjp is the same transform of the
+// cotangent. rfftn's vjp is N irfftn(conj(ct) * w) with w = 1/2 on the
+// frequencies that stand for a conjugate pair and 1 on the self-conjugate ones
+// (0 and n / 2); irfftn's is conj(rfftn(ct)) * a / N with a = 2 on the paired
+// frequencies, 1 on the others. jvp: the transform of the tangent. vmap: the
+// axes shift past the batch axis.
 class FFT : public Primitive {
  public:
   FFT(Stream s, std::vector<int> axes, bool inverse, bool real, int n = 0)

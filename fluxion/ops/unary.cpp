@@ -520,7 +520,7 @@ std::vector<array> Imag::vjp(const std::vector<array>& primals,
     return {zeros_like(x, stream())};
   }
   // L(t) = Im t has adjoint c -> i c, so the vjp is conj(i ct) = -i ct
-  // (JAX's convention: grad of imag(z) is -1j).
+  // (JAX's convention; the public grad of imag(z) is conj(-i) = 1j).
   return {multiply(array(complex64_t{0.0f, -1.0f}), cotangents[0], stream())};
 }
 

@@ -71,11 +71,12 @@ array copy(const array& a, StreamOrDevice s = {});
 // shape, and vmap passes the mapped axis through.
 //
 // The rules of a smooth op come from its derivative f'(x): jvp is t * f'(x)
-// and vjp is ct * f'(x). For complex inputs that is the holomorphic
-// convention of MLX and JAX (no conjugate); the non-holomorphic ops (Abs of
-// a complex input, Conjugate, Real, Imag) have rules of their own, written
-// as JAX transposes them. Integer and bool inputs have no gradient: their
-// cotangents and the tangents they produce are zeros.
+// and vjp is ct * f'(x). For complex inputs that is JAX's holomorphic
+// convention (no conjugate), which the public vjp conjugates into MLX's
+// (transforms.h); the non-holomorphic ops (Abs of a complex input,
+// Conjugate, Real, Imag) have rules of their own, written as JAX transposes
+// them. Integer and bool inputs have no gradient: their cotangents and the
+// tangents they produce are zeros.
 class UnaryPrimitive : public Primitive,
                        public std::enable_shared_from_this<UnaryPrimitive> {
  public:

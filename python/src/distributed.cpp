@@ -1,28 +1,58 @@
-// mx.distributed: the singleton group of one process (fluxion/distributed.h).
+// mx.distributed: groups of processes and their collectives
+// (fluxion/distributed.h): MPI under mpirun, else the group of size 1.
 #include "fluxion/distributed.h"
+
+#include "fluxion/distributed_comm.h"
 #include "python/src/convert.h"
 #include "python/src/docs.h"
 
 namespace dist = fluxion::distributed;
 
+namespace {
+
+// Once this process is in an MPI job, an uncaught exception ends the whole
+// job (after printing the traceback) instead of leaving the interpreter's
+// exit to MPI_Finalize, which would wait for peers that may be waiting for
+// this process in a collective: so a rank that raises never hangs the
+// others (what `python -m mpi4py` does for mpi4py).
+void abort_job_on_uncaught_exceptions() {
+  static bool installed = false;
+  if (installed) {
+    return;
+  }
+  installed = true;
+  auto sys = py::module_::import("sys");
+  py::object previous = sys.attr("excepthook");
+  sys.attr("excepthook") = py::cpp_function(
+      [previous](py::object type, py::object value, py::object tb) {
+        previous(type, value, tb);
+        auto sys = py::module_::import("sys");
+        sys.attr("stdout").attr("flush")();
+        sys.attr("stderr").attr("flush")();
+        dist::detail::mpi_abort(1);
+      });
+}
+
+}  // namespace
+
 void init_distributed(py::module_& parent) {
   auto m = parent.def_submodule(
       "distributed",
-      "Communication between processes. Fluxion runs one process: init() "
-      "gives the group of size 1, on which collectives are the identity.");
-  py::class_<dist::Group>(m, "Group",
-                          "A group of processes that communicate.")
+      "Communication between processes: under mpirun, init() gives the MPI "
+      "group of every process; otherwise the group of size 1, on which "
+      "collectives are the identity.");
+  py::class_<dist::Group>(m, "Group", "A group of processes that communicate.")
       .def("rank", &dist::Group::rank,
       R"doc(This process's rank in the group.
 
 Returns:
-    int: 0 in Fluxion's group of one.
+    int: The rank, from 0.
 )doc")
       .def("size", &dist::Group::size,
       R"doc(The number of processes in the group.
 
 Returns:
-    int: 1 in Fluxion.
+    int: The group's size (1 outside ``mpirun``).
 )doc")
       .def("split", &dist::Group::split, "color"_a, "key"_a = -1,
       R"doc(Split the group into sub-groups.
@@ -35,22 +65,38 @@ Args:
 Returns:
     Group: This process's sub-group.
 )doc");
-  m.def("is_available", &dist::is_available,
-      R"doc(Whether a multi-process backend is built in.
-
-Returns:
-    bool: ``False``: Fluxion runs one process.
-)doc");
-  m.def("init", &dist::init, "strict"_a = false, "backend"_a = "any",
-      R"doc(The group of every process of this run.
+  m.def("is_available", &dist::is_available, "backend"_a = "any",
+      R"doc(Whether a distributed backend can be used: whether libmpi loads.
 
 Args:
-    strict (bool, optional): Require a multi-process group (then this
-        raises, as there is none). Default ``False``.
-    backend (str, optional): The backend to use. Default ``"any"``.
+    backend (str, optional): ``"any"`` or ``"mpi"``. Default ``"any"``.
 
 Returns:
-    Group: A group of size 1.
+    bool: ``True`` where Open MPI's libmpi can be loaded.
+)doc");
+  m.def(
+      "init",
+      [](bool strict, const std::string& backend) {
+        dist::Group g = dist::init(strict, backend);
+        if (g.comm()) {
+          abort_job_on_uncaught_exceptions();
+        }
+        return g;
+      },
+      "strict"_a = false, "backend"_a = "any",
+      R"doc(The group of every process of this run.
+
+The MPI group under ``mpirun``, else the group of size 1. In an MPI job an
+uncaught exception then ends the whole job (``MPI_Abort``), so that no peer
+waits for this process forever.
+
+Args:
+    strict (bool, optional): Require a multi-process group (raise
+        without one). Default ``False``.
+    backend (str, optional): ``"any"`` or ``"mpi"``. Default ``"any"``.
+
+Returns:
+    Group: The group.
 )doc");
   using Collective = fx::array (*)(const fx::array&, std::optional<dist::Group>,
                                    fx::StreamOrDevice);

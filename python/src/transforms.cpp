@@ -791,7 +791,8 @@ Args:
 
 Returns:
     tuple(list(array), list(array)): The outputs ``fun(*primals)`` and one
-    cotangent per primal.
+    cotangent per primal. Complex arrays follow MLX's (PyTorch's)
+    convention: a holomorphic ``f`` gives ``ct * conj(f'(z))``.
 )doc");
   m.def(
       "value_and_grad",
@@ -850,7 +851,9 @@ Args:
 
 Returns:
     Callable: A function taking ``fun``'s arguments and returning the
-    gradients, structured as in :func:`value_and_grad`.
+    gradients, structured as in :func:`value_and_grad`. For a complex
+    argument ``z = x + iy`` of a real ``fun``: ``df/dx + i df/dy`` (MLX's
+    and PyTorch's convention; JAX's is the conjugate).
 
 Example:
     >>> mx.grad(lambda x: x ** 3)(mx.array(2.0)).item()
@@ -910,7 +913,7 @@ Example:
 Args:
     f (Callable): ``f(primals, cotangents, outputs)`` returns a cotangent
         per primal (``primals`` is the sole argument when there is one,
-        else a tuple).
+        else a tuple), in :func:`vjp`'s convention for complex arrays.
 
 Returns:
     custom_function: The function itself (so it works as a decorator).
@@ -985,6 +988,9 @@ Args:
 Returns:
     Callable: A function returning ``jac`` with shape
     ``out.shape + arg.shape`` (a tuple of them for a list of argnums).
+    For complex arrays: the holomorphic Jacobian ``df/dz`` (not conjugated
+    as :func:`vjp` is), equal to :func:`jacfwd`'s for a holomorphic
+    ``fun``.
 )doc");
   m.def(
       "jacfwd",

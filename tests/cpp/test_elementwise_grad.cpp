@@ -69,7 +69,8 @@ TEST(UnaryGrad, VmapOfGrad) {
 }
 
 TEST(UnaryGrad, Complex) {
-  // Holomorphic ops: vjp(ct) = ct * f'(z), no conjugate (MLX, JAX).
+  // MLX's (PyTorch's) convention: holomorphic ops give vjp(ct) =
+  // ct * conj(f'(z)) (JAX: ct * f'(z)); jvp is f'(z) t in both.
   auto z = array({complex64_t(0.5f, -1.0f), complex64_t(-2.0f, 0.25f)});
   auto one = ones({2}, complex64);
   auto to_cd = [](const array& a) {
@@ -91,23 +92,21 @@ TEST(UnaryGrad, Complex) {
     }
   };
   auto g = vjp([](const array& a) { return exp(a); }, z, one).second;
-  expect_c(g, {std::exp(zs[0]), std::exp(zs[1])}, "exp");
+  expect_c(g, {std::conj(std::exp(zs[0])), std::conj(std::exp(zs[1]))},
+           "exp");
   g = vjp([](const array& a) { return square(a); }, z, one).second;
-  expect_c(g, {2.0 * zs[0], 2.0 * zs[1]}, "square");
+  expect_c(g, {2.0 * std::conj(zs[0]), 2.0 * std::conj(zs[1])}, "square");
   auto t = jvp([](const array& a) { return sin(a); }, z, one).second;
   expect_c(t, {std::cos(zs[0]), std::cos(zs[1])}, "sin jvp");
 
-  // Non-holomorphic: JAX's conventions.
+  // Non-holomorphic: a real output's gradient is d/dx + i d/dy (PyTorch).
   auto rone = ones({2}, float32);
   g = vjp([](const array& a) { return abs(a); }, z, rone).second;
-  expect_c(
-      g,
-      {std::conj(zs[0]) / std::abs(zs[0]), std::conj(zs[1]) / std::abs(zs[1])},
-      "abs");
+  expect_c(g, {zs[0] / std::abs(zs[0]), zs[1] / std::abs(zs[1])}, "abs");
   g = vjp([](const array& a) { return real(a); }, z, rone).second;
   expect_c(g, {1.0, 1.0}, "real");
   g = vjp([](const array& a) { return imag(a); }, z, rone).second;
-  expect_c(g, {{0, -1}, {0, -1}}, "imag");
+  expect_c(g, {{0, 1}, {0, 1}}, "imag");
   auto ct = array({complex64_t(1.0f, 2.0f), complex64_t(-3.0f, 0.5f)});
   g = vjp([](const array& a) { return conjugate(a); }, z, ct).second;
   expect_c(g, {{1, -2}, {-3, -0.5}}, "conjugate");
@@ -126,9 +125,9 @@ TEST(UnaryGrad, Complex) {
           array({complex64_t(0.0f, 0.0f)}), ones({1}, float32))
           .second;
   expect_c(g, {0.0}, "abs at 0");
-  // Real-valued loss of a complex input: grad(|z|^2) = 2 conj(z) (JAX).
+  // Real-valued loss of a complex input: grad(|z|^2) = 2 z (JAX: 2 conj(z)).
   g = grad([](const array& a) { return sum(square(abs(a))); })(z);
-  expect_c(g, {2.0 * std::conj(zs[0]), 2.0 * std::conj(zs[1])}, "|z|^2");
+  expect_c(g, {2.0 * zs[0], 2.0 * zs[1]}, "|z|^2");
 }
 
 // --- binary ---
@@ -247,7 +246,7 @@ TEST(BinaryGrad, RemainderMatchesMlx) {
 }
 
 TEST(BinaryGrad, ComplexHolomorphic) {
-  // multiply and divide: ct * df/dz without conjugates.
+  // divide: ct * conj(df/dz) (MLX's convention; JAX's has no conjugate).
   auto a = array({complex64_t(1.0f, 2.0f)});
   auto b = array({complex64_t(-0.5f, 1.5f)});
   auto f = [](const std::vector<array>& in) {
@@ -257,10 +256,11 @@ TEST(BinaryGrad, ComplexHolomorphic) {
   std::complex<double> ac(1, 2), bc(-0.5, 1.5);
   auto da = to_vector<complex64_t>(g[0])[0];
   auto db = to_vector<complex64_t>(g[1])[0];
-  EXPECT_NEAR(da.real(), (1.0 / bc).real(), 1e-6);
-  EXPECT_NEAR(da.imag(), (1.0 / bc).imag(), 1e-6);
-  EXPECT_NEAR(db.real(), (-ac / (bc * bc)).real(), 1e-6);
-  EXPECT_NEAR(db.imag(), (-ac / (bc * bc)).imag(), 1e-6);
+  auto want_a = std::conj(1.0 / bc), want_b = std::conj(-ac / (bc * bc));
+  EXPECT_NEAR(da.real(), want_a.real(), 1e-6);
+  EXPECT_NEAR(da.imag(), want_a.imag(), 1e-6);
+  EXPECT_NEAR(db.real(), want_b.real(), 1e-6);
+  EXPECT_NEAR(db.imag(), want_b.imag(), 1e-6);
 }
 
 // --- misc: AsType and Select ---

@@ -29,6 +29,12 @@ std::set<std::string> registered_primitives() {
   // MLX's Metal kernel node cannot run on this build (no Metal): it has no
   // values, derivatives or vmap to check; test_metal_kernel.py covers it.
   names.erase("CustomKernel");
+  // The distributed primitives exist only over a group of several
+  // processes (over one, the ops add no node): tests/mpi runs them under
+  // mpirun, values, gradients and vmap included.
+  for (auto n : {"AllReduce", "AllGather", "ReduceScatter", "Send", "Recv"}) {
+    names.erase(n);
+  }
   return names;
 }
 

@@ -5,10 +5,17 @@ layers hold a slice of the output features (every process sees the whole
 input and produces its slice), "sharded-to-all" layers a slice of the input
 features (partial products are summed over the group).
 
-Fluxion has no distributed backend yet: without ``mx.distributed`` the
-group is the single current process (rank 0 of 1), where the layers hold
-the whole weight and the collective operations are identities. A group
-with more processes is refused rather than silently computed wrongly.
+The group is ``mx.distributed.init()`` unless given: under mpirun the MPI
+group; alone, the process itself (rank 0 of 1), where the layers hold the
+whole weight and the collective operations are identities.
+
+Gradients are those of the unsharded model for a loss that every process
+computes alike (MLX's): the partial products' sum passes its cotangent
+through unchanged (``_all_sum``), while the replicated input of an
+all-to-sharded layer sums its cotangents over the group
+(``_sum_gradients``). Note that ``mx.distributed.all_sum`` itself
+differentiates to the sum of the cotangents (docs/architecture.md,
+"Distributed").
 """
 
 import math
@@ -52,10 +59,26 @@ def _group(group):
     return _SingleProcessGroup()
 
 
+@lru_cache
+def _replicated_sum(group):
+    """all_sum forward; backward the cotangent itself: every process holds
+    the same loss, so each partial product's cotangent is the output's."""
+
+    @mx.custom_function
+    def f(x):
+        return mx.distributed.all_sum(x, group=group)
+
+    @f.vjp
+    def f_vjp(x, dx, _):
+        return dx
+
+    return f
+
+
 def _all_sum(x, group):
     if group.size() == 1:
         return x
-    return mx.distributed.all_sum(x, group=group)
+    return _replicated_sum(group)(x)
 
 
 @lru_cache
