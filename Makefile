@@ -107,7 +107,7 @@ ASAN_PYTESTS = tests/python/test_fuzz_regressions.py \
 	tests/python/test_io.py tests/python/test_transforms.py \
 	tests/python/test_tx_robustness.py tests/python/test_exception_boundary.py \
 	tests/python/test_fuzz_api.py tests/python/test_fuzz_loaders.py \
-	tests/python/test_fuzz_transforms.py
+	tests/python/test_fuzz_transforms.py tests/python/test_threads.py
 # The ASan runtime must come first in the process; libstdc++ is preloaded
 # with it because Python does not link it, and ASan's __cxa_throw
 # interceptor looks the real one up when it starts (without it the first
@@ -117,6 +117,10 @@ ASAN_PRELOAD = $$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libst
 # exit (interned objects, its allocator's arenas), so LeakSanitizer runs
 # for the C++ suite only; PYTHONMALLOC=malloc lets ASan see Python's
 # objects too (a use after free of one by the bindings is reported).
+# The fuzz children bound their allocations with RLIMIT_AS, which leaves
+# ASan no room for its shadow memory: under ASan they rely on
+# max_allocation_size_mb instead (a larger request returns null, which
+# Fluxion raises as MemoryError, as with the limit).
 ASAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_stack_use_after_return=0:$(ASAN_OPTIONS) \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:$(UBSAN_OPTIONS)
 # OPENBLAS_NUM_THREADS=1: OpenBLAS's own thread server hands work to its
@@ -141,7 +145,7 @@ test-asan: deps $(ASAN_BUILD)/build.ninja
 	@start=$$(date +%s); $(ASAN_ENV) $(ASAN_BUILD)/fluxion_tests --gtest_brief=1 && \
 	echo "asan: C++ suite passed in $$(( $$(date +%s) - start )) s"
 	@start=$$(date +%s); $(ASAN_ENV) \
-	  ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:detect_stack_use_after_return=0 \
+	  ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:detect_stack_use_after_return=0:allocator_may_return_null=1:max_allocation_size_mb=8192 \
 	  LD_PRELOAD="$(ASAN_PRELOAD)" PYTHONMALLOC=malloc FLUXION_FUZZ_SCALE=0.1 \
 	  PYTHONPATH=$(ASAN_BUILD)/python $$(cat $(ASAN_BUILD)/python-executable) \
 	  -m pytest -q -p no:cacheprovider $(ASAN_PYTESTS) && \

@@ -21,13 +21,13 @@ an exception too.
 import math
 import os
 import re
-import resource
 
 import numpy as np
 from hypothesis import strategies as st
 
 import fluxion.core as mx
 from fuzz_support import (ALL_DTYPES, CaseLog, DOCUMENTED_ERRORS, fuzz,
+                          limit_address_space,
                           np_of, np_values, with_layout, LAYOUTS)
 
 # Functions that change process-wide state or only report it: fuzzing them
@@ -235,7 +235,7 @@ def same(a, b):
 
 
 def run(log, workdir, cases):
-    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+    limit_address_space(8 << 30)
     os.chdir(workdir)
     caselog = CaseLog(log)
     failures = []

@@ -21,7 +21,6 @@ import json
 import math
 import os
 import re
-import resource
 import struct
 
 import numpy as np
@@ -29,6 +28,7 @@ from hypothesis import strategies as st
 
 import fluxion.core as mx
 from fuzz_support import (ALL_DTYPES, CaseLog, DOCUMENTED_ERRORS, fuzz,
+                          limit_address_space,
                           np_values, to_mx)
 
 TAG = re.compile(r"^\[(load|import_function|[A-Za-z_]+)\]")
@@ -314,7 +314,7 @@ EXT = {"npy": ".npy", "npz": ".npz", "npz_deflate": ".npz",
 
 
 def run(log, workdir, cases):
-    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+    limit_address_space(8 << 30)
     caselog = CaseLog(log)
     failures = []
 

@@ -20,6 +20,7 @@ import functools
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -272,6 +273,18 @@ def check_error(e, op=None):
 # --- isolated runs --------------------------------------------------------
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def limit_address_space(nbytes):
+    """Bound what a fuzz child can allocate, so that a shape that asks for
+    terabytes fails as an allocation (a MemoryError naming the op) instead
+    of exhausting the machine. Under AddressSanitizer (make test-asan) an
+    address-space limit leaves no room for the runtime's shadow memory, so
+    the runtime's own bound applies instead: make test-asan sets
+    max_allocation_size_mb and allocator_may_return_null."""
+    if "ASAN_OPTIONS" in os.environ:
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
 
 
 def run_isolated(module, func, args, timeout, count_cases=True):
