@@ -16,6 +16,9 @@
 #define FXDOC_STREAM                                                   \
   "    stream (Stream or Device, optional): Where the op runs; the\n" \
   "        default stream of the default device when omitted.\n"
+#define FXDOC_KEY                                                       \
+  "    key (array, optional): A PRNG key (see :func:`key`); the next key\n" \
+  "        of the global state (``mx.random.state``) when omitted.\n"
 #define FXDOC_AXIS_REDUCE                                              \
   "    axis (int or list(int), optional): Axis or axes to reduce; all\n" \
   "        axes when omitted.\n"                                      \

@@ -1,6 +1,7 @@
 // The mx.random submodule: keys, the global seed and the samplers.
 #include <chrono>
 
+#include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
 namespace fr = fluxion::random;
@@ -127,11 +128,7 @@ Args:
     shape (int or tuple(int), optional): Shape of the samples. Default ``()``.
     width (int, optional): Bytes per element: 1, 2 or 4 (``uint8``,
         ``uint16`` or ``uint32``). Default 4.
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: Uniformly random unsigned integers.
 )doc");
@@ -153,11 +150,7 @@ Args:
     high (array or scalar, optional): Upper bound. Default 1.
     shape (int or tuple(int), optional): Shape of the samples. Default ``()``; ``low`` and ``high`` broadcast to it.
     dtype (Dtype, optional): A floating type. Default ``float32``.
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: The samples.
 
@@ -193,11 +186,7 @@ Args:
     dtype (Dtype, optional): A floating type. Default ``float32``.
     loc (array or scalar, optional): Mean. Default 0.
     scale (array or scalar, optional): Standard deviation. Default 1.
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: The samples.
 )doc");
@@ -218,11 +207,7 @@ Args:
     high (array or int): Upper bound (excluded).
     shape (int or tuple(int), optional): Shape of the samples. Default ``()``.
     dtype (Dtype, optional): An integer type. Default ``int32``.
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: The samples.
 )doc");
@@ -243,11 +228,7 @@ Args:
         array). Default 0.5.
     shape (int or tuple(int), optional): Shape of the samples; that of
         ``p`` when omitted.
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: A ``bool`` array.
 )doc");
@@ -275,11 +256,7 @@ Args:
     shape (int or tuple(int), optional): Shape of the samples; the
         broadcast shape of the bounds when omitted.
     dtype (Dtype, optional): A floating type. Default ``float32``.
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: The samples.
 )doc");
@@ -296,11 +273,7 @@ Returns:
 Args:
     shape (int or tuple(int), optional): Shape of the samples. Default ``()``.
     dtype (Dtype, optional): A floating type. Default ``float32``.
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: The samples.
 )doc");
@@ -320,11 +293,7 @@ Args:
     dtype (Dtype, optional): A floating type. Default ``float32``.
     loc (float, optional): Location (mean). Default 0.
     scale (float, optional): Scale. Default 1.
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: The samples.
 )doc");
@@ -351,11 +320,7 @@ Args:
         with ``logits`` without ``axis``).
     num_samples (int, optional): Samples per distribution, as a new last
         axis (not with ``shape``).
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: ``uint32`` indices.
 )doc");
@@ -374,11 +339,7 @@ Returns:
 Args:
     x (int or array): A length, or the array to shuffle.
     axis (int, optional): The axis to shuffle. Default 0.
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: The permuted indices or array.
 )doc");
@@ -402,11 +363,7 @@ Args:
     shape (tuple(int), optional): Batch shape of the samples (broadcast
         with the batch shapes of ``mean`` and ``cov``). Default ``()``.
     dtype (Dtype, optional): A floating type. Default ``float32``.
-    key (array, optional): A PRNG key (see :func:`key`); the next key of
-        the global state (``mx.random.state``) when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_KEY FXDOC_STREAM R"doc(
 Returns:
     array: Samples of shape ``shape + (n,)``.
 )doc");
