@@ -127,7 +127,7 @@ ASAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_stack_use_after_return=0:$(ASAN_O
 # threads through spin loops on plain memory, which ThreadSanitizer cannot
 # see as synchronisation (every gemm would be reported as a race inside
 # OpenBLAS); Fluxion's own pool and streams still run threaded.
-TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:$(TSAN_OPTIONS) \
+TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tools/tsan.supp:$(TSAN_OPTIONS) \
 	OPENBLAS_NUM_THREADS=1
 
 $(ASAN_BUILD)/build.ninja:

@@ -17,15 +17,26 @@ namespace {
 constexpr size_t kMaxBatch = 128;
 
 std::atomic<int> g_active{0};
-std::mutex g_done_mu;
-std::condition_variable g_done_cv;
+
+// Completion signal for wait_for_one. Leaked on purpose, like the worker
+// registry: workers outlive static destruction, and one finishing a task
+// at exit must not notify a destroyed condition variable (found by
+// ThreadSanitizer).
+struct Done {
+  std::mutex mu;
+  std::condition_variable cv;
+};
+Done& done() {
+  static auto* d = new Done();
+  return *d;
+}
 
 void finish_one() {
   {
-    std::lock_guard<std::mutex> lk(g_done_mu);
+    std::lock_guard<std::mutex> lk(done().mu);
     g_active.fetch_sub(1);
   }
-  g_done_cv.notify_all();
+  done().cv.notify_all();
 }
 
 class StreamWorker {
@@ -177,12 +188,12 @@ void notify_task_completion() { finish_one(); }
 
 void wait_for_one() {
   flush();
-  std::unique_lock<std::mutex> lk(g_done_mu);
+  std::unique_lock<std::mutex> lk(done().mu);
   int start = g_active.load();
   if (start == 0) {
     return;
   }
-  g_done_cv.wait(lk, [start] { return g_active.load() < start; });
+  done().cv.wait(lk, [start] { return g_active.load() < start; });
 }
 
 void set_stream_error(int stream_index, std::exception_ptr e) noexcept {
