@@ -16,9 +16,7 @@ void init_array_methods(py::module_& m) {
 
 Args:
     dtype (Dtype): The target type.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The converted array.
 )doc");
@@ -33,9 +31,7 @@ Returns:
 
 Args:
     *shape (int or tuple(int)): The new shape (one entry may be -1).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The reshaped array. See :func:`fluxion.core.reshape`.
 )doc");
@@ -53,9 +49,7 @@ Returns:
 Args:
     *axes (int or tuple(int)): The permutation; the axes are reversed
         when none is given.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The transposed array. See :func:`fluxion.core.transpose`.
 )doc");
@@ -70,9 +64,7 @@ Returns:
 Args:
     start_axis (int, optional): First axis to flatten. Default 0.
     end_axis (int, optional): Last axis to flatten. Default -1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The flattened array. See :func:`fluxion.core.flatten`.
 )doc");
@@ -82,9 +74,7 @@ Returns:
 Args:
     axis (int or list(int), optional): The axes to remove; all size-1
         axes when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The squeezed array. See :func:`fluxion.core.squeeze`.
 )doc");
@@ -99,9 +89,7 @@ Returns:
 Args:
     k (int, optional): The diagonal (positive above the main one).
         Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: See :func:`fluxion.core.diag`.
 )doc");
@@ -118,9 +106,7 @@ Args:
     offset (int, optional): Offset from the main diagonal. Default 0.
     axis1 (int, optional): First axis of the planes. Default 0.
     axis2 (int, optional): Second axis of the planes. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The diagonals, as the last axis.
 )doc");
@@ -147,9 +133,7 @@ Returns:
 Args:
     axis1 (int): First axis.
     axis2 (int): Second axis.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The array with the axes exchanged.
 )doc");
@@ -164,9 +148,7 @@ Returns:
 Args:
     source (int): The axis to move.
     destination (int): Its new position.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The array with the axis moved.
 )doc");
@@ -178,9 +160,7 @@ Args:
     indices_or_sections (int or list(int)): A number of equal pieces or
         the indices at which to cut.
     axis (int, optional): The axis. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     list(array): The pieces. See :func:`fluxion.core.split`.
 )doc");
@@ -214,9 +194,7 @@ Args:
     axis (int or list(int), optional): The axes; all when omitted.
     keepdims (bool, optional): Keep reduced axes as size 1.
     ddof (int, optional): Delta degrees of freedom. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The variances. See :func:`fluxion.core.var`.
 )doc");
@@ -234,9 +212,7 @@ Args:
     axis (int or list(int), optional): The axes; all when omitted.
     keepdims (bool, optional): Keep reduced axes as size 1.
     ddof (int, optional): Delta degrees of freedom. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The standard deviations. See :func:`fluxion.core.std`.
 )doc");
@@ -252,9 +228,7 @@ Returns:
 Args:
     axis (int, optional): The axis; the flattened array when omitted.
     keepdims (bool, optional): Keep the reduced axis as size 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``uint32`` indices.
 )doc");
@@ -270,9 +244,7 @@ Returns:
 Args:
     axis (int, optional): The axis; the flattened array when omitted.
     keepdims (bool, optional): Keep the reduced axis as size 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``uint32`` indices.
 )doc");
@@ -321,9 +293,7 @@ Returns:
 
 Args:
     decimals (int, optional): Decimal places to keep. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The rounded array.
 )doc");

@@ -144,9 +144,7 @@ Args:
     x (array): The array.
     dst (int): The rank of the receiver.
     group (Group, optional): The group; that of :func:`init` when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: An array to evaluate so that the send happens.
 )doc");
@@ -165,9 +163,7 @@ Args:
     dtype (Dtype): Its dtype.
     src (int): The rank of the sender.
     group (Group, optional): The group; that of :func:`init` when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The received array.
 )doc");
@@ -185,9 +181,7 @@ Args:
     x (array): Gives the shape and dtype.
     src (int): The rank of the sender.
     group (Group, optional): The group; that of :func:`init` when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The received array.
 )doc");

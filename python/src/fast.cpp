@@ -3,6 +3,7 @@
 #include "fluxion/ops/custom_kernel.h"
 #include "fluxion/ops/fast.h"
 
+#include "python/src/docs.h"
 #include "python/src/convert.h"
 
 namespace ff = fluxion::fast;
@@ -97,9 +98,7 @@ Args:
     x (array): Input; normalized over its last axis.
     weight (array or None): Scale of the last axis' size, or ``None``.
     eps (float): Added to the mean square for stability.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The normalized ``x``, with its dtype.
 )doc");
@@ -120,9 +119,7 @@ Args:
     weight (array or None): Scale, or ``None``.
     bias (array or None): Offset, or ``None``.
     eps (float): Added to the variance for stability.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The normalized ``x``, with its dtype.
 )doc");
@@ -154,9 +151,7 @@ Args:
     offset (int or array): Position of the first row.
     freqs (array, optional): The ``dims / 2`` frequencies, instead of
         ``base``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The encoded ``a``.
 )doc");
@@ -194,9 +189,7 @@ Args:
         (``True`` keeps) or an additive mask broadcastable to the scores.
     sinks (array, optional): One logit per query head that joins every
         row's softmax without a value.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The attention output, ``(B, H_q, L_q, D_v)``.
 )doc");

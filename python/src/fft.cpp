@@ -188,9 +188,7 @@ Args:
     a (array): Input array (a spectrum).
     axes (int or list(int), optional): The axes to shift; all when
         omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` rolled by ``n // 2`` along each axis.
 )doc");
@@ -207,9 +205,7 @@ Args:
     a (array): Input array.
     axes (int or list(int), optional): The axes to shift; all when
         omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` rolled by ``-(n // 2)`` along each axis.
 )doc");
@@ -224,9 +220,7 @@ Returns:
 Args:
     n (int): The number of points.
     d (float, optional): The sample spacing. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``float32`` frequencies in NumPy's order (0, positive, then
     negative).
@@ -246,9 +240,7 @@ Example:
 Args:
     n (int): The number of points.
     d (float, optional): The sample spacing. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The ``n // 2 + 1`` frequencies, ``float32``.
 )doc");

@@ -48,9 +48,7 @@ Computed through the LU factorization; integer input becomes ``float32``.
 
 Args:
     a (array): Matrix or stack of matrices (the last two axes).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The determinants, shape ``a.shape[:-2]``.
 )doc");
@@ -67,9 +65,7 @@ Does not overflow where the determinant itself would.
 
 Args:
     a (array): Matrix or stack of matrices (the last two axes).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array, array): ``(sign, log|det|)``; sign 0 and ``-inf`` for a
     singular matrix.
@@ -87,9 +83,7 @@ Args:
     axis (int or tuple(int), optional): One axis (vector norm) or two
         (matrix norm); the whole flattened array when omitted.
     keepdims (bool, optional): Keep the reduced axes as size 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The norms.
 
@@ -129,9 +123,7 @@ Example:
 Args:
     a (array): Square matrix (or stack).
     b (array): Right-hand side: a vector or a matrix of columns.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``x``.
 )doc");
@@ -149,9 +141,7 @@ Args:
     b (array): Right-hand side.
     upper (bool, optional): ``a`` is upper triangular (else lower).
         Default ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``x``.
 )doc");
@@ -167,9 +157,7 @@ Args:
     a (array): Triangular square matrix (or stack).
     upper (bool, optional): ``a`` is upper triangular (else lower).
         Default ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The inverse, triangular like ``a``.
 )doc");
@@ -186,9 +174,7 @@ Args:
     upper (bool, optional): Return the upper factor ``U`` with
         ``U.T @ U == a`` instead of the lower ``L`` with
         ``L @ L.T == a``. Default ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The triangular factor.
 )doc");
@@ -203,9 +189,7 @@ Returns:
 Args:
     L (array): The Cholesky factor (see :func:`cholesky`).
     upper (bool, optional): ``L`` is the upper factor. Default ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The inverse of the matrix that ``L`` factors.
 )doc");
@@ -217,9 +201,7 @@ Returns:
 
 Args:
     a (array): Matrix or stack of matrices (the last two axes).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array, array): ``(Q, R)`` with orthonormal columns in ``Q``,
     upper-triangular ``R`` and ``Q @ R == a``.
@@ -241,9 +223,7 @@ Args:
     a (array): Matrix or stack of matrices (the last two axes).
     compute_uv (bool, optional): Also return the singular vectors.
         Default ``True``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array, array, array) or array: ``(U, S, Vt)`` with
     ``U @ diag(S) @ Vt == a``, or ``S`` alone (descending) when
@@ -261,9 +241,7 @@ Args:
     a (array): Symmetric matrix (or stack).
     UPLO (str, optional): Which triangle to read, ``"L"`` or ``"U"``.
         Default ``"L"``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array, array): Eigenvalues in ascending order and the
     eigenvectors as columns.
@@ -280,9 +258,7 @@ Args:
     a (array): Symmetric matrix (or stack).
     UPLO (str, optional): Which triangle to read, ``"L"`` or ``"U"``.
         Default ``"L"``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The eigenvalues in ascending order.
 )doc");
@@ -294,9 +270,7 @@ Returns:
 
 Args:
     a (array): Matrix or stack of matrices (the last two axes).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array, array): Eigenvalues and eigenvectors (as columns), both
     ``complex64``.
@@ -311,9 +285,7 @@ Returns:
 
 Args:
     a (array): Matrix or stack of matrices (the last two axes).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array, array, array): ``(p, L, U)``, the row permutation as
     indices, unit lower-triangular ``L`` and upper-triangular ``U``, with
@@ -329,9 +301,7 @@ Returns:
 
 Args:
     a (array): Matrix or stack of matrices (the last two axes).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array, array): ``(LU, pivots)``: ``L`` (unit diagonal omitted)
     and ``U`` in one matrix, and the row swaps.
@@ -348,9 +318,7 @@ Args:
     b (array): Second operand.
     axis (int, optional): The axis holding the vectors (size 3).
         Default -1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a x b``.
 )doc");

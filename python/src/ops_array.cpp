@@ -2,6 +2,7 @@
 // meshgrid, kron, einsum and einsum_path, with MLX's signatures.
 #include <numeric>
 
+#include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
 namespace {
@@ -47,9 +48,7 @@ Args:
         a 2-D array (its diagonal ``k`` is taken).
     k (int, optional): The diagonal: positive above the main one,
         negative below. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The matrix or the diagonal.
 
@@ -71,9 +70,7 @@ Args:
     offset (int, optional): Offset from the main diagonal. Default 0.
     axis1 (int, optional): First axis of the planes. Default 0.
     axis2 (int, optional): Second axis of the planes. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The diagonals, as the last axis (the two axes removed).
 )doc");
@@ -94,9 +91,7 @@ Args:
     axis1 (int, optional): First axis of the planes. Default 0.
     axis2 (int, optional): Second axis of the planes. Default 1.
     dtype (Dtype, optional): Type of the result.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The traces.
 )doc");
@@ -109,9 +104,7 @@ Args:
     shift (int or list(int)): The shift per axis.
     axis (int or list(int), optional): The axes; the flattened array when
         omitted (shifted by the sum of ``shift``).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The rolled array.
 
@@ -138,9 +131,7 @@ Args:
         grids. Default ``False``.
     indexing (str, optional): ``"xy"`` (Cartesian, the first two axes
         swapped) or ``"ij"`` (matrix). Default ``"xy"``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array): One grid per input.
 )doc");
@@ -155,9 +146,7 @@ Returns:
 Args:
     a (array): First operand.
     b (array): Second operand.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The blocks ``a[i, j] * b``, tiled.
 )doc");
@@ -175,9 +164,7 @@ Contracted pairwise, in a greedy order (see :func:`einsum_path`).
 Args:
     subscripts (str): The subscripts, as NumPy's (``"ij,jk->ik"``).
     *operands (array): The operands.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The result.
 

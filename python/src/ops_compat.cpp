@@ -181,9 +181,7 @@ Example:
 
 Args:
     a (array): Input array.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a``.
 )doc");
@@ -200,9 +198,7 @@ Args:
     a (array): Input array.
     axes (list(int), optional): The permutation; reversed axes when
         omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The transposed array.
 )doc");
@@ -222,9 +218,7 @@ Returns:
 
 Args:
     a (array): Input with at least two dimensions.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``swapaxes(a, -1, -2)``.
 )doc");
@@ -239,9 +233,7 @@ Args:
     dtype (Dtype, optional): Type of the result.
     include_initial (bool, optional): Start with a 0, so the result is
         one longer along ``axis``. Default ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The running sums.
 )doc");
@@ -256,9 +248,7 @@ Args:
     dtype (Dtype, optional): Type of the result.
     include_initial (bool, optional): Start with a 1, so the result is
         one longer along ``axis``. Default ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The running products.
 )doc");
@@ -310,9 +300,7 @@ Returns:
 Args:
     shape (int or list(int)): Shape of the result.
     dtype (Dtype, optional): Type of the result. Default ``float32``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The array.
 )doc");
@@ -328,9 +316,7 @@ Returns:
 Args:
     a (array): Input array.
     dtype (Dtype, optional): Type of the result; ``a``'s when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The array.
 )doc");
@@ -361,9 +347,7 @@ Args:
     a (array): Input array.
     axis (int or list(int), optional): The axes; all when omitted.
     keepdims (bool, optional): Keep reduced axes as size 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The medians (the mean of the two middle values for an even
     count).
@@ -384,9 +368,7 @@ Args:
     axis (int, optional): The axis. Default -1.
     prepend (array, optional): Values put before ``a`` along ``axis``.
     append (array, optional): Values put after ``a`` along ``axis``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a[1:] - a[:-1]`` along ``axis``, applied ``n`` times.
 )doc");
@@ -401,9 +383,7 @@ Returns:
 Args:
     a (array): Input array.
     axis (int or list(int), optional): The axes; all when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The flipped array.
 )doc");
@@ -423,9 +403,7 @@ Returns:
 Args:
     a (array): Input array.
     axis (int, optional): The axis. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array): The slices, without that axis.
 )doc");
@@ -443,9 +421,7 @@ Args:
     a (array): Input array.
     axis (int or list(int), optional): The axes; all when omitted.
     keepdims (bool, optional): Keep reduced axes as size 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``int32`` counts.
 )doc");
@@ -462,9 +438,7 @@ Args:
     a (array or scalar): First operand.
     b (array or scalar): Second operand (broadcast with ``a``).
     axis (int, optional): The axis. Default -1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The dot products.
 )doc");
@@ -483,9 +457,7 @@ Args:
     ord (float or str, optional): ``"fro"``, ``"nuc"``, 1, -1, 2, -2,
         ``inf`` or ``-inf``. Default ``"fro"``.
     keepdims (bool, optional): Keep reduced axes as size 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The norms.
 )doc");

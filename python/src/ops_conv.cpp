@@ -4,6 +4,7 @@
 #include <string>
 #include <tuple>
 
+#include "python/src/docs.h"
 #include "python/src/convert.h"
 
 namespace {
@@ -58,9 +59,7 @@ Args:
         Default 0.
     dilation (int, optional): Kernel dilation. Default 1.
     groups (int, optional): Input channel groups. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``[N, L_out, C_out]``.
 )doc");
@@ -84,9 +83,7 @@ Args:
         Default 0.
     dilation (int or tuple(int), optional): Kernel dilation. Default 1.
     groups (int, optional): Input channel groups. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``[N, H_out, W_out, C_out]``.
 )doc");
@@ -110,9 +107,7 @@ Args:
         Default 0.
     dilation (int or tuple(int), optional): Kernel dilation. Default 1.
     groups (int, optional): Input channel groups. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``[N, D_out, H_out, W_out, C_out]``.
 )doc");
@@ -158,9 +153,7 @@ Args:
     groups (int, optional): Input channel groups. Default 1.
     flip (bool, optional): Flip the kernel (a true convolution).
         Default ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``[N, ..., C_out]``.
 )doc");
@@ -187,9 +180,7 @@ Args:
     output_padding (int, optional): Added to one side of
         the output. Default 0.
     groups (int, optional): Input channel groups. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``[N, L_out, C_out]``.
 )doc");
@@ -217,9 +208,7 @@ Args:
     output_padding (int or tuple(int), optional): Added to one side of
         the output. Default 0.
     groups (int, optional): Input channel groups. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``[N, H_out, W_out, C_out]``.
 )doc");
@@ -247,9 +236,7 @@ Args:
     output_padding (int or tuple(int), optional): Added to one side of
         the output. Default 0.
     groups (int, optional): Input channel groups. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``[N, D_out, H_out, W_out, C_out]``.
 )doc");
@@ -265,9 +252,7 @@ Args:
     v (array): Second 1-D array.
     mode (str, optional): ``"full"``, ``"same"`` or ``"valid"``.
         Default ``"full"``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The convolution.
 )doc");

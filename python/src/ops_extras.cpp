@@ -4,6 +4,7 @@
 #include "fluxion/ops/layout.h"
 #include "fluxion/ops/matmul_variants.h"
 #include "fluxion/ops/searchsorted.h"
+#include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
 void init_distributed(py::module_& m);  // distributed.cpp
@@ -32,9 +33,7 @@ Args:
     side (str, optional): ``"left"`` puts a value before equal elements,
         ``"right"`` after them. Default ``"left"``.
     sorter (array, optional): Indices that sort ``a`` (its argsort).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``uint32`` positions, the shape of ``v``.
 
@@ -55,9 +54,7 @@ Args:
     a (array): Input; the last axis' size is a power of two.
     scale (float, optional): Multiplies the result; ``1 / sqrt(n)``
         when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The transform.
 )doc");
@@ -78,9 +75,7 @@ Args:
     strides (list(int), optional): Strides in elements; row-major for
         ``shape`` when omitted.
     offset (int, optional): Index of the first element. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The view. Every element it reaches must lie inside ``a``.
 )doc");
@@ -95,9 +90,7 @@ Returns:
 Args:
     a (array): Input array.
     dtype (Dtype): The type to read the bytes as.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The view; its last axis is rescaled by the ratio of the item
     sizes.
@@ -117,9 +110,7 @@ Example:
 
 Args:
     dtype (Dtype): The type to read the bytes as.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The view (see :func:`fluxion.core.view`).
 )doc");
@@ -135,9 +126,7 @@ Args:
     a (array): Input array.
     allow_col_major (bool, optional): Column-major memory also counts as
         contiguous. Default ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` with row-contiguous (or column-contiguous) memory.
 )doc");
@@ -189,9 +178,7 @@ Args:
         dimensions, likewise.
     sorted_indices (bool, optional): ``rhs_indices`` are sorted (a hint).
         Default ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a[lhs] @ b[rhs]``, batched by the indices' broadcast shape.
 )doc");
@@ -211,9 +198,7 @@ Args:
     a (array): Left matrix, ``(M, K)``.
     b (array): Right matrix, ``(K, N)``.
     segments (array): Pairs ``[start, end)``, shape ``(..., 2)``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``(..., M, N)``, one product per segment.
 )doc");
@@ -239,9 +224,7 @@ Args:
     mask_out (array, optional): Mask of the output's blocks.
     mask_lhs (array, optional): Mask of ``a``'s blocks.
     mask_rhs (array, optional): Mask of ``b``'s blocks.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The masked product.
 )doc");

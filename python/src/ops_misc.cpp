@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
 namespace {
@@ -89,9 +90,7 @@ Args:
     vals (array or scalar): The fill value, broadcast to ``shape``.
     dtype (Dtype, optional): Type of the result; that of ``vals`` when
         omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The filled array.
 
@@ -110,9 +109,7 @@ Example:
 Args:
     shape (int or tuple(int)): Shape of the result.
     dtype (Dtype, optional): Type of the result. Default ``float32``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: Zeros of shape ``shape``.
 )doc");
@@ -127,9 +124,7 @@ Returns:
 Args:
     shape (int or tuple(int)): Shape of the result.
     dtype (Dtype, optional): Type of the result. Default ``float32``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: Ones of shape ``shape``.
 )doc");
@@ -147,9 +142,7 @@ Returns:
 Args:
     a (array): Input array.
     dtype (Dtype, optional): Type of the result; that of ``a`` when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: Zeros of ``a``'s shape.
 )doc");
@@ -166,9 +159,7 @@ Returns:
 Args:
     a (array): Input array.
     dtype (Dtype, optional): Type of the result; that of ``a`` when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: Ones of ``a``'s shape.
 )doc");
@@ -183,9 +174,7 @@ Returns:
 Args:
     a (array): Input array.
     vals (array or scalar): The fill value, broadcast to ``a``'s shape.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The filled array.
 )doc");
@@ -203,9 +192,7 @@ Args:
     dtype (Dtype, optional): Type of the result; ``int32`` when every
         bound is an int (``int64`` when one does not fit), else
         ``float32``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: A 1-D array of ``ceil((stop - start) / step)`` values.
 
@@ -238,9 +225,7 @@ Args:
     num (int, optional): How many values. Default 50.
     endpoint (bool, optional): Include ``stop``. Default ``True``.
     dtype (Dtype, optional): Type of the result. Default ``float32``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: A 1-D array of ``num`` values.
 )doc");
@@ -260,9 +245,7 @@ Args:
     k (int, optional): The diagonal: 0 the main one, positive above,
         negative below. Default 0.
     dtype (Dtype, optional): Type of the result. Default ``float32``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The ``(n, m)`` array.
 )doc");
@@ -277,9 +260,7 @@ Returns:
 Args:
     n (int): Number of rows and columns.
     dtype (Dtype, optional): Type of the result. Default ``float32``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The identity matrix.
 )doc");
@@ -298,9 +279,7 @@ Args:
     m (int, optional): Number of columns; ``n`` when omitted.
     k (int, optional): The diagonal up to which ones are set. Default 0.
     dtype (Dtype, optional): Type of the result. Default ``float32``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The ``(n, m)`` array.
 )doc");
@@ -316,9 +295,7 @@ Args:
     x (array): Input with at least 2 dimensions.
     k (int, optional): Diagonal above which elements are zeroed.
         Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``x`` with the elements above diagonal ``k`` set to zero.
 )doc");
@@ -334,9 +311,7 @@ Args:
     x (array): Input with at least 2 dimensions.
     k (int, optional): Diagonal below which elements are zeroed.
         Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``x`` with the elements below diagonal ``k`` set to zero.
 )doc");
@@ -369,9 +344,7 @@ Args:
         ``"wrap"`` reduces indices modulo the axis length, ``"clip"``
         clamps them to ``[0, n - 1]`` (negative indices then select the
         first element, as in NumPy). Default ``"raise"``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The selected elements; ``axis`` is replaced by the shape of
     ``indices``.
@@ -397,9 +370,7 @@ Args:
     indices (array): Integer indices, broadcastable with ``a`` except
         along ``axis``.
     axis (int or None): The axis; both are flattened when ``None``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` indexed along ``axis`` by ``indices``.
 )doc");
@@ -426,9 +397,7 @@ Args:
         along ``axis``.
     values (array or scalar): The values to write.
     axis (int or None): The axis; both are flattened when ``None``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: A copy of ``a`` with the values written.
 )doc");
@@ -450,9 +419,7 @@ Args:
     indices (array): Integer indices.
     values (array or scalar): The values to add.
     axis (int): The axis.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: A copy of ``a`` with the values added.
 )doc");
@@ -472,9 +439,7 @@ vector, and that axis is removed from the result.
 Args:
     a (array): Left operand.
     b (array): Right operand.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a @ b``.
 
@@ -497,9 +462,7 @@ Args:
     b (array): Right matrix operand.
     alpha (float, optional): Scale of the product. Default 1.
     beta (float, optional): Scale of ``c``. Default 1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The result.
 )doc");
@@ -514,9 +477,7 @@ Returns:
 Args:
     a (array): First operand.
     b (array): Second operand (same last-axis size).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The sums of products over the last axis.
 )doc");
@@ -531,9 +492,7 @@ Returns:
 Args:
     a (array): First vector.
     b (array): Second vector.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The ``(a.size, b.size)`` array ``a[i] * b[j]``.
 )doc");
@@ -547,9 +506,7 @@ Args:
     axes (int or tuple(list(int), list(int)), optional): An int ``n``
         contracts the last ``n`` axes of ``a`` with the first ``n`` of
         ``b``; a pair of axis lists names the axes of each. Default 2.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The contracted product.
 )doc");
@@ -566,9 +523,7 @@ Returns:
 Args:
     a (array): Input array.
     dtype (Dtype): The target type.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The converted values (floats to ints truncate toward zero).
 )doc");
@@ -586,9 +541,7 @@ Args:
     condition (array or scalar): The selector (nonzero is true).
     x (array or scalar): Values where ``condition`` holds.
     y (array or scalar): Values elsewhere. The three broadcast together.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The selected values.
 
@@ -615,9 +568,7 @@ Args:
     a (array): Input array.
     a_min (array or scalar or None): Lower bound; none when ``None``.
     a_max (array or scalar or None): Upper bound; none when ``None``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``minimum(maximum(a, a_min), a_max)``.
 )doc");
@@ -641,9 +592,7 @@ Args:
     atol (float, optional): Absolute tolerance. Default 1e-8.
     equal_nan (bool, optional): Count NaN as equal to NaN. Default
         ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: A ``bool`` array.
 )doc");
@@ -667,9 +616,7 @@ Args:
     atol (float, optional): Absolute tolerance. Default 1e-8.
     equal_nan (bool, optional): Count NaN as equal to NaN. Default
         ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: A scalar ``bool`` array.
 )doc");
@@ -689,9 +636,7 @@ Args:
     b (array or scalar): Second operand.
     equal_nan (bool, optional): Count NaN as equal to NaN. Default
         ``False``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: A scalar ``bool`` array.
 )doc");

@@ -1,5 +1,6 @@
 // Shape ops: reshape, transpose, broadcast, join/split, pad, tile, and
 // MLX's slice/slice_update signatures.
+#include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
 namespace {
@@ -159,9 +160,7 @@ Args:
     a (array): Input array.
     shape (tuple(int)): The new shape; one entry may be -1 and is then
         inferred from the size.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The elements of ``a`` in row-major order with shape ``shape``.
 
@@ -182,9 +181,7 @@ Args:
     a (array): Input array.
     start_axis (int, optional): First axis to flatten. Default 0.
     end_axis (int, optional): Last axis to flatten (inclusive). Default -1.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` with those axes merged.
 
@@ -204,9 +201,7 @@ Args:
     axis (int): The axis to split.
     shape (tuple(int)): The sizes it splits into (one may be -1); their
         product is the axis' size.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` with ``axis`` replaced by ``shape``.
 )doc");
@@ -218,9 +213,7 @@ Args:
     a (array): Input array.
     axis (int or list(int), optional): The axes to remove (each must
         have size 1); every size-1 axis when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` without those axes.
 )doc");
@@ -236,9 +229,7 @@ Returns:
 Args:
     a (array): Input array.
     axis (int or list(int)): Positions of the new axes in the result.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` with the new axes.
 
@@ -259,9 +250,7 @@ Args:
     a (array): Input array.
     axes (list(int), optional): The permutation: axis ``i`` of the result
         is axis ``axes[i]`` of ``a``. Reverses the axes when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The transposed array (a view).
 )doc");
@@ -277,9 +266,7 @@ Args:
     a (array): Input array.
     axis1 (int): First axis.
     axis2 (int): Second axis.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` with ``axis1`` and ``axis2`` exchanged.
 )doc");
@@ -295,9 +282,7 @@ Args:
     a (array): Input array.
     source (int): The axis to move.
     destination (int): Its position in the result.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` with the axis moved.
 )doc");
@@ -312,9 +297,7 @@ Returns:
 Args:
     a (array or scalar): Input.
     shape (tuple(int)): The target shape.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` broadcast to ``shape`` (no copy until needed).
 )doc");
@@ -332,9 +315,7 @@ Returns:
 
 Args:
     *arrays (array or scalar): The inputs.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array): The inputs, each broadcast to the common shape.
 )doc");
@@ -348,9 +329,7 @@ Args:
         of ``axes`` (an array is read when the op is built).
     axes (list(int)): The axes sliced.
     slice_size (list(int)): The block's size along each of ``axes``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The block (other axes whole).
 
@@ -368,9 +347,7 @@ Args:
     start_indices (array or list(int)): Where the block starts along each
         of ``axes``.
     axes (list(int)): The axes of the start indices.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` with ``update`` written from ``start_indices``.
 )doc");
@@ -393,9 +370,7 @@ Args:
         ``axis``.
     axis (int or None, optional): The axis to join along; the arrays are
         flattened first when ``None``. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The joined array.
 
@@ -411,9 +386,7 @@ Args:
         ``axis``.
     axis (int or None, optional): The axis to join along; the arrays are
         flattened first when ``None``. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The joined array.
 )doc");
@@ -428,9 +401,7 @@ Args:
     arrays (list(array)): The arrays, all of the same shape.
     axis (int, optional): Position of the new axis in the result.
         Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The stacked array, one more dimension than the inputs.
 )doc");
@@ -443,9 +414,7 @@ Args:
     indices_or_sections (int or list(int)): A number of equal pieces (it
         must divide the axis), or the indices at which to cut.
     axis (int, optional): The axis to split. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     list(array): The pieces.
 
@@ -467,9 +436,7 @@ Args:
         ``"reflect"`` (mirror without the edge) or ``"symmetric"``
         (mirror with the edge). Default ``"constant"``.
     constant_values (array or scalar, optional): Fill value. Default 0.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The padded array.
 )doc");
@@ -489,9 +456,7 @@ Args:
     repeats (int): How many times each element is repeated.
     axis (int, optional): The axis along which to repeat; the flattened
         array when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The array with each element repeated ``repeats`` times.
 )doc");
@@ -508,9 +473,7 @@ Args:
     a (array): Input array.
     reps (int or list(int)): Repetitions per axis (aligned to the last
         axes; ``a`` gains leading axes when ``reps`` is longer).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The tiled array.
 )doc");
@@ -524,9 +487,7 @@ Returns:
 
 Args:
     *arys (array or scalar): The inputs.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array or list(array): One array for one input, else a list.
 )doc");
@@ -540,9 +501,7 @@ Returns:
 
 Args:
     *arys (array or scalar): The inputs.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array or list(array): One array for one input, else a list.
 )doc");
@@ -556,9 +515,7 @@ Returns:
 
 Args:
     *arys (array or scalar): The inputs.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array or list(array): One array for one input, else a list.
 )doc");

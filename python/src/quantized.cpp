@@ -3,6 +3,7 @@
 // quantization modes).
 #include "fluxion/ops/quantized.h"
 
+#include "python/src/docs.h"
 #include "python/src/convert.h"
 
 namespace {
@@ -49,9 +50,7 @@ Args:
     mode (str, optional): ``"affine"``, ``"mxfp4"``, ``"nvfp4"`` or
         ``"mxfp8"``. Default ``"affine"``.
     global_scale (array, optional): A scale applied first (``nvfp4``).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     tuple(array, ...): ``(w_q, scales, biases)`` for ``"affine"``,
     ``(w_q, scales)`` for the floating modes.
@@ -85,9 +84,7 @@ Args:
     global_scale (array, optional): The global scale (``nvfp4``).
     dtype (Dtype, optional): Type of the result: the scales' for affine,
         ``float32`` for the floating modes when omitted.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The dequantized matrix.
 )doc");
@@ -119,9 +116,7 @@ Args:
     mode (str, optional): ``"affine"``, ``"mxfp4"``, ``"nvfp4"`` or
         ``"mxfp8"``. Default ``"affine"``.
     global_scale (array, optional): The global scale (``nvfp4``).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The product.
 )doc");
@@ -157,9 +152,7 @@ Args:
     mode (str, optional): ``"affine"``, ``"mxfp4"``, ``"nvfp4"`` or
         ``"mxfp8"``. Default ``"affine"``.
     sorted_indices (bool, optional): ``rhs_indices`` are sorted (a hint).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The products.
 )doc");
@@ -193,9 +186,7 @@ Args:
         ``"mxfp8"``. Default ``"nvfp4"``.
     global_scale_x (array, optional): ``x``'s global scale.
     global_scale_w (array, optional): ``w``'s global scale.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The product.
 )doc");
@@ -234,9 +225,7 @@ Args:
     global_scale_x (array, optional): ``x``'s global scale.
     global_scale_w (array, optional): ``w``'s global scale.
     sorted_indices (bool, optional): ``rhs_indices`` are sorted (a hint).
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The products.
 )doc");
@@ -250,9 +239,7 @@ Returns:
 
 Args:
     x (array): The values.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``uint8`` codes, rounded to nearest and saturated at 448.
 )doc");
@@ -267,9 +254,7 @@ Returns:
 Args:
     x (array): ``uint8`` codes.
     dtype (Dtype, optional): Type of the result. Default ``bfloat16``.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The values.
 )doc");

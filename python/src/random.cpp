@@ -109,9 +109,7 @@ Args:
 Args:
     key (array): The key to split.
     num (int, optional): How many keys. Default 2.
-    stream (Stream or Device, optional): Where the op runs; the default
-    stream of the default device when omitted.
-
+)doc" FXDOC_STREAM R"doc(
 Returns:
     array: The keys, shape ``(num, 2)``.
 )doc");
