@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <unordered_set>
 
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
@@ -239,4 +240,37 @@ void fuse_ir(Ir& ir, bool shapeless) {
 }
 
 }  // namespace detail
+void Compiled::eval_fallback(
+    const std::vector<array>& inputs, array& out,
+    const std::function<void(array&, std::vector<array>&)>& eval_node) {
+  auto result = replay(inputs)[0];
+  // Post-order over the replayed nodes, evaluated in place.
+  std::vector<std::pair<array, size_t>> stack{{result, 0}};
+  std::unordered_set<uintptr_t> done;
+  for (auto& in : inputs) {
+    done.insert(in.id());
+  }
+  while (!stack.empty()) {
+    auto& [a, next] = stack.back();
+    if (next < a.inputs().size()) {
+      const array& in = a.inputs()[next++];
+      if (!done.count(in.id()) && in.has_primitive() && !in.is_available()) {
+        stack.emplace_back(in, 0);
+      }
+      continue;
+    }
+    array node = a;
+    stack.pop_back();
+    if (!done.insert(node.id()).second) {
+      continue;
+    }
+    auto outs = node.outputs();
+    eval_node(node, outs);
+    for (auto& o : outs) {
+      done.insert(o.id());
+    }
+  }
+  out.copy_shared_buffer(result);
+}
+
 }  // namespace fluxion

@@ -7,6 +7,8 @@
 // fused nodes, so grad, jvp and vmap see through it.
 #pragma once
 
+#include <functional>
+
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,7 +55,11 @@ class Compiled : public Primitive {
 
  private:
   std::vector<array> replay(const std::vector<array>& inputs) const;
-  void eval_fallback(const std::vector<array>& inputs, array& out);
+  // Without a generated kernel: the fused nodes evaluated one by one, each
+  // by `eval_node(node, outputs)` (the backend's kernel of its primitive).
+  void eval_fallback(
+      const std::vector<array>& inputs, array& out,
+      const std::function<void(array&, std::vector<array>&)>& eval_node);
 
   detail::Ir tape_;
   bool consistent_ = true;

@@ -104,15 +104,15 @@
   X(StopGradient, view, 1, 1)                     \
   X(Depends, view, 1, 1)                          \
   X(CustomTransforms, view, 1, 1)                 \
-  X(SliceUpdate, shape, 1, 0)                     \
-  X(Concatenate, shape, 1, 0)                     \
-  X(Pad, shape, 1, 0)                             \
+  X(SliceUpdate, shape, 1, 1)                     \
+  X(Concatenate, shape, 1, 1)                     \
+  X(Pad, shape, 1, 1)                             \
   X(SearchSorted, searchsorted, 1, 0)             \
   X(Hadamard, hadamard, 1, 0)                     \
-  X(GatherAxis, indexing, 1, 0)                   \
-  X(ScatterAxis, indexing, 1, 0)                  \
-  X(Gather, indexing, 1, 0)                       \
-  X(Scatter, indexing, 1, 0)                      \
+  X(GatherAxis, indexing, 1, 1)                   \
+  X(ScatterAxis, indexing, 1, 1)                  \
+  X(Gather, indexing, 1, 1)                       \
+  X(Scatter, indexing, 1, 1)                      \
   X(Arange, creation, 1, 1)                       \
   X(Matmul, linalg, 1, 1)                         \
   X(AddMM, linalg, 1, 1)                          \
@@ -140,7 +140,7 @@
   X(fast::CustomKernel, fast, 1, 0)               \
   X(Load, io, 1, 0)                               \
   X(QuantizedMatmul, quantized, 1, 0)             \
-  X(Compiled, compile, 1, 0)                      \
+  X(Compiled, compile, 1, 1)                      \
   X(distributed::AllReduce, distributed, 1, 0)    \
   X(distributed::AllGather, distributed, 1, 0)    \
   X(distributed::ReduceScatter, distributed, 1, 0)\

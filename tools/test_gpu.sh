@@ -19,7 +19,7 @@ status=0
 summary=""
 # The C++ GPU tests in $JOBS gtest shards, one process each (a CUDA
 # context costs seconds per process, too much for one per test).
-FILTER='*_gpu:*Gpu*:*Cuda*:Registry*:RulesCoverage*:Allocator*'
+FILTER='*_gpu:*Gpu*:*Cuda*:Registry*:RulesCoverage.KernelsPerBackend:Allocator*'
 i=0
 while [ $i -lt "$JOBS" ]; do
   GTEST_TOTAL_SHARDS=$JOBS GTEST_SHARD_INDEX=$i "$BUILD/fluxion_tests" \
@@ -32,7 +32,7 @@ passed=$(grep -c '^\[       OK \]' "$BUILD/gtest-gpu.log")
 skipped=$(grep -c '^\[  SKIPPED \]' "$BUILD/gtest-gpu.log")
 failed=$(grep -c '^\[  FAILED  \].* ms)$' "$BUILD/gtest-gpu.log")
 crashed=$(for f in "$BUILD"/gtest-gpu-[0-9]*.log; do
-  grep -q 'tests ran' "$f" || echo "$f"; done | wc -l)
+  grep -Eq 'from [0-9]+ test suites? ran' "$f" || echo "$f"; done | wc -l)
 [ "$failed" = 0 ] && [ "$crashed" = 0 ] || status=1
 summary="$summary\nC++ GPU tests: $passed passed, $skipped skipped (kernel not ported: the reason is in the log), $failed failed, $crashed shards crashed"
 PYTHONPATH="$BUILD/python" $PY -m pytest -q -rs tests/python/test_cuda.py \

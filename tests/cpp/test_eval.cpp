@@ -156,7 +156,9 @@ TEST(Eval, ManyThreads) {
 }
 
 TEST(Eval, GpuWithoutBackendIsAClearError) {
-  EXPECT_FALSE(is_available(Device::gpu));
+  if (is_available(Device::gpu)) {
+    GTEST_SKIP() << "a GPU is visible";
+  }
   EXPECT_TRUE(is_available(Device::cpu));
   expect_error<std::invalid_argument>(
       [] { set_default_device(Device::gpu); },

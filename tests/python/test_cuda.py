@@ -217,3 +217,109 @@ def test_grad_and_vmap_on_gpu():
         vc = mx.vmap(lambda r: mx.sum(r * r))(mx.reshape(x[:16], (4, 4)))
     np.testing.assert_allclose(np.array(g), np.array(gc), rtol=1e-5)
     np.testing.assert_allclose(np.array(v), np.array(vc), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dt", [mx.float32, mx.float16, mx.bfloat16,
+                                mx.int32, mx.uint8, mx.bool_, mx.complex64])
+def test_shape_and_indexing_kernels_match_cpu(dt):
+    rng = np.random.default_rng(1)
+    a = mx.array(rng.uniform(-3, 3, (6, 7, 5))).astype(dt)
+    b = mx.array(rng.uniform(-3, 3, (6, 2, 5))).astype(dt)
+    idx = mx.array(rng.integers(-7, 7, (6, 4, 5)).astype(np.int32))
+    flat = mx.array(rng.integers(0, 6, (9,)).astype(np.int64))
+    cases = [
+        lambda s: mx.concatenate([a, b, a[:, ::3]], axis=1, stream=s),
+        lambda s: mx.concatenate([a.T, a.T], axis=0, stream=s),
+        lambda s: mx.pad(a, [(1, 2), (0, 0), (3, 1)], stream=s),
+        lambda s: mx.slice_update(a, b, mx.array([0, 3, 0]), (0, 1, 2),
+                                  stream=s),
+        lambda s: mx.take_along_axis(a, idx, axis=1, stream=s),
+        lambda s: mx.take(a, flat, axis=0, stream=s),
+        lambda s: mx.put_along_axis(a, idx % 7, mx.broadcast_to(
+            b[:, :1], (6, 4, 5)), axis=1, stream=s),
+    ]
+    for f in cases:
+        with mx.stream(G):
+            g = f(G)
+        with mx.stream(C):
+            c = f(C)
+        np.testing.assert_array_equal(host(g), host(c))
+
+
+def test_integer_array_indexing_and_scatters_match_cpu():
+    rng = np.random.default_rng(2)
+    x = mx.array(rng.standard_normal((8, 9, 4)).astype(np.float32))
+    i0 = mx.array(rng.integers(-8, 8, (5, 3)).astype(np.int32))
+    i1 = mx.array(rng.integers(0, 9, (5, 3)).astype(np.uint32))
+    upd = mx.array(rng.standard_normal((5, 3, 4)).astype(np.float32))
+    # Duplicate-free indices for the overwrite, so the result is defined.
+    u0 = mx.array(np.arange(8)[::-1].copy())
+    for s in (G, C):
+        with mx.stream(s):
+            got = [x[i0, i1], x[:, i1[0]], x[2:6, 1, i1[:, 0] % 4],
+                   x.at[i0, i1].add(upd), x.at[i0, i1].multiply(upd),
+                   x.at[i0, i1].maximum(upd), x.at[i0, i1].minimum(upd),
+                   mx.put_along_axis(x, u0[:, None, None] * mx.ones(
+                       (1, 9, 4), dtype=mx.int64), x * 2, axis=0)]
+            mx.eval(got)
+        if s == G:
+            gpu = [np.array(v) for v in got]
+        else:
+            cpu = [np.array(v) for v in got]
+    for g, c in zip(gpu, cpu):
+        np.testing.assert_allclose(g, c, rtol=1e-5, atol=1e-6)
+    # Integer and half sums through the compare-and-swap path.
+    for dt in (mx.int8, mx.int16, mx.float16, mx.bfloat16, mx.int64):
+        base = mx.zeros((4,), dtype=dt)
+        ones = mx.ones((200,), dtype=dt)
+        ind = mx.array(np.arange(200) % 4)
+        with mx.stream(G):
+            got = base.at[ind].add(ones)
+        assert host(got).tolist() == [50, 50, 50, 50], dt
+
+
+def test_out_of_range_index_on_gpu_raises_and_process_keeps_working():
+    a = mx.arange(12, dtype=mx.float32, stream=G).reshape(3, 4)
+    bad = mx.array([[0], [5], [1]])
+    with mx.stream(G):
+        y = mx.take_along_axis(a, bad, axis=1)
+        z = mx.sum(y * 2)  # computed from the failed gather: fails too
+    with pytest.raises(IndexError, match=r"\[take_along_axis\] Index 5 is "
+                       r"out of bounds for axis 1 with size 4\."):
+        z.item()
+    with pytest.raises(IndexError, match="out of bounds"):
+        y.tolist()
+    with mx.stream(G):
+        w = a[mx.array([1, -4]), 0]  # -4 is out of range for size 3
+    with pytest.raises(IndexError, match=r"Index -4 is out of bounds for "
+                       r"axis 0 with size 3"):
+        mx.eval(w)
+    with mx.stream(G):
+        v = a.at[mx.array([3])].add(1.0)
+    with pytest.raises(IndexError, match=r"\[scatter_add\] Index 3"):
+        mx.eval(v)
+    # The next ops, on the same stream, are unaffected.
+    with mx.stream(G):
+        ok = mx.take_along_axis(a, mx.array([[3], [2], [0]]), axis=1)
+        assert ok.reshape(-1).tolist() == [3.0, 6.0, 8.0]
+        assert mx.sum(a).item() == 66.0
+    mx.synchronize(mx.default_stream(mx.Device(G)))
+
+
+def test_compile_on_gpu_matches_eager():
+    def f(x, y):
+        return mx.tanh(x * y + 1.0) - mx.exp(-x) * 0.5
+
+    cf = mx.compile(f)
+    rng = np.random.default_rng(3)
+    x = mx.array(rng.standard_normal((64, 33)).astype(np.float32))
+    y = mx.array(rng.standard_normal((33,)).astype(np.float32))
+    with mx.stream(G):
+        got = cf(x, y)
+        want = f(x, y)
+        g = mx.grad(lambda a: mx.sum(cf(a, y)))(x)
+        gw = mx.grad(lambda a: mx.sum(f(a, y)))(x)
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6,
+                               atol=1e-6)
+    np.testing.assert_allclose(np.array(g), np.array(gw), rtol=1e-5,
+                               atol=1e-6)

@@ -24,38 +24,11 @@ Strides broadcast_strides(const array& in, const Shape& shape) {
   return s;
 }
 
-}  // namespace
-
-void Compiled::eval_fallback(const std::vector<array>& inputs, array& out) {
-  auto result = replay(inputs)[0];
-  // Post-order over the replayed nodes, evaluated in place.
-  std::vector<std::pair<array, size_t>> stack{{result, 0}};
-  std::unordered_set<uintptr_t> done;
-  for (auto& in : inputs) {
-    done.insert(in.id());
-  }
-  while (!stack.empty()) {
-    auto& [a, next] = stack.back();
-    if (next < a.inputs().size()) {
-      const array& in = a.inputs()[next++];
-      if (!done.count(in.id()) && in.has_primitive() && !in.is_available()) {
-        stack.emplace_back(in, 0);
-      }
-      continue;
-    }
-    array node = a;
-    stack.pop_back();
-    if (!done.insert(node.id()).second) {
-      continue;
-    }
-    auto outs = node.outputs();
-    node.primitive().eval_cpu(node.inputs(), outs);
-    for (auto& o : outs) {
-      done.insert(o.id());
-    }
-  }
-  out.copy_shared_buffer(result);
+void eval_cpu_node(array& node, std::vector<array>& outs) {
+  node.primitive().eval_cpu(node.inputs(), outs);
 }
+
+}  // namespace
 
 void Compiled::eval_cpu(const std::vector<array>& inputs,
                         std::vector<array>& outputs) {
@@ -72,7 +45,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
   });
   const cpu::Kernel* kernel = built.kernel;
   if (!kernel) {
-    eval_fallback(inputs, out);
+    eval_fallback(inputs, out, eval_cpu_node);
     return;
   }
   const Shape& shape = out.shape();
@@ -90,7 +63,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
                                : dense && in.shape() == shape;
     if (!ok && traced_size != 1 && reshaped(k) && !dense) {
       // A reshape of a strided array is a copy: leave it to the kernels.
-      eval_fallback(inputs, out);
+      eval_fallback(inputs, out, eval_cpu_node);
       return;
     }
     contiguous = contiguous && ok;

@@ -28,6 +28,28 @@ __global__ void copy_strided(const In* x, Out* y, int64_t n, Layout l) {
   FLUXION_GRID_LOOP(i, n) { y[i] = convert<Out>(x[offset_of(l, 0, i)]); }
 }
 
+// y[dst offset] <- x[src offset] over a region: operand 0 of `l` walks the
+// source, operand 1 the destination.
+template <typename In, typename Out>
+__global__ void copy_region_kernel(const In* x, Out* y, int64_t n, Layout l) {
+  FLUXION_GRID_LOOP(i, n) {
+    int64_t ox = 0, oy = 0, r = i;
+    for (int d = l.ndim - 1; d >= 0; --d) {
+      int64_t q = r % l.shape[d];
+      r /= l.shape[d];
+      ox += q * l.strides[0][d];
+      oy += q * l.strides[1][d];
+    }
+    y[oy] = convert<Out>(x[ox]);
+  }
+}
+
+template <typename T>
+__global__ void fill_kernel(const T* v, T* y, int64_t n) {
+  T x = v[0];
+  FLUXION_GRID_LOOP(i, n) { y[i] = x; }
+}
+
 // Same-type copies move bytes: one instantiation per element width.
 template <typename F>
 void dispatch_copy(Dtype in, Dtype out, F&& f) {
@@ -70,6 +92,41 @@ void launch_copy(const array& x, array& y, bool flat) {
 }
 
 }  // namespace
+
+void copy_region(const array& src, const Strides& src_strides,
+                 int64_t src_offset, array& dst, const Strides& dst_strides,
+                 int64_t dst_offset, const Shape& shape) {
+  int64_t n = 1;
+  for (auto d : shape) {
+    n *= d;
+  }
+  if (n == 0) {
+    return;
+  }
+  cudaStream_t s = current_stream();
+  Layout l = collapse(shape, {src_strides, dst_strides}, "copy");
+  dispatch_copy(src.dtype(), dst.dtype(), [&](auto ti, auto to) {
+    using In = typename decltype(ti)::type;
+    using Out = typename decltype(to)::type;
+    copy_region_kernel<<<blocks_for(n, 4), kThreads, 0, s>>>(
+        ptr<const In>(src) + src_offset, ptr<Out>(dst) + dst_offset, n, l);
+  });
+  check_launch("copy");
+}
+
+void fill(const array& value, array& out) {
+  int64_t n = static_cast<int64_t>(out.data_size());
+  if (n == 0) {
+    return;
+  }
+  cudaStream_t s = current_stream();
+  dispatch_bytes(out.dtype(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    fill_kernel<<<blocks_for(n, 4), kThreads, 0, s>>>(ptr<const T>(value),
+                                                      ptr<T>(out), n);
+  });
+  check_launch("fill");
+}
 
 void copy_general(const array& in, array& out) {
   alloc(out);

@@ -79,8 +79,35 @@ void copy_cast(const array& in, array& out);
 // Casting copy of `in` (any layout, broadcast included) into `out`, whose
 // row-contiguous GPU memory is already allocated.
 void copy_into(const array& in, array& out);
+// Copy `src` (any strides, stride 0 included), from element `src_offset`
+// of its buffer, into `dst`'s buffer laid out with `dst_strides` from
+// element `dst_offset`, converting the dtype; `shape` is the region's
+// shape (the CPU's cpu::copy_region).
+void copy_region(const array& src, const Strides& src_strides,
+                 int64_t src_offset, array& dst, const Strides& dst_strides,
+                 int64_t dst_offset, const Shape& shape);
+// Every element of `out`'s buffer <- value's first element (same dtype).
+void fill(const array& value, array& out);
 // A row-contiguous version of `a` on the GPU (itself when it is one).
 array contiguous(const array& a);
+
+// Out-of-range indices. A kernel cannot raise, and checking indices on the
+// host would cost a synchronization per gather; instead an index kernel
+// reports the first bad index it meets into a fault slot (pinned host
+// memory the device writes), and the stream's next host mark (the
+// event_signal that eval ends with) reads the slot after the kernel has
+// run. A fault sets its error, `[op] Index 5 is out of bounds for axis 0
+// with size 3.`, on the kernel's outputs and on every GPU array computed
+// from them since, so reading any of them raises, as on the CPU.
+struct IndexFault {
+  int flag;  // 0 until a thread claims the slot
+  int axis;
+  int is_unsigned;
+  long long value, n, size;
+};
+// A fresh slot for the index kernel being launched by this thread's
+// gpu::eval, reported as `op`'s error.
+IndexFault* index_fault(const char* op);
 
 // Keep `a`'s buffer alive until the work queued so far on the current
 // stream has finished (temporaries of a kernel).

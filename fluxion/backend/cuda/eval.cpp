@@ -15,6 +15,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 
@@ -69,7 +71,34 @@ Devices& devices() {
 // it since the last checkpoint. Buffers are released (to the caching
 // allocator, where another stream may reuse them) only once a CUDA event
 // recorded after their kernels has completed.
+// The fault slots of a stream's index kernels (cuda.h, IndexFault) and
+// the arrays that depend on them. Guarded by its own mutex, never held
+// while waiting on CUDA: the host function that checks slots takes it.
+constexpr int kFaultSlots = 1024;
+// A watched array: the output of an index kernel (`slot` >= 0) or of a
+// kernel that read a watched array (`parent`, one of them).
+struct Watch {
+  array out;
+  int slot = -1;
+  std::optional<array> parent;
+};
+struct FaultWindow {
+  std::vector<int> slots;      // taken since the last event_signal
+  std::vector<Watch> watches;  // in launch order
+};
+struct Faults {
+  std::mutex mu;
+  IndexFault* slots = nullptr;  // mapped pinned memory, kFaultSlots
+  const char* ops[kFaultSlots] = {};
+  int next = 0, in_use = 0;
+  FaultWindow open;
+  // Arrays of windows not checked yet, by id: their dependents join the
+  // open window, whichever eval computes them.
+  std::unordered_map<uintptr_t, int> watched;
+};
+
 struct StreamState {
+  Faults faults;
   cudaStream_t stream = nullptr;
   int device = 0;
   std::mutex mu;  // the buffers (a stream may be used by several threads)
@@ -120,6 +149,7 @@ void checkpoint(StreamState& st) {
 }
 
 thread_local cudaStream_t t_current = nullptr;
+thread_local StreamState* t_state = nullptr;
 
 using common::fail_outputs;
 
@@ -164,13 +194,120 @@ struct CudaEvent {
 struct HostMark {
   Event event;
   std::exception_ptr error;
+  Faults* faults = nullptr;  // with the window closed by this mark
+  FaultWindow window;
+  int stream_index = 0;
 };
+
+// Arrays whose last reference a host function held: released by the next
+// event_create, on a thread that may call CUDA (as the events).
+std::mutex g_dead_arrays_mu;
+std::vector<array> g_dead_arrays;
+
+// Reads the slots of `w` (clearing them) and sets the error of a faulted
+// slot on its kernel's outputs and, in launch order, on every array whose
+// parent failed. Returns the first error, or null. Called with f.mu held.
+std::exception_ptr check_window(Faults& f, FaultWindow& w) {
+  std::unordered_map<int, std::exception_ptr> faulted;
+  for (int k : w.slots) {
+    IndexFault& slot = f.slots[k];
+    if (slot.flag != 0) {
+      std::string v = slot.is_unsigned
+                          ? std::to_string(static_cast<unsigned long long>(
+                                slot.value))
+                          : std::to_string(slot.value);
+      std::string msg = std::string("[") + f.ops[k] + "] Index " + v +
+                        " is out of bounds for axis " +
+                        std::to_string(slot.axis) + " with size " +
+                        std::to_string(slot.n);
+      if (slot.size != 1) {
+        msg += " (for a slice of size " + std::to_string(slot.size) + ")";
+      }
+      faulted[k] = std::make_exception_ptr(std::out_of_range(msg + "."));
+    }
+    slot.flag = 0;
+    --f.in_use;
+  }
+  std::exception_ptr first;
+  for (auto& w : w.watches) {
+    std::exception_ptr e;
+    if (auto it = faulted.find(w.slot); it != faulted.end()) {
+      e = it->second;
+    } else if (w.parent && w.parent->error()) {
+      e = w.parent->error();
+    }
+    if (e && !w.out.error()) {
+      w.out.set_error(e);
+    }
+    if (e && !first) {
+      first = e;
+    }
+    auto it = f.watched.find(w.out.id());
+    if (it != f.watched.end() && --it->second == 0) {
+      f.watched.erase(it);
+    }
+  }
+  return first;
+}
+
 void CUDART_CB mark_host(void* p) {
   t_in_host_function = true;
   auto* m = static_cast<HostMark*>(p);
-  m->event.mark_reached(m->error);
+  std::exception_ptr error = m->error;
+  if (m->faults != nullptr) {
+    std::exception_ptr fault;
+    try {
+      std::lock_guard<std::mutex> lk(m->faults->mu);
+      fault = check_window(*m->faults, m->window);
+    } catch (...) {
+      fault = std::current_exception();  // a failed allocation of the message
+    }
+    if (fault) {
+      scheduler::set_stream_error(m->stream_index, fault);
+      if (!error) {
+        error = fault;
+      }
+    }
+    std::lock_guard<std::mutex> lk(g_dead_arrays_mu);
+    for (auto& w : m->window.watches) {
+      g_dead_arrays.push_back(std::move(w.out));
+      if (w.parent) {
+        g_dead_arrays.push_back(std::move(*w.parent));
+      }
+    }
+  }
+  m->event.mark_reached(error);
   delete m;  // may drop the Event's last reference (see ~CudaEvent)
   t_in_host_function = false;
+}
+
+// Adds the outputs of the kernel just launched to the open fault window
+// when it took a slot or reads an array of an unchecked window. Called by
+// gpu::eval with the stream's lock held.
+thread_local bool t_took_fault_slot = false;
+void watch_outputs(Faults& f, const std::vector<array>& inputs,
+                   const std::vector<array>& outputs) {
+  const bool took_slot = t_took_fault_slot;
+  t_took_fault_slot = false;
+  if (!took_slot && f.watched.empty()) {
+    return;  // the common case: no index kernel in flight
+  }
+  std::lock_guard<std::mutex> lk(f.mu);
+  std::optional<array> parent;
+  for (auto& in : inputs) {
+    if (f.watched.count(in.id()) > 0) {
+      parent = in;
+      break;
+    }
+  }
+  if (!took_slot && !parent) {
+    return;
+  }
+  for (auto& o : outputs) {
+    ++f.watched[o.id()];
+    f.open.watches.push_back(
+        Watch{o, took_slot ? f.open.slots.back() : -1, parent});
+  }
 }
 
 
@@ -188,6 +325,37 @@ namespace {
 // thread (set by gpu::eval, which holds the stream's lock).
 thread_local std::vector<std::shared_ptr<Data>>* t_keep = nullptr;
 }  // namespace
+
+IndexFault* index_fault(const char* op) {
+  StreamState& st = *t_state;
+  Faults& f = st.faults;
+  std::unique_lock<std::mutex> lk(f.mu);
+  if (f.slots == nullptr) {
+    void* p = nullptr;
+    check(cudaHostAlloc(&p, sizeof(IndexFault) * kFaultSlots,
+                        cudaHostAllocMapped | cudaHostAllocPortable),
+          op);
+    std::memset(p, 0, sizeof(IndexFault) * kFaultSlots);
+    f.slots = static_cast<IndexFault*>(p);
+  }
+  if (f.in_use == kFaultSlots) {
+    // Every slot waits for a host mark: let the stream catch up.
+    lk.unlock();
+    check(cudaStreamSynchronize(st.stream), op);
+    lk.lock();
+  }
+  int k = f.next;
+  f.next = (f.next + 1) % kFaultSlots;
+  ++f.in_use;
+  f.ops[k] = op;
+  f.open.slots.push_back(k);
+  t_took_fault_slot = true;
+  IndexFault* dev = nullptr;
+  check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), f.slots + k,
+                                 0),
+        op);
+  return dev;
+}
 
 void keep_alive(const array& a) { keep_alive(a.data_shared_ptr()); }
 
@@ -263,16 +431,20 @@ void eval(array& arr) {
     }
   }
   t_current = st.stream;
+  t_state = &st;
   t_keep = &st.pending;
+  t_took_fault_slot = false;
   try {
     set_device(st.device);
     arr.primitive().eval_gpu(inputs, outputs);
+    watch_outputs(st.faults, inputs, outputs);
   } catch (...) {
     auto e = std::current_exception();
     fail_outputs(outputs, e);
     scheduler::set_stream_error(s.index, e);
   }
   t_keep = nullptr;
+  t_state = nullptr;
   // The buffers the kernel reads and writes live until it has finished.
   for (auto* v : {&inputs, &outputs}) {
     for (auto& a : *v) {
@@ -358,6 +530,11 @@ std::shared_ptr<void> event_create(Stream s) {
     }
     g_dead_events.clear();
   }
+  std::vector<array> dead;
+  {
+    std::lock_guard<std::mutex> lk(g_dead_arrays_mu);
+    dead.swap(g_dead_arrays);
+  }
   auto ce = std::make_shared<CudaEvent>();
   check(cudaEventCreateWithFlags(&ce->ev, cudaEventDisableTiming),
         "event_create");
@@ -375,7 +552,21 @@ void event_signal(const Event& e, Stream s) {
     check(cudaEventRecord(ce->ev, cs), "event_signal");
     ce->recorded.store(true, std::memory_order_release);
   }
-  auto* m = new HostMark{e, scheduler::peek_stream_error(s.index)};
+  auto* m = new HostMark();
+  m->event = e;
+  m->error = scheduler::peek_stream_error(s.index);
+  m->stream_index = s.index;
+  {
+    // The index kernels launched since the last mark are checked by this
+    // one, after they have run.
+    StreamState& st = state(s);
+    std::lock_guard<std::mutex> lk(st.faults.mu);
+    if (!st.faults.open.slots.empty() || !st.faults.open.watches.empty()) {
+      m->faults = &st.faults;
+      m->window = std::move(st.faults.open);
+      st.faults.open = FaultWindow{};
+    }
+  }
   cudaError_t r = cudaLaunchHostFunc(cs, mark_host, m);
   if (r != cudaSuccess) {
     // The stream is unusable (a sticky error): mark now rather than hang.

@@ -131,4 +131,38 @@ __device__ __forceinline__ int64_t offset_of(const Layout& l, int k,
   return off;
 }
 
+// Records a bad index in `f` (the first thread to find one wins); `size`
+// is the window's length along the axis (1 for a single element).
+template <typename I>
+__device__ __forceinline__ void report_fault(IndexFault* f, I raw, int axis,
+                                             int64_t n, int64_t size = 1) {
+  if (atomicCAS(&f->flag, 0, 1) == 0) {
+    f->axis = axis;
+    f->is_unsigned = !(I(-1) < I(0));
+    f->value = static_cast<long long>(raw);
+    f->n = n;
+    f->size = size;
+    __threadfence_system();
+    atomicExch(&f->flag, 2);
+  }
+}
+
+// Negative indices wrap once; false when still out of range.
+template <typename I>
+__device__ __forceinline__ bool wrap_index(I raw, int64_t n, int64_t& idx) {
+  int64_t v = static_cast<int64_t>(raw);
+  if constexpr (I(-1) < I(0)) {
+    if (v < 0) {
+      v += n;
+    }
+  } else if (static_cast<uint64_t>(raw) >= static_cast<uint64_t>(n)) {
+    return false;
+  }
+  if (v < 0 || v >= n) {
+    return false;
+  }
+  idx = v;
+  return true;
+}
+
 }  // namespace fluxion::cu
