@@ -34,12 +34,28 @@ bool rejected_operand(py::handle b) {
       "mx.array first).");
 }
 
+// A result as a Python array. py::cast would look the C++ type up in
+// pybind11's registry (a hash of the mangled name) on every call; the
+// type's record is found once instead.
+py::object wrap(fx::array&& a) {
+  static const py::detail::type_info* ti =
+      py::detail::get_type_info(typeid(fx::array));
+  return py::reinterpret_steal<py::object>(
+      py::detail::type_caster_generic::cast(
+          &a, py::return_value_policy::move, py::handle(), ti, nullptr,
+          [](const void* p) -> void* {
+            return new fx::array(
+                std::move(*const_cast<fx::array*>(
+                    static_cast<const fx::array*>(p))));
+          }));
+}
+
 // The operator paths are the hottest bindings (a chain of tiny adds is
 // bounded by them): array-array first, without building py::objects.
 template <BinaryFn Op>
 py::object binary_op(const fx::array& a, py::handle b) {
   if (auto* pb = fxpy::array_ptr(b)) {
-    return py::cast(Op(a, *pb, {}));
+    return wrap(Op(a, *pb, {}));
   }
   if (rejected_operand(b)) {
     bad_operand(b);
@@ -47,7 +63,7 @@ py::object binary_op(const fx::array& a, py::handle b) {
   if (!fxpy::is_array_like(b)) {
     return not_implemented();
   }
-  return py::cast(Op(a, fxpy::to_array_like(b, a), {}));
+  return wrap(Op(a, fxpy::to_array_like(b, a), {}));
 }
 
 template <BinaryFn Op>
@@ -58,7 +74,7 @@ py::object reflected_op(const fx::array& a, py::handle b) {
   if (!fxpy::is_array_like(b)) {
     return not_implemented();
   }
-  return py::cast(Op(fxpy::to_array_like(b, a), a, {}));
+  return wrap(Op(fxpy::to_array_like(b, a), a, {}));
 }
 
 // `==` and `!=` with anything that is not an array, a scalar or a NumPy
