@@ -47,7 +47,8 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
     Strides rm = row_major_strides(shape);
     out.copy_shared_buffer(a, rm, layout_flags(shape, rm, 0), 0);
   } else {
-    size_t ds = detail::view_data_size(shape, strides);
+    // A one-element constant (a scalar) has all strides 0: one slot.
+    size_t ds = a.size() == 1 ? 1 : detail::view_data_size(shape, strides);
     out.copy_shared_buffer(a, strides, layout_flags(shape, strides, ds), ds);
   }
   out.set_status(array::Status::available);
