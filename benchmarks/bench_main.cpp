@@ -256,7 +256,9 @@ void fast_benchmarks() {
   }
 }
 
-int main() {
+int main(int argc, char** argv) {
+  // `--chain`: only the graph-building chains (section 1).
+  bool chain_only = argc > 1 && std::string(argv[1]) == "--chain";
   std::printf("Fluxion benchmarks (median of repeated runs)\n");
   auto np = numpy_reference();
   auto np_get = [&](const char* k) { return np.count(k) ? np[k] : -1.0; };
@@ -295,6 +297,34 @@ int main() {
         np_get("chain_1000_adds"));
     std::printf("%-26s %10.3f %-7s %-22s ratio = %.2f\n", "",
                 t_ref / n_ops * 1e6, "us/op", "eager C++ loop", t / t_ref);
+    // The same chain with a scalar operand (`x + 1.0f`: a weak scalar, one
+    // constant per op) and with `x * small` (issue 18: <= 0.5 us/op).
+    double t_scalar = median_seconds(
+        [&] {
+          array x = small;
+          for (int i = 0; i < n_ops; ++i) {
+            x = x + 1.0f;
+          }
+          x.eval();
+        },
+        50, 5);
+    row("chain_1000_add_scalar", "us/op", t_scalar / n_ops * 1e6,
+        t_scalar / n_ops, "numpy y+1.0 (us/op)",
+        np_get("chain_1000_add_scalar"));
+    double t_mul = median_seconds(
+        [&] {
+          array x = small;
+          for (int i = 0; i < n_ops; ++i) {
+            x = x * small;
+          }
+          x.eval();
+        },
+        50, 5);
+    row("chain_1000_mul_array", "us/op", t_mul / n_ops * 1e6, t_mul / n_ops,
+        "numpy y*x (us/op)", np_get("chain_1000_mul_array"));
+  }
+  if (chain_only) {
+    return 0;
   }
 
   const int n = 1 << 24;

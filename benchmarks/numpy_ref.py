@@ -34,9 +34,23 @@ def main():
             x = x + small
         return x
 
+    def chain_scalar():
+        x = small
+        for _ in range(1000):
+            x = x + 1.0
+        return x
+
+    def chain_mul():
+        x = small
+        for _ in range(1000):
+            x = x * small
+        return x
+
     m = np.random.rand(1024, 1024).astype(np.float32)
     results = {
         "chain_1000_adds": median_time(chain, repeat=20) / 1000,
+        "chain_1000_add_scalar": median_time(chain_scalar, repeat=20) / 1000,
+        "chain_1000_mul_array": median_time(chain_mul, repeat=20) / 1000,
         "add_16M_f32": median_time(lambda: a + b),
         "sum_16M_f32": median_time(lambda: a.sum()),
         "matmul_1024_f32": median_time(lambda: m @ m, repeat=5),

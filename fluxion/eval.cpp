@@ -188,6 +188,8 @@ static array eval_impl(std::vector<array> outputs, bool async) {
   // to the workers when the batch closes or before any wait.
   scheduler::Batch batch;
   size_t pending_bytes = 0;
+  Device limit_device(Device::cpu, -1);  // none yet
+  size_t limit = 0;
   auto signal_all = [&events] {
     for (auto& [_, e] : events) {
       e.signal(e.stream());
@@ -242,8 +244,15 @@ static array eval_impl(std::vector<array> outputs, bool async) {
       for (auto& sib : arr.siblings()) {
         pending_bytes += sib.nbytes();
       }
-      size_t limit = get_memory_limit(s.device);
-      if (get_active_memory(s.device) + pending_bytes > limit) {
+      // The limit is read once per device and eval (each read, like the
+      // active memory's, takes the allocator's lock, which the workers'
+      // allocations contend for); active memory is read once per node.
+      if (!(limit_device == s.device)) {
+        limit_device = s.device;
+        limit = get_memory_limit(s.device);
+      }
+      size_t active = get_active_memory(s.device);
+      if (active + pending_bytes > limit) {
         // Hand the batch over and let it run before scheduling more, until
         // active memory is back under the limit or nothing is in flight
         // (the memory limit trades parallelism for memory, as MLX's).
@@ -253,10 +262,10 @@ static array eval_impl(std::vector<array> outputs, bool async) {
           scheduler::wait_for_one();
         } while (get_active_memory(s.device) > limit &&
                  scheduler::n_active_tasks() > 0);
+        active = get_active_memory(s.device);
       }
       if (scheduler::n_active_tasks() > kMaxActiveTasks ||
-          (get_active_memory(s.device) > limit &&
-           scheduler::n_active_tasks() > 0)) {
+          (active > limit && scheduler::n_active_tasks() > 0)) {
         for (auto& [_, ev] : events) {
           if (ev.stream().device == Device::gpu) {
             gpu::finalize(ev.stream());

@@ -2,9 +2,11 @@
 one process: medians of repeated runs and their ratios.
 
 Run: PYTHONPATH=build/python /usr/bin/python3 benchmarks/python/bench.py
+(`--dispatch`: only the dispatch-overhead table, issue 18 item 4.)
 """
 
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -36,6 +38,65 @@ def report(name, results, unit="ms", scale=1e3):
             parts.append(f"{k} {v * scale:9.2f} {unit} "
                          f"(fluxion/{k} {base / v:5.2f}x)")
     print(f"{name:<34}" + "  ".join(parts))
+
+
+def bench_dispatch(n=1000, repeats=21):
+    """Per-op cost of the Python dispatch path (issue 18 item 4): chains of
+    1000 ops on 16 float32 elements built and evaluated, and single calls
+    that only build a node, each against NumPy in the same run."""
+    x = mx.ones((16,))
+    mx.eval(x)
+    xn = np.ones(16, dtype=np.float32)
+    m = mx.ones((4, 4))
+    mx.eval(m)
+    mn = np.ones((4, 4), dtype=np.float32)
+
+    def chain(step, start, evaluate):
+        def run():
+            y = start
+            for _ in range(n):
+                y = step(y)
+            if evaluate:
+                mx.eval(y)
+        return run
+
+    chains = [
+        ("y = y + 1.0", lambda y: y + 1.0),
+        ("y = y * x (array)", None),
+        ("y = 2 * y", lambda y: 2 * y),
+        ("y = y ** 2", lambda y: y ** 2),
+    ]
+    rows = []
+    for name, step in chains:
+        if step is None:
+            fx_step, np_step = (lambda y: y * x), (lambda y: y * xn)
+        else:
+            fx_step = np_step = step
+        t_fx = median_time(chain(fx_step, x, True), repeats) / n
+        t_np = median_time(chain(np_step, xn, False), repeats) / n
+        rows.append((f"chain {name}, build+eval", t_fx, t_np))
+
+    def calls(fn, arg):
+        def run():
+            for _ in range(n):
+                fn(arg)
+        return run
+
+    singles = [
+        ("x.sum() (build)", lambda a: a.sum()),
+        ("x[0] (build)", lambda a: a[0]),
+        ("m.T (build)", lambda a: a.T),
+        ("m.reshape(16) (build)", lambda a: a.reshape(16)),
+    ]
+    for name, fn in singles:
+        arg, narg = (m, mn) if name.startswith("m") else (x, xn)
+        t_fx = median_time(calls(fn, arg), repeats) / n
+        t_np = median_time(calls(fn, narg), repeats) / n
+        rows.append((name, t_fx, t_np))
+    for name, t_fx, t_np in rows:
+        print(f"{'dispatch ' + name:<44}fluxion {t_fx * 1e6:7.2f} us/op  "
+              f"numpy {t_np * 1e6:7.2f} us/op  (fluxion/numpy "
+              f"{t_fx / t_np:5.2f}x)")
 
 
 def bench_add_chain(n=1000):
@@ -287,6 +348,9 @@ def bench_conv2d(n=8, hw=56, c=64, k=3):
 def main():
     print("torch:", "available" if torch is not None else "not installed "
           "(skipped)")
+    bench_dispatch()
+    if "--dispatch" in sys.argv:
+        return
     bench_add_chain()
     bench_big_add()
     bench_mlp_step()

@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "fluxion/backend/common/layout.h"
 #include "fluxion/ops/common.h"
+#include "fluxion/transforms.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/astype.h"
@@ -15,14 +17,52 @@ namespace fluxion {
 
 namespace {
 
+// An operand broadcast to `shape` (already checked compatible). An
+// available constant (a Python scalar, an evaluated bias) outside of any
+// transformation becomes a stride-0 view of its buffer at once, as the
+// Broadcast kernel would make it, instead of a Broadcast node that eval
+// must schedule (issue 18: `x + 1.0` built two nodes per op). Inside a
+// trace the node is kept, so rules and compile see the graph unchanged.
+array broadcast_operand(const array& a, const Shape& shape, Stream st) {
+  if (a.shape() == shape) {
+    return a;
+  }
+  if (a.status() != array::Status::available || a.has_primitive() ||
+      a.data_shared_ptr() == nullptr || in_tracing() || retain_graph()) {
+    return broadcast_to(a, shape, st);
+  }
+  Strides strides(shape.size(), 0);
+  size_t diff = shape.size() - a.ndim();
+  int64_t size = 1;
+  for (int i = 0; i < a.ndim(); ++i) {
+    if (a.shape()[i] != 1) {
+      strides[diff + i] = a.strides()[i];
+    }
+  }
+  for (auto d : shape) {
+    size *= d;
+  }
+  array out(shape, a.dtype(), nullptr, {});
+  if (size == 0) {
+    Strides rm = row_major_strides(shape);
+    out.copy_shared_buffer(a, rm, layout_flags(shape, rm, 0), 0);
+  } else {
+    // A one-element constant (a scalar) has all strides 0: one slot.
+    size_t ds = a.size() == 1 ? 1 : detail::view_data_size(shape, strides);
+    out.copy_shared_buffer(a, strides, layout_flags(shape, strides, ds), ds);
+  }
+  out.set_status(array::Status::available);
+  return out;
+}
+
 // Cast both inputs to `compute`, broadcast them, and build the node.
 template <typename P, typename... Args>
 array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
                   const char* name, StreamOrDevice s, Args... args) {
   auto st = to_stream(s);
   auto shape = broadcast_shapes(a.shape(), b.shape(), name);
-  auto x = broadcast_to(astype(a, compute, st), shape, st);
-  auto y = broadcast_to(astype(b, compute, st), shape, st);
+  auto x = broadcast_operand(astype(a, compute, st), shape, st);
+  auto y = broadcast_operand(astype(b, compute, st), shape, st);
   std::vector<array> inputs;  // not an initializer_list: that would copy
   inputs.reserve(2);
   inputs.push_back(std::move(x));

@@ -34,12 +34,28 @@ bool rejected_operand(py::handle b) {
       "mx.array first).");
 }
 
+// A result as a Python array. py::cast would look the C++ type up in
+// pybind11's registry (a hash of the mangled name) on every call; the
+// type's record is found once instead.
+py::object wrap(fx::array&& a) {
+  static const py::detail::type_info* ti =
+      py::detail::get_type_info(typeid(fx::array));
+  return py::reinterpret_steal<py::object>(
+      py::detail::type_caster_generic::cast(
+          &a, py::return_value_policy::move, py::handle(), ti, nullptr,
+          [](const void* p) -> void* {
+            return new fx::array(
+                std::move(*const_cast<fx::array*>(
+                    static_cast<const fx::array*>(p))));
+          }));
+}
+
 // The operator paths are the hottest bindings (a chain of tiny adds is
 // bounded by them): array-array first, without building py::objects.
 template <BinaryFn Op>
 py::object binary_op(const fx::array& a, py::handle b) {
   if (auto* pb = fxpy::array_ptr(b)) {
-    return py::cast(Op(a, *pb, {}));
+    return wrap(Op(a, *pb, {}));
   }
   if (rejected_operand(b)) {
     bad_operand(b);
@@ -47,7 +63,7 @@ py::object binary_op(const fx::array& a, py::handle b) {
   if (!fxpy::is_array_like(b)) {
     return not_implemented();
   }
-  return py::cast(Op(a, fxpy::to_array_like(b, a), {}));
+  return wrap(Op(a, fxpy::to_array_like(b, a), {}));
 }
 
 template <BinaryFn Op>
@@ -58,7 +74,7 @@ py::object reflected_op(const fx::array& a, py::handle b) {
   if (!fxpy::is_array_like(b)) {
     return not_implemented();
   }
-  return py::cast(Op(fxpy::to_array_like(b, a), a, {}));
+  return wrap(Op(fxpy::to_array_like(b, a), a, {}));
 }
 
 // `==` and `!=` with anything that is not an array, a scalar or a NumPy
@@ -101,6 +117,55 @@ py::object inplace_op(py::object self, py::handle b) {
   }
   a = out;
   return self;
+}
+
+// The number slots themselves (issue 18): `x + 1.0` through pybind11's
+// `__add__` costs a method lookup, an argument tuple, the dispatcher's
+// vectors and its overload loop. These slots run binary_op/reflected_op
+// directly: the left operand's slot for `x + y`, the right one's for
+// `1.0 + x` (as the __r*__ methods). The dunder methods stay for explicit
+// calls (x.__add__(y)). Errors go through the registered translators, as
+// pybind11's dispatcher would send them.
+void translate_current_exception() {
+  auto& translators =
+      py::detail::get_internals().registered_exception_translators;
+  std::exception_ptr last = std::current_exception();
+  for (auto& t : translators) {
+    try {
+      t(last);
+      return;
+    } catch (...) {
+      last = std::current_exception();
+    }
+  }
+  PyErr_SetString(PyExc_SystemError,
+                  "[array] An exception escaped the exception translators.");
+}
+
+template <BinaryFn Op>
+PyObject* number_slot(PyObject* a, PyObject* b) {
+  try {
+    if (auto* pa = fxpy::array_ptr(a)) {
+      return binary_op<Op>(*pa, b).release().ptr();
+    }
+    if (auto* pb = fxpy::array_ptr(b)) {
+      return reflected_op<Op>(*pb, a).release().ptr();
+    }
+    Py_INCREF(Py_NotImplemented);
+    return Py_NotImplemented;
+  } catch (...) {
+    translate_current_exception();
+    return nullptr;
+  }
+}
+
+template <BinaryFn Op>
+PyObject* power_slot(PyObject* a, PyObject* b, PyObject* mod) {
+  if (mod != Py_None) {
+    Py_INCREF(Py_NotImplemented);
+    return Py_NotImplemented;
+  }
+  return number_slot<Op>(a, b);
 }
 
 fx::array matmul_op(const fx::array& a, const fx::array& b,
@@ -494,4 +559,20 @@ Example:
           },
           "ndigits"_a = 0);
   init_dlpack(m, cls);
+  // Set last: defining a dunder method resets its slot to the generic one.
+  PyNumberMethods& num = heap->as_number;
+  num.nb_add = &number_slot<fx::add>;
+  num.nb_subtract = &number_slot<fx::subtract>;
+  num.nb_multiply = &number_slot<fx::multiply>;
+  num.nb_true_divide = &number_slot<fx::divide>;
+  num.nb_floor_divide = &number_slot<fx::floor_divide>;
+  num.nb_remainder = &number_slot<fx::remainder>;
+  num.nb_power = &power_slot<fx::power>;
+  num.nb_matrix_multiply = &number_slot<matmul_op>;
+  num.nb_and = &number_slot<bitwise_and_op>;
+  num.nb_or = &number_slot<bitwise_or_op>;
+  num.nb_xor = &number_slot<bitwise_xor_op>;
+  num.nb_lshift = &number_slot<left_shift_op>;
+  num.nb_rshift = &number_slot<right_shift_op>;
+  PyType_Modified(fxpy::array_type);
 }

@@ -69,6 +69,57 @@ void bad_argument_type(py::handle h, const char* op, const char* what,
 PyTypeObject* array_type = nullptr;
 
 namespace {
+// Weak scalar operands (`x + 1.0`, `2 * x`) are immutable constants: the
+// same value in the same dtype can be one array. A small direct-mapped
+// table keyed by (dtype, kind, bits of the value) keeps the recent ones,
+// so a loop of `y = y + 1.0` allocates no array, buffer or Data for its
+// operand. Only operand conversions use it (never mx.array(1.0), whose
+// result the caller owns), and never inside a transformation or compile
+// trace (constants built there belong to the traced graph). The table is
+// only touched with the GIL held (these conversions call the C API),
+// which is its lock; it is leaked, like the scheduler's state, so that no
+// array outlives the allocator at exit.
+struct ScalarCache {
+  static constexpr size_t kSize = 256;
+  struct Entry {
+    uint64_t bits = 0;
+    uint32_t tag = 0;  // 0: empty; else dtype value and kind, plus one
+    std::optional<fx::array> value;
+  };
+  Entry entries[kSize];
+};
+
+ScalarCache& scalar_cache() {
+  static auto* c = new ScalarCache();
+  return *c;
+}
+
+template <typename Make>
+fx::array cached_scalar(fx::Dtype t, ScalarKind kind, uint64_t bits,
+                        Make make) {
+  if (fx::in_tracing() || fx::retain_graph()) {
+    return make();
+  }
+  uint32_t tag = ((static_cast<uint32_t>(t.val) << 4) |
+                  static_cast<uint32_t>(kind)) + 1;
+  uint64_t h = (bits ^ (uint64_t(tag) * 0x9E3779B97F4A7C15ull)) *
+               0xBF58476D1CE4E5B9ull;
+  auto& e = scalar_cache().entries[(h >> 56) % ScalarCache::kSize];
+  if (e.tag == tag && e.bits == bits && e.value) {
+    return *e.value;
+  }
+  fx::array a = make();
+  e.tag = tag;
+  e.bits = bits;
+  e.value = a;
+  return a;
+}
+
+uint64_t double_bits(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
 
 std::string type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
 
@@ -142,8 +193,13 @@ fx::array int_scalar(py::handle h, std::optional<fx::Dtype> like,
                                 " is out of the range of 64-bit integers.");
   }
   bool small = v >= INT32_MIN && v <= INT32_MAX;
-  return fx::array(static_cast<int64_t>(v),
-                   target(small ? fx::int32 : fx::int64));
+  fx::Dtype t = target(small ? fx::int32 : fx::int64);
+  auto make = [&] { return fx::array(static_cast<int64_t>(v), t); };
+  if (like && !exact) {
+    return cached_scalar(t, ScalarKind::integer, static_cast<uint64_t>(v),
+                         make);
+  }
+  return make();
 }
 
 fx::Dtype dtype_from_numpy(const py::dtype& d) {
@@ -390,17 +446,29 @@ fx::array from_list(py::handle h, std::optional<fx::Dtype> dtype) {
 
 }  // namespace
 
+
 fx::array scalar_to_array(py::handle h, ScalarKind kind,
                           std::optional<fx::Dtype> like) {
   switch (kind) {
-    case ScalarKind::boolean:
-      return fx::array(h.ptr() == Py_True, like.value_or(fx::bool_));
+    case ScalarKind::boolean: {
+      bool v = h.ptr() == Py_True;
+      fx::Dtype t = like.value_or(fx::bool_);
+      if (!like) {
+        return fx::array(v, t);
+      }
+      return cached_scalar(t, kind, v, [&] { return fx::array(v, t); });
+    }
     case ScalarKind::integer:
       return int_scalar(h, like);
-    case ScalarKind::floating:
-      return fx::array(
-          PyFloat_AsDouble(h.ptr()),
-          like ? fx::promote_with_scalar(*like, fx::float32) : fx::float32);
+    case ScalarKind::floating: {
+      double v = PyFloat_AsDouble(h.ptr());
+      if (!like) {
+        return fx::array(v, fx::float32);
+      }
+      fx::Dtype t = fx::promote_with_scalar(*like, fx::float32);
+      return cached_scalar(t, kind, double_bits(v),
+                           [&] { return fx::array(v, t); });
+    }
     case ScalarKind::complex: {
       Py_complex c = PyComplex_AsCComplex(h.ptr());
       return fx::array(fx::complex64_t(static_cast<float>(c.real),

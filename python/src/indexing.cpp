@@ -372,6 +372,24 @@ fx::array sliced(const fx::array& a, const Plan& p) {
 }
 
 fx::array get_item(const fx::array& a, py::handle index) {
+  // x[i] with a Python int in range (the commonest index): the same slice
+  // and squeeze as the general path builds, without its item and plan
+  // vectors. Anything else, errors included, takes the general path.
+  if (PyLong_CheckExact(index.ptr()) && a.ndim() >= 1) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    long long n = a.shape()[0];
+    if (!overflow && v >= -n && v < n) {
+      int32_t i = static_cast<int32_t>(v < 0 ? v + n : v);
+      fx::Shape start(a.ndim(), 0), stop = a.shape(), strides(a.ndim(), 1);
+      start[0] = i;
+      stop[0] = i + 1;
+      return fx::squeeze(fx::slice(a, std::move(start), std::move(stop),
+                                   std::move(strides)),
+                         std::vector<int>{0});
+    }
+    PyErr_Clear();
+  }
   auto items = parse(a, index, "getitem");
   Plan p = make_plan(a, items, "getitem");
   fx::array region = sliced(a, p);

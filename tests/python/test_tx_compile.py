@@ -249,7 +249,10 @@ def test_compiled_functions_donate_their_inputs():
         y = call(x)
         del x
         mx.eval(y)
-        return (mx.get_peak_memory() - base) / (4 * n)
+        # The peak restarts from zero: a call that allocates nothing (the
+        # eager chain donates every buffer, and its scalar operands are
+        # cached constants) leaves it below the base.
+        return (max(mx.get_peak_memory(), base) - base) / (4 * n)
 
     eager = peak_of(lambda x: mx.exp(mx.sin(x) * 2) + 1)
     compiled = peak_of(fun)
