@@ -406,8 +406,14 @@ void copy_memory(void* dst, Device dst_device, const void* src,
   // A blocking copy: the source's producer has finished (callers waited
   // on its event), and the copy is complete when this returns, so no
   // stream needs ordering with it.
-  check(cudaMemcpy(dst, src, n, cudaMemcpyDefault),
-        dst_device.type == Device::cpu ? "copy to host" : "copy to gpu");
+  const char* op =
+      dst_device.type == Device::cpu ? "copy to host" : "copy to gpu";
+  check(cudaMemcpy(dst, src, n, cudaMemcpyDefault), op);
+  // From pageable host memory cudaMemcpy returns once the bytes are staged,
+  // before the DMA into device memory is done, and our non-blocking
+  // streams are not ordered after the legacy stream that carries it: wait
+  // for it, or a kernel launched next could read the buffer half written.
+  check(cudaStreamSynchronize(cudaStreamLegacy), op);
 }
 
 void eval(array& arr) {
