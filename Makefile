@@ -8,7 +8,7 @@ DEB_PACKAGES := cmake ninja-build g++ ccache pkg-config libopenblas-dev \
 	zlib1g-dev nlohmann-json3-dev \
 	python3-matplotlib python3-tqdm python3-torch dataset-fashion-mnist fortunes \
 	libopenmpi-dev openmpi-bin python3-mpi4py \
-	python3-sphinx python3-myst-parser
+	python3-sphinx python3-myst-parser time
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The interpreter CMake chose for the extension (cmake/FluxionPython.cmake:
 # -DPython_EXECUTABLE, else the first python3 with NumPy); read when a

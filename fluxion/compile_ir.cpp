@@ -107,6 +107,72 @@ void check_node_shapes(Primitive& p, const std::vector<array>& ins,
   }
 }
 
+// The output dtypes the elementwise bases compute (protected there: the
+// ops cast the inputs first, so a node built by an op always agrees).
+struct UnaryDtype : UnaryPrimitive {
+  using UnaryPrimitive::output_dtype;
+};
+struct BinaryDtype : BinaryPrimitive {
+  using BinaryPrimitive::output_dtype;
+};
+
+std::string dtype_str(Dtype t) {
+  return std::to_string(static_cast<int>(t.val));
+}
+
+// A tape from a file: the inputs and outputs the primitive's kernel
+// expects, in number and dtype. A kernel trusts them (it reads and writes
+// by the node's dtypes), so a damaged dtype would otherwise be a write past
+// a buffer or an invalid bool (UBSan: a bool load of 255). Checked for the
+// elementwise bases and AsType, which are most of a tape; the other
+// primitives check their inputs in output_shapes.
+void check_node_dtypes(Primitive& p, const std::vector<array>& ins,
+                       const std::vector<Dtype>& traced) {
+  auto expect = [&](size_t n_in, Dtype out) {
+    if (ins.size() != n_in || traced.size() != 1) {
+      corrupt_trace(std::string(p.name()) + " has " +
+                    std::to_string(ins.size()) + " inputs and " +
+                    std::to_string(traced.size()) + " outputs, not " +
+                    std::to_string(n_in) + " and 1");
+    }
+    for (auto& x : ins) {
+      if (x.dtype() != ins[0].dtype()) {
+        corrupt_trace(std::string(p.name()) + "'s inputs have dtypes " +
+                      dtype_str(ins[0].dtype()) + " and " +
+                      dtype_str(x.dtype()));
+      }
+    }
+    if (traced[0] != out) {
+      corrupt_trace(std::string(p.name()) + "'s traced output dtype " +
+                    dtype_str(traced[0]) + " is not the " + dtype_str(out) +
+                    " it computes");
+    }
+  };
+  if (auto* u = dynamic_cast<UnaryPrimitive*>(&p)) {
+    if (ins.size() != 1) {
+      expect(1, bool_);
+    }
+    expect(1, (u->*(&UnaryDtype::output_dtype))(ins[0].dtype()));
+  } else if (auto* b = dynamic_cast<BinaryPrimitive*>(&p)) {
+    if (ins.size() != 2) {
+      expect(2, bool_);
+    }
+    expect(2, (b->*(&BinaryDtype::output_dtype))(ins[0].dtype()));
+  } else if (auto* a = dynamic_cast<AsType*>(&p)) {
+    auto st = a->state();
+    if (st.size() != 1 || !std::holds_alternative<Dtype>(st[0])) {
+      corrupt_trace("AsType has no dtype");
+    }
+    if (ins.size() != 1) {
+      expect(1, bool_);
+    }
+    // AsType reads its input by its own dtype: any input dtype is valid.
+    if (traced.size() != 1 || traced[0] != std::get<Dtype>(st[0])) {
+      corrupt_trace("AsType's traced output dtype is not its dtype");
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
@@ -162,14 +228,18 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
     }
     std::vector<Shape> shapes;
     std::vector<Dtype> dtypes;
+    for (int v : n.outputs) {
+      dtypes.push_back(ir.values[v].dtype);
+    }
+    if (check) {
+      check_node_dtypes(p, ins, dtypes);
+    }
     if (shapeless) {
       shapes = p.output_shapes(ins);
-    }
-    for (int v : n.outputs) {
-      if (!shapeless) {
+    } else {
+      for (int v : n.outputs) {
         shapes.push_back(ir.values[v].shape);
       }
-      dtypes.push_back(ir.values[v].dtype);
     }
     if (check && !shapeless) {
       check_node_shapes(p, ins, shapes);

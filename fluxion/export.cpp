@@ -600,7 +600,7 @@ class BinReader {
         return t;
       }
     }
-    fail("Corrupt dtype");
+    fail("Corrupt dtype " + std::to_string(v));
   }
   uint32_t count(uint32_t limit) {
     uint32_t n = pod<uint32_t>();
@@ -650,8 +650,13 @@ void write_arg(BinWriter& w, const PrimitiveArg& a) {
 
 PrimitiveArg read_arg(BinReader& r) {
   switch (r.pod<uint8_t>()) {
-    case kBool:
-      return r.pod<uint8_t>() != 0;
+    case kBool: {
+      uint8_t v = r.pod<uint8_t>();
+      if (v > 1) {
+        r.fail("Corrupt bool parameter " + std::to_string(v));
+      }
+      return v != 0;
+    }
     case kInt:
       return r.pod<int64_t>();
     case kDouble:
@@ -959,7 +964,11 @@ ImportedFunction::ImportedFunction(const std::string& path) : path_(path) {
     r.fail("Unsupported version " + std::to_string(version));
   }
   metadata_ = r.str();
-  shapeless_ = r.pod<uint8_t>() != 0;
+  uint8_t shapeless = r.pod<uint8_t>();
+  if (shapeless > 1) {
+    r.fail("Corrupt shapeless flag " + std::to_string(shapeless));
+  }
+  shapeless_ = shapeless != 0;
   Stream s = to_stream({});
   std::vector<array> consts;
   uint32_t n_consts = r.count(1u << 24);
@@ -971,6 +980,16 @@ ImportedFunction::ImportedFunction(const std::string& path) : path_(path) {
       r.fail("Corrupt constant");
     }
     const char* p = r.bytes(nbytes);
+    // A bool constant's bytes are read as bool by the kernels: anything but
+    // 0 and 1 is undefined behaviour there (UBSan: a bool load of 255).
+    if (t == bool_) {
+      for (uint64_t k = 0; k < nbytes; ++k) {
+        if (static_cast<unsigned char>(p[k]) > 1) {
+          r.fail("Corrupt bool constant (byte " +
+                 std::to_string(static_cast<unsigned char>(p[k])) + ")");
+        }
+      }
+    }
     void* buf = std::malloc(std::max<uint64_t>(nbytes, 1));
     if (!buf) {
       throw std::bad_alloc();
@@ -1016,6 +1035,16 @@ ImportedFunction::ImportedFunction(const std::string& path) : path_(path) {
     }
     if (n_in != t.dtypes.size()) {
       r.fail("Corrupt signature");
+    }
+    for (uint32_t i = 0; i < n_in; ++i) {
+      if (t.ir.values[t.ir.inputs[i]].dtype != t.dtypes[i]) {
+        r.fail("Corrupt signature: input " + std::to_string(i) +
+               "'s value has dtype " +
+               std::to_string(
+                   static_cast<int>(t.ir.values[t.ir.inputs[i]].dtype.val)) +
+               ", its signature " +
+               std::to_string(static_cast<int>(t.dtypes[i].val)));
+      }
     }
     uint32_t n_nodes = r.count(1u << 28);
     for (uint32_t i = 0; i < n_nodes; ++i) {

@@ -350,3 +350,68 @@ def test_tolist_of_a_huge_empty_array_raises_memory_error():
                        text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     assert "MemoryError [tolist] Out of memory" in r.stdout, r.stdout
+
+
+def test_imported_function_with_a_corrupt_dtype_raises(tmp_path):
+    # Was: UBSan "load of value 255, which is not a valid value for type
+    # 'bool'" (and a segfault for a node whose input count was zeroed):
+    # run_ir built each node with the dtype (and the inputs) the file gave
+    # it, so a float32 value retyped as bool had Exp write floats into a
+    # bool buffer. An imported tape's elementwise and AsType nodes are now
+    # checked for their inputs' number and dtypes and their output dtype.
+    import struct
+    path = str(tmp_path / "f.mlxfn")
+    bad_path = str(tmp_path / "bad.mlxfn")
+    x = mx.array(1.5)
+    mx.export_function(path, lambda a: (mx.exp(a) * 2 + a.sum(),), x)
+    with open(path, "rb") as f:
+        base = f.read()
+    # A 0-d float32 value: dtype 10, no dimensions, no constant.
+    value = bytes([10]) + struct.pack("<I", 0) + struct.pack("<q", -1)
+    ats = [i for i in range(len(base)) if base.startswith(value, i)]
+    assert len(ats) >= 4
+    for at in ats:
+        for dtype in (0, 1, 8, 11):  # bool, uint8, int64, float64
+            with open(bad_path, "wb") as f:
+                f.write(base[:at] + bytes([dtype]) + base[at + 1:])
+            with pytest.raises(ValueError, match=r"^\[import_function\] "):
+                mx.eval(mx.import_function(bad_path)(x))
+    # The Add node's input count zeroed (was a segfault).
+    add = base.index(b"Add") + 3 + 4
+    assert struct.unpack("<I", base[add:add + 4]) == (2,)
+    with open(bad_path, "wb") as f:
+        f.write(base[:add] + struct.pack("<I", 0) + base[add + 4:])
+    with pytest.raises(ValueError,
+                       match=r"^\[import_function\] Corrupt trace: Add has 0"):
+        mx.import_function(bad_path)(x)
+    # The shapeless flag (after the magic, the version and the empty
+    # metadata) is a bool: 2 is not one.
+    assert base[16] == 0
+    with open(bad_path, "wb") as f:
+        f.write(base[:16] + b"\x02" + base[17:])
+    with pytest.raises(ValueError, match=r"Corrupt shapeless flag 2"):
+        mx.import_function(bad_path)
+    # An unknown dtype byte names its value.
+    with open(bad_path, "wb") as f:
+        f.write(base[:ats[0]] + b"\xff" + base[ats[0] + 1:])
+    with pytest.raises(ValueError, match=r"Corrupt dtype 255"):
+        mx.import_function(bad_path)
+
+
+def test_loaded_bool_bytes_other_than_0_and_1_are_true(tmp_path):
+    # A .npy of dtype |b1 holding the bytes 255 and 2: the kernels read them
+    # as bool, where only 0 and 1 are defined; Load now makes every nonzero
+    # byte 1, as NumPy reads it.
+    np_ = pytest.importorskip("numpy")
+    path = str(tmp_path / "b.npy")
+    np_.save(path, np_.array([True, False, True]))
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    data[-3] = 255
+    data[-1] = 2
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    a = mx.load(path)
+    assert a.tolist() == [True, False, True]
+    assert mx.sum(a).item() == 2
+    assert (a == mx.array([True, False, True])).all().item()

@@ -46,6 +46,15 @@ void Load::eval_cpu(const std::vector<array>&, std::vector<array>& outputs) {
     size_t width = out.dtype() == complex64 ? 4 : out.itemsize();
     swap_bytes(out.data<char>(), out.nbytes(), width);
   }
+  // A bool's byte from a file may be anything; the kernels read it as bool,
+  // where only 0 and 1 are defined (UBSan: a load of 255). Any nonzero byte
+  // is True, as NumPy reads it.
+  if (out.dtype() == bool_) {
+    auto* p = out.data<unsigned char>();
+    for (size_t i = 0; i < out.nbytes(); ++i) {
+      p[i] = p[i] != 0;
+    }
+  }
 }
 
 }  // namespace fluxion
