@@ -2,7 +2,6 @@
 
 #include <string>
 
-#include "fluxion/backend/common/layout.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/transforms.h"
 #include "fluxion/ops/creation.h"
@@ -18,39 +17,32 @@ namespace fluxion {
 namespace {
 
 // An operand broadcast to `shape` (already checked compatible). An
-// available constant (a Python scalar, an evaluated bias) outside of any
-// transformation becomes a stride-0 view of its buffer at once, as the
-// Broadcast kernel would make it, instead of a Broadcast node that eval
-// must schedule (issue 18: `x + 1.0` built two nodes per op). Inside a
-// trace the node is kept, so rules and compile see the graph unchanged.
+// available one-element constant (a Python scalar) outside of any
+// transformation becomes an all-stride-0 view of its buffer at once, what
+// the Broadcast kernel would make of it, instead of a Broadcast node that
+// eval must schedule (issue 18: `x + 1.0` built two nodes per op). Any
+// other operand, and any operand inside a trace (so rules and compile see
+// the graph unchanged), keeps the Broadcast node and its shared view
+// kernel.
 array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   if (a.shape() == shape) {
     return a;
   }
-  if (a.status() != array::Status::available || a.has_primitive() ||
-      a.data_shared_ptr() == nullptr || in_tracing() || retain_graph()) {
+  if (a.size() != 1 || a.status() != array::Status::available ||
+      a.has_primitive() || a.data_shared_ptr() == nullptr || in_tracing() ||
+      retain_graph()) {
     return broadcast_to(a, shape, st);
   }
-  Strides strides(shape.size(), 0);
-  size_t diff = shape.size() - a.ndim();
   int64_t size = 1;
-  for (int i = 0; i < a.ndim(); ++i) {
-    if (a.shape()[i] != 1) {
-      strides[diff + i] = a.strides()[i];
-    }
-  }
   for (auto d : shape) {
     size *= d;
   }
-  array out(shape, a.dtype(), nullptr, {});
   if (size == 0) {
-    Strides rm = row_major_strides(shape);
-    out.copy_shared_buffer(a, rm, layout_flags(shape, rm, 0), 0);
-  } else {
-    // A one-element constant (a scalar) has all strides 0: one slot.
-    size_t ds = a.size() == 1 ? 1 : detail::view_data_size(shape, strides);
-    out.copy_shared_buffer(a, strides, layout_flags(shape, strides, ds), ds);
+    return broadcast_to(a, shape, st);
   }
+  Strides zero(shape.size(), 0);
+  array out(shape, a.dtype(), nullptr, {});
+  out.copy_shared_buffer(a, zero, layout_flags(shape, zero, 1), 1);
   out.set_status(array::Status::available);
   return out;
 }

@@ -4,8 +4,6 @@
 // evaluated one by one.
 #include "fluxion/compiled.h"
 
-#include <unordered_set>
-
 #include "fluxion/backend/common/layout.h"
 #include "fluxion/backend/cpu/codegen.h"
 #include "fluxion/backend/cpu/thread_pool.h"

@@ -89,6 +89,7 @@ struct FaultWindow {
 struct Faults {
   std::mutex mu;
   IndexFault* slots = nullptr;  // mapped pinned memory, kFaultSlots
+  IndexFault* device_slots = nullptr;  // the same, as the device sees it
   const char* ops[kFaultSlots] = {};
   int next = 0, in_use = 0;
   FaultWindow open;
@@ -337,6 +338,9 @@ IndexFault* index_fault(const char* op) {
           op);
     std::memset(p, 0, sizeof(IndexFault) * kFaultSlots);
     f.slots = static_cast<IndexFault*>(p);
+    check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&f.device_slots),
+                                   p, 0),
+          op);
   }
   if (f.in_use == kFaultSlots) {
     // Every slot waits for a host mark: let the stream catch up.
@@ -350,11 +354,7 @@ IndexFault* index_fault(const char* op) {
   f.ops[k] = op;
   f.open.slots.push_back(k);
   t_took_fault_slot = true;
-  IndexFault* dev = nullptr;
-  check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), f.slots + k,
-                                 0),
-        op);
-  return dev;
+  return f.device_slots + k;
 }
 
 void keep_alive(const array& a) { keep_alive(a.data_shared_ptr()); }
