@@ -168,9 +168,11 @@ array::ArrayDesc::~ArrayDesc() {
   t_release_list = nullptr;
 }
 
-array::array(void* ptr, Shape shape, Dtype dtype, Data::Deleter deleter)
+array::array(void* ptr, Shape shape, Dtype dtype, Data::Deleter deleter,
+             Device device)
     : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
-  desc_->data = std::make_shared<Data>(ptr, nbytes(), std::move(deleter));
+  desc_->data =
+      std::make_shared<Data>(ptr, nbytes(), std::move(deleter), device);
   desc_->data_ptr = ptr;
   desc_->data_size = size();
 }

@@ -33,8 +33,9 @@ class array;
 // read by a GPU kernel) gets one copy there, made on first use
 // (`ptr_on`), kept with the block and freed with it. Copies are only ever
 // read: kernels write fresh blocks, or donated ones, and
-// array::is_donatable refuses a block that lives on another device or has
-// a copy, so no stale copy can survive an in-place update.
+// array::is_donatable refuses a block that lives on another device, has
+// a copy or is borrowed, so no stale copy can survive an in-place update
+// and no kernel writes memory another library shares with us.
 class Data {
  public:
   using Deleter = std::function<void(void*)>;
@@ -73,6 +74,11 @@ class Data {
   bool has_copy() const {
     return copy_.load(std::memory_order_acquire) != nullptr;
   }
+  // A borrowed block is another library's memory shared without a copy (a
+  // DLPack or buffer-protocol import): the producer still reads and writes
+  // it, so no kernel may take it over as its output (is_donatable).
+  void mark_borrowed() { borrowed_ = true; }
+  bool borrowed() const { return borrowed_; }
 
  private:
   std::atomic<void*> copy_{nullptr};
@@ -83,6 +89,7 @@ class Data {
   size_t nbytes_;
   Device device_;
   Deleter deleter_;
+  bool borrowed_ = false;
 };
 
 int64_t shape_size(const Shape& shape);  // checks for overflow
@@ -114,9 +121,10 @@ class array {
   template <typename It>
   array(It data, Shape shape,
         Dtype dtype = dtype_of<typename std::iterator_traits<It>::value_type>);
-  // Exactly `shape_size(shape)` elements of `dtype` at `ptr`, owned from now
-  // on and released with `deleter`.
-  array(void* ptr, Shape shape, Dtype dtype, Data::Deleter deleter);
+  // Exactly `shape_size(shape)` elements of `dtype` at `ptr` in `device`'s
+  // memory, owned from now on and released with `deleter`.
+  array(void* ptr, Shape shape, Dtype dtype, Data::Deleter deleter,
+        Device device = Device::cpu);
 
   // A graph node produced by `primitive` from `inputs`.
   array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
@@ -253,7 +261,7 @@ class array {
     return desc_.use_count() == 1 && desc_->data != nullptr &&
            desc_->data.use_count() == 1 && desc_->flags.row_contiguous &&
            desc_->data_size == desc_->size && desc_->data->device() == d &&
-           !desc_->data->has_copy();
+           !desc_->data->has_copy() && !desc_->data->borrowed();
   }
 
   // Indexing sugar is in ops; arrays compare by identity here.

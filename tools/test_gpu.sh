@@ -34,6 +34,12 @@ failed=$(grep -c '^\[  FAILED  \].* ms)$' "$BUILD/gtest-gpu.log")
 crashed=$(for f in "$BUILD"/gtest-gpu-[0-9]*.log; do
   grep -Eq 'from [0-9]+ test suites? ran' "$f" || echo "$f"; done | wc -l)
 [ "$failed" = 0 ] && [ "$crashed" = 0 ] || status=1
+# A shard without gtest's closing line died mid-test: show where.
+for f in "$BUILD"/gtest-gpu-[0-9]*.log; do
+  grep -Eq 'from [0-9]+ test suites? ran' "$f" || {
+    echo "test-gpu: $f ended early (exit status lost); its last lines:"
+    tail -8 "$f"; }
+done
 summary="$summary\nC++ GPU tests: $passed passed, $skipped skipped (kernel not ported: the reason is in the log), $failed failed, $crashed shards crashed"
 PYTHONPATH="$BUILD/python" $PY -m pytest -q -rs tests/python/test_cuda.py \
   tests/python/test_backend_seam.py > "$BUILD/pytest-gpu.log" 2>&1 || status=1

@@ -65,10 +65,13 @@ def main():
     dev = torch.device("cuda")
 
     # Chain of 1000 adds on 16 elements, built and evaluated eagerly.
+    # As torch's: the operator on the default device (the GPU).
+    mx.set_default_device(g)
+
     def chain_fx():
-        x = mx.zeros((16,), stream=g)
+        x = mx.zeros((16,))
         for _ in range(1000):
-            x = mx.add(x, 1.0, stream=g)
+            x = x + 1.0
         mx.eval(x)
     xt = torch.zeros(16, device=dev)
 
@@ -94,6 +97,8 @@ def main():
     except Exception as e:  # JAX without a GPU, or absent
         print(f"chain vs jax: skipped ({type(e).__name__}: {e})")
 
+    chain_parts(g, dev)
+
     # Add of two 256M float32 arrays against the device copy bandwidth.
     n = 256 << 20
     a = mx.ones((n,), stream=g)
@@ -108,6 +113,14 @@ def main():
     copy_bw = 2 * 4 * n / copy_s / 1e12
     add_bw = 3 * 4 * n / cuda_time(add_fx) / 1e12
     report("add 256M f32 (TB/s)", add_bw, copy_bw, "TB/s", "d2d copy", True)
+    # What the figure is made of: four adds per eval (the host's wait on
+    # the stream shared), and torch's add in the same run.
+    add4_bw = 4 * 3 * 4 * n / cuda_time(
+        lambda: mx.eval(*[mx.add(a, b, stream=g) for _ in range(4)])) / 1e12
+    ct = torch.ones_like(at)
+    torch_add_bw = 3 * 4 * n / cuda_time(lambda: torch.add(at, ct)) / 1e12
+    print(f"  add: 4 per eval {add4_bw:.2f} TB/s, torch add "
+          f"{torch_add_bw:.2f} TB/s")
 
     # Sum of 256M float32.
     sum_bw = 4 * n / cuda_time(lambda: mx.eval(mx.sum(a, stream=g))) / 1e12
@@ -141,6 +154,41 @@ def main():
         ref = flops / cuda_time(lambda: torch.mm(xt2, xt2), 5) / 1e12
         report(f"matmul 8192^3 {dt} (TFLOP/s)", ours, ref, "TF/s", "torch",
                True)
+
+
+def chain_parts(g, dev):
+    """Where the chain's time goes: building the graph, evaluating it (the
+    launches), freeing it, and torch adding in place (no allocation or
+    graph), each per op."""
+    n = 1000
+    x0 = mx.zeros((16,), stream=g)
+    one = mx.array(1.0)
+    mx.eval(x0)
+    builds, evals, frees = [], [], []
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        x = x0
+        for _ in range(n):
+            x = x + one
+        t1 = time.perf_counter()
+        mx.eval(x)
+        t2 = time.perf_counter()
+        del x
+        t3 = time.perf_counter()
+        builds.append(t1 - t0)
+        evals.append(t2 - t1)
+        frees.append(t3 - t2)
+    xt = torch.zeros(16, device=dev)
+
+    def inplace():
+        for _ in range(n):
+            xt.add_(1.0)
+        torch.cuda.synchronize()
+    floor = wall_time(inplace)
+    med = statistics.median
+    print(f"chain parts (us/op): build {med(builds) / n * 1e6:.2f}  "
+          f"eval {med(evals) / n * 1e6:.2f}  free {med(frees) / n * 1e6:.2f}"
+          f"  torch add_ in place {floor / n * 1e6:.2f}")
 
 
 def mlp_step(g, dev):

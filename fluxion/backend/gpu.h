@@ -25,6 +25,11 @@ DeviceInfo device_info(int index);
 void copy_memory(void* dst, Device dst_device, const void* src,
                  Device src_device, size_t n);
 
+// The backend's own handle of `s` (a cudaStream_t), for exchanges that
+// name streams: a DLPack producer makes it wait for the tensor it hands
+// over. Raises without a GPU backend.
+void* native_stream(Stream s);
+
 // Schedule `arr`'s primitive (eval_gpu) on its GPU stream.
 void eval(array& arr);
 // Submit work queued on `s` so far.

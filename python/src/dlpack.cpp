@@ -1,16 +1,20 @@
 // DLPack exchange: `array.__dlpack__` (the legacy capsule for consumers
 // that ask for no version, DLPack 1.0's versioned one for those passing
 // max_version >= (1, 0), as NumPy 2 and recent PyTorch do),
-// `__dlpack_device__`, and `mx.from_dlpack` for any producer.
+// `__dlpack_device__`, and `mx.from_dlpack` for any producer. Arrays
+// whose buffer lives on a GPU are exchanged as CUDA tensors without a copy
+// (kDLCUDA), in both directions.
 // The ABI structs are declared here: no DLPack header ships with Debian.
 #include <cstring>
 
+#include "fluxion/backend/gpu.h"
 #include "python/src/convert.h"
 #include "python/src/gil_release.h"
 
 namespace {
 
 constexpr int32_t kDLCPU = 1;
+constexpr int32_t kDLCUDA = 2;
 constexpr int32_t kDLCUDAHost = 3;
 constexpr uint64_t kReadOnly = 1ull << 0;
 constexpr uint64_t kIsCopied = 1ull << 1;
@@ -127,28 +131,43 @@ bool is_broadcast(const fx::array& a) {
   return false;
 }
 
-void check_device(py::object dl_device) {
+// Where an evaluated array's buffer lives, as a DLPack device.
+std::pair<int, int> dl_home(const fx::array& a) {
+  fx::Device d = a.home_device();
+  return d.type == fx::Device::gpu ? std::pair{kDLCUDA, d.index}
+                                   : std::pair{kDLCPU, 0};
+}
+
+// The device to export `a` on: its home, or the one the consumer asks for
+// (the CPU always works: a GPU buffer is read through its host copy).
+std::pair<int, int> export_device(const fx::array& a, py::object dl_device) {
+  auto home = dl_home(a);
   if (dl_device.is_none()) {
-    return;
+    return home;
   }
   auto dev = fxpy::cast_arg<std::pair<int, int>>(
       dl_device, "__dlpack__", "dl_device", "a (device_type, device_id) tuple");
-  if (dev.first != kDLCPU) {
-    throw py::buffer_error("[__dlpack__] Cannot export to DLPack device (" +
-                           std::to_string(dev.first) + ", " +
-                           std::to_string(dev.second) +
-                           "): the array lives on the CPU (1, 0).");
+  if (dev == home || dev == std::pair{kDLCPU, 0}) {
+    return dev;
   }
+  throw py::buffer_error(
+      "[__dlpack__] Cannot export to DLPack device (" +
+      std::to_string(dev.first) + ", " + std::to_string(dev.second) +
+      "): the array lives on (" + std::to_string(home.first) + ", " +
+      std::to_string(home.second) + ").");
 }
 
 py::capsule to_dlpack(const fx::array& in, py::object max_version,
                       py::object dl_device, py::object copy) {
-  check_device(dl_device);
   bool copied =
       !copy.is_none() &&
       fxpy::cast_arg<bool>(copy, "__dlpack__", "copy", "a bool or None");
-  fx::array a = copied ? fx::copy(in) : in;
+  fxpy::eval_nogil(in);
+  // The copy is made where the array lives. eval waits for the kernels, so
+  // the buffer is complete on every CUDA stream a consumer may name.
+  fx::array a = copied ? fx::copy(in, in.home_device()) : in;
   fxpy::eval_nogil(a);
+  const auto device = export_device(a, dl_device);
   bool versioned = false;
   if (!max_version.is_none()) {
     versioned =
@@ -162,8 +181,10 @@ py::capsule to_dlpack(const fx::array& in, py::object max_version,
     hold->strides.push_back(a.strides()[i]);
   }
   DLTensor t;
-  t.data = hold->a.raw_data();
-  t.device = {kDLCPU, 0};
+  t.data = device.first == kDLCUDA
+               ? hold->a.data_on(fx::Device(fx::Device::gpu, device.second))
+               : hold->a.raw_data();
+  t.device = {device.first, device.second};
   t.ndim = a.ndim();
   t.dtype = {dl_code(a.dtype()), static_cast<uint8_t>(a.itemsize() * 8), 1};
   t.shape = hold->shape.data();
@@ -279,6 +300,9 @@ struct Imported {
 // using it is gone; otherwise the elements are copied (converted) into a
 // fresh row-major buffer and the producer's memory is released at once.
 // copy == false with a needed conversion raises.
+fx::array adopt_cuda(Imported im, int device, std::optional<bool> copy,
+                     const std::string& what);
+
 fx::array adopt_or_copy(Imported im, std::optional<bool> copy,
                         const std::string& what) {
   const ImportType& it = im.type;
@@ -302,6 +326,7 @@ fx::array adopt_or_copy(Imported im, std::optional<bool> copy,
   const auto& strides = im.strides;
   if (!convert && !(copy && *copy)) {
     fx::array out(im.data, shape, it.target, deleter);
+    out.data_shared_ptr()->mark_borrowed();
     if (size > 0 && strides != fx::row_major_strides(shape)) {
       size_t ds = span_data_size(shape, strides);
       out.copy_shared_buffer(out, strides, fx::layout_flags(shape, strides, ds),
@@ -407,12 +432,21 @@ fx::array from_capsule(py::capsule cap, std::optional<bool> copy) {
       }
     };
   }
-  if (t->device.device_type != kDLCPU &&
-      t->device.device_type != kDLCUDAHost) {
+  const int dev_type = t->device.device_type;
+  if (dev_type != kDLCPU && dev_type != kDLCUDAHost && dev_type != kDLCUDA) {
     throw std::invalid_argument(
-        "[from_dlpack] Only CPU tensors can be imported; got DLPack device "
-        "type " +
-        std::to_string(t->device.device_type) + ".");
+        "[from_dlpack] Only CPU and CUDA tensors can be imported; got DLPack "
+        "device type " +
+        std::to_string(dev_type) + ".");
+  }
+  if (dev_type == kDLCUDA &&
+      (t->device.device_id < 0 ||
+       t->device.device_id >= fx::gpu::device_count())) {
+    throw std::invalid_argument(
+        "[from_dlpack] The tensor lives on CUDA device " +
+        std::to_string(t->device.device_id) + ", but " +
+        std::to_string(fx::gpu::device_count()) +
+        " GPUs are visible to Fluxion.");
   }
   Imported im{static_cast<char*>(t->data) + t->byte_offset,
               checked_shape(t->shape, t->ndim, "from_dlpack"),
@@ -435,7 +469,49 @@ fx::array from_capsule(py::capsule cap, std::optional<bool> copy) {
   PyCapsule_SetName(cap.ptr(), versioned ? "used_dltensor_versioned"
                                          : "used_dltensor");
   im.release = std::move(release);
+  if (dev_type == kDLCUDA) {
+    return adopt_cuda(std::move(im), t->device.device_id, copy, what);
+  }
   return adopt_or_copy(std::move(im), copy, what);
+}
+
+// A CUDA tensor: its memory becomes the array's GPU buffer (released with
+// the last array using it); a copy, or the float64 -> float32 conversion
+// of MLX's import rule, is then a lazy GPU copy of that array.
+fx::array adopt_cuda(Imported im, int device, std::optional<bool> copy,
+                     const std::string& what) {
+  const ImportType& it = im.type;
+  auto owner = std::make_shared<std::function<void()>>(std::move(im.release));
+  auto deleter = [owner](void*) {
+    fxpy::release_under_gil([owner] { (*owner)(); });
+  };
+  const bool convert = it.wide_complex || it.narrow_float;
+  if (it.wide_complex || (convert && copy && !*copy)) {
+    deleter(nullptr);
+    throw std::invalid_argument(
+        "[from_dlpack] " + what +
+        (it.wide_complex
+             ? " on a GPU is complex128, which has no GPU conversion: "
+               "convert it to complex64 first."
+             : " is imported as float32, which needs a copy (copy=False)."));
+  }
+  const fx::Device gpu(fx::Device::gpu, device);
+  const fx::Dtype stored = it.narrow_float ? fx::float64 : it.target;
+  fx::array out(im.data, im.shape, stored, deleter, gpu);
+  out.data_shared_ptr()->mark_borrowed();
+  int64_t size = 1;
+  for (int d : im.shape) {
+    size *= d;
+  }
+  if (size > 0 && im.strides != fx::row_major_strides(im.shape)) {
+    size_t ds = span_data_size(im.shape, im.strides);
+    out.copy_shared_buffer(out, im.strides,
+                           fx::layout_flags(im.shape, im.strides, ds), ds);
+  }
+  if (it.narrow_float) {
+    return fx::astype(out, fx::float32, gpu);
+  }
+  return copy && *copy ? fx::copy(out, gpu) : out;
 }
 
 // The DLPack type of a PEP 3118 format ("<f", "?", "Zd", ...).
@@ -519,15 +595,31 @@ fx::array from_buffer(py::handle x, std::optional<bool> copy) {
 // legacy call. Raises the producer's error (BufferError for dtypes it
 // cannot export, say).
 py::capsule capsule_of(py::handle x) {
+  // A CUDA producer is handed our stream (DLPack's `stream`, the
+  // cudaStream_t as an int), on which it makes the tensor's work visible:
+  // Fluxion's streams are not ordered after the legacy one a producer
+  // assumes without it.
+  py::object stream = py::none();
+  if (py::hasattr(x, "__dlpack_device__")) {
+    auto dev = x.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+    if (dev.first == kDLCUDA && dev.second >= 0 &&
+        dev.second < fx::gpu::device_count()) {
+      void* h = fx::gpu::native_stream(
+          fx::default_stream(fx::Device(fx::Device::gpu, dev.second)));
+      stream = py::int_(reinterpret_cast<uintptr_t>(h));
+    }
+  }
   py::object cap;
   try {
-    cap = x.attr("__dlpack__")("max_version"_a = py::make_tuple(1, 0));
+    cap = x.attr("__dlpack__")("max_version"_a = py::make_tuple(1, 0),
+                               "stream"_a = stream);
   } catch (py::error_already_set& e) {
     // Producers older than DLPack 1.0 take no max_version.
     if (!e.matches(PyExc_TypeError)) {
       throw;
     }
-    cap = x.attr("__dlpack__")();
+    cap = stream.is_none() ? x.attr("__dlpack__")()
+                           : x.attr("__dlpack__")("stream"_a = stream);
   }
   return cap.cast<py::capsule>();
 }
@@ -547,21 +639,39 @@ void init_dlpack(py::module_& m, py::class_<fx::array>& cls) {
          "copy=True).")
       .def(
           "__dlpack_device__",
-          [](const fx::array&) { return py::make_tuple(kDLCPU, 0); },
-          "The DLPack device: (1, 0), the CPU.");
+          [](const fx::array& a) {
+            fxpy::eval_nogil(a);
+            auto d = dl_home(a);
+            return py::make_tuple(d.first, d.second);
+          },
+          "The DLPack device where the (evaluated) array's buffer lives: "
+          "(1, 0) for the CPU, (2, i) for CUDA GPU i.");
   m.def(
       "from_dlpack",
       [](py::object x, py::object device, std::optional<bool> copy) {
+        std::optional<fx::Device> want;
         if (!device.is_none()) {
-          auto d = fxpy::cast_arg<fx::Device>(device, "from_dlpack", "device",
-                                              "a Device or None");
-          if (d.type != fx::Device::cpu) {
-            throw std::invalid_argument(
-                "[from_dlpack] Only device=cpu (or None) is supported.");
-          }
+          want = fxpy::cast_arg<fx::Device>(device, "from_dlpack", "device",
+                                            "a Device or None");
         }
+        // On another device than the producer's: a copy there (lazy).
+        auto place = [&](fx::array a) {
+          // A lazy import (a conversion) lives where its kernel runs.
+          fx::Device at = a.has_primitive() ? a.primitive().device()
+                                            : a.home_device();
+          if (!want || at.type == want->type) {
+            return a;
+          }
+          if (copy && !*copy) {
+            throw std::invalid_argument(
+                "[from_dlpack] copy=False, but the tensor is not on the "
+                "device asked for.");
+          }
+          return fx::copy(a, *want);
+        };
         if (PyCapsule_CheckExact(x.ptr())) {
-          return from_capsule(py::reinterpret_borrow<py::capsule>(x), copy);
+          return place(
+              from_capsule(py::reinterpret_borrow<py::capsule>(x), copy));
         }
         if (!py::hasattr(x, "__dlpack__")) {
           throw std::invalid_argument(
@@ -580,20 +690,22 @@ void init_dlpack(py::module_& m, py::class_<fx::array>& cls) {
               !PyObject_CheckBuffer(x.ptr())) {
             throw;
           }
-          return from_buffer(x, copy);
+          return place(from_buffer(x, copy));
         }
-        return from_capsule(cap, copy);
+        return place(from_capsule(cap, copy));
       },
       "x"_a, py::pos_only(), py::kw_only(), "device"_a = py::none(),
       "copy"_a = py::none(),
-      R"doc(Make an array from a DLPack producer (NumPy, PyTorch CPU tensors, ...).
+      R"doc(Make an array from a DLPack producer (NumPy, PyTorch or JAX on the CPU or a CUDA GPU, ...).
 
 ``float64`` and ``complex128`` arrive as ``float32`` and ``complex64``, as
 in MLX.
 
 Args:
     x (object): An object with ``__dlpack__``, or a DLPack capsule.
-    device (Device, optional): Only the CPU (or ``None``).
+    device (Device, optional): Where the array should live; ``None``
+        keeps the producer's device (a CUDA tensor's memory is shared
+        with the GPU array). Another device makes a copy there.
     copy (bool, optional): ``None`` shares the producer's memory (with its
         strides) when the dtype needs no conversion; ``True`` always
         copies; ``False`` never copies and raises where it would have to.

@@ -557,8 +557,17 @@ def test_from_dlpack_copy_strides_and_mapping():
         np.testing.assert_array_equal(np.array(y), a)
     c = np.array([1 + 2j, -3.5 + 0.25j])
     assert mx.from_dlpack(c).tolist() == [1 + 2j, -3.5 + 0.25j]
-    with pytest.raises(ValueError, match="device=cpu"):
-        mx.from_dlpack(x, device=mx.gpu)
+    if not mx.is_available(mx.gpu):
+        with pytest.raises(ValueError, match="gpu"):
+            mx.eval(mx.from_dlpack(x, device=mx.gpu))
+    # A shared buffer is never taken over as a kernel's output (donation):
+    # the producer's memory stays as it was.
+    x = np.arange(4, dtype=np.float32)
+    y = mx.from_dlpack(x)
+    z = mx.exp(y)
+    del y
+    mx.eval(z)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 def test_array_from_a_dlpack_producer_copies():

@@ -323,3 +323,150 @@ def test_compile_on_gpu_matches_eager():
                                atol=1e-6)
     np.testing.assert_allclose(np.array(g), np.array(gw), rtol=1e-5,
                                atol=1e-6)
+
+
+# --- Kernels with several paths: 16-byte packs (aligned or not), row,
+# short-row, column and split reductions.
+
+@pytest.mark.parametrize("dt", [mx.float32, mx.float16, mx.bfloat16,
+                                mx.int8, mx.uint8, mx.int64, mx.bool_])
+def test_packed_elementwise_aligned_and_offset(dt):
+    rng = np.random.default_rng(1)
+    a = mx.array(rng.uniform(1, 5, (1031,))).astype(dt)
+    b = mx.array(rng.uniform(1, 5, (1031,))).astype(dt)
+    # Offsets 0 and 1: pointers aligned for 16-byte packs and not.
+    for lo in (0, 1, 3):
+        for f in [lambda x, y, s: mx.add(x[lo:], y[lo:], stream=s),
+                  lambda x, y, s: mx.multiply(x[lo:], 2, stream=s),
+                  lambda x, y, s: mx.abs(x[lo:], stream=s),
+                  lambda x, y, s: mx.astype(x[lo:], mx.float32, stream=s),
+                  lambda x, y, s: mx.less(x[lo:], y[lo:], stream=s),
+                  lambda x, y, s: mx.full((517,), x[lo], stream=s)]:
+            if dt == mx.bool_ and f.__code__.co_names.count("multiply"):
+                continue
+            g, c = both(f, a, b)
+            np.testing.assert_allclose(g.astype(np.float64),
+                                       c.astype(np.float64), rtol=1e-2)
+
+
+@pytest.mark.parametrize("shape,axes", [
+    ((1 << 20,), None),              # split over blocks, second pass
+    ((3, 100000), (1,)),             # few long rows: split rows
+    ((4096, 777), (1,)),             # many rows, block per row
+    ((5000, 10), (1,)),              # short rows: a warp per row
+    ((777, 4096), (0,)),             # columns
+    ((100000, 3), (0,)),             # few columns, split reduction
+    ((64, 33, 65), (0, 2)),          # general: kept dim in the middle
+    ((33, 64, 65), (1,)),            # column-like over a middle axis
+])
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod", "any", "all"])
+def test_reductions_every_path(shape, axes, op):
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0.999, 1.001, shape).astype(np.float32)
+    if op in ("any", "all"):
+        x = x > 0.9995
+    xs = mx.array(x)
+    g = host(getattr(mx, op)(xs, axis=axes, stream=G))
+    c = host(getattr(mx, op)(xs, axis=axes, stream=C))
+    # Against float64: the two devices sum in different orders, and a
+    # float32 product of 2^20 factors drifts by ~1e-4 either way.
+    want = getattr(np, op)(x.astype(np.float64) if op not in ("any", "all")
+                           else x, axis=axes)
+    tol = 1e-3 if op == "prod" else 1e-4
+    np.testing.assert_allclose(g.astype(np.float64), want, rtol=tol)
+    np.testing.assert_allclose(c.astype(np.float64), want, rtol=tol)
+    # Transposed views take the other kernel.
+    if len(shape) == 2 and axes is not None:
+        t = host(getattr(mx, op)(xs.T, axis=1 - axes[0], stream=G))
+        np.testing.assert_allclose(t.astype(np.float64), want, rtol=tol)
+
+
+def test_integer_and_half_sums_on_every_path():
+    rng = np.random.default_rng(3)
+    for dt in (mx.int32, mx.uint8, mx.float16, mx.bfloat16, mx.int64):
+        x = mx.array(rng.integers(0, 4, (513, 1029))).astype(dt)
+        for ax in (None, 0, 1):
+            g = host(mx.sum(x, axis=ax, stream=G))
+            c = host(mx.sum(x, axis=ax, stream=C))
+            np.testing.assert_allclose(g.astype(np.float64),
+                                       c.astype(np.float64), rtol=1e-2)
+
+
+def test_host_scalars_on_several_streams():
+    # Host constants read by kernels on several GPU streams at once are
+    # uploaded asynchronously; every stream must see the whole upload.
+    streams = [mx.new_stream(G) for _ in range(3)]
+    outs = []
+    for i in range(60):
+        s = streams[i % 3]
+        c = mx.array(float(i))  # a fresh host scalar each time
+        outs.append(mx.add(mx.zeros((4096,), stream=s), c, stream=s))
+    mx.eval(*outs)
+    for i, o in enumerate(outs):
+        assert np.all(np.array(o) == float(i))
+
+
+# --- DLPack with CUDA tensors (PyTorch as the other side).
+
+try:
+    import torch as _torch
+    _torch_cuda = _torch.cuda.is_available()
+except ImportError:  # pragma: no cover - CI has no CUDA torch
+    _torch, _torch_cuda = None, False
+needs_torch_cuda = pytest.mark.skipif(not _torch_cuda,
+                                      reason="PyTorch with CUDA is absent")
+
+
+@needs_torch_cuda
+def test_dlpack_export_to_torch_is_zero_copy():
+    x = mx.add(mx.arange(12, stream=G).reshape(3, 4).astype(mx.float32), 0,
+               stream=G)
+    mx.eval(x)
+    assert x.__dlpack_device__() == (2, 0)
+    t = _torch.from_dlpack(x)
+    assert t.device.type == "cuda"
+    np.testing.assert_array_equal(t.cpu().numpy(), np.arange(12).reshape(3, 4))
+    t.add_(100)  # writes the shared buffer
+    _torch.cuda.synchronize()
+    assert host(x)[0, 0] == 100
+    # A transposed view keeps its strides.
+    tt = _torch.from_dlpack(mx.transpose(x))
+    assert tt.stride() == (1, 4)
+    # The CPU on request: the host copy.
+    cap = x.__dlpack__(dl_device=(1, 0))
+    assert np.from_dlpack(type("P", (), {
+        "__dlpack__": lambda self, **k: cap,
+        "__dlpack_device__": lambda self: (1, 0)})())[0, 1] == 101
+
+
+@needs_torch_cuda
+def test_dlpack_import_from_torch_is_zero_copy_and_ordered():
+    t = _torch.arange(6.0, device="cuda", dtype=_torch.float32).reshape(2, 3)
+    y = mx.from_dlpack(t)
+    assert y.__dlpack_device__() == (2, 0)
+    np.testing.assert_array_equal(host(y), t.cpu().numpy())
+    t.add_(1)
+    _torch.cuda.synchronize()
+    np.testing.assert_array_equal(host(mx.add(y, 0, stream=G)),
+                                  t.cpu().numpy())
+    # Strided (transposed) and converted (float64 -> float32) imports.
+    np.testing.assert_array_equal(host(mx.from_dlpack(t.t())),
+                                  t.t().cpu().numpy())
+    d = mx.from_dlpack(t.double())
+    assert d.dtype == mx.float32
+    # The producer's pending work is ordered before ours: a large product
+    # still running on torch's stream when it is imported.
+    a = _torch.randn(4096, 4096, device="cuda")
+    w = a @ a
+    z = mx.from_dlpack(w)
+    got = float(mx.sum(z, stream=G).item())
+    want = float(w.sum().item())
+    assert abs(got - want) <= 1e-3 * float(w.abs().sum().item())
+    # copy=True is a copy: later writes do not show.
+    c = mx.from_dlpack(t, copy=True)
+    mx.eval(c)
+    t.add_(1)
+    _torch.cuda.synchronize()
+    assert host(c)[0, 0] == 1.0
+    # Onto the CPU on request.
+    assert mx.from_dlpack(t, device=mx.cpu).tolist()[0][0] == 2.0

@@ -12,16 +12,59 @@ namespace cu {
 
 namespace {
 
+// `packed`: 16-byte accesses (the host checked both pointers' alignment),
+// the remainder element by element.
 template <typename In, typename Out>
-__global__ void copy_flat(const In* x, Out* y, int64_t n) {
-  FLUXION_GRID_LOOP(i, n) { y[i] = convert<Out>(x[i]); }
+__global__ void copy_flat(const In* x, Out* y, int64_t n, bool packed) {
+  constexpr int V = pack_width<In, Out>();
+  int64_t done = 0;
+  if (packed) {
+    const int64_t nv = n / V;
+    FLUXION_GRID_LOOP(i, nv) {
+      Pack<In, V> a = reinterpret_cast<const Pack<In, V>*>(x)[i];
+      Pack<Out, V> r;
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        r.v[k] = convert<Out>(a.v[k]);
+      }
+      reinterpret_cast<Pack<Out, V>*>(y)[i] = r;
+    }
+    done = nv * V;
+  }
+  for (int64_t i = done + global_thread(); i < n;
+       i += int64_t(blockDim.x) * gridDim.x) {
+    y[i] = convert<Out>(x[i]);
+  }
+}
+
+// y[0, n) <- v, in 16-byte stores when y is aligned for them.
+template <typename T>
+__device__ __forceinline__ void fill_range(T v, T* y, int64_t n) {
+  constexpr int V = pack_width<T>();
+  int64_t done = 0;
+  if (reinterpret_cast<uintptr_t>(y) % (sizeof(T) * V) == 0) {
+    Pack<T, V> p;
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      p.v[k] = v;
+    }
+    const int64_t nv = n / V;
+    FLUXION_GRID_LOOP(i, nv) { reinterpret_cast<Pack<T, V>*>(y)[i] = p; }
+    done = nv * V;
+  }
+  for (int64_t i = done + global_thread(); i < n;
+       i += int64_t(blockDim.x) * gridDim.x) {
+    y[i] = v;
+  }
 }
 
 template <typename In, typename Out>
 __global__ void copy_fill(const In* x, Out* y, int64_t n) {
-  Out v = convert<Out>(x[0]);
-  FLUXION_GRID_LOOP(i, n) { y[i] = v; }
+  fill_range(convert<Out>(x[0]), y, n);
 }
+
+// Blocks for n elements moved in Packs of V.
+inline unsigned pack_blocks(int64_t n, int v) { return blocks_for(n / v + 1, 2); }
 
 template <typename In, typename Out>
 __global__ void copy_strided(const In* x, Out* y, int64_t n, Layout l) {
@@ -46,8 +89,7 @@ __global__ void copy_region_kernel(const In* x, Out* y, int64_t n, Layout l) {
 
 template <typename T>
 __global__ void fill_kernel(const T* v, T* y, int64_t n) {
-  T x = v[0];
-  FLUXION_GRID_LOOP(i, n) { y[i] = x; }
+  fill_range(v[0], y, n);
 }
 
 // Same-type copies move bytes: one instantiation per element width.
@@ -76,12 +118,17 @@ void launch_copy(const array& x, array& y, bool flat) {
     using Out = typename decltype(to)::type;
     const In* src = ptr<const In>(x);
     Out* dst = ptr<Out>(y);
+    constexpr int V = pack_width<In, Out>();
     if (flat) {
       int64_t n = x.data_size();
-      copy_flat<<<blocks_for(n, 4), kThreads, 0, s>>>(src, dst, n);
+      const bool packed =
+          pack_aligned<In, V>(src) && pack_aligned<Out, V>(dst);
+      copy_flat<<<packed ? pack_blocks(n, V) : blocks_for(n, 2), kThreads, 0,
+                  s>>>(src, dst, n, packed);
     } else if (x.data_size() == 1) {
       int64_t n = y.size();
-      copy_fill<<<blocks_for(n, 4), kThreads, 0, s>>>(src, dst, n);
+      copy_fill<<<pack_blocks(n, pack_width<Out>()), kThreads, 0, s>>>(
+          src, dst, n);
     } else {
       int64_t n = y.size();
       Layout l = collapse(x.shape(), {x.strides()}, "copy");
@@ -122,8 +169,8 @@ void fill(const array& value, array& out) {
   cudaStream_t s = current_stream();
   dispatch_bytes(out.dtype(), [&](auto t) {
     using T = typename decltype(t)::type;
-    fill_kernel<<<blocks_for(n, 4), kThreads, 0, s>>>(ptr<const T>(value),
-                                                      ptr<T>(out), n);
+    fill_kernel<<<pack_blocks(n, pack_width<T>()), kThreads, 0, s>>>(
+        ptr<const T>(value), ptr<T>(out), n);
   });
   check_launch("fill");
 }

@@ -98,6 +98,32 @@ struct Faults {
   std::unordered_map<uintptr_t, int> watched;
 };
 
+// Small host-to-device copies made while a kernel is being launched (a
+// scalar constant, a parameter block, read by a GPU kernel for the first
+// time) are the common case, and a blocking copy costs a host wait each:
+// they go onto one upload stream per device instead, asynchronous (from
+// pageable memory CUDA stages the bytes before returning, so the source
+// may go away), followed by an event that every GPU stream waits for
+// before its next kernel (the stream launching now at once; the others
+// when the upload generation moved past the one they waited for).
+constexpr size_t kAsyncUploadMax = 64 << 10;
+struct Uploads {
+  std::mutex mu;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t done = nullptr;  // recorded after each upload
+  std::atomic<uint64_t> generation{0};
+};
+Uploads& uploads(int device) {
+  static std::mutex mu;
+  static auto* all = new std::unordered_map<int, Uploads*>();  // leaked
+  std::lock_guard<std::mutex> lk(mu);
+  Uploads*& u = (*all)[device];
+  if (u == nullptr) {
+    u = new Uploads();
+  }
+  return *u;
+}
+
 struct StreamState {
   Faults faults;
   cudaStream_t stream = nullptr;
@@ -107,6 +133,8 @@ struct StreamState {
   std::deque<std::pair<cudaEvent_t, std::vector<std::shared_ptr<Data>>>>
       in_flight;
   int launches = 0;
+  uint64_t upload_generation = 0;  // of the uploads waited for
+  Uploads* uploads = nullptr;      // its device's
 };
 
 std::mutex g_streams_mu;
@@ -173,9 +201,15 @@ std::vector<cudaEvent_t> g_dead_events;
 
 // The CUDA event attached to a GPU stream's Event (Event::handle), for
 // GPU-to-GPU waits without the host.
+struct HostMark;
 struct CudaEvent {
   cudaEvent_t ev = nullptr;
   std::atomic<bool> recorded{false};
+  // The host mark of the latest signal (queued after ev's latest record),
+  // which a host wait may run itself (event_wait). Weak: the mark holds
+  // the Event, which holds this.
+  std::mutex mu;
+  std::weak_ptr<HostMark> last_mark;
   ~CudaEvent() {
     if (ev == nullptr) {
       return;
@@ -191,13 +225,18 @@ struct CudaEvent {
 
 // The host-visible timeline of an event, marked by a host function queued
 // after the work of the stream (CUDA runs it on its own thread; it only
-// takes the event's mutex).
+// takes the event's mutex), or by a host wait that saw the CUDA event
+// complete first: CUDA starts host functions tens of microseconds after
+// the work before them is done, which every eval's final wait would pay.
+// Whichever comes first runs it (`ran`), once.
 struct HostMark {
   Event event;
   std::exception_ptr error;
   Faults* faults = nullptr;  // with the window closed by this mark
   FaultWindow window;
   int stream_index = 0;
+  std::atomic<bool> ran{false};
+  void run();
 };
 
 // Arrays whose last reference a host function held: released by the next
@@ -251,33 +290,40 @@ std::exception_ptr check_window(Faults& f, FaultWindow& w) {
   return first;
 }
 
-void CUDART_CB mark_host(void* p) {
-  t_in_host_function = true;
-  auto* m = static_cast<HostMark*>(p);
-  std::exception_ptr error = m->error;
-  if (m->faults != nullptr) {
+void HostMark::run() {
+  if (ran.exchange(true)) {
+    return;
+  }
+  std::exception_ptr err = error;
+  if (faults != nullptr) {
     std::exception_ptr fault;
     try {
-      std::lock_guard<std::mutex> lk(m->faults->mu);
-      fault = check_window(*m->faults, m->window);
+      std::lock_guard<std::mutex> lk(faults->mu);
+      fault = check_window(*faults, window);
     } catch (...) {
       fault = std::current_exception();  // a failed allocation of the message
     }
     if (fault) {
-      scheduler::set_stream_error(m->stream_index, fault);
-      if (!error) {
-        error = fault;
+      scheduler::set_stream_error(stream_index, fault);
+      if (!err) {
+        err = fault;
       }
     }
     std::lock_guard<std::mutex> lk(g_dead_arrays_mu);
-    for (auto& w : m->window.watches) {
+    for (auto& w : window.watches) {
       g_dead_arrays.push_back(std::move(w.out));
       if (w.parent) {
         g_dead_arrays.push_back(std::move(*w.parent));
       }
     }
   }
-  m->event.mark_reached(error);
+  event.mark_reached(err);
+}
+
+void CUDART_CB mark_host(void* p) {
+  t_in_host_function = true;
+  auto* m = static_cast<std::shared_ptr<HostMark>*>(p);
+  (*m)->run();
   delete m;  // may drop the Event's last reference (see ~CudaEvent)
   t_in_host_function = false;
 }
@@ -373,6 +419,8 @@ using namespace cu;
 
 bool backend_built() { return true; }
 
+void* native_stream(Stream s) { return stream_of(s); }
+
 bool is_available() { return devices().count > 0; }
 
 int device_count() { return devices().count; }
@@ -395,6 +443,48 @@ DeviceInfo device_info(int index) {
   return info;
 }
 
+namespace {
+
+// Makes `st`'s stream wait for the uploads made so far (when any were made
+// since it last waited). Called with st.mu held.
+void wait_for_uploads(StreamState& st) {
+  if (st.uploads == nullptr) {
+    st.uploads = &uploads(st.device);
+  }
+  Uploads& u = *st.uploads;
+  uint64_t g = u.generation.load(std::memory_order_acquire);
+  if (g == st.upload_generation) {
+    return;
+  }
+  std::lock_guard<std::mutex> lk(u.mu);
+  check(cudaStreamWaitEvent(st.stream, u.done, 0), "copy to gpu");
+  st.upload_generation = u.generation.load(std::memory_order_relaxed);
+}
+
+bool upload_async(void* dst, const void* src, size_t n) {
+  if (t_state == nullptr || n > kAsyncUploadMax) {
+    return false;  // not inside a launch, or a large copy
+  }
+  Uploads& u = uploads(t_state->device);
+  {
+    std::lock_guard<std::mutex> lk(u.mu);
+    if (u.stream == nullptr) {
+      check(cudaStreamCreateWithFlags(&u.stream, cudaStreamNonBlocking),
+            "copy to gpu");
+      check(cudaEventCreateWithFlags(&u.done, cudaEventDisableTiming),
+            "copy to gpu");
+    }
+    check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, u.stream),
+          "copy to gpu");
+    check(cudaEventRecord(u.done, u.stream), "copy to gpu");
+    u.generation.fetch_add(1, std::memory_order_release);
+  }
+  wait_for_uploads(*t_state);  // the kernel about to be launched reads it
+  return true;
+}
+
+}  // namespace
+
 void copy_memory(void* dst, Device dst_device, const void* src,
                  Device src_device, size_t n) {
   if (n == 0) {
@@ -402,6 +492,10 @@ void copy_memory(void* dst, Device dst_device, const void* src,
   }
   if (!is_available()) {
     throw std::runtime_error("[copy_memory] No GPU is available.");
+  }
+  if (dst_device.type == Device::gpu && src_device.type == Device::cpu &&
+      upload_async(dst, src, n)) {
+    return;
   }
   // A blocking copy: the source's producer has finished (callers waited
   // on its event), and the copy is complete when this returns, so no
@@ -442,6 +536,7 @@ void eval(array& arr) {
   t_took_fault_slot = false;
   try {
     set_device(st.device);
+    wait_for_uploads(st);
     arr.primitive().eval_gpu(inputs, outputs);
     watch_outputs(st.faults, inputs, outputs);
   } catch (...) {
@@ -554,11 +649,7 @@ void event_signal(const Event& e, Stream s) {
     return;
   }
   cudaStream_t cs = stream_of(s);
-  if (auto* ce = static_cast<CudaEvent*>(e.handle().get())) {
-    check(cudaEventRecord(ce->ev, cs), "event_signal");
-    ce->recorded.store(true, std::memory_order_release);
-  }
-  auto* m = new HostMark();
+  auto m = std::make_shared<HostMark>();
   m->event = e;
   m->error = scheduler::peek_stream_error(s.index);
   m->stream_index = s.index;
@@ -573,11 +664,25 @@ void event_signal(const Event& e, Stream s) {
       st.faults.open = FaultWindow{};
     }
   }
-  cudaError_t r = cudaLaunchHostFunc(cs, mark_host, m);
+  auto* ce = static_cast<CudaEvent*>(e.handle().get());
+  std::unique_lock<std::mutex> lk;
+  if (ce != nullptr) {
+    // Recorded and published together, so a waiter that finds this mark
+    // also finds the record it follows.
+    lk = std::unique_lock<std::mutex>(ce->mu);
+    check(cudaEventRecord(ce->ev, cs), "event_signal");
+    ce->recorded.store(true, std::memory_order_release);
+    ce->last_mark = m;
+  }
+  auto* held = new std::shared_ptr<HostMark>(m);
+  cudaError_t r = cudaLaunchHostFunc(cs, mark_host, held);
   if (r != cudaSuccess) {
     // The stream is unusable (a sticky error): mark now rather than hang.
-    m->event.mark_reached(m->error);
-    delete m;
+    delete held;
+    if (lk.owns_lock()) {
+      lk.unlock();
+    }
+    m->run();
     throw_error("event_signal", r);
   }
 }
@@ -600,7 +705,27 @@ void event_wait(const Event& e, Stream s) {
   e.wait_reached();
 }
 
-void event_wait(const Event& e) { e.wait_reached(); }
+void event_wait(const Event& e) {
+  // When the CUDA event completes, the work before the mark is done: run
+  // the mark here rather than wait for CUDA to start its host function.
+  if (auto* ce = static_cast<CudaEvent*>(e.handle().get());
+      ce != nullptr && !e.reached() &&
+      ce->recorded.load(std::memory_order_acquire)) {
+    std::shared_ptr<HostMark> m;
+    {
+      std::lock_guard<std::mutex> lk(ce->mu);
+      m = ce->last_mark.lock();
+    }
+    // Not a mark that checks index kernels: its window may depend on an
+    // earlier mark's, which must have run first (CUDA runs them in order).
+    if (m && m->faults == nullptr && m->event.value() >= e.value() &&
+        cudaEventSynchronize(ce->ev) == cudaSuccess) {
+      m->run();
+    }
+    cudaGetLastError();  // a failed synchronize: the host mark still comes
+  }
+  e.wait_reached();
+}
 
 bool event_is_signaled(const Event& e) { return e.reached(); }
 

@@ -6,6 +6,10 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
 
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cuda/cuda.h"
@@ -118,6 +122,50 @@ void dispatch_gpu(Dtype t, const char* op, F&& f) {
 #define FLUXION_GRID_LOOP(i, n)                                         \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;     \
        i < (n); i += int64_t(blockDim.x) * gridDim.x)
+
+// 16-byte accesses: a Pack moves V elements in one load or store, which
+// is what lets a memory-bound kernel keep enough bytes in flight to reach
+// the memory's bandwidth (one 4-byte load per thread per iteration does
+// not). V is set by the widest element type among the operands.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+template <typename... Ts>
+constexpr int pack_width() {
+  size_t widest = 1;
+  ((widest = sizeof(Ts) > widest ? sizeof(Ts) : widest), ...);
+  return widest >= 16 ? 1 : static_cast<int>(16 / widest);
+}
+// Whether `p` may be read or written as Packs of V elements of T.
+template <typename T, int V>
+inline bool pack_aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * V) == 0;
+}
+
+// Index of this thread in the grid.
+__device__ __forceinline__ int64_t global_thread() {
+  return blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+}
+
+// Warp shuffle of any value of up to 8 bytes (bool and the 1- and 2-byte
+// types included, which __shfl_down_sync has no overload for).
+template <typename T>
+__device__ __forceinline__ T shfl_down(T v, int delta) {
+  static_assert(sizeof(T) <= 8, "shfl_down: values of up to 8 bytes");
+  if constexpr (sizeof(T) == 8) {
+    long long bits;
+    memcpy(&bits, &v, 8);
+    bits = __shfl_down_sync(0xffffffffu, bits, delta);
+    memcpy(&v, &bits, 8);
+  } else {
+    int bits = 0;
+    memcpy(&bits, &v, sizeof(T));
+    bits = __shfl_down_sync(0xffffffffu, bits, delta);
+    memcpy(&v, &bits, sizeof(T));
+  }
+  return v;
+}
 
 // Offset of row-major element `i` of `l` in operand `k`.
 __device__ __forceinline__ int64_t offset_of(const Layout& l, int k,

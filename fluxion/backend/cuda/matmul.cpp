@@ -130,6 +130,95 @@ LayoutPtr make_layout(cudaDataType_t t, int64_t rows, int64_t cols,
   return p;
 }
 
+// What choose_algo runs its candidates on: the product's descriptor and
+// layouts, its first batch element's operands, and the size of that
+// element's output (a scratch of that size takes the candidates' writes).
+struct Problem {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t l1, l2, lc;
+  const void *first, *second, *alpha;
+  size_t out_bytes;
+};
+
+// The algorithm for a product not seen before. cuBLASLt's first heuristic
+// answer is good for most shapes, but for large products it can be well
+// behind the best of its own top answers (8192^3 bfloat16 on an H200: 608
+// against 765 TFLOP/s for PyTorch's choice), so those time up to 16
+// candidates once, on the stream, and keep the fastest; the cost (a few
+// runs of the product and one host wait) is paid once per shape.
+cublasLtMatmulAlgo_t choose_algo(Lt& l, const Problem& pr, double madds,
+                                 cudaStream_t s) {
+  constexpr int kCandidates = 16;
+  constexpr double kTuneAbove = 1 << 30;  // multiply-adds
+  cublasLtMatmulPreference_t pref;
+  check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
+  size_t ws = kWorkspace;
+  cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  cublasLtMatmulHeuristicResult_t res[kCandidates];
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      l.handle, pr.desc, pr.l1, pr.l2, pr.lc, pr.lc, pref,
+      madds >= kTuneAbove ? kCandidates : 1, res, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check_lt(st, "heuristic");
+  if (found == 0) {
+    throw std::runtime_error(
+        "[matmul] cuBLASLt found no algorithm for this product.");
+  }
+  if (found == 1) {
+    return res[0].algo;
+  }
+  // Candidates write a scratch output (beta = 0): the real one may hold C.
+  Data scratch(pr.out_bytes, Device{Device::gpu});
+  const float zero_f = 0.0f;
+  const double zero_d = 0.0;
+  const float zero_c[2] = {0.0f, 0.0f};
+  cudaDataType_t scale;
+  size_t got = 0;
+  cublasLtMatmulDescGetAttribute(pr.desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE,
+                                 &scale, sizeof(scale), &got);
+  const void* zero = scale == CUDA_R_64F   ? static_cast<const void*>(&zero_d)
+                     : scale == CUDA_C_32F ? static_cast<const void*>(zero_c)
+                                           : static_cast<const void*>(&zero_f);
+  cudaEvent_t start, stop;
+  cu::check(cudaEventCreate(&start), "matmul");
+  cu::check(cudaEventCreate(&stop), "matmul");
+  int best = 0;
+  float best_ms = -1;  // none yet
+  for (int i = 0; i < found; ++i) {
+    auto run = [&] {
+      return cublasLtMatmul(l.handle, pr.desc, pr.alpha, pr.first, pr.l1,
+                            pr.second, pr.l2, zero, scratch.ptr(), pr.lc,
+                            scratch.ptr(), pr.lc, &res[i].algo, l.workspace,
+                            kWorkspace, s);
+    };
+    if (res[i].state != CUBLAS_STATUS_SUCCESS ||
+        run() != CUBLAS_STATUS_SUCCESS) {  // the warm-up run
+      continue;
+    }
+    cudaEventRecord(start, s);
+    bool ok = true;
+    for (int k = 0; k < 3 && ok; ++k) {
+      ok = run() == CUBLAS_STATUS_SUCCESS;
+    }
+    cudaEventRecord(stop, s);
+    float ms = 0;
+    if (ok && cudaEventSynchronize(stop) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, start, stop) == cudaSuccess &&
+        (best_ms < 0 || ms < best_ms)) {
+      best = i;
+      best_ms = ms;
+    }
+  }
+  // The scratch is freed on return: no candidate may still be running.
+  cudaStreamSynchronize(s);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaGetLastError();
+  return res[best].algo;
+}
+
 // out (row-contiguous, holding beta's C when `with_c`) = alpha a b + beta out.
 void gemm(const array& a, const array& b, array& out, float alpha, float beta,
           bool with_c) {
@@ -192,34 +281,6 @@ void gemm(const array& a, const array& b, array& out, float alpha, float beta,
                     "," + std::to_string(inner) + "," + std::to_string(isa) +
                     "," + std::to_string(isb) + "," + std::to_string(with_c) +
                     std::to_string(tf32_enabled());
-  cublasLtMatmulAlgo_t algo;
-  {
-    std::lock_guard<std::mutex> lk(l.mu);
-    auto it = l.algos.find(key);
-    if (it != l.algos.end()) {
-      algo = it->second;
-    } else {
-      cublasLtMatmulPreference_t pref;
-      check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
-      size_t ws = kWorkspace;
-      cublasLtMatmulPreferenceSetAttribute(
-          pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-      cublasLtMatmulHeuristicResult_t res;
-      int found = 0;
-      cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-          l.handle, desc, l1.get(), l2.get(), lc.get(), lc.get(), pref, 1,
-          &res, &found);
-      cublasLtMatmulPreferenceDestroy(pref);
-      check_lt(st, "heuristic");
-      if (found == 0) {
-        throw std::runtime_error(
-            "[matmul] cuBLASLt found no algorithm for this product.");
-      }
-      algo = res.algo;
-      l.algos.emplace(key, algo);
-    }
-  }
-
   float alpha_f = alpha, beta_f = with_c ? beta : 0.0f;
   double alpha_d = alpha, beta_d = beta_f;
   float alpha_c[2] = {alpha, 0.0f}, beta_c[2] = {beta_f, 0.0f};
@@ -237,6 +298,19 @@ void gemm(const array& a, const array& b, array& out, float alpha, float beta,
   const char* db = cu::ptr<const char>(B);
   char* dc = cu::ptr<char>(out);
   cudaStream_t s = cu::current_stream();
+  cublasLtMatmulAlgo_t algo;
+  {
+    std::lock_guard<std::mutex> lk(l.mu);
+    auto it = l.algos.find(key);
+    if (it != l.algos.end()) {
+      algo = it->second;
+    } else {
+      Problem pr{desc, l1.get(), l2.get(), lc.get(), db, da, pa,
+                 out.nbytes() / std::max<int64_t>(outer, 1)};
+      algo = choose_algo(l, pr, static_cast<double>(M) * N * K * inner, s);
+      l.algos.emplace(key, algo);
+    }
+  }
   for (int64_t o = 0; o < outer; ++o) {
     // Offsets of the outer batch index o (all but the innermost dim).
     int64_t oa = 0, ob = 0, oc = 0, r = o;

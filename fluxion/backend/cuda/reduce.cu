@@ -34,15 +34,94 @@ __device__ __forceinline__ void kept_offsets(const Layout& k, int64_t o,
   }
 }
 
-// One block per (output, split): a strided sweep of its share of the R
-// reduced elements, then a tree in shared memory. `partial` outputs go to
-// y[o * splits + split] as Acc; the last pass converts to Out.
+// Acc-combination of the `count` elements of a run that starts at p,
+// shared by `nt` threads (this one is `tid`): the unaligned head element
+// by element, then 16-byte Packs, then the tail.
+template <typename In, typename Acc, typename Op>
+__device__ __forceinline__ Acc accumulate_run(const In* p, int64_t count,
+                                              int tid, int nt) {
+  constexpr int V = cu::pack_width<In>();
+  Op op;
+  Acc acc = Op::init();
+  int64_t head = 0;
+  if constexpr (V > 1) {
+    const uintptr_t mis = reinterpret_cast<uintptr_t>(p) % 16;
+    head = mis == 0 ? 0 : static_cast<int64_t>((16 - mis) / sizeof(In));
+    head = head < count ? head : count;
+  }
+  for (int64_t j = tid; j < head; j += nt) {
+    acc = op(acc, cu::convert<Acc>(p[j]));
+  }
+  using P = cu::Pack<In, V>;
+  const P* q = reinterpret_cast<const P*>(p + head);
+  const int64_t nv = (count - head) / V;
+#pragma unroll 4
+  for (int64_t j = tid; j < nv; j += nt) {
+    P v = q[j];
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      acc = op(acc, cu::convert<Acc>(v.v[k]));
+    }
+  }
+  for (int64_t j = head + nv * V + tid; j < count; j += nt) {
+    acc = op(acc, cu::convert<Acc>(p[j]));
+  }
+  return acc;
+}
+
+// Elements [lo, hi) of one output's reduced elements, which start at x:
+// a contiguous run (`run`, the common case) or any collapsed layout.
+template <typename In, typename Acc, typename Op>
+__device__ __forceinline__ Acc accumulate(const In* x, const Layout& red,
+                                          bool run, int64_t lo, int64_t hi,
+                                          int tid, int nt) {
+  if (run) {
+    return accumulate_run<In, Acc, Op>(x + lo, hi - lo, tid, nt);
+  }
+  Op op;
+  Acc acc = Op::init();
+  for (int64_t j = lo + tid; j < hi; j += nt) {
+    acc = op(acc, cu::convert<Acc>(x[cu::offset_of(red, 0, j)]));
+  }
+  return acc;
+}
+
+template <typename Acc, typename Op>
+__device__ __forceinline__ Acc warp_reduce(Acc v) {
+  Op op;
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    v = op(v, cu::shfl_down(v, d));
+  }
+  return v;
+}
+
+// The combination of every thread's `v`, in thread 0.
+template <typename Acc, typename Op>
+__device__ __forceinline__ Acc block_reduce(Acc v) {
+  __shared__ Acc part[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = warp_reduce<Acc, Op>(v);
+  if (lane == 0) {
+    part[warp] = v;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < static_cast<int>(blockDim.x / 32) ? part[lane] : Op::init();
+    v = warp_reduce<Acc, Op>(v);
+  }
+  __syncthreads();  // part is reused by the block's next output
+  return v;
+}
+
+// Row reductions (the reduced elements innermost): one block per (output,
+// split) for long rows, sweeping its share of the R reduced elements;
+// `partial` outputs go to y[o * splits + split] as Acc, and a second pass
+// converts to Out.
 template <typename In, typename Acc, typename Out, typename Op>
 __global__ void reduce_rows(const In* x, Out* y, int64_t n_out, int64_t r,
-                            int splits, Layout kept, Layout red,
+                            int splits, Layout kept, Layout red, bool run,
                             bool partial) {
-  __shared__ Acc buf[cu::kThreads];
-  Op op;
   const int64_t chunk = (r + splits - 1) / splits;
   for (int64_t b = blockIdx.x; b < n_out * splits; b += gridDim.x) {
     int64_t o = b / splits;
@@ -50,42 +129,74 @@ __global__ void reduce_rows(const In* x, Out* y, int64_t n_out, int64_t r,
     int64_t hi = lo + chunk < r ? lo + chunk : r;
     int64_t in_off, out_off;
     kept_offsets(kept, o, in_off, out_off);
-    Acc acc = Op::init();
-    for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
-      acc = op(acc, cu::convert<Acc>(x[in_off + cu::offset_of(red, 0, j)]));
-    }
-    buf[threadIdx.x] = acc;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-      if (threadIdx.x < w) {
-        buf[threadIdx.x] = op(buf[threadIdx.x], buf[threadIdx.x + w]);
-      }
-      __syncthreads();
-    }
+    Acc acc = accumulate<In, Acc, Op>(x + in_off, red, run, lo, hi,
+                                      threadIdx.x, blockDim.x);
+    acc = block_reduce<Acc, Op>(acc);
     if (threadIdx.x == 0) {
-      if (partial) {
-        y[b] = cu::convert<Out>(buf[0]);
-      } else {
-        y[out_off] = cu::convert<Out>(buf[0]);
-      }
+      y[partial ? b : out_off] = cu::convert<Out>(acc);
     }
-    __syncthreads();
   }
 }
 
-// One thread per output.
+// Short rows: one warp per output.
 template <typename In, typename Acc, typename Out, typename Op>
-__global__ void reduce_cols(const In* x, Out* y, int64_t n_out, int64_t r,
-                            Layout kept, Layout red) {
-  Op op;
-  FLUXION_GRID_LOOP(o, n_out) {
+__global__ void reduce_rows_warp(const In* x, Out* y, int64_t n_out,
+                                 int64_t r, Layout kept, Layout red,
+                                 bool run) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t o = cu::global_thread() / 32; o < n_out; o += warps) {
     int64_t in_off, out_off;
     kept_offsets(kept, o, in_off, out_off);
-    Acc acc = Op::init();
-    for (int64_t j = 0; j < r; ++j) {
-      acc = op(acc, cu::convert<Acc>(x[in_off + cu::offset_of(red, 0, j)]));
+    Acc acc = accumulate<In, Acc, Op>(x + in_off, red, run, 0, r, lane, 32);
+    acc = warp_reduce<Acc, Op>(acc);
+    if (lane == 0) {
+      y[out_off] = cu::convert<Out>(acc);
     }
-    y[out_off] = cu::convert<Out>(acc);
+  }
+}
+
+// Column reductions (the kept elements innermost): a block of 32 x 8
+// threads takes 32 consecutive outputs, so a warp reads 32 neighbours of
+// a row at once, and a share (blockIdx.y of `splits`) of their reduced
+// elements, split over its 8 rows of threads and combined in shared
+// memory. `partial` as reduce_rows.
+constexpr int kColWidth = 32, kColRows = 8;
+template <typename In, typename Acc, typename Out, typename Op>
+__global__ void reduce_cols(const In* x, Out* y, int64_t n_out, int64_t r,
+                            int splits, Layout kept, Layout red,
+                            bool partial) {
+  __shared__ Acc part[kColRows][kColWidth + 1];
+  Op op;
+  const int tx = threadIdx.x % kColWidth, ty = threadIdx.x / kColWidth;
+  const int64_t o = blockIdx.x * int64_t(kColWidth) + tx;
+  const int64_t chunk = (r + splits - 1) / splits;
+  const int64_t lo = blockIdx.y * chunk;
+  const int64_t hi = lo + chunk < r ? lo + chunk : r;
+  Acc acc = Op::init();
+  int64_t in_off = 0, out_off = 0;
+  if (o < n_out) {
+    kept_offsets(kept, o, in_off, out_off);
+    const In* p = x + in_off;
+    if (red.ndim == 1) {
+      const int64_t st = red.strides[0][0];
+#pragma unroll 8
+      for (int64_t j = lo + ty; j < hi; j += kColRows) {
+        acc = op(acc, cu::convert<Acc>(p[j * st]));
+      }
+    } else {
+      for (int64_t j = lo + ty; j < hi; j += kColRows) {
+        acc = op(acc, cu::convert<Acc>(p[cu::offset_of(red, 0, j)]));
+      }
+    }
+  }
+  part[ty][tx] = acc;
+  __syncthreads();
+  if (ty == 0 && o < n_out) {
+    for (int k = 1; k < kColRows; ++k) {
+      acc = op(acc, part[k][tx]);
+    }
+    y[partial ? o * splits + blockIdx.y : out_off] = cu::convert<Out>(acc);
   }
 }
 
@@ -130,50 +241,87 @@ void reduce_typed(const array& in, array& out, const std::vector<int>& axes) {
   const In* x = cu::ptr<const In>(in);
   Out* y = cu::ptr<Out>(out);
   const bool rows = red.ndim > 0 && red.strides[0][red.ndim - 1] == 1;
-  if (!rows && n_out >= 1024) {
-    reduce_cols<In, Acc, Out, Op><<<cu::blocks_for(n_out), cu::kThreads, 0,
-                                    s>>>(x, y, n_out, r, kept, red);
-    cu::check_launch("reduce");
-    return;
-  }
-  // Enough blocks to fill the GPU: split each output's elements when there
-  // are few outputs and many elements.
-  int64_t splits = 1;
-  if (n_out < 2048 && r > 16 * cu::kThreads) {
-    splits = std::min<int64_t>((2048 + n_out - 1) / n_out,
-                               (r + 8 * cu::kThreads - 1) /
-                                   (8 * cu::kThreads));
-  }
+  const bool run = red.ndim == 1;  // each output's elements: one run
   auto grid = [](int64_t b) {
     return static_cast<unsigned>(std::min<int64_t>(b, 1 << 20));
   };
-  if (splits == 1) {
-    reduce_rows<In, Acc, Out, Op><<<grid(n_out), cu::kThreads, 0, s>>>(
-        x, y, n_out, r, 1, kept, red, false);
+  // Enough blocks to fill the GPU (132 SMs on an H200, several blocks each):
+  // with few outputs, each output's elements are split over `splits`
+  // blocks into Acc partials, combined by a second pass.
+  constexpr int64_t kFillBlocks = 2048;
+  int64_t splits = 1;
+  std::shared_ptr<Data> scratch;
+  Acc* p = nullptr;
+  auto make_scratch = [&] {
+    scratch = std::make_shared<Data>(
+        static_cast<size_t>(n_out * splits) * sizeof(Acc),
+        Device{Device::gpu});
+    p = static_cast<Acc*>(scratch->ptr());
+  };
+  if (!rows && red.ndim > 0) {
+    const int64_t gx = (n_out + kColWidth - 1) / kColWidth;
+    if (gx < kFillBlocks) {
+      // Each block's threads keep at least 16 elements each.
+      splits = std::clamp<int64_t>(kFillBlocks / gx, 1,
+                                   std::max<int64_t>(r / (16 * kColRows), 1));
+      splits = std::min<int64_t>(splits, 65535);
+    }
+    dim3 g(static_cast<unsigned>(gx), static_cast<unsigned>(splits));
+    if (splits == 1) {
+      reduce_cols<In, Acc, Out, Op><<<g, kColWidth * kColRows, 0, s>>>(
+          x, y, n_out, r, 1, kept, red, false);
+    } else {
+      make_scratch();
+      reduce_cols<In, Acc, Acc, Op><<<g, kColWidth * kColRows, 0, s>>>(
+          x, p, n_out, r, static_cast<int>(splits), kept, red, true);
+    }
+  } else if (r <= 1024) {
+    // Short rows (or nothing reduced): a warp per output.
+    reduce_rows_warp<In, Acc, Out, Op>
+        <<<grid((n_out + 7) / 8), cu::kThreads, 0, s>>>(x, y, n_out, r, kept,
+                                                        red, run);
     cu::check_launch("reduce");
     return;
+  } else {
+    if (n_out < kFillBlocks && r > 16 * cu::kThreads) {
+      splits = std::min<int64_t>((kFillBlocks + n_out - 1) / n_out,
+                                 (r + 8 * cu::kThreads - 1) /
+                                     (8 * cu::kThreads));
+    }
+    if (splits == 1) {
+      reduce_rows<In, Acc, Out, Op><<<grid(n_out), cu::kThreads, 0, s>>>(
+          x, y, n_out, r, 1, kept, red, run, false);
+    } else {
+      make_scratch();
+      reduce_rows<In, Acc, Acc, Op>
+          <<<grid(n_out * splits), cu::kThreads, 0, s>>>(
+              x, p, n_out, r, static_cast<int>(splits), kept, red, run, true);
+    }
   }
-  // A scratch block of n_out * splits accumulators.
-  auto scratch = std::make_shared<Data>(
-      static_cast<size_t>(n_out * splits) * sizeof(Acc), Device{Device::gpu});
-  Acc* p = static_cast<Acc*>(scratch->ptr());
-  reduce_rows<In, Acc, Acc, Op><<<grid(n_out * splits), cu::kThreads, 0, s>>>(
-      x, p, n_out, r, static_cast<int>(splits), kept, red, true);
   cu::check_launch("reduce");
-  // Second pass: each output's `splits` partials, contiguous.
+  if (splits == 1) {
+    return;
+  }
+  // Second pass: output o's `splits` partials are contiguous from
+  // o * splits; the output is row-contiguous with its kept dims in order,
+  // so output o sits at offset o.
   Layout red2;
   red2.ndim = 1;
   red2.shape[0] = splits;
   red2.strides[0][0] = 1;
-  // Output o's partials start at o * splits; the output is row-contiguous
-  // with its kept dims in order, so output o sits at offset o.
   Layout k2;
   k2.ndim = 1;
   k2.shape[0] = n_out;
   k2.strides[0][0] = splits;
   k2.strides[1][0] = 1;
-  reduce_rows<Acc, Acc, Out, Op><<<grid(n_out), cu::kThreads, 0, s>>>(
-      p, y, n_out, splits, 1, k2, red2, false);
+  if (splits <= 1024) {
+    reduce_rows_warp<Acc, Acc, Out, Op>
+        <<<grid((n_out + 7) / 8), cu::kThreads, 0, s>>>(p, y, n_out, splits,
+                                                        k2, red2, true);
+  } else {
+    reduce_rows<Acc, Acc, Out, Op><<<grid(n_out), cu::kThreads, 0, s>>>(
+        p, y, n_out, splits, 1, k2, red2, true, false);
+  }
   cu::check_launch("reduce");
   cu::keep_alive(scratch);
 }

@@ -36,6 +36,8 @@ void copy_memory(void*, Device, const void*, Device, size_t) {
   no_gpu("copy_memory");
 }
 
+void* native_stream(Stream) { no_gpu("native_stream"); }
+
 void eval(array& arr) {
   // The generated eval_gpu raises "[eval] Cannot run <Name> on the gpu:
   // Fluxion was built without a GPU backend." (eval's own Synchronizer
