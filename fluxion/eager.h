@@ -41,6 +41,10 @@ std::optional<array> run_now(Primitive& p,
                              std::initializer_list<const array*> inputs,
                              Shape shape, Dtype dtype);
 
+// True while a transformation traces or its rules run on this thread:
+// ops must then build their nodes (in_tracing() || retain_graph()).
+bool graph_required();
+
 // The largest output (in elements) the fast path computes at once; 0 turns
 // it off. The default, 4096, is set by FLUXION_EAGER_MAX_SIZE when given.
 size_t eager_max_size();

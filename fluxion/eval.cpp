@@ -403,7 +403,7 @@ bool eager_output_ok(const Stream& st, const Shape& shape) {
       return false;
     }
   }
-  return n > 0 && eager_stream(st) && !in_tracing() && !retain_graph();
+  return n > 0 && eager_stream(st) && !graph_required();
 }
 
 std::optional<array> run_now(Primitive& p,
@@ -414,8 +414,8 @@ std::optional<array> run_now(Primitive& p,
 
 void eval_if_small(array& out) {
   // Cheapest tests first: this runs for every op that calls it.
-  if (out.size() == 0 || out.size() > eager_max_size() || in_tracing() ||
-      retain_graph() || !out.has_primitive() ||
+  if (out.size() == 0 || out.size() > eager_max_size() || graph_required() ||
+      !out.has_primitive() ||
       !eager_stream(out.primitive().stream())) {
     return;
   }

@@ -59,14 +59,16 @@ template <typename P, typename... Args>
 array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
                   const char* name, StreamOrDevice s, Args... args) {
   auto st = to_stream(s);
-  auto shape = broadcast_shapes(a.shape(), b.shape(), name);
+  const bool same_shape = a.shape() == b.shape();
+  auto shape =
+      same_shape ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
   // An operand that needs no cast or broadcast is used as it is: no handle
   // copies (atomic counts) on the hottest path of all.
   std::optional<array> xa, yb;
-  if (a.dtype() != compute || a.shape() != shape) {
+  if (a.dtype() != compute || (!same_shape && a.shape() != shape)) {
     xa = broadcast_operand(astype(a, compute, st), shape, st);
   }
-  if (b.dtype() != compute || b.shape() != shape) {
+  if (b.dtype() != compute || (!same_shape && b.shape() != shape)) {
     yb = broadcast_operand(astype(b, compute, st), shape, st);
   }
   const array& x = xa ? *xa : a;
