@@ -365,18 +365,24 @@ void eval(std::vector<array> outputs) {
 namespace detail {
 
 namespace {
+// At most 2^31, so that eager_output_ok's running product (at most the
+// limit times one int32 dimension) cannot overflow.
+constexpr size_t kEagerCap = size_t{1} << 31;
+
 std::atomic<size_t>& eager_limit() {
   static std::atomic<size_t> limit = [] {
     const char* v = std::getenv("FLUXION_EAGER_MAX_SIZE");
-    return v != nullptr ? static_cast<size_t>(std::strtoull(v, nullptr, 10))
-                        : size_t{4096};
+    size_t n = v != nullptr
+                   ? static_cast<size_t>(std::strtoull(v, nullptr, 10))
+                   : size_t{4096};
+    return std::min(n, kEagerCap);
   }();
   return limit;
 }
 }  // namespace
 
 size_t eager_max_size() { return eager_limit().load(std::memory_order_relaxed); }
-void set_eager_max_size(size_t n) { eager_limit().store(n); }
+void set_eager_max_size(size_t n) { eager_limit().store(std::min(n, kEagerCap)); }
 
 namespace {
 // Only the shared default CPU stream (index 0, which every thread may
@@ -399,7 +405,7 @@ bool eager_output_ok(const Stream& st, const Shape& shape) {
   size_t n = 1;
   for (auto d : shape) {
     n *= static_cast<size_t>(d);
-    if (n > limit) {  // also stops before any overflow
+    if (n > limit) {  // so n never exceeds limit * 2^31 (no overflow)
       return false;
     }
   }
