@@ -98,7 +98,7 @@ TSAN_BUILD ?= build-tsan
 SAN_CMAKE = -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_BENCHMARKS=OFF -DFLUXION_CUDA=OFF \
 	-DFLUXION_BUILD_EXAMPLES=OFF $(CMAKE_ARGS)
 # The suites ThreadSanitizer runs: threads, streams, eval, compile.
-TSAN_SUITES = test_threads;test_eval;test_robustness;test_compile
+TSAN_SUITES = test_threads;test_eval;test_robustness;test_compile;test_eager
 # The Python subset run under AddressSanitizer (the bindings: conversions,
 # indexing, errors, files, transformations, and a tenth of the fuzz budget).
 ASAN_PYTESTS = tests/python/test_fuzz_regressions.py \

@@ -2,6 +2,7 @@
 // algorithm is the seed's eval_impl: count uses by DFS, build a breadth-first
 // tape with a width limit, then run it backwards with events and fences.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <deque>
 #include <functional>
@@ -14,6 +15,7 @@
 #include "fluxion/allocator.h"
 #include "fluxion/backend/cpu.h"
 #include "fluxion/backend/gpu.h"
+#include "fluxion/eager.h"
 #include "fluxion/flat_map.h"
 #include "fluxion/primitive.h"
 #include "fluxion/scheduler.h"
@@ -359,5 +361,78 @@ void eval(std::vector<array> outputs) {
     std::rethrow_exception(e);
   }
 }
+
+namespace detail {
+
+namespace {
+// At most 2^31, so that eager_output_ok's running product (at most the
+// limit times one int32 dimension) cannot overflow.
+constexpr size_t kEagerCap = size_t{1} << 31;
+
+std::atomic<size_t>& eager_limit() {
+  static std::atomic<size_t> limit = [] {
+    const char* v = std::getenv("FLUXION_EAGER_MAX_SIZE");
+    size_t n = v != nullptr
+                   ? static_cast<size_t>(std::strtoull(v, nullptr, 10))
+                   : size_t{4096};
+    return std::min(n, kEagerCap);
+  }();
+  return limit;
+}
+}  // namespace
+
+size_t eager_max_size() { return eager_limit().load(std::memory_order_relaxed); }
+void set_eager_max_size(size_t n) { eager_limit().store(std::min(n, kEagerCap)); }
+
+namespace {
+// Only the shared default CPU stream (index 0, which every thread may
+// use): another stream may belong to another thread, whose ops must fail
+// at eval here, or be meant to run apart from this thread.
+bool eager_stream(const Stream& st) {
+  return st.index == 0 && st.device == Device::cpu;
+}
+}  // namespace
+
+bool eager_input_ok(const array& in) {
+  // is_available: computed and without error (an async_eval result whose
+  // event has fired counts). A buffer homed on a GPU stays lazy (reading
+  // it here would mean a blocking copy).
+  return in.is_available() && in.home_device() == Device::cpu;
+}
+
+bool eager_output_ok(const Stream& st, const Shape& shape) {
+  size_t limit = eager_max_size();
+  size_t n = 1;
+  for (auto d : shape) {
+    n *= static_cast<size_t>(d);
+    if (n > limit) {  // so n never exceeds limit * 2^31 (no overflow)
+      return false;
+    }
+  }
+  return n > 0 && eager_stream(st) && !graph_required();
+}
+
+std::optional<array> run_now(Primitive& p,
+                             std::initializer_list<const array*> inputs,
+                             Shape shape, Dtype dtype) {
+  return cpu::eval_now(p, inputs, std::move(shape), dtype);
+}
+
+void eval_if_small(array& out) {
+  // Cheapest tests first: this runs for every op that calls it.
+  if (out.size() == 0 || out.size() > eager_max_size() || graph_required() ||
+      !out.has_primitive() ||
+      !eager_stream(out.primitive().stream())) {
+    return;
+  }
+  for (auto& in : out.inputs()) {
+    if (!eager_input_ok(in)) {
+      return;
+    }
+  }
+  cpu::eval_now(out);
+}
+
+}  // namespace detail
 
 }  // namespace fluxion

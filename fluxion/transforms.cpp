@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "fluxion/eager.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
@@ -52,6 +53,12 @@ bool is_stop_gradient(const array& a) {
 
 bool in_tracing() { return t_trace_depth > 0; }
 bool retain_graph() { return t_retain_graph > 0; }
+
+namespace detail {
+// in_tracing() || retain_graph() in one call (fluxion/eager.h: the fast
+// path asks for every op built).
+bool graph_required() { return t_trace_depth > 0 || t_retain_graph > 0; }
+}  // namespace detail
 
 namespace detail {
 InTracing::InTracing() { ++t_trace_depth; }

@@ -1,5 +1,6 @@
 #include "fluxion/ops/astype.h"
 
+#include "fluxion/eager.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
@@ -22,8 +23,10 @@ array astype(const array& a, Dtype dtype, StreamOrDevice s) {
   if (a.dtype() == dtype) {
     return a;
   }
-  return array(a.shape(), dtype, std::make_shared<AsType>(to_stream(s), dtype),
-               {a});
+  array out(a.shape(), dtype, std::make_shared<AsType>(to_stream(s), dtype),
+            {a});
+  detail::eval_if_small(out);  // a small computed input: run it now
+  return out;
 }
 
 // --- transformation rules ---

@@ -1,7 +1,9 @@
 #include "fluxion/ops/binary.h"
 
+#include <optional>
 #include <string>
 
+#include "fluxion/eager.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/transforms.h"
 #include "fluxion/ops/creation.h"
@@ -31,7 +33,11 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   if (a.size() != 1 || a.status() != array::Status::available ||
       a.has_primitive() || a.data_shared_ptr() == nullptr || in_tracing() ||
       retain_graph()) {
-    return broadcast_to(a, shape, st);
+    // A small computed operand becomes its view at once too (the fast
+    // path, fluxion/eager.h), so that the op itself can run at once.
+    auto b = broadcast_to(a, shape, st);
+    detail::eval_if_small(b);
+    return b;
   }
   int64_t size = 1;
   for (auto d : shape) {
@@ -47,18 +53,41 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   return out;
 }
 
-// Cast both inputs to `compute`, broadcast them, and build the node.
+// Cast both inputs to `compute`, broadcast them, and build the node (or,
+// small and computed, compute it now: fluxion/eager.h).
 template <typename P, typename... Args>
 array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
                   const char* name, StreamOrDevice s, Args... args) {
   auto st = to_stream(s);
-  auto shape = broadcast_shapes(a.shape(), b.shape(), name);
-  auto x = broadcast_operand(astype(a, compute, st), shape, st);
-  auto y = broadcast_operand(astype(b, compute, st), shape, st);
+  const bool same_shape = a.shape() == b.shape();
+  auto shape =
+      same_shape ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
+  // An operand that needs no cast or broadcast is used as it is: no handle
+  // copies (atomic counts) on the hottest path of all.
+  std::optional<array> xa, yb;
+  if (a.dtype() != compute || (!same_shape && a.shape() != shape)) {
+    xa = broadcast_operand(astype(a, compute, st), shape, st);
+  }
+  if (b.dtype() != compute || (!same_shape && b.shape() != shape)) {
+    yb = broadcast_operand(astype(b, compute, st), shape, st);
+  }
+  const array& x = xa ? *xa : a;
+  const array& y = yb ? *yb : b;
+  if (detail::eager_output_ok(st, shape) && detail::eager_input_ok(x) &&
+      detail::eager_input_ok(y)) {
+    // No node to build: the kernel runs with a primitive on the stack.
+    // Should it fail, the node is built below and fails again where lazy
+    // evaluation reports errors.
+    P p(st, args...);
+    if (auto now = detail::run_now(p, {&x, &y}, std::move(shape), out)) {
+      return std::move(*now);
+    }
+    shape = broadcast_shapes(a.shape(), b.shape(), name);
+  }
   std::vector<array> inputs;  // not an initializer_list: that would copy
   inputs.reserve(2);
-  inputs.push_back(std::move(x));
-  inputs.push_back(std::move(y));
+  inputs.push_back(xa ? std::move(*xa) : a);
+  inputs.push_back(yb ? std::move(*yb) : b);
   return array(std::move(shape), out, std::make_shared<P>(st, args...),
                std::move(inputs));
 }

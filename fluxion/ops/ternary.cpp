@@ -1,5 +1,6 @@
 #include "fluxion/ops/ternary.h"
 
+#include "fluxion/eager.h"
 #include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
@@ -18,10 +19,21 @@ array where(const array& condition, const array& x, const array& y,
       broadcast_shapes(broadcast_shapes(condition.shape(), x.shape(), "where"),
                        y.shape(), "where");
   Dtype t = promote_types(x.dtype(), y.dtype());
-  return array(shape, t, std::make_shared<Select>(st),
-               {broadcast_to(astype(condition, bool_, st), shape, st),
-                broadcast_to(astype(x, t, st), shape, st),
-                broadcast_to(astype(y, t, st), shape, st)});
+  // Each operand's broadcast and the select itself run at once when small
+  // and computed (fluxion/eager.h).
+  auto operand = [&](const array& a, Dtype type) {
+    auto c = astype(a, type, st);
+    if (c.shape() == shape) {
+      return c;  // maybe the caller's own array: not ours to evaluate
+    }
+    auto b = broadcast_to(c, shape, st);
+    detail::eval_if_small(b);
+    return b;
+  };
+  array out(shape, t, std::make_shared<Select>(st),
+            {operand(condition, bool_), operand(x, t), operand(y, t)});
+  detail::eval_if_small(out);
+  return out;
 }
 
 array clip(const array& a, const std::optional<array>& a_min,

@@ -5,6 +5,7 @@
 #include <numbers>
 #include <string>
 
+#include "fluxion/eager.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/astype.h"
@@ -17,6 +18,13 @@ namespace {
 template <typename P>
 array make_unary(const array& a, Dtype out, StreamOrDevice s) {
   auto st = to_stream(s);
+  if (detail::eager_output_ok(st, a.shape()) && detail::eager_input_ok(a)) {
+    // Small and computed: run the kernel now (fluxion/eager.h).
+    P p(st);
+    if (auto now = detail::run_now(p, {&a}, a.shape(), out)) {
+      return std::move(*now);
+    }
+  }
   return array(a.shape(), out, std::make_shared<P>(st), {a});
 }
 

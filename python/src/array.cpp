@@ -35,19 +35,29 @@ bool rejected_operand(py::handle b) {
 }
 
 // A result as a Python array. py::cast would look the C++ type up in
-// pybind11's registry (a hash of the mangled name) on every call; the
-// type's record is found once instead.
+// pybind11's registry (a hash of the mangled name) twice per call, and the
+// result's address among the registered instances once; the type's record
+// is found once instead and the instance is built as class_::init_instance
+// builds it for a moved value (owned, registered, its unique_ptr holder
+// constructed), which is what pybind11_object_dealloc undoes.
 py::object wrap(fx::array&& a) {
   static const py::detail::type_info* ti =
       py::detail::get_type_info(typeid(fx::array));
-  return py::reinterpret_steal<py::object>(
-      py::detail::type_caster_generic::cast(
-          &a, py::return_value_policy::move, py::handle(), ti, nullptr,
-          [](const void* p) -> void* {
-            return new fx::array(
-                std::move(*const_cast<fx::array*>(
-                    static_cast<const fx::array*>(p))));
-          }));
+  using Holder = std::unique_ptr<fx::array>;  // class_<fx::array>'s holder
+  Holder value(new fx::array(std::move(a)));
+  PyObject* obj = py::detail::make_new_instance(ti->type);
+  if (obj == nullptr) {
+    throw py::error_already_set();
+  }
+  auto* inst = reinterpret_cast<py::detail::instance*>(obj);
+  inst->owned = true;
+  auto v_h = inst->get_value_and_holder(ti);
+  v_h.value_ptr() = value.get();
+  py::detail::register_instance(inst, value.get(), ti);
+  v_h.set_instance_registered();
+  new (std::addressof(v_h.holder<Holder>())) Holder(std::move(value));
+  v_h.set_holder_constructed();
+  return py::reinterpret_steal<py::object>(obj);
 }
 
 // The operator paths are the hottest bindings (a chain of tiny adds is

@@ -1,6 +1,7 @@
 #include <atomic>
 
 #include "test_utils.h"
+#include "fluxion/eager.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
@@ -75,6 +76,8 @@ TEST(Array, ExternalBufferDeleter) {
 }
 
 TEST(Array, LazinessAndDetach) {
+  // Graphs of computed arrays, kept lazy (fluxion/eager.h).
+  fluxion::detail::EagerOff lazy_graphs;
   array a({1.0f, 2.0f});
   auto b = exp(a);
   auto c = b + a;
@@ -92,6 +95,8 @@ TEST(Array, LazinessAndDetach) {
 }
 
 TEST(Array, DeepGraphsDoNotOverflowTheStack) {
+  // Graphs of computed arrays, kept lazy (fluxion/eager.h).
+  fluxion::detail::EagerOff lazy_graphs;
   array a({1.0f});
   {
     array x = a;

@@ -11,6 +11,7 @@
 #include "fluxion/distributed.h"
 #include "fluxion/export.h"
 #include "test_utils.h"
+#include "fluxion/eager.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
@@ -224,6 +225,8 @@ TEST(Compat, GgufRoundTrip) {
 }
 
 TEST(Compat, ExportImport) {
+  // Graphs of computed arrays, kept lazy (fluxion/eager.h).
+  fluxion::detail::EagerOff lazy_graphs;
   std::string path = ::testing::TempDir() + "compat_test.fxfn";
   auto constant = iota({3});
   KwFn fun = [constant](const std::vector<array>& args, const Kwargs& kw) {

@@ -1,6 +1,7 @@
 """The operator fast path (issue 18 item 4): number slots, the cache of weak
 scalar operand constants, constants broadcast as views and x[i]."""
 
+import io
 import threading
 
 import numpy as np
@@ -194,3 +195,184 @@ def test_int_index_fast_path():
     v = mx.arange(5)
     assert v[np.int64(2)].item() == 2
     assert v[4].item() == 4
+
+
+# --- the small-op fast path: small elementwise ops on computed arrays run
+# at once on the calling thread and return a computed array (no graph) ---
+
+def dot(a):
+    buf = io.StringIO()
+    mx.export_to_dot(buf, a)
+    return buf.getvalue()
+
+
+def computed(a):
+    """True when `a` holds no graph (the fast path ran)."""
+    return "shape=box" not in dot(a)
+
+
+def lazy(a):
+    """The same values behind two view nodes: ops on it stay lazy."""
+    return mx.expand_dims(a, 0).squeeze(0)
+
+
+def same(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(np.array(a.astype(mx.float32))
+                                  if a.dtype == mx.bfloat16 else np.array(a),
+                                  np.array(b.astype(mx.float32))
+                                  if b.dtype == mx.bfloat16 else np.array(b))
+
+
+DTYPES = [mx.bool_, mx.uint8, mx.int8, mx.int32, mx.int64, mx.uint32,
+          mx.float16, mx.bfloat16, mx.float32, mx.float64, mx.complex64]
+
+BINARY = [mx.add, mx.subtract, mx.multiply, mx.divide, mx.maximum,
+          mx.minimum, mx.equal, mx.less, mx.greater_equal, mx.power,
+          mx.logaddexp, mx.floor_divide, mx.remainder, mx.arctan2,
+          mx.bitwise_and, mx.left_shift, mx.logical_and]
+
+
+@pytest.mark.parametrize("op", BINARY, ids=lambda f: f.__name__)
+def test_fast_path_equals_lazy_across_dtypes_and_broadcasting(op):
+    rng = np.random.default_rng(0)
+    shapes = [((4,), (4,)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((2, 3), ()),
+              ((), (5,))]
+    ran = 0
+    for da in DTYPES:
+        for db in (da, mx.float32, mx.int32):
+            for sa, sb in shapes:
+                a = mx.array(rng.integers(1, 4, sa)).astype(da)
+                b = mx.array(rng.integers(1, 4, sb)).astype(db)
+                mx.eval(a, b)
+                try:
+                    want = op(lazy(a), lazy(b))
+                    mx.eval(want)
+                except (ValueError, TypeError, RuntimeError):
+                    with pytest.raises(Exception):
+                        mx.eval(op(a, b))
+                    continue
+                got = op(a, b)
+                assert computed(got), (op.__name__, da, db, sa, sb)
+                same(got, want)
+                ran += 1
+    assert ran > 0
+
+
+@pytest.mark.parametrize("name", ["exp", "negative", "abs", "sqrt", "sin",
+                                  "floor", "logical_not", "square", "sign"])
+def test_fast_path_unary_and_casts(name):
+    fn = getattr(mx, name)
+    for dtype in (mx.float32, mx.float16, mx.int32, mx.bool_, mx.float64):
+        x = mx.array([0, 1, 2, 3]).astype(dtype)
+        mx.eval(x)
+        try:
+            want = fn(lazy(x))
+            mx.eval(want)
+        except (ValueError, TypeError):
+            continue
+        got = fn(x)
+        assert computed(got)
+        same(got, want)
+    x = mx.array([1.5, -2.5, 3.0])
+    for dtype in (mx.int32, mx.uint8, mx.float16, mx.bool_):
+        got = x.astype(dtype)
+        assert computed(got)
+        same(got, lazy(x).astype(dtype))
+    c = mx.array([True, False, True])
+    got = mx.where(c, x, 0.0)
+    assert computed(got)
+    same(got, mx.where(lazy(c), lazy(x), 0.0))
+
+
+def test_fast_path_python_scalars_keep_weak_types():
+    x = mx.array([1, 2, 3], dtype=mx.int8)
+    assert (x + 1).dtype == mx.int8 and computed(x + 1)
+    assert (x + 1.5).dtype == mx.float32
+    h = mx.array([1.0], dtype=mx.float16)
+    assert (2 * h).dtype == mx.float16 and (h ** 2).dtype == mx.float16
+    assert (h ** 2).tolist() == [1.0]
+
+
+def test_fast_path_limits_keep_other_ops_lazy():
+    big = mx.zeros((5000,))
+    mx.eval(big)
+    assert not computed(big + 1)  # above the size limit
+    x = mx.array([1.0, 2.0])
+    assert not computed(lazy(x) + 1)  # an input still to compute
+    assert not computed(x.sum())  # not elementwise
+    assert not computed(x.reshape(1, 2))
+    s = mx.new_stream(mx.cpu)
+    assert not computed(mx.add(x, x, stream=s))  # not the default stream
+    np.testing.assert_array_equal(np.array(mx.add(x, x, stream=s)), [2, 4])
+    pending = mx.exp(lazy(x))
+    mx.async_eval(pending)
+    y = pending + 1  # computed or still lazy: the value is right either way
+    np.testing.assert_allclose(np.array(y), np.exp([1.0, 2.0]) + 1, rtol=1e-6)
+
+
+def test_transformations_still_trace_through_small_ops():
+    x = mx.array([1.0, 2.0, 3.0])
+    c = mx.array([2.0, 2.0, 2.0])
+
+    def f(v):
+        return mx.sum(mx.exp(v * c + 1.0) * 2)
+
+    g = mx.grad(f)(x)
+    np.testing.assert_allclose(np.array(g), 4 * np.exp(2 * np.array(
+        [1.0, 2.0, 3.0]) + 1), rtol=1e-5)
+    _, jv = mx.jvp(lambda v: v * v + 1.0, [x], [mx.ones(3)])
+    np.testing.assert_allclose(np.array(jv[0]), [2, 4, 6])
+    vm = mx.vmap(lambda v: v * 2 + c)(mx.array([[1.0, 2, 3], [4, 5, 6]]))
+    np.testing.assert_allclose(np.array(vm), [[4, 6, 8], [10, 12, 14]])
+    cf = mx.compile(lambda v: mx.exp(v) + v * 2)
+    np.testing.assert_allclose(np.array(cf(x)),
+                               np.exp([1.0, 2, 3]) + [2, 4, 6], rtol=1e-6)
+    np.testing.assert_allclose(np.array(cf(x + 1)),
+                               np.exp([2.0, 3, 4]) + [4, 6, 8], rtol=1e-6)
+    ck = mx.grad(lambda v: mx.checkpoint(lambda w: (w * w + 1.0).sum())(v))
+    np.testing.assert_allclose(np.array(ck(x)), [2, 4, 6])
+    # Constants built inside a trace stay graph nodes: the trace still sees
+    # every op (the compiled graph recomputes them for new inputs).
+    cf2 = mx.compile(lambda v: v + (mx.array([1.0, 1, 1]) * 3))
+    np.testing.assert_allclose(np.array(cf2(x)), [4, 5, 6])
+
+
+def test_fast_path_results_are_independent_buffers():
+    x = mx.array([1.0, 2.0])
+    y = x + 0
+    z = y * 1
+    assert computed(z)
+    np.testing.assert_array_equal(np.array(x), [1, 2])
+    w = np.array(z, copy=False) if hasattr(np, "asarray") else None
+    assert w is None or w.tolist() == [1.0, 2.0]
+    before = mx.get_active_memory()
+    chain = x
+    for _ in range(200):
+        chain = chain + 1.0
+    assert chain.tolist() == [201.0, 202.0]
+    del chain
+    assert mx.get_active_memory() <= before + 4096
+
+
+def test_fast_path_from_threads():
+    x = mx.array(np.arange(16, dtype=np.float32))
+    mx.eval(x)
+    errors = []
+
+    def work(k):
+        try:
+            y = x
+            for _ in range(300):
+                y = y * 1.0 + k
+            np.testing.assert_allclose(np.array(y),
+                                       np.arange(16) + 300 * k)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors

@@ -1,0 +1,119 @@
+// The small-op fast path (fluxion/eager.h): small elementwise ops on
+// computed host arrays run when built and return computed arrays; the same
+// values as the lazy path, which transformations, other streams, large or
+// uncomputed inputs still take.
+#include <thread>
+#include <vector>
+
+#include "fluxion/eager.h"
+
+#include "test_utils.h"
+
+using namespace fluxion;
+using namespace fluxion::test;
+
+namespace {
+
+bool computed(const array& a) {
+  return !a.has_primitive() && a.status() == array::Status::available;
+}
+
+// The values of `f` on computed inputs (the fast path) and on the same
+// inputs with the fast path off, which must agree exactly.
+void expect_same_as_lazy(const std::function<array()>& f,
+                         const std::string& what) {
+  array now = f();
+  EXPECT_TRUE(computed(now)) << what;
+  array later = [&] {
+    detail::EagerOff off;
+    return f();
+  }();
+  later.eval();
+  ASSERT_EQ(now.dtype(), later.dtype()) << what;
+  ASSERT_EQ(now.shape(), later.shape()) << what;
+  EXPECT_EQ(to_vector<double>(now), to_vector<double>(later)) << what;
+}
+
+}  // namespace
+
+TEST(Eager, SameValuesAsLazyAcrossDtypesAndBroadcasting) {
+  std::vector<Dtype> dtypes{bool_, uint8, int32, int64, float16, bfloat16,
+                            float32, float64};
+  for (Dtype ta : dtypes) {
+    for (Dtype tb : {ta, float32, int32}) {
+      array a = astype(array({1, 2, 3, 0, 2, 1}, {2, 3}), ta);
+      array b = astype(array({2, 1, 3}, {3}), tb);
+      a.eval();
+      b.eval();
+      std::string what = std::string(dtype_name(ta)) + " " + dtype_name(tb);
+      expect_same_as_lazy([&] { return a + b; }, "add " + what);
+      expect_same_as_lazy([&] { return a * b; }, "multiply " + what);
+      expect_same_as_lazy([&] { return maximum(a, b); }, "maximum " + what);
+      expect_same_as_lazy([&] { return less(a, b); }, "less " + what);
+      expect_same_as_lazy([&] { return a * 2.5f; }, "scalar " + what);
+      expect_same_as_lazy([&] { return exp(a); }, "exp " + what);
+      expect_same_as_lazy([&] { return astype(a, float16); }, "cast " + what);
+      expect_same_as_lazy([&] { return where(less(a, b), a, b); },
+                          "where " + what);
+    }
+  }
+}
+
+TEST(Eager, OtherOpsAndInputsStayLazy) {
+  array x({1.0f, 2.0f, 3.0f});
+  x.eval();
+  EXPECT_FALSE(computed(sum(x)));                  // not elementwise
+  EXPECT_FALSE(computed(reshape(x, {3, 1})));      // a view op
+  EXPECT_FALSE(computed(exp(reshape(x, {3, 1}))));  // input not computed
+  array big = zeros({5000});
+  big.eval();
+  EXPECT_FALSE(computed(big + 1.0f));  // above the size limit
+  Stream s = new_stream(Device::cpu);
+  array other = add(x, x, s);  // not the shared default stream
+  EXPECT_FALSE(computed(other));
+  expect_close(other, {2, 4, 6});
+  detail::EagerOff off;
+  EXPECT_FALSE(computed(x + x));
+}
+
+TEST(Eager, TransformationsStillSeeEveryOp) {
+  array x({1.0f, 2.0f, 3.0f});
+  array c({2.0f, 2.0f, 2.0f});
+  x.eval();
+  c.eval();
+  auto f = [&](const array& v) { return sum(exp(v * c + 1.0f)); };
+  auto g = grad(f)(x);
+  expect_close(g, {2 * std::exp(3.0), 2 * std::exp(5.0), 2 * std::exp(7.0)});
+  auto vm = vmap([&](const array& v) { return v * 2.0f + c; })(
+      array({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3}));
+  expect_close(vm, {4, 6, 8, 10, 12, 14});
+  auto cf = compile([](const std::vector<array>& in) {
+    return std::vector<array>{exp(in[0]) + in[0] * 2.0f};
+  });
+  expect_close(cf({x})[0],
+               {std::exp(1.0) + 2, std::exp(2.0) + 4, std::exp(3.0) + 6});
+  expect_close(cf({x + 1.0f})[0],
+               {std::exp(2.0) + 4, std::exp(3.0) + 6, std::exp(4.0) + 8});
+}
+
+TEST(Eager, ThreadsBuildSmallOpsConcurrently) {
+  array x({1.0f, 2.0f, 3.0f, 4.0f});
+  x.eval();
+  std::vector<std::thread> ts;
+  std::vector<float> results(4);
+  for (int k = 0; k < 4; ++k) {
+    ts.emplace_back([&, k] {
+      array y = x;
+      for (int i = 0; i < 500; ++i) {
+        y = y * 1.0f + static_cast<float>(k);
+      }
+      results[k] = sum(y).item<float>();  // x + 500 k, summed
+    });
+  }
+  for (auto& t : ts) {
+    t.join();
+  }
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(results[k], 10.0f + 2000.0f * k);
+  }
+}
