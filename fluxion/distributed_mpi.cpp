@@ -25,6 +25,11 @@
 // this process then skips MPI_Finalize at exit, which could wait for it.
 // Without a timeout the blocking calls are used (the fastest: what mpi4py
 // calls); a peer that dies makes mpirun abort the whole job then.
+//
+// Cross-rank check (FLUXION_DIST_CHECK, on by default): each collective
+// first gathers every rank's descriptor (collective, dtype, shape) and
+// raises on a mismatch on every rank; a send is preceded by its
+// descriptor, which the receiver compares with what it expects.
 #include <dlfcn.h>
 
 #include <algorithm>

@@ -93,6 +93,11 @@ def test_non_contiguous_zero_d_and_large(world):
     np.testing.assert_array_equal(np.array(y), np.arange(12).reshape(3, 4).T)
     assert g.shape == (1,) and g.item() == 2.5
     np.testing.assert_array_equal(np.array(b), 2 * np.arange(1 << 20))
+    # Empty arrays move nothing.
+    e = mx.distributed.all_sum(mx.zeros((0, 3)), group=world)
+    eg = mx.distributed.all_gather(mx.zeros((0,), mx.int32), group=world)
+    mx.eval(e, eg)
+    assert e.shape == (0, 3) and eg.shape == (0,)
 
 
 def test_errors_name_the_op(world):

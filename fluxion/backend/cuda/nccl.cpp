@@ -19,14 +19,7 @@
 // collective and the ranks, is set on the outputs through the CUDA
 // backend's fault slots (cu::host_fault), so reading them, or eval, raises
 // it. An aborted communicator raises at its next use.
-#include "fluxion/distributed_comm.h"
-
-#if __has_include(<nccl.h>)
-#define FLUXION_HAVE_NCCL 1
-#include <nccl.h>
-#else
-#define FLUXION_HAVE_NCCL 0
-#endif
+#include "fluxion/backend/cuda/nccl.h"
 
 #if FLUXION_HAVE_NCCL
 
@@ -52,62 +45,51 @@
 
 namespace fluxion::distributed::detail {
 
-namespace {
+namespace nccl {
 
-using Clock = std::chrono::steady_clock;
-
-struct Lib {
-  void* handle = nullptr;
-  std::string error;
-#define FLUXION_NCCL_FUNCTIONS(X) \
-  X(ncclGetVersion)               \
-  X(ncclGetUniqueId)              \
-  X(ncclCommInitRankConfig)       \
-  X(ncclCommSplit)                \
-  X(ncclCommAbort)                \
-  X(ncclCommGetAsyncError)        \
-  X(ncclCommCount)                \
-  X(ncclCommUserRank)             \
-  X(ncclGetErrorString)           \
-  X(ncclGetLastError)             \
-  X(ncclAllReduce)                \
-  X(ncclAllGather)                \
-  X(ncclReduceScatter)            \
-  X(ncclSend)                     \
-  X(ncclRecv)
-#define FLUXION_NCCL_FIELD(NAME) decltype(&::NAME) NAME = nullptr;
-  FLUXION_NCCL_FUNCTIONS(FLUXION_NCCL_FIELD)
-
-  Lib() {
-    for (const char* so : {"libnccl.so.2", "libnccl.so"}) {
-      handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-      if (handle) {
-        break;
-      }
-    }
-    if (!handle) {
-      error = std::string("cannot load libnccl.so.2 (") + dlerror() + ")";
-      return;
-    }
-#define FLUXION_NCCL_RESOLVE(NAME)                                     \
-  NAME = reinterpret_cast<decltype(&::NAME)>(dlsym(handle, #NAME));    \
-  if (!NAME && error.empty()) {                                        \
-    error = "libnccl lacks " #NAME " (Fluxion needs NCCL 2.18 or later)"; \
-  }
-    FLUXION_NCCL_FUNCTIONS(FLUXION_NCCL_RESOLVE)
-    if (!error.empty()) {
-      dlclose(handle);
-      handle = nullptr;
+Lib::Lib() {
+  for (const char* so : {"libnccl.so.2", "libnccl.so"}) {
+    handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (handle) {
+      break;
     }
   }
-};
+  if (!handle) {
+    error = std::string("cannot load libnccl.so.2 (") + dlerror() + ")";
+    return;
+  }
+#define FLUXION_NCCL_RESOLVE(NAME)                                         \
+  NAME = reinterpret_cast<decltype(&::NAME)>(dlsym(handle, #NAME));        \
+  if (!NAME && error.empty()) {                                            \
+    error = "libnccl lacks " #NAME " (Fluxion needs NCCL 2.18 or later)";  \
+  }
+  FLUXION_NCCL_FUNCTIONS(FLUXION_NCCL_RESOLVE)
+#undef FLUXION_NCCL_RESOLVE
+  if (!error.empty()) {
+    dlclose(handle);
+    handle = nullptr;
+  }
+}
 
 Lib& lib() {
   static Lib* l = new Lib();  // never unloaded: communicators live to exit
   return *l;
 }
 
+ncclConfig_t nonblocking_config() {
+  ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
+  c.blocking = 0;
+  return c;
+}
+
 std::string seconds(double t) { return std::to_string(t) + " s"; }
+
+}  // namespace nccl
+
+namespace {
+
+using namespace nccl;
+using Clock = std::chrono::steady_clock;
 
 // A deadline FLUXION_DIST_TIMEOUT seconds from now; none when unset.
 struct Deadline {
@@ -121,12 +103,6 @@ struct Deadline {
   }
   bool passed() const { return limit > 0 && Clock::now() > at; }
 };
-
-ncclConfig_t nonblocking_config() {
-  ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
-  c.blocking = 0;
-  return c;
-}
 
 class NcclComm;
 
@@ -194,6 +170,9 @@ class NcclComm : public Comm {
                   ReduceOp r) override {
     auto [type, count, rop] = reduction(op, in, r);
     verify(op, in);
+    if (count == 0) {
+      return;
+    }
     enqueue(op, [&, type = type, count = count, rop = rop](cudaStream_t s) {
       return lib().ncclAllReduce(cu::ptr(in), cu::ptr(out), count, type, rop,
                                  comm_, s);
@@ -202,6 +181,9 @@ class NcclComm : public Comm {
 
   void all_gather(const char* op, const array& in, array& out) override {
     verify(op, in);
+    if (in.nbytes() == 0) {
+      return;
+    }
     enqueue(op, [&](cudaStream_t s) {
       return lib().ncclAllGather(cu::ptr(in), cu::ptr(out), in.nbytes(),
                                  ncclUint8, comm_, s);
@@ -211,6 +193,9 @@ class NcclComm : public Comm {
   void sum_scatter(const char* op, const array& in, array& out) override {
     auto [type, count, rop] = reduction(op, out, ReduceOp::sum);
     verify(op, in);
+    if (count == 0) {
+      return;
+    }
     enqueue(op, [&, type = type, count = count, rop = rop](cudaStream_t s) {
       return lib().ncclReduceScatter(cu::ptr(in), cu::ptr(out), count, type,
                                      rop, comm_, s);
@@ -221,6 +206,9 @@ class NcclComm : public Comm {
     if (check_enabled(false)) {
       Descriptor d = describe(op, in);
       exchange_header(op, &d, dst, true);
+    }
+    if (in.nbytes() == 0) {
+      return;
     }
     enqueue(op, [&](cudaStream_t s) {
       return lib().ncclSend(cu::ptr(in), in.nbytes(), ncclUint8, dst, comm_,
@@ -240,12 +228,17 @@ class NcclComm : public Comm {
         array scratch(Shape{static_cast<int>(bytes)}, uint8, nullptr, {});
         cu::alloc(scratch);
         cu::keep_alive(scratch);
-        enqueue(op, [&](cudaStream_t s) {
-          return lib().ncclRecv(cu::ptr(scratch), bytes, ncclUint8, src,
-                                comm_, s);
-        });
+        if (bytes > 0) {
+          enqueue(op, [&](cudaStream_t s) {
+            return lib().ncclRecv(cu::ptr(scratch), bytes, ncclUint8, src,
+                                  comm_, s);
+          });
+        }
         check_transfer(op, sent, expected, src, rank_);
       }
+    }
+    if (out.nbytes() == 0) {
+      return;
     }
     enqueue(op, [&](cudaStream_t s) {
       return lib().ncclRecv(cu::ptr(out), out.nbytes(), ncclUint8, src, comm_,
@@ -324,10 +317,10 @@ class NcclComm : public Comm {
                           where() + " " + what +
                           ": a peer did not take part (it failed, exited or "
                           "is elsewhere).";
-        l.ncclCommAbort(c);
         if (c == comm_) {
-          aborted_ = msg;
-          comm_ = nullptr;
+          abort_locked(msg);  // fails the collectives enqueued before too
+        } else {
+          l.ncclCommAbort(c);
         }
         throw std::runtime_error(msg);
       }
@@ -613,177 +606,14 @@ void Watchdog::loop() {
   }
 }
 
-int env_int(const char* name) {
-  const char* v = std::getenv(name);
-  char* end = nullptr;
-  long n = v ? std::strtol(v, &end, 10) : -1;
-  if (!v || end == v || *end != '\0' || n < 0 || n > (1 << 30)) {
-    throw std::invalid_argument(std::string("[distributed.init] ") + name +
-                                " must be a non-negative integer; got '" +
-                                (v ? v : "") + "'.");
-  }
-  return static_cast<int>(n);
-}
-
-// The rank, size and unique id of this process's world: from MPI under
-// mpirun, from the TCP rendezvous under torchrun-style variables, else this
-// process alone. The rendezvous is bounded by FLUXION_DIST_TIMEOUT, else
-// 300 s.
-void world_id(int& rank, int& size, ncclUniqueId& id) {
-  const char* op = "distributed.init";
-  auto& l = lib();
-  double limit = timeout_seconds() > 0 ? timeout_seconds() : 300;
-  std::memset(&id, 0, sizeof id);
-  if (mpi_launched()) {
-    auto mpi = mpi_world();
-    rank = mpi->rank();
-    size = mpi->size();
-    if (rank == 0 && l.ncclGetUniqueId(&id) != ncclSuccess) {
-      throw std::runtime_error("[distributed.init] ncclGetUniqueId failed.");
-    }
-    // Every rank gathers every rank's bytes; rank 0's are the id.
-    array mine(Shape{int(sizeof id)}, uint8, nullptr, {});
-    mine.set_data(mine.nbytes());
-    std::memcpy(mine.data<void>(), &id, sizeof id);
-    array all(Shape{int(sizeof id) * size}, uint8, nullptr, {});
-    all.set_data(all.nbytes());
-    mpi->all_gather(op, mine, all);
-    std::memcpy(&id, all.data<void>(), sizeof id);
-    return;
-  }
-  if (torchrun_launched()) {
-    rank = env_int("RANK");
-    size = env_int("WORLD_SIZE");
-    if (size < 1 || rank >= size) {
-      throw std::invalid_argument("[distributed.init] RANK " +
-                                  std::to_string(rank) + " is not below " +
-                                  "WORLD_SIZE " + std::to_string(size) + ".");
-    }
-    std::string blob;
-    if (rank == 0) {
-      if (l.ncclGetUniqueId(&id) != ncclSuccess) {
-        throw std::runtime_error("[distributed.init] ncclGetUniqueId failed.");
-      }
-      blob.assign(reinterpret_cast<const char*>(&id), sizeof id);
-    }
-    const char* host = std::getenv("MASTER_ADDR");
-    if (size > 1 && (!host || !*host)) {
-      throw std::invalid_argument(
-          "[distributed.init] RANK and WORLD_SIZE are set but MASTER_ADDR is "
-          "not (the host of rank 0).");
-    }
-    int port = std::getenv("FLUXION_DIST_PORT") ? env_int("FLUXION_DIST_PORT")
-               : size > 1                       ? env_int("MASTER_PORT")
-                                                : 0;
-    if (size > 1) {
-      blob = tcp_broadcast(op, host, port, rank, size, blob, sizeof id, limit);
-    }
-    std::memcpy(&id, blob.data(), sizeof id);
-    return;
-  }
-  rank = 0;
-  size = 1;
-  if (l.ncclGetUniqueId(&id) != ncclSuccess) {
-    throw std::runtime_error("[distributed.init] ncclGetUniqueId failed.");
-  }
-}
-
 }  // namespace
 
-bool nccl_available() {
-  return lib().handle != nullptr && gpu::is_available();
+namespace nccl {
+std::shared_ptr<Comm> make_comm(ncclComm_t comm, int device) {
+  return std::shared_ptr<Comm>(new NcclComm(comm, device), [](Comm*) {});
 }
-
-std::string nccl_unavailable_reason() {
-  if (!lib().handle) {
-    return lib().error;
-  }
-  if (!gpu::is_available()) {
-    return "no GPU is visible";
-  }
-  return "";
-}
-
-std::shared_ptr<Comm> nccl_world() {
-  static std::once_flag once;
-  static std::shared_ptr<Comm> world;
-  static std::string failure;
-  std::call_once(once, [] {
-    if (!nccl_available()) {
-      failure = "NCCL is not available: " + nccl_unavailable_reason();
-      return;
-    }
-    try {
-      int rank = 0, size = 1;
-      ncclUniqueId id;
-      world_id(rank, size, id);
-      // Fluxion's CUDA backend computes on the first visible GPU: each rank
-      // needs one of its own (CUDA_VISIBLE_DEVICES per rank; NCCL refuses
-      // two ranks on one GPU).
-      int device = 0;
-      cu::check(cudaSetDevice(device), "distributed.init");
-      ncclConfig_t cfg = nonblocking_config();
-      ncclComm_t comm = nullptr;
-      double limit = timeout_seconds() > 0 ? timeout_seconds() : 300;
-      ncclResult_t rc =
-          lib().ncclCommInitRankConfig(&comm, size, id, rank, &cfg);
-      if (rc != ncclSuccess && rc != ncclInProgress) {
-        throw std::runtime_error(
-            std::string("[distributed.init] ncclCommInitRank failed on rank ") +
-            std::to_string(rank) + " of " + std::to_string(size) + ": " +
-            lib().ncclGetErrorString(rc));
-      }
-      auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(limit));
-      while (true) {
-        ncclResult_t state = ncclSuccess;
-        rc = lib().ncclCommGetAsyncError(comm, &state);
-        if (rc != ncclSuccess) {
-          state = rc;
-        }
-        if (state == ncclSuccess) {
-          break;
-        }
-        if (state != ncclInProgress || Clock::now() > deadline) {
-          std::string why =
-              state != ncclInProgress
-                  ? std::string(lib().ncclGetErrorString(state))
-                  : "timed out after " + seconds(limit) +
-                        " (FLUXION_DIST_TIMEOUT, else 300 s) waiting for the "
-                        "other ranks";
-          lib().ncclCommAbort(comm);
-          throw std::runtime_error(
-              "[distributed.init] Creating the NCCL communicator failed on "
-              "rank " +
-              std::to_string(rank) + " of " + std::to_string(size) + ": " +
-              why + ".");
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-      world = std::shared_ptr<Comm>(new NcclComm(comm, device), [](Comm*) {});
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-  });
-  if (!failure.empty()) {
-    throw std::runtime_error(failure);
-  }
-  return world;
-}
+}  // namespace nccl
 
 }  // namespace fluxion::distributed::detail
 
-#else  // no nccl.h when this was built
-
-namespace fluxion::distributed::detail {
-bool nccl_available() { return false; }
-std::string nccl_unavailable_reason() {
-  return "this build of Fluxion found no nccl.h (the NCCL headers)";
-}
-std::shared_ptr<Comm> nccl_world() {
-  throw std::runtime_error("[distributed.init] NCCL is not available: " +
-                           nccl_unavailable_reason() + ".");
-}
-}  // namespace fluxion::distributed::detail
-
-#endif
+#endif  // FLUXION_HAVE_NCCL
