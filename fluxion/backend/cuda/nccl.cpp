@@ -343,20 +343,30 @@ class NcclComm : public Comm {
     usable(op);
     Watch w;
     w.op = op;
+    w.fault = fault;
     w.start = event(op);
     w.done = event(op);
-    cu::check(cudaEventRecord(w.start, s), op);
-    Deadline d(timeout_seconds());
-    check(op, call(s));
-    wait_ready(op, comm_, d, "enqueueing it");
-    cu::check(cudaEventRecord(w.done, s), op);
-    w.fault = fault;
+    try {
+      cu::check(cudaEventRecord(w.start, s), op);
+      Deadline d(timeout_seconds());
+      check(op, call(s));
+      wait_ready(op, comm_, d, "enqueueing it");
+      cu::check(cudaEventRecord(w.done, s), op);
+    } catch (...) {
+      free_events_.push_back(w.start);
+      free_events_.push_back(w.done);
+      throw;
+    }
     watches_.push_back(w);
     auto& dog = watchdog();
+    // Under the watchdog's lock, so that the wake-up is not lost between
+    // its check and its wait.
+    std::lock_guard<std::mutex> wake(dog.mu);
     if (dog.pending++ == 0) {
       dog.cv.notify_one();
     }
   }
+
 
   cudaEvent_t event(const char* op) {
     if (!free_events_.empty()) {
@@ -525,8 +535,10 @@ class NcclComm : public Comm {
 };
 
 void NcclComm::poll() {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (watches_.empty()) {
+  // A communicator busy enqueueing (which may wait for its peers) is
+  // skipped this round, so that it cannot hold up the others' watches.
+  std::unique_lock<std::mutex> lk(mu_, std::try_to_lock);
+  if (!lk.owns_lock() || watches_.empty()) {
     return;
   }
   cudaSetDevice(device_);
