@@ -22,10 +22,11 @@ or one process alone (the reference: the same global batch):
     PYTHONPATH=build/python /usr/bin/python3 \\
         examples/fashion_mnist_data_parallel.py --steps 100
 
-On GPUs use ``--device gpu`` with one GPU per process: NCCL then carries
-the sums on the GPU streams (``--backend nccl``; launched by mpirun, or by
-torchrun-style variables RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; see
-docs/distributed.md).
+``--device gpu`` (one GPU per process) puts the model and the sums on the
+GPU, NCCL carrying them (backend "any" or ``--backend nccl``; launched by
+mpirun or torchrun-style variables, see docs/distributed.md) once the CUDA
+backend has convolutions: it has no Convolution kernel yet, so the CNN
+runs on the CPU for now.
 """
 
 import argparse
