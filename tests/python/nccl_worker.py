@@ -44,10 +44,14 @@ if mode == "collectives":
                                   np.full((2, 3), sum(range(1, N + 1))))
     np.testing.assert_array_equal(np.array(got["i16"]), sum(xs).astype(np.int16))
     assert got["bool"].tolist() == [True, False]
-    # A ring of sends: rank r sends to r + 1 (NCCL pairs them on the GPU).
+    # A ring: rank r sends to r + 1. A NCCL send waits on the GPU for its
+    # receive, and one stream runs them in order, so even ranks send first
+    # and odd ranks receive first (else every rank's send would wait for a
+    # receive queued behind it).
     sent = mx.distributed.send(x, (R + 1) % N)
     recvd = mx.distributed.recv_like(x, (R - 1) % N)
-    mx.eval(sent, recvd)
+    for y in ([sent, recvd] if R % 2 == 0 else [recvd, sent]):
+        mx.eval(y)
     np.testing.assert_array_equal(np.array(recvd), xs[(R - 1) % N])
     try:
         mx.eval(mx.distributed.all_sum(mx.ones(4 if R == 0 else 5)))
