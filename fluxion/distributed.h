@@ -6,8 +6,10 @@
 // distributed_mpi.cpp); without a launcher it gets the singleton group,
 // rank 0 of size 1, which is what MLX gives then: on it every collective is
 // the identity (no node is added) and point-to-point ops raise, since there
-// is no peer. Collectives over a real group are lazy primitives
-// (fluxion/ops/distributed.h) evaluated on a CPU stream.
+// is no peer. A process started with GPUs can get a NCCL group instead
+// (backend/cuda/nccl.cpp). Collectives over a real group are lazy
+// primitives (fluxion/ops/distributed.h) evaluated on a stream of the
+// transport's device: a CPU stream for MPI, a GPU stream for NCCL.
 #pragma once
 
 #include <memory>
@@ -40,14 +42,20 @@ class Group {
   std::shared_ptr<detail::Comm> comm_;
 };
 
-// Whether `backend` ("any" or "mpi") can be used here: for MPI, whether
-// libmpi loads. ("nccl", "ring", "jaccl": not built, false.)
+// Whether `backend` can be used here: "mpi", whether libmpi loads; "nccl",
+// whether libnccl.so.2 loads and a GPU is visible; "any", either. ("ring",
+// "jaccl": not built, false.)
 bool is_available(const std::string& backend = "any");
 // The group of every process of this run. `backend` is "any" or one of MLX's
-// names ("ring", "mpi", "nccl", "jaccl", or "single"). A process started by
-// mpirun gets the MPI group ("any" or "mpi"); otherwise the singleton group,
-// and with `strict` (a multi-process group required) this raises
-// std::runtime_error. The same group is returned by every call.
+// names ("ring", "mpi", "nccl", "jaccl", or "single"). "mpi": the MPI group
+// of a process started by mpirun. "nccl": a NCCL communicator of every
+// process started by mpirun or with torchrun-style RANK / WORLD_SIZE /
+// MASTER_ADDR / MASTER_PORT, or of this process alone without a launcher;
+// its collectives run on the GPU. "any": NCCL when a launcher gave ranks
+// and each rank has a GPU of its own (backend/cuda/nccl.cpp), else MPI.
+// Otherwise the singleton group, and with `strict` (a multi-process group
+// required) this raises std::runtime_error. The same group is returned by
+// every call.
 Group init(bool strict = false, const std::string& backend = "any");
 
 // Reductions over the processes of the group, elementwise: same shape and

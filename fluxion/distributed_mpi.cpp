@@ -25,8 +25,14 @@
 // this process then skips MPI_Finalize at exit, which could wait for it.
 // Without a timeout the blocking calls are used (the fastest: what mpi4py
 // calls); a peer that dies makes mpirun abort the whole job then.
+//
+// Cross-rank check (FLUXION_DIST_CHECK, on by default): each collective
+// first gathers every rank's descriptor (collective, dtype, shape) and
+// raises on a mismatch on every rank; a send is preceded by its
+// descriptor, which the receiver compares with what it expects.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -171,6 +177,7 @@ Lib& lib() {
 struct Abandoned {
   MPI_Request request;
   std::vector<array> buffers;
+  std::shared_ptr<void> memory;  // headers, descriptors, scratch
 };
 std::mutex abandoned_mutex;
 std::vector<Abandoned>& abandoned() {
@@ -196,6 +203,11 @@ void finalize_at_exit() {
     l.MPI_Finalize();
   }
 }
+
+// A transfer that reached FLUXION_DIST_TIMEOUT (RuntimeError in Python).
+struct TimedOut : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // User reductions: inout[i] = op(inout[i], in[i]) in Fluxion's functors,
 // half types combined in float32.
@@ -235,8 +247,8 @@ class MpiComm : public Comm {
     const void* src =
         in.data<void>() == out.data<void>() ? MPI_IN_PLACE : in.data<void>();
     auto& l = lib();
-    transfer(
-        op, "", {in, out},
+    checked(
+        op, "", {in, out}, [&] { verify(op, in); },
         [&] {
           return l.MPI_Allreduce(src, out.data<void>(), n, type, mop, comm_);
         },
@@ -250,8 +262,8 @@ class MpiComm : public Comm {
     auto type = datatype(op, in.dtype());
     int n = count(op, in.size());
     auto& l = lib();
-    transfer(
-        op, "", {in, out},
+    checked(
+        op, "", {in, out}, [&] { verify(op, in); },
         [&] {
           return l.MPI_Allgather(in.data<void>(), n, type, out.data<void>(), n,
                                  type, comm_);
@@ -266,8 +278,8 @@ class MpiComm : public Comm {
     auto [type, mop] = reduction(op, in.dtype(), ReduceOp::sum);
     int n = count(op, out.size());
     auto& l = lib();
-    transfer(
-        op, "", {in, out},
+    checked(
+        op, "", {in, out}, [&] { verify(op, in); },
         [&] {
           return l.MPI_Reduce_scatter_block(in.data<void>(), out.data<void>(),
                                             n, type, mop, comm_);
@@ -282,8 +294,27 @@ class MpiComm : public Comm {
     auto type = datatype(op, in.dtype());
     int n = count(op, in.size());
     auto& l = lib();
-    transfer(
-        op, " to rank " + std::to_string(dst), {in},
+    std::string peer = " to rank " + std::to_string(dst);
+    auto header = [&] {
+      if (!check_enabled(true)) {
+        return;
+      }
+      // A header first, which the receiver checks against what it expects.
+      auto d = std::make_shared<Descriptor>(describe(op, in));
+      transfer(
+          op, peer, {},
+          [&] {
+            return l.MPI_Send(d->data(), kDescriptorLength, l.t_int64, dst,
+                              kHeaderTag, comm_);
+          },
+          [&](MPI_Request* q) {
+            return l.MPI_Isend(d->data(), kDescriptorLength, l.t_int64, dst,
+                               kHeaderTag, comm_, q);
+          },
+          d);
+    };
+    checked(
+        op, peer, {in}, header,
         [&] { return l.MPI_Send(in.data<void>(), n, type, dst, 0, comm_); },
         [&](MPI_Request* q) {
           return l.MPI_Isend(in.data<void>(), n, type, dst, 0, comm_, q);
@@ -294,8 +325,31 @@ class MpiComm : public Comm {
     auto type = datatype(op, out.dtype());
     int n = count(op, out.size());
     auto& l = lib();
-    transfer(
-        op, " from rank " + std::to_string(src), {out},
+    std::string peer = " from rank " + std::to_string(src);
+    auto header = [&] {
+      if (!check_enabled(true)) {
+        return;
+      }
+      auto sent = std::make_shared<Descriptor>();
+      transfer(
+          op, peer, {},
+          [&] {
+            return l.MPI_Recv(sent->data(), kDescriptorLength, l.t_int64, src,
+                              kHeaderTag, comm_, MPI_STATUS_IGNORE);
+          },
+          [&](MPI_Request* q) {
+            return l.MPI_Irecv(sent->data(), kDescriptorLength, l.t_int64,
+                               src, kHeaderTag, comm_, q);
+          },
+          sent);
+      Descriptor expected = describe(op, out);
+      if (!std::equal(sent->begin() + 1, sent->end(), expected.begin() + 1)) {
+        drain(op, *sent, src);
+        check_transfer(op, *sent, expected, src, rank_);
+      }
+    };
+    checked(
+        op, peer, {out}, header,
         [&] {
           return l.MPI_Recv(out.data<void>(), n, type, src, 0, comm_,
                             MPI_STATUS_IGNORE);
@@ -331,11 +385,87 @@ class MpiComm : public Comm {
     return static_cast<int>(n);
   }
 
+  // Runs `check` (the cross-rank check's transfers), then the data
+  // transfer. When the check times out, the data transfer is still started
+  // and abandoned with it: the late peers then find on this rank the same
+  // sequence of messages as the others sent, and the group works on.
+  template <typename Check, typename Blocking, typename Start>
+  void checked(const char* op, const std::string& peer,
+               std::vector<array> buffers, Check check, Blocking blocking,
+               Start start) {
+    try {
+      check();
+    } catch (const TimedOut&) {
+      MPI_Request req = nullptr;
+      if (start(&req) == MPI_SUCCESS) {
+        std::lock_guard<std::mutex> lock(abandoned_mutex);
+        abandoned().push_back({req, std::move(buffers), nullptr});
+      }
+      throw;
+    }
+    transfer(op, peer, std::move(buffers), blocking, start);
+  }
+
+  // Point-to-point headers travel with this tag, the data with tag 0.
+  static constexpr int kHeaderTag = 1;
+
+  // The cross-rank check of a collective's arguments (FLUXION_DIST_CHECK):
+  // every rank's descriptor gathered (one small collective), compared on
+  // every rank, so that all raise together.
+  void verify(const char* op, const array& x) {
+    if (!check_enabled(true) || size_ == 1) {
+      return;
+    }
+    // Heap memory: a request abandoned at its deadline keeps it.
+    auto mem = std::make_shared<std::vector<Descriptor>>(size_ + 1);
+    Descriptor* mine = mem->data() + size_;
+    *mine = describe(op, x);
+    auto& l = lib();
+    transfer(
+        op, "", {},
+        [&] {
+          return l.MPI_Allgather(mine->data(), kDescriptorLength, l.t_int64,
+                                 mem->data(), kDescriptorLength, l.t_int64,
+                                 comm_);
+        },
+        [&](MPI_Request* q) {
+          return l.MPI_Iallgather(mine->data(), kDescriptorLength, l.t_int64,
+                                  mem->data(), kDescriptorLength, l.t_int64,
+                                  comm_, q);
+        },
+        mem);
+    mem->pop_back();
+    check_descriptors(op, *mem, rank_);
+  }
+
+  // A mismatched message is still received (into scratch memory of the
+  // sender's size), so that the sender is not left waiting in MPI_Send.
+  void drain(const char* op, const Descriptor& sent, int src) {
+    auto& l = lib();
+    size_t bytes = static_cast<size_t>(std::max<int64_t>(sent[4], 0)) *
+                   static_cast<size_t>(std::max<int64_t>(sent[2], 0));
+    int n = count(op, bytes);
+    auto scratch = std::make_shared<std::vector<char>>(std::max<size_t>(bytes, 1));
+    transfer(
+        op, " from rank " + std::to_string(src), {},
+        [&] {
+          return l.MPI_Recv(scratch->data(), n, l.t_uint8, src, 0, comm_,
+                            MPI_STATUS_IGNORE);
+        },
+        [&](MPI_Request* q) {
+          return l.MPI_Irecv(scratch->data(), n, l.t_uint8, src, 0, comm_, q);
+        },
+        scratch);
+  }
+
   // The blocking call, or with a timeout the nonblocking one polled until
-  // the deadline.
+  // the deadline. `keep` owns host memory that is not an array (headers,
+  // descriptors), kept with the buffers of a request abandoned at its
+  // deadline.
   template <typename Blocking, typename Start>
   void transfer(const char* op, const std::string& peer,
-                std::vector<array> buffers, Blocking blocking, Start start) {
+                std::vector<array> buffers, Blocking blocking, Start start,
+                std::shared_ptr<void> keep = nullptr) {
     double limit = timeout_seconds();
     if (limit <= 0) {
       check(op, blocking());
@@ -364,9 +494,9 @@ class MpiComm : public Comm {
     }
     {
       std::lock_guard<std::mutex> lock(abandoned_mutex);
-      abandoned().push_back({req, std::move(buffers)});
+      abandoned().push_back({req, std::move(buffers), std::move(keep)});
     }
-    throw std::runtime_error(
+    throw TimedOut(
         std::string("[") + op + "] Timed out after " + std::to_string(limit) +
         " s (FLUXION_DIST_TIMEOUT) on " + where() + peer +
         ": a peer did not take part (it failed, exited or is elsewhere).");

@@ -141,11 +141,11 @@
   X(Load, io, 1, 0)                               \
   X(QuantizedMatmul, quantized, 1, 0)             \
   X(Compiled, compile, 1, 1)                      \
-  X(distributed::AllReduce, distributed, 1, 0)    \
-  X(distributed::AllGather, distributed, 1, 0)    \
-  X(distributed::ReduceScatter, distributed, 1, 0)\
-  X(distributed::Send, distributed, 1, 0)         \
-  X(distributed::Recv, distributed, 1, 0)
+  X(distributed::AllReduce, distributed, 1, 1)    \
+  X(distributed::AllGather, distributed, 1, 1)    \
+  X(distributed::ReduceScatter, distributed, 1, 1)\
+  X(distributed::Send, distributed, 1, 1)         \
+  X(distributed::Recv, distributed, 1, 1)
 // clang-format on
 
 // FLUXION_IF_NO_KERNEL(FLAG)(code...) expands to `code` when FLAG is 0 and

@@ -2,7 +2,8 @@
 # make test-gpu: build with CUDA (Ninja, all cores) and run the GPU tests,
 # then print one summary. The GPU tests: the op table's gpu cases (every
 # case against the CPU: forward, gradients, vmap, compile), the other C++
-# GPU tests, and tests/python/test_cuda.py. FULL=1 adds the whole suite on
+# GPU tests, tests/python/test_cuda.py and test_nccl.py (mx.distributed over
+# NCCL: a communicator of one on one GPU). FULL=1 adds the whole suite on
 # the CPU (FLUXION_DEFAULT_DEVICE=cpu: the GPU is the default device when
 # there is one, and most other tests are written for the CPU).
 BUILD=${BUILD:-build-gpu}
@@ -41,7 +42,7 @@ for f in "$BUILD"/gtest-gpu-[0-9]*.log; do
     tail -8 "$f"; }
 done
 summary="$summary\nC++ GPU tests: $passed passed, $skipped skipped (kernel not ported: the reason is in the log), $failed failed, $crashed shards crashed"
-PYTHONPATH="$BUILD/python" $PY -m pytest -q -rs tests/python/test_cuda.py \
+PYTHONPATH="$BUILD/python" $PY -m pytest -q -rs tests/python/test_cuda.py tests/python/test_nccl.py \
   tests/python/test_backend_seam.py > "$BUILD/pytest-gpu.log" 2>&1 || status=1
 summary="$summary\nPython GPU tests: $(tail -1 "$BUILD/pytest-gpu.log")"
 if [ "${FULL:-0}" = 1 ]; then

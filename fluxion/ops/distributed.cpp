@@ -3,8 +3,9 @@
 //
 // Over a group of one process (the singleton group, or a split of one) the
 // collectives return their input itself, as MLX: no node, so gradients and
-// transformations pass through. Over more, each op is a node evaluated on a
-// CPU stream. Gradients treat the loss as the sum of every process's loss
+// transformations pass through (a NCCL group of one excepted: see elided).
+// Over more, each op is a node evaluated on a stream of the transport's
+// device (MPI: a CPU stream; NCCL: a GPU stream). Gradients treat the loss as the sum of every process's loss
 // (data parallelism): the cotangent of all_sum is the all_sum of the
 // cotangents, of all_gather this process's slice of it.
 #include "fluxion/ops/distributed.h"
@@ -37,17 +38,33 @@ const char* p_name(detail::ReduceOp op) {
 
 Group resolve(const std::optional<Group>& g) { return g ? *g : init(); }
 
-// The CPU stream the op runs on: MPI moves host memory.
-Stream cpu_stream(const char* op, StreamOrDevice s) {
-  Stream st = s.kind == StreamOrDevice::Kind::none ? to_stream(Device::cpu)
+// The stream the op runs on: one of the device the group's transport moves
+// memory on (MPI: the cpu; NCCL: its gpu); by default that device's default
+// stream.
+Stream comm_stream(const char* op, StreamOrDevice s, const Group& g) {
+  Device d = g.comm() ? g.comm()->device() : Device{Device::cpu};
+  Stream st = s.kind == StreamOrDevice::Kind::none ? default_stream(d)
                                                    : to_stream(s);
-  if (st.device != Device::cpu) {
+  if (st.device != d) {
+    bool gpu = d.type == Device::gpu;
     throw std::invalid_argument(
-        std::string("[") + op +
-        "] The MPI backend communicates from host memory: use a cpu stream "
-        "(got a gpu stream).");
+        std::string("[") + op + "] The " + (gpu ? "NCCL" : "MPI") +
+        " backend communicates from " +
+        (gpu ? "the memory of gpu " + std::to_string(d.index) + ": use a stream of that gpu"
+             : std::string("host memory: use a cpu stream")) +
+        " (got a " + (st.device.type == Device::gpu ? "gpu" : "cpu") +
+        " stream).");
   }
   return st;
+}
+
+// Whether an op over `g` is the identity: over the singleton group, or a
+// host transport's group of one (MLX). A NCCL group of one still runs its
+// collectives (they are device copies then): the GPU path is the same at
+// every size, and its kernels run on a machine with one GPU.
+bool elided(const Group& g) {
+  return g.size() == 1 &&
+         !(g.comm() && g.comm()->device().type == Device::gpu);
 }
 
 void check_peer(const char* op, const char* what, int peer, const Group& g) {
@@ -73,10 +90,10 @@ void check_peer(const char* op, const char* what, int peer, const Group& g) {
 array reduce(const array& x, const std::optional<Group>& group,
              StreamOrDevice s, detail::ReduceOp op) {
   Group g = resolve(group);
-  if (g.size() == 1) {
+  if (elided(g)) {
     return x;
   }
-  auto p = std::make_shared<AllReduce>(cpu_stream(p_name(op), s), g, op);
+  auto p = std::make_shared<AllReduce>(comm_stream(p_name(op), s, g), g, op);
   return array(x.shape(), x.dtype(), p, {x});
 }
 
@@ -96,10 +113,10 @@ array all_min(const array& x, std::optional<Group> g, StreamOrDevice s) {
 
 array all_gather(const array& x, std::optional<Group> group, StreamOrDevice s) {
   Group g = resolve(group);
-  if (g.size() == 1) {
+  if (elided(g)) {
     return x;
   }
-  auto p = std::make_shared<AllGather>(cpu_stream("all_gather", s), g);
+  auto p = std::make_shared<AllGather>(comm_stream("all_gather", s, g), g);
   return array(p->output_shapes({x})[0], x.dtype(), p, {x});
 }
 
@@ -111,7 +128,7 @@ array sum_scatter(const array& x, std::optional<Group> group,
         "0-d array.");
   }
   Group g = resolve(group);
-  if (g.size() == 1) {
+  if (elided(g)) {
     return x;
   }
   if (x.shape(0) % g.size() != 0) {
@@ -120,7 +137,7 @@ array sum_scatter(const array& x, std::optional<Group> group,
                                 ") must be divisible by the group's size (" +
                                 std::to_string(g.size()) + ").");
   }
-  auto p = std::make_shared<ReduceScatter>(cpu_stream("sum_scatter", s), g);
+  auto p = std::make_shared<ReduceScatter>(comm_stream("sum_scatter", s, g), g);
   return array(p->output_shapes({x})[0], x.dtype(), p, {x});
 }
 
@@ -129,7 +146,7 @@ array send(const array& x, int dst, std::optional<Group> group,
   Group g = resolve(group);
   check_peer("send", "send to", dst, g);
   return array(x.shape(), x.dtype(),
-               std::make_shared<Send>(cpu_stream("send", s), g, dst), {x});
+               std::make_shared<Send>(comm_stream("send", s, g), g, dst), {x});
 }
 
 array recv(Shape shape, Dtype dtype, int src, std::optional<Group> group,
@@ -143,7 +160,7 @@ array recv(Shape shape, Dtype dtype, int src, std::optional<Group> group,
     }
   }
   return array(std::move(shape), dtype,
-               std::make_shared<Recv>(cpu_stream("recv", s), g, src), {});
+               std::make_shared<Recv>(comm_stream("recv", s, g), g, src), {});
 }
 
 array recv_like(const array& x, int src, std::optional<Group> group,

@@ -1,8 +1,8 @@
 // The primitives of mx.distributed's collectives over a group of more than
 // one process (fluxion/distributed.h has the ops). Each holds its Group; the
-// CPU kernels (backend/cpu/distributed.cpp) call the group's communicator.
-// No GPU kernel: the MPI transport runs on CPU streams (a NCCL one would add
-// the gpu column).
+// kernels call the group's communicator: the CPU kernels
+// (backend/cpu/distributed.cpp) for MPI, the GPU kernels
+// (backend/cuda/distributed.cpp) for NCCL.
 #pragma once
 
 #include "fluxion/distributed.h"

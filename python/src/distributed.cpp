@@ -1,5 +1,6 @@
 // mx.distributed: groups of processes and their collectives
-// (fluxion/distributed.h): MPI under mpirun, else the group of size 1.
+// (fluxion/distributed.h): MPI or NCCL under a launcher, else the group of
+// size 1.
 #include "fluxion/distributed.h"
 
 #include "fluxion/distributed_comm.h"
@@ -38,9 +39,11 @@ void abort_job_on_uncaught_exceptions() {
 void init_distributed(py::module_& parent) {
   auto m = parent.def_submodule(
       "distributed",
-      "Communication between processes: under mpirun, init() gives the MPI "
-      "group of every process; otherwise the group of size 1, on which "
-      "collectives are the identity.");
+      "Communication between processes: under a launcher (mpirun, or "
+      "torchrun-style RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT), init() "
+      "gives the group of every process, over NCCL on GPUs or MPI on the "
+      "CPU; otherwise the group of size 1, on which collectives are the "
+      "identity.");
   py::class_<dist::Group>(m, "Group", "A group of processes that communicate.")
       .def("rank", &dist::Group::rank,
       R"doc(This process's rank in the group.
@@ -66,13 +69,15 @@ Returns:
     Group: This process's sub-group.
 )doc");
   m.def("is_available", &dist::is_available, "backend"_a = "any",
-      R"doc(Whether a distributed backend can be used: whether libmpi loads.
+      R"doc(Whether a distributed backend can be used here.
 
 Args:
-    backend (str, optional): ``"any"`` or ``"mpi"``. Default ``"any"``.
+    backend (str, optional): ``"mpi"`` (Open MPI's libmpi loads),
+        ``"nccl"`` (libnccl.so.2 loads and a GPU is visible) or ``"any"``
+        (either). Default ``"any"``.
 
 Returns:
-    bool: ``True`` where Open MPI's libmpi can be loaded.
+    bool: Whether the backend can be used.
 )doc");
   m.def(
       "init",
@@ -86,14 +91,20 @@ Returns:
       "strict"_a = false, "backend"_a = "any",
       R"doc(The group of every process of this run.
 
-The MPI group under ``mpirun``, else the group of size 1. In an MPI job an
-uncaught exception then ends the whole job (``MPI_Abort``), so that no peer
-waits for this process forever.
+``"mpi"``: the MPI group under ``mpirun``. ``"nccl"``: a NCCL communicator
+on the GPU of every process started by ``mpirun`` or with torchrun-style
+``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``, or of this
+process alone without a launcher; its collectives run on GPU streams.
+``"any"``: NCCL when a launcher gave ranks and each rank has a GPU of its
+own, else MPI. Without a launcher (or an available backend), the group of
+size 1. In an MPI job an uncaught exception then ends the whole job
+(``MPI_Abort``), so that no peer waits for this process forever.
 
 Args:
     strict (bool, optional): Require a multi-process group (raise
         without one). Default ``False``.
-    backend (str, optional): ``"any"`` or ``"mpi"``. Default ``"any"``.
+    backend (str, optional): ``"any"``, ``"mpi"`` or ``"nccl"`` (MLX's
+        other names give the group of size 1). Default ``"any"``.
 
 Returns:
     Group: The group.

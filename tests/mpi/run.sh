@@ -1,7 +1,8 @@
 #!/bin/sh
 # make test-mpi: the MPI tests on loopback. tests/mpi/test_collectives.py on
-# every rank of `mpirun -np 2` and `-np 3`, then test_failures.py (which
-# starts its own mpirun jobs). Usage: tests/mpi/run.sh PYTHON.
+# every rank of `mpirun -np 2` and `-np 3`, then test_failures.py and
+# test_data_parallel_example.py (which start their own mpirun jobs).
+# Usage: tests/mpi/run.sh PYTHON.
 set -e
 PY=${1:-python3}
 if ! command -v mpirun >/dev/null 2>&1; then
@@ -28,5 +29,6 @@ env -u FLUXION_DIST_TIMEOUT timeout 300 mpirun -np 2 "$PY" -m pytest -q \
 echo "test-mpi: mpirun -np 3 test_collectives.py (FLUXION_DIST_TIMEOUT=30)"
 FLUXION_DIST_TIMEOUT=30 timeout 300 mpirun -np 3 "$PY" -m pytest -q \
   --color=no -p no:cacheprovider "$here/test_collectives.py"
-echo "test-mpi: test_failures.py"
-"$PY" -m pytest -q --color=no -p no:cacheprovider "$here/test_failures.py"
+echo "test-mpi: test_failures.py, test_data_parallel_example.py"
+"$PY" -m pytest -q --color=no -p no:cacheprovider "$here/test_failures.py" \
+  "$here/test_data_parallel_example.py"

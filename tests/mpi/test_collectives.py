@@ -304,3 +304,37 @@ def test_data_parallel_training_matches_one_process_with_the_whole_batch():
     w1 = dist_model.layers[0].weight
     w2 = ref_model.layers[0].weight
     assert np.allclose(np.array(w1), np.array(w2), atol=1e-6)
+
+
+def test_mismatched_arguments_across_ranks_raise_on_every_rank():
+    # Rank 0 passes 4 floats, the others 5: every rank raises, naming the
+    # collective and each rank's arguments (the cross-rank check).
+    x = mx.ones(4 if R == 0 else 5)
+    with pytest.raises(ValueError, match=r"\[all_sum\] Mismatched arguments "
+                       rf"across the ranks of a group of {N} \(seen on rank {R}\): "
+                       r"rank 0 called all_sum with float32 of shape \(4,\); "
+                       r"rank 1 called all_sum with float32 of shape \(5,\)"):
+        mx.eval(mx.distributed.all_sum(x))
+    # A dtype mismatch, and different collectives.
+    y = mx.ones((2, 3), dtype=mx.float32 if R == 0 else mx.int32)
+    with pytest.raises(ValueError, match=r"\[all_gather\] .*rank 1 called "
+                       r"all_gather with int32 of shape \(2, 3\)"):
+        mx.eval(mx.distributed.all_gather(y))
+    z = mx.ones((2 * N,))
+    op = mx.distributed.all_sum if R == 0 else mx.distributed.sum_scatter
+    with pytest.raises(ValueError, match=r"rank 0 called all_sum .* rank 1 "
+                       r"called sum_scatter"):
+        mx.eval(op(z))
+    # A transfer whose receiver expects another shape: the receiver raises
+    # (after taking the message, so the sender is not left waiting).
+    sent = mx.distributed.send(mx.ones((2, 3)), (R + 1) % N)
+    got = mx.distributed.recv((3,), mx.float32, (R - 1) % N)
+    mx.eval(sent)
+    with pytest.raises(ValueError, match=rf"\[recv\] Mismatched transfer: rank {R} "
+                       r"expected float32 of shape \(3,\) from rank "
+                       rf"{(R - 1) % N}, which sent float32 of shape \(2, 3\)"):
+        mx.eval(got)
+    # The group works on.
+    total = mx.distributed.all_sum(mx.ones(3))
+    mx.eval(total)
+    assert total.tolist() == [float(N)] * 3

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -108,6 +110,21 @@ struct IndexFault {
 // A fresh slot for the index kernel being launched by this thread's
 // gpu::eval, reported as `op`'s error.
 IndexFault* index_fault(const char* op);
+
+// An error found by the host after a kernel was launched (NCCL's
+// watchdog: a collective timed out, or a peer failed). The slot is taken
+// like an index kernel's while the kernel launches (on the thread of
+// gpu::eval); `report_fault` from any thread, before the stream's next host
+// mark runs, sets the error on the kernel's outputs and their dependents,
+// as an index fault does. A report after that mark (the kernel had
+// completed and was checked) is ignored.
+struct HostFault {
+  void* faults = nullptr;
+  int slot = -1;
+  uint64_t generation = 0;
+};
+HostFault host_fault(const char* op);
+void report_fault(const HostFault& f, std::exception_ptr e);
 
 // Keep `a`'s buffer alive until the work queued so far on the current
 // stream has finished (temporaries of a kernel).

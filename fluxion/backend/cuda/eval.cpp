@@ -91,6 +91,11 @@ struct Faults {
   IndexFault* slots = nullptr;  // mapped pinned memory, kFaultSlots
   IndexFault* device_slots = nullptr;  // the same, as the device sees it
   const char* ops[kFaultSlots] = {};
+  // Errors reported by the host for a slot (host_fault), and each slot's
+  // generation, advanced when it is checked, so that a late report for a
+  // reused slot is ignored.
+  std::exception_ptr host_errors[kFaultSlots];
+  uint64_t generation[kFaultSlots] = {};
   int next = 0, in_use = 0;
   FaultWindow open;
   // Arrays of windows not checked yet, by id: their dependents join the
@@ -251,7 +256,10 @@ std::exception_ptr check_window(Faults& f, FaultWindow& w) {
   std::unordered_map<int, std::exception_ptr> faulted;
   for (int k : w.slots) {
     IndexFault& slot = f.slots[k];
-    if (slot.flag != 0) {
+    if (f.host_errors[k]) {
+      faulted[k] = std::move(f.host_errors[k]);
+      f.host_errors[k] = nullptr;
+    } else if (slot.flag != 0) {
       std::string v = slot.is_unsigned
                           ? std::to_string(static_cast<unsigned long long>(
                                 slot.value))
@@ -266,6 +274,7 @@ std::exception_ptr check_window(Faults& f, FaultWindow& w) {
       faulted[k] = std::make_exception_ptr(std::out_of_range(msg + "."));
     }
     slot.flag = 0;
+    ++f.generation[k];
     --f.in_use;
   }
   std::exception_ptr first;
@@ -401,6 +410,26 @@ IndexFault* index_fault(const char* op) {
   f.open.slots.push_back(k);
   t_took_fault_slot = true;
   return f.device_slots + k;
+}
+
+HostFault host_fault(const char* op) {
+  IndexFault* slot = index_fault(op);
+  StreamState& st = *t_state;
+  Faults& f = st.faults;
+  int k = static_cast<int>(slot - f.device_slots);
+  std::lock_guard<std::mutex> lk(f.mu);
+  return HostFault{&f, k, f.generation[k]};
+}
+
+void report_fault(const HostFault& h, std::exception_ptr e) {
+  if (h.faults == nullptr) {
+    return;
+  }
+  auto& f = *static_cast<Faults*>(h.faults);
+  std::lock_guard<std::mutex> lk(f.mu);
+  if (f.generation[h.slot] == h.generation && !f.host_errors[h.slot]) {
+    f.host_errors[h.slot] = std::move(e);
+  }
 }
 
 void keep_alive(const array& a) { keep_alive(a.data_shared_ptr()); }
