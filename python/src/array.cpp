@@ -363,6 +363,11 @@ std::string repr(const fx::array& a) {
 
 }  // namespace
 
+namespace fxpy {
+py::object wrap_result(fx::array&& a) { return wrap(std::move(a)); }
+void raise_current_exception() { translate_current_exception(); }
+}  // namespace fxpy
+
 void init_array(py::module_& m) {
   py::class_<fx::array> cls(m, "array", py::buffer_protocol(),
                             "A lazy n-dimensional array.");

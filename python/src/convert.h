@@ -149,6 +149,13 @@ T cast_arg(py::handle h, const char* op, const char* what,
 // the operator paths.
 extern PyTypeObject* array_type;
 
+// A new Python array owning `a`, built without pybind11's type lookups
+// (array.cpp); and the current C++ exception set as the Python error the
+// registered translators map it to (for code outside pybind11's
+// dispatcher: the number slots, the fast methods).
+py::object wrap_result(fx::array&& a);
+void raise_current_exception();
+
 // The array a Python object wraps, or nullptr if it is not an array.
 inline fx::array* array_ptr(py::handle h) {
   if (!h || !PyObject_TypeCheck(h.ptr(), array_type)) {
@@ -240,6 +247,7 @@ void init_devices(py::module_& m);
 void init_memory(py::module_& m);
 void init_array(py::module_& m);
 void init_array_methods(py::module_& m);
+void init_array_fast_methods();
 void init_indexing(py::module_& m);
 void init_ops_elementwise(py::module_& m);
 void init_ops_reduce(py::module_& m);

@@ -624,6 +624,27 @@ fx::array masked_update(const fx::array& a, const fx::array& mask,
   return fx::where(m, fx::astype(update, a.dtype()), a);
 }
 
+// The type's subscript slot (issue 18): `x[i]` through pybind11's
+// __getitem__ costs an argument tuple and the dispatcher's overload loop;
+// the slot calls get_item directly. Errors go through the registered
+// translators, as the dispatcher would send them.
+PyObject* subscript_slot(PyObject* self, PyObject* index) {
+  fx::array* a = fxpy::array_ptr(self);
+  if (a == nullptr) {
+    PyErr_SetString(PyExc_TypeError, "[getitem] Expected an array.");
+    return nullptr;
+  }
+  try {
+    return fxpy::wrap_result(get_item(*a, index)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    fxpy::raise_current_exception();
+    return nullptr;
+  }
+}
+
 // x.at[idx].add(v) and friends: functional updates returning new arrays.
 struct ArrayAt {
   fx::array a;
@@ -698,4 +719,8 @@ void init_indexing(py::module_& m) {
         return ArrayAt{a, py::object()};
       },
       "Functional updates at an index: ``x.at[idx].add(v)``.");
+  // Set last: defining __getitem__ sets the slot to the generic wrapper.
+  auto* heap = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
+  heap->as_mapping.mp_subscript = &subscript_slot;
+  PyType_Modified(reinterpret_cast<PyTypeObject*>(cls.ptr()));
 }

@@ -53,6 +53,7 @@ PYBIND11_MODULE(core, m) {
   init_memory(m);
   init_array(m);
   init_array_methods(m);
+  init_array_fast_methods();  // after the methods it replaces
   init_indexing(m);
   init_ops_elementwise(m);
   init_ops_reduce(m);

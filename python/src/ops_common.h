@@ -64,12 +64,15 @@ inline std::vector<fx::array> split(const fx::array& a,
 
 // `x.reshape(2, 3)` and `x.reshape((2, 3))`; likewise transpose.
 inline std::vector<int> int_varargs(const py::args& args, const char* op) {
+  // cast_arg: an out-of-int32 value is OverflowError, another type
+  // TypeError naming the op (not pybind11's bare cast RuntimeError).
   if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
-    return args[0].cast<std::vector<int>>();
+    return cast_arg<std::vector<int>>(args[0], op, "the dimensions",
+                                      "ints or a sequence of ints");
   }
   std::vector<int> out;
   for (auto v : args) {
-    out.push_back(v.cast<int>());
+    out.push_back(cast_arg<int>(v, op, "each dimension", "an int"));
   }
   return out;
 }

@@ -2,6 +2,7 @@
 scalar operand constants, constants broadcast as views and x[i]."""
 
 import io
+import sys
 import threading
 
 import numpy as np
@@ -376,3 +377,81 @@ def test_fast_path_from_threads():
     for t in ts:
         t.join()
     assert not errors
+
+
+# --- Methods as vectorcall callables (array_fast_methods.cpp) and the
+# subscript slot: the fast forms equal the general binding's results, and
+# every other form (streams, odd types, errors) still reaches it.
+
+@pytest.mark.parametrize("name", ["sum", "prod", "mean", "max", "min",
+                                  "all", "any"])
+def test_fast_reduce_methods_match_the_functions(name):
+    x = mx.array(np.arange(1, 25, dtype=np.float32).reshape(2, 3, 4) / 7)
+    f = getattr(mx, name)
+    cases = [((), {}), ((1,), {}), ((-1, True), {}), (((0, 2),), {}),
+             (([0, 1],), {"keepdims": True}), ((), {"axis": 2}),
+             ((), {"axis": None, "keepdims": True}),
+             ((), {"keepdims": False, "axis": (1,)})]
+    for args, kw in cases:
+        got = getattr(x, name)(*args, **kw)
+        axis = args[0] if args else kw.get("axis")
+        keep = args[1] if len(args) > 1 else kw.get("keepdims", False)
+        want = f(x, axis=axis, keepdims=keep)
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6)
+        assert got.shape == want.shape
+    # The general binding: a stream, a bool axis, errors.
+    assert getattr(x, name)(stream=mx.cpu).shape == ()
+    with pytest.raises(ValueError, match="Invalid axis 5"):
+        getattr(x, name)(axis=5)
+    with pytest.raises(TypeError):
+        getattr(x, name)(1, axis=1)
+    with pytest.raises(TypeError):
+        getattr(x, name)(foo=1)
+
+
+def test_fast_reshape_and_T():
+    x = mx.arange(24)
+    assert x.reshape(4, 6).shape == (4, 6)
+    assert x.reshape((2, 3, 4)).shape == (2, 3, 4)
+    assert x.reshape([6, -1]).shape == (6, 4)
+    assert x.reshape(24).shape == (24,)
+    assert x.reshape(2, 12, stream=mx.cpu).shape == (2, 12)
+    m = x.reshape(4, 6)
+    np.testing.assert_array_equal(np.array(m.T), np.arange(24).reshape(4, 6).T)
+    assert isinstance(mx.array.T, property) and mx.array.T.__doc__
+    assert mx.array.sum.__doc__.startswith("sum(")
+    with pytest.raises(ValueError, match=r"\[reshape\]"):
+        x.reshape(5, 5)
+    with pytest.raises(TypeError, match=r"\[reshape\]"):
+        x.reshape(2.0, 12)
+    with pytest.raises(TypeError, match=r"\[reshape\]"):
+        x.reshape(("a", 2))
+    with pytest.raises(OverflowError):
+        x.reshape(2 ** 40)
+
+
+def test_subscript_slot_results_and_errors():
+    x = mx.arange(12).reshape(3, 4)
+    assert x[1].tolist() == [4, 5, 6, 7]
+    assert x[-1, 2].item() == 10
+    assert x[:, 1:3].tolist() == [[1, 2], [5, 6], [9, 10]]
+    assert x[mx.array([2, 0])].tolist() == [[8, 9, 10, 11], [0, 1, 2, 3]]
+    with pytest.raises(IndexError):
+        x[3]
+    with pytest.raises((TypeError, ValueError)):
+        x["a"]
+
+
+def test_fast_methods_keep_nothing_alive():
+    x = mx.arange(16).astype(mx.float32)
+    m = x.reshape(4, 4)
+    for f in (lambda: x.sum(), lambda: m.T, lambda: x.reshape(4, 4),
+              lambda: x[0], lambda: m.max(axis=1)):
+        for _ in range(200):  # warm caches
+            f()
+        before = sys.getallocatedblocks()
+        for _ in range(2000):
+            f()
+        # Results die at once; a per-call Python allocation kept alive
+        # would show as thousands of blocks.
+        assert sys.getallocatedblocks() - before < 100
