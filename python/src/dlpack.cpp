@@ -303,6 +303,27 @@ struct Imported {
 fx::array adopt_cuda(Imported im, int device, std::optional<bool> copy,
                      const std::string& what);
 
+// The deleter of memory taken from a producer: its release, under the GIL
+// (it may touch Python objects).
+fx::Data::Deleter producer_deleter(std::function<void()> release) {
+  auto owner = std::make_shared<std::function<void()>>(std::move(release));
+  return [owner](void*) { fxpy::release_under_gil([owner] { (*owner)(); }); };
+}
+
+// The producer's memory as an array of `stored` elements on `device`, with
+// the producer's strides; borrowed, so no kernel writes it (donation).
+fx::array borrow(const Imported& im, fx::Dtype stored,
+                 fx::Data::Deleter deleter, fx::Device device) {
+  fx::array out(im.data, im.shape, stored, std::move(deleter), device);
+  out.data_shared_ptr()->mark_borrowed();
+  if (out.size() > 0 && im.strides != fx::row_major_strides(im.shape)) {
+    size_t ds = span_data_size(im.shape, im.strides);
+    out.copy_shared_buffer(out, im.strides,
+                           fx::layout_flags(im.shape, im.strides, ds), ds);
+  }
+  return out;
+}
+
 fx::array adopt_or_copy(Imported im, std::optional<bool> copy,
                         const std::string& what) {
   const ImportType& it = im.type;
@@ -311,11 +332,7 @@ fx::array adopt_or_copy(Imported im, std::optional<bool> copy,
     size *= d;
   }
   bool convert = it.wide_complex || it.narrow_float;
-  auto owner = std::make_shared<std::function<void()>>(std::move(im.release));
-  auto deleter = [owner](void*) {
-    // The producer's release may touch Python objects.
-    fxpy::release_under_gil([owner] { (*owner)(); });
-  };
+  auto deleter = producer_deleter(std::move(im.release));
   if (convert && copy && !*copy) {
     deleter(nullptr);
     throw std::invalid_argument(
@@ -325,14 +342,8 @@ fx::array adopt_or_copy(Imported im, std::optional<bool> copy,
   const auto& shape = im.shape;
   const auto& strides = im.strides;
   if (!convert && !(copy && *copy)) {
-    fx::array out(im.data, shape, it.target, deleter);
-    out.data_shared_ptr()->mark_borrowed();
-    if (size > 0 && strides != fx::row_major_strides(shape)) {
-      size_t ds = span_data_size(shape, strides);
-      out.copy_shared_buffer(out, strides, fx::layout_flags(shape, strides, ds),
-                             ds);
-    }
-    return out;
+    return borrow(im, it.target, std::move(deleter),
+                  fx::Device(fx::Device::cpu));
   }
   // Copy: gather the elements in row-major order, then convert.
   const int64_t item = im.src_item;
@@ -481,10 +492,7 @@ fx::array from_capsule(py::capsule cap, std::optional<bool> copy) {
 fx::array adopt_cuda(Imported im, int device, std::optional<bool> copy,
                      const std::string& what) {
   const ImportType& it = im.type;
-  auto owner = std::make_shared<std::function<void()>>(std::move(im.release));
-  auto deleter = [owner](void*) {
-    fxpy::release_under_gil([owner] { (*owner)(); });
-  };
+  auto deleter = producer_deleter(std::move(im.release));
   const bool convert = it.wide_complex || it.narrow_float;
   if (it.wide_complex || (convert && copy && !*copy)) {
     deleter(nullptr);
@@ -497,17 +505,7 @@ fx::array adopt_cuda(Imported im, int device, std::optional<bool> copy,
   }
   const fx::Device gpu(fx::Device::gpu, device);
   const fx::Dtype stored = it.narrow_float ? fx::float64 : it.target;
-  fx::array out(im.data, im.shape, stored, deleter, gpu);
-  out.data_shared_ptr()->mark_borrowed();
-  int64_t size = 1;
-  for (int d : im.shape) {
-    size *= d;
-  }
-  if (size > 0 && im.strides != fx::row_major_strides(im.shape)) {
-    size_t ds = span_data_size(im.shape, im.strides);
-    out.copy_shared_buffer(out, im.strides,
-                           fx::layout_flags(im.shape, im.strides, ds), ds);
-  }
+  fx::array out = borrow(im, stored, std::move(deleter), gpu);
   if (it.narrow_float) {
     return fx::astype(out, fx::float32, gpu);
   }
