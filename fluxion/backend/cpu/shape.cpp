@@ -8,6 +8,7 @@
 
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/common/layout.h"
+#include "fluxion/backend/common/regions.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 
@@ -26,13 +27,8 @@ void SliceUpdate::eval_cpu(const std::vector<array>& in,
   if (upd.size() == 0) {
     return;
   }
-  Strides region(o.ndim());
-  int64_t offset = 0;
-  for (int i = 0; i < o.ndim(); ++i) {
-    region[i] = o.strides()[i] * strides_[i];
-    offset += start_[i] * o.strides()[i];
-  }
-  cpu::copy_region(upd, upd.strides(), 0, o, region, offset, upd.shape());
+  auto r = common::slice_region(o, start_, strides_);
+  cpu::copy_region(upd, upd.strides(), 0, o, r.strides, r.offset, upd.shape());
 }
 
 void Concatenate::eval_cpu(const std::vector<array>& in,
@@ -62,11 +58,8 @@ void Pad::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
         o.size(), cpu::kElementwiseGrain * 4,
         [&](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
   });
-  int64_t offset = 0;
-  for (size_t i = 0; i < axes_.size(); ++i) {
-    offset += low_[i] * o.strides()[axes_[i]];
-  }
-  cpu::copy_region(a, a.strides(), 0, o, o.strides(), offset, a.shape());
+  cpu::copy_region(a, a.strides(), 0, o, o.strides(),
+                   common::pad_offset(o, axes_, low_), a.shape());
 }
 
 }  // namespace fluxion

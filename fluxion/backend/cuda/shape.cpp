@@ -1,5 +1,6 @@
 // Slice updates, concatenation and padding on the GPU: fresh (or donated)
 // buffers written by the region copy, as on the CPU (backend/cpu/shape.cpp).
+#include "fluxion/backend/common/regions.h"
 #include "fluxion/backend/cuda/cuda.h"
 #include "fluxion/ops/shape.h"
 
@@ -18,13 +19,8 @@ void SliceUpdate::eval_gpu(const std::vector<array>& in,
   if (upd.size() == 0) {
     return;
   }
-  Strides region(o.ndim());
-  int64_t offset = 0;
-  for (int i = 0; i < o.ndim(); ++i) {
-    region[i] = o.strides()[i] * strides_[i];
-    offset += start_[i] * o.strides()[i];
-  }
-  cu::copy_region(upd, upd.strides(), 0, o, region, offset, upd.shape());
+  auto r = common::slice_region(o, start_, strides_);
+  cu::copy_region(upd, upd.strides(), 0, o, r.strides, r.offset, upd.shape());
 }
 
 void Concatenate::eval_gpu(const std::vector<array>& in,
@@ -44,11 +40,8 @@ void Pad::eval_gpu(const std::vector<array>& in, std::vector<array>& out) {
   cu::alloc(o);
   // Fill everything, then copy the interior over it (as on the CPU).
   cu::fill(in[1], o);
-  int64_t offset = 0;
-  for (size_t i = 0; i < axes_.size(); ++i) {
-    offset += low_[i] * o.strides()[axes_[i]];
-  }
-  cu::copy_region(a, a.strides(), 0, o, o.strides(), offset, a.shape());
+  cu::copy_region(a, a.strides(), 0, o, o.strides(),
+                   common::pad_offset(o, axes_, low_), a.shape());
 }
 
 }  // namespace fluxion
