@@ -32,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -164,11 +165,20 @@ class NcclComm : public Comm {
     std::lock_guard<std::mutex> lk(mu_);
     usable("Group.split");
     ncclConfig_t cfg = nonblocking_config();
-    ncclComm_t sub = nullptr;
     Deadline d(timeout_seconds());
+    // A nonblocking split writes the new communicator into *slot from
+    // NCCL's own thread once it completes (newer NCCLs leave it null until
+    // then), so the slot is on the heap: leaked if the wait gives up
+    // first, since NCCL may still write it.
+    auto* slot = new ncclComm_t(nullptr);
     check("Group.split", lib().ncclCommSplit(comm_, color,
-                                             key < 0 ? rank_ : key, &sub,
+                                             key < 0 ? rank_ : key, slot,
                                              &cfg));
+    wait_ready("Group.split", comm_, d, "splitting the communicator", [slot] {
+      return __atomic_load_n(slot, __ATOMIC_ACQUIRE) != nullptr;
+    });
+    ncclComm_t sub = *slot;
+    delete slot;
     wait_ready("Group.split", sub, d, "splitting the communicator");
     // Leaked with the watchdog's list: a group may be referenced by
     // primitives until exit.
@@ -299,8 +309,11 @@ class NcclComm : public Comm {
 
   // Polls a non-blocking call until NCCL has enqueued it (or created the
   // communicator), or the deadline. Called with mu_.
+  // Polls c until it is ready (and `done` holds, when given), raising on
+  // its error or at the deadline.
   void wait_ready(const char* op, ncclComm_t c, const Deadline& d,
-                  const char* what) {
+                  const char* what,
+                  const std::function<bool()>& done = nullptr) {
     auto& l = lib();
     for (int polls = 0;; ++polls) {
       ncclResult_t state = ncclSuccess;
@@ -308,8 +321,11 @@ class NcclComm : public Comm {
       if (rc != ncclSuccess) {
         state = rc;
       }
-      if (state == ncclSuccess) {
+      if (state == ncclSuccess && (!done || done())) {
         return;
+      }
+      if (state == ncclSuccess) {
+        state = ncclInProgress;  // c is fine; what it runs is not done
       }
       if (state != ncclInProgress) {
         std::string msg = std::string("[") + op + "] NCCL failed on " +
