@@ -75,4 +75,16 @@ struct LogAddExpOp : LogAddExp {
   FLUXION_HOST_DEVICE static Acc init() { return extreme<Acc, true>(); }
 };
 
+// argmax/argmin's step: whether v replaces the extreme so far. A NaN is
+// the extreme (the first one wins, as NumPy; complex: a NaN part) and ties
+// keep the first index.
+template <bool IsMax, typename M>
+FLUXION_HOST_DEVICE bool arg_better(M v, M best) {
+  IsNan nan;
+  if (nan(best)) {
+    return false;
+  }
+  return nan(v) || (IsMax ? less_than(best, v) : less_than(v, best));
+}
+
 }  // namespace fluxion::detail

@@ -372,24 +372,6 @@ void reduce_typed(const array& in, array& out, const std::vector<int>& axes,
   }
 }
 
-// argmax/argmin: NaN counts as the extreme (the first one wins, as in
-// NumPy); ties keep the first index.
-template <typename M, bool IsMax>
-bool better(M v, M best) {
-  if constexpr (is_complex_v<M>) {
-    detail::IsNan nan;
-    if (nan(best) || nan(v)) {
-      return !nan(best);
-    }
-    return IsMax ? detail::less_than(best, v) : detail::less_than(v, best);
-  } else if constexpr (std::is_floating_point_v<M>) {
-    return !std::isnan(best) &&
-           (std::isnan(v) || (IsMax ? v > best : v < best));
-  } else {
-    return IsMax ? v > best : v < best;
-  }
-}
-
 // Index of the first extreme of n elements spaced `st` apart.
 template <typename T, bool IsMax>
 uint32_t arg_scan(const T* x, int64_t n, int64_t st) {
@@ -423,7 +405,7 @@ uint32_t arg_scan(const T* x, int64_t n, int64_t st) {
   uint32_t arg = 0;
   for (int64_t r = 1; r < n; ++r) {
     M v = static_cast<M>(x[r * st]);
-    if (better<M, IsMax>(v, best)) {
+    if (detail::arg_better<IsMax>(v, best)) {
       best = v;
       arg = static_cast<uint32_t>(r);
     }
@@ -498,7 +480,7 @@ void arg_reduce(const array& in, array& out, int axis) {
                           const T* xr = x + r * ast;
                           for (int64_t j = 0; j < m; ++j) {
                             M v = static_cast<M>(xr[j * c.is]);
-                            if (better<M, IsMax>(v, best[j])) {
+                            if (detail::arg_better<IsMax>(v, best[j])) {
                               best[j] = v;
                               arg[j] = static_cast<uint32_t>(r);
                             }

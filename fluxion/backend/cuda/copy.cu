@@ -2,7 +2,7 @@
 // strides cannot express. Contiguous inputs are converted over their
 // data_size (keeping their layout), a broadcast scalar fills, anything
 // else takes the strided kernel over collapsed dimensions.
-#include "fluxion/backend/cuda/kernels.cuh"
+#include "fluxion/backend/cuda/elementwise.cuh"
 #include "fluxion/ops/astype.h"
 #include "fluxion/ops/unary.h"
 
@@ -12,30 +12,9 @@ namespace cu {
 
 namespace {
 
-// `packed`: 16-byte accesses (the host checked both pointers' alignment),
-// the remainder element by element.
-template <typename In, typename Out>
-__global__ void copy_flat(const In* x, Out* y, int64_t n, bool packed) {
-  constexpr int V = pack_width<In, Out>();
-  int64_t done = 0;
-  if (packed) {
-    const int64_t nv = n / V;
-    FLUXION_GRID_LOOP(i, nv) {
-      Pack<In, V> a = reinterpret_cast<const Pack<In, V>*>(x)[i];
-      Pack<Out, V> r;
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        r.v[k] = convert<Out>(a.v[k]);
-      }
-      reinterpret_cast<Pack<Out, V>*>(y)[i] = r;
-    }
-    done = nv * V;
-  }
-  for (int64_t i = done + global_thread(); i < n;
-       i += int64_t(blockDim.x) * gridDim.x) {
-    y[i] = convert<Out>(x[i]);
-  }
-}
+// Flat and strided copies are the unary kernels over Identity
+// (elementwise.cuh): a conversion of each element.
+using detail::Identity;
 
 // y[0, n) <- v, in 16-byte stores when y is aligned for them.
 template <typename T>
@@ -65,11 +44,6 @@ __global__ void copy_fill(const In* x, Out* y, int64_t n) {
 
 // Blocks for n elements moved in Packs of V.
 inline unsigned pack_blocks(int64_t n, int v) { return blocks_for(n / v + 1, 2); }
-
-template <typename In, typename Out>
-__global__ void copy_strided(const In* x, Out* y, int64_t n, Layout l) {
-  FLUXION_GRID_LOOP(i, n) { y[i] = convert<Out>(x[offset_of(l, 0, i)]); }
-}
 
 // y[dst offset] <- x[src offset] over a region: operand 0 of `l` walks the
 // source, operand 1 the destination.
@@ -102,8 +76,8 @@ void dispatch_copy(Dtype in, Dtype out, F&& f) {
     });
     return;
   }
-  dispatch_gpu<AllTypes, true>(in, "astype", [&](auto ti) {
-    dispatch_gpu<AllTypes, true>(out, "astype", [&](auto to) { f(ti, to); });
+  dispatch_gpu<AllTypes>(in, "astype", [&](auto ti) {
+    dispatch_gpu<AllTypes>(out, "astype", [&](auto to) { f(ti, to); });
   });
 }
 
@@ -123,8 +97,9 @@ void launch_copy(const array& x, array& y, bool flat) {
       int64_t n = x.data_size();
       const bool packed =
           pack_aligned<In, V>(src) && pack_aligned<Out, V>(dst);
-      copy_flat<<<packed ? pack_blocks(n, V) : blocks_for(n, 2), kThreads, 0,
-                  s>>>(src, dst, n, packed);
+      unary_flat<In, Out, Identity>
+          <<<packed ? pack_blocks(n, V) : blocks_for(n, 2), kThreads, 0, s>>>(
+              src, dst, n, packed);
     } else if (x.data_size() == 1) {
       int64_t n = y.size();
       copy_fill<<<pack_blocks(n, pack_width<Out>()), kThreads, 0, s>>>(
@@ -132,7 +107,8 @@ void launch_copy(const array& x, array& y, bool flat) {
     } else {
       int64_t n = y.size();
       Layout l = collapse(x.shape(), {x.strides()}, "copy");
-      copy_strided<<<blocks_for(n, 4), kThreads, 0, s>>>(src, dst, n, l);
+      unary_strided<In, Out, Identity>
+          <<<blocks_for(n, 4), kThreads, 0, s>>>(src, dst, n, l);
     }
   });
   check_launch("copy");

@@ -65,12 +65,7 @@ __device__ __forceinline__ T combine(T d, T v) {
   if constexpr (math::is_same_v<T, bool>) {
     return R == Reduce::Sum || R == Reduce::Max ? (d || v) : (d && v);
   } else if constexpr (math::is_same_v<T, complex64_d>) {
-    if constexpr (R == Reduce::Sum) {
-      return complex64_d{d.re + v.re, d.im + v.im};
-    } else {
-      return complex64_d{d.re * v.re - d.im * v.im,
-                         d.re * v.im + d.im * v.re};
-    }
+    return R == Reduce::Sum ? d + v : d * v;
   } else if constexpr (R == Reduce::Sum) {
     return convert<T>(convert<C>(d) + convert<C>(v));
   } else if constexpr (R == Reduce::Prod) {
@@ -112,8 +107,9 @@ __device__ __forceinline__ void store(T* out, int64_t off, T v, int64_t e,
               static_cast<unsigned long long>(v));
   } else if constexpr (R == Reduce::Sum &&
                        math::is_same_v<T, complex64_d>) {
-    atomicAdd(&dst->re, v.re);
-    atomicAdd(&dst->im, v.im);
+    float* parts = reinterpret_cast<float*>(dst);  // {re, im}
+    atomicAdd(parts, v.real());
+    atomicAdd(parts + 1, v.imag());
   } else {
     atomic_apply(dst, [v](T d) { return combine<T, R>(d, v); });
   }
@@ -323,7 +319,7 @@ void dispatch_scatter(Dtype t, Reduce r, const char* op, F&& f) {
     throw std::invalid_argument(std::string("[") + op +
                                 "] complex64 arrays have no order.");
   }
-  dispatch_gpu<AllTypes, true>(t, op, [&](auto tag) { f(tag); });
+  dispatch_gpu<AllTypes>(t, op, [&](auto tag) { f(tag); });
 }
 
 // Runs `launch(winner, claim)`: once for a reduction, twice (claim, then

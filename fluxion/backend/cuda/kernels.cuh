@@ -8,6 +8,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cuda/std/complex>
+
 #include <cstdint>
 #include <cstring>
 
@@ -16,11 +18,21 @@
 
 namespace fluxion::cu {
 
-// complex64 in device code, where std::complex is not available: only
-// copies and conversions use it (the math kernels raise for complex64).
-struct alignas(8) complex64_d {
-  float re, im;
+// complex64 in device code: libcu++'s complex (std::complex is host
+// only), with the std interface the shared functors use (real(), imag(),
+// value_type, and exp/log/abs/... found by argument lookup), laid out as
+// float[2] like complex64_t.
+using complex64_d = cuda::std::complex<float>;
+static_assert(sizeof(complex64_d) == 8 && alignof(complex64_d) == 8);
+
+}  // namespace fluxion::cu
+
+template <>
+struct fluxion::math::IsComplex<fluxion::cu::complex64_d> {
+  static constexpr bool value = true;
 };
+
+namespace fluxion::cu {
 
 // The type a dtype's elements have in device code.
 template <typename T>
@@ -67,9 +79,9 @@ __device__ __forceinline__ Out convert(In v) {
   } else if constexpr (math::is_same_v<In, complex64_d>) {
     // complex -> real takes the real part; -> bool is != 0 (NumPy).
     if constexpr (math::is_same_v<Out, bool>) {
-      return v.re != 0.0f || v.im != 0.0f;
+      return v.real() != 0.0f || v.imag() != 0.0f;
     } else {
-      return convert<Out>(v.re);
+      return convert<Out>(v.real());
     }
   } else if constexpr (math::is_same_v<Out, complex64_d>) {
     return complex64_d{convert<float>(v), 0.0f};
@@ -88,27 +100,13 @@ __device__ __forceinline__ Out convert(In v) {
   }
 }
 
-// Device code has no std::complex: complex64 is computed only where a
-// kernel moves bytes (copies, views, gathers); elsewhere it raises. Lists
-// of the shared dispatch minus complex64.
-template <typename List>
-struct NoComplex;
-template <typename... Ts>
-struct NoComplex<TypeList<Ts...>> {
-  template <typename T>
-  static constexpr bool has = (std::is_same_v<T, Ts> || ...) &&
-                              !std::is_same_v<T, complex64_t>;
-};
-
-// Calls f(TypeTag<device type>{}) for the dtypes of `List` but complex64
-// (with it when `WithComplex`: conversions); others raise "[op] <dtype> is
-// not supported on the gpu yet."
-template <typename List, bool WithComplex = false, typename F>
+// Calls f(TypeTag<device type>{}) for the dtypes of `List`; others raise
+// "[op] <dtype> is not supported on the gpu yet."
+template <typename List, typename F>
 void dispatch_gpu(Dtype t, const char* op, F&& f) {
   dispatch_all(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (NoComplex<List>::template has<T> ||
-                  (WithComplex && std::is_same_v<T, complex64_t>)) {
+    if constexpr (InList<T, List>::value) {
       f(TypeTag<device_t<T>>{});
     } else {
       throw std::invalid_argument(std::string("[") + op + "] " +
@@ -117,6 +115,12 @@ void dispatch_gpu(Dtype t, const char* op, F&& f) {
     }
   });
 }
+
+// Raw shared memory for n values of T: __shared__ arrays of a type with a
+// constructor (complex64_d) are not allowed.
+#define FLUXION_SHARED_ARRAY(T, name, n)                                  \
+  __shared__ alignas(T) unsigned char name##_bytes[sizeof(T) * (n)];      \
+  T* name = reinterpret_cast<T*>(name##_bytes)
 
 // Grid-stride loop over [0, n).
 #define FLUXION_GRID_LOOP(i, n)                                         \

@@ -99,7 +99,7 @@ __device__ __forceinline__ Acc warp_reduce(Acc v) {
 // The combination of every thread's `v`, in thread 0.
 template <typename Acc, typename Op>
 __device__ __forceinline__ Acc block_reduce(Acc v) {
-  __shared__ Acc part[32];
+  FLUXION_SHARED_ARRAY(Acc, part, 32);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   v = warp_reduce<Acc, Op>(v);
   if (lane == 0) {
@@ -166,7 +166,9 @@ template <typename In, typename Acc, typename Out, typename Op>
 __global__ void reduce_cols(const In* x, Out* y, int64_t n_out, int64_t r,
                             int splits, Layout kept, Layout red,
                             bool partial) {
-  __shared__ Acc part[kColRows][kColWidth + 1];
+  // part[ty * kColPitch + tx]: padded against bank conflicts.
+  constexpr int kColPitch = kColWidth + 1;
+  FLUXION_SHARED_ARRAY(Acc, part, kColRows * kColPitch);
   Op op;
   const int tx = threadIdx.x % kColWidth, ty = threadIdx.x / kColWidth;
   const int64_t o = blockIdx.x * int64_t(kColWidth) + tx;
@@ -190,11 +192,11 @@ __global__ void reduce_cols(const In* x, Out* y, int64_t n_out, int64_t r,
       }
     }
   }
-  part[ty][tx] = acc;
+  part[ty * kColPitch + tx] = acc;
   __syncthreads();
   if (ty == 0 && o < n_out) {
     for (int k = 1; k < kColRows; ++k) {
-      acc = op(acc, part[k][tx]);
+      acc = op(acc, part[k * kColPitch + tx]);
     }
     y[partial ? o * splits + blockIdx.y : out_off] = cu::convert<Out>(acc);
   }
@@ -334,44 +336,39 @@ void Reduce::eval_gpu(const std::vector<array>& inputs,
   array& out = outputs[0];
   dispatch_all(in.dtype(), [&](auto tag) {
     using H = typename decltype(tag)::type;  // the host type
-    if constexpr (is_complex_v<H>) {
-      throw std::invalid_argument(
-          "[reduce] complex64 is not supported on the gpu yet.");
-    } else {
-      using In = cu::device_t<H>;
-      using SumT = cu::device_t<sum_type_t<H>>;
-      using SumAcc = cu::compute_t<SumT>;
-      using MaxAcc = cu::compute_t<In>;
-      switch (type_) {
-        case And:
-          reduce_typed<In, bool, bool, detail::AndOp>(in, out, axes_);
-          break;
-        case Or:
-          reduce_typed<In, bool, bool, detail::OrOp>(in, out, axes_);
-          break;
-        case Sum:
-          if constexpr (!std::is_same_v<sum_type_t<H>, float>) {
-            // mean of integers and half types: summed straight into float.
-            if (out.dtype() == float32) {
-              reduce_typed<In, float, float, detail::SumOp<float>>(in, out,
-                                                                   axes_);
-              break;
-            }
-          }
-          reduce_typed<In, SumAcc, SumT, detail::SumOp<SumAcc>>(in, out,
-                                                                axes_);
-          break;
-        case Prod:
-          reduce_typed<In, SumAcc, SumT, detail::ProdOp<SumAcc>>(in, out,
+    using In = cu::device_t<H>;
+    using SumT = cu::device_t<sum_type_t<H>>;
+    using SumAcc = cu::compute_t<SumT>;
+    using MaxAcc = cu::compute_t<In>;
+    switch (type_) {
+      case And:
+        reduce_typed<In, bool, bool, detail::AndOp>(in, out, axes_);
+        break;
+      case Or:
+        reduce_typed<In, bool, bool, detail::OrOp>(in, out, axes_);
+        break;
+      case Sum:
+        if constexpr (!std::is_same_v<sum_type_t<H>, float>) {
+          // mean of integers and half types: summed straight into float.
+          if (out.dtype() == float32) {
+            reduce_typed<In, float, float, detail::SumOp<float>>(in, out,
                                                                  axes_);
-          break;
-        case Max:
-          reduce_typed<In, MaxAcc, In, detail::MaxOp<MaxAcc>>(in, out, axes_);
-          break;
-        case Min:
-          reduce_typed<In, MaxAcc, In, detail::MinOp<MaxAcc>>(in, out, axes_);
-          break;
-      }
+            break;
+          }
+        }
+        reduce_typed<In, SumAcc, SumT, detail::SumOp<SumAcc>>(in, out,
+                                                              axes_);
+        break;
+      case Prod:
+        reduce_typed<In, SumAcc, SumT, detail::ProdOp<SumAcc>>(in, out,
+                                                               axes_);
+        break;
+      case Max:
+        reduce_typed<In, MaxAcc, In, detail::MaxOp<MaxAcc>>(in, out, axes_);
+        break;
+      case Min:
+        reduce_typed<In, MaxAcc, In, detail::MinOp<MaxAcc>>(in, out, axes_);
+        break;
     }
   });
 }
@@ -379,7 +376,7 @@ void Reduce::eval_gpu(const std::vector<array>& inputs,
 namespace {
 
 // First index of the extreme along the axis (a NaN wins at once), one
-// thread per output, as the CPU's arg_scan.
+// thread per output, with the CPU's rule (detail::arg_better).
 template <typename T, bool IsMax>
 __global__ void arg_reduce_kernel(const T* x, uint32_t* y, int64_t n_out,
                                   int64_t n, int64_t ast, Layout kept) {
@@ -389,9 +386,10 @@ __global__ void arg_reduce_kernel(const T* x, uint32_t* y, int64_t n_out,
     kept_offsets(kept, o, in_off, out_off);
     C best = cu::convert<C>(x[in_off]);
     uint32_t idx = 0;
-    for (int64_t j = 1; j < n && !(best != best); ++j) {
+    detail::IsNan nan;
+    for (int64_t j = 1; j < n && !nan(best); ++j) {
       C v = cu::convert<C>(x[in_off + j * ast]);
-      if (v != v || (IsMax ? v > best : v < best)) {
+      if (detail::arg_better<IsMax>(v, best)) {
         best = v;
         idx = static_cast<uint32_t>(j);
       }
@@ -422,7 +420,7 @@ void ArgReduce::eval_gpu(const std::vector<array>& inputs,
   }
   Layout kept = cu::collapse(ks, {kin, kout}, "argreduce");
   cudaStream_t s = cu::current_stream();
-  cu::dispatch_gpu<RealTypes>(in.dtype(), name(), [&](auto tag) {
+  cu::dispatch_gpu<AllTypes>(in.dtype(), name(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto launch = [&](auto kernel) {
       kernel<<<cu::blocks_for(n_out), cu::kThreads, 0, s>>>(

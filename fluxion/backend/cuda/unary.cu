@@ -24,6 +24,19 @@ void to_bool(const array& in, array& out, const char* name) {
   });
 }
 
+// abs, real and imag: float32 out of complex64, the input's dtype else.
+template <typename Op>
+void to_real(const array& in, array& out, const char* name) {
+  cu::dispatch_gpu<AllTypes>(in.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (math::is_complex_v<T>) {
+      cu::unary<T, float, Op>(in, out, name);
+    } else {
+      cu::unary<T, T, Op>(in, out, name);
+    }
+  });
+}
+
 }  // namespace
 
 #define FLUXION_GPU_UNARY(NAME, LIST, OPNAME)                              \
@@ -31,13 +44,18 @@ void to_bool(const array& in, array& out, const char* name) {
                       std::vector<array>& out) {                           \
     same_type<LIST, detail::NAME>(in[0], out[0], OPNAME);                  \
   }
+#define FLUXION_GPU_TO_REAL(NAME, OPNAME)                                  \
+  void NAME::eval_gpu(const std::vector<array>& in,                        \
+                      std::vector<array>& out) {                           \
+    to_real<detail::NAME>(in[0], out[0], OPNAME);                          \
+  }
 #define FLUXION_GPU_PREDICATE(NAME, OPNAME)                                \
   void NAME::eval_gpu(const std::vector<array>& in,                        \
                       std::vector<array>& out) {                           \
     to_bool<detail::NAME>(in[0], out[0], OPNAME);                          \
   }
 
-FLUXION_GPU_UNARY(Abs, AllTypes, "abs")
+FLUXION_GPU_TO_REAL(Abs, "abs")
 FLUXION_GPU_UNARY(Negative, AllTypes, "negative")
 FLUXION_GPU_UNARY(Sign, AllTypes, "sign")
 FLUXION_GPU_UNARY(Exp, InexactTypes, "exp")
@@ -69,13 +87,14 @@ FLUXION_GPU_UNARY(Floor, RealTypes, "floor")
 FLUXION_GPU_UNARY(Ceil, RealTypes, "ceil")
 FLUXION_GPU_UNARY(Round, AllTypes, "round")
 FLUXION_GPU_UNARY(Conjugate, AllTypes, "conjugate")
-FLUXION_GPU_UNARY(Real, AllTypes, "real")
-FLUXION_GPU_UNARY(Imag, AllTypes, "imag")
+FLUXION_GPU_TO_REAL(Real, "real")
+FLUXION_GPU_TO_REAL(Imag, "imag")
 FLUXION_GPU_PREDICATE(LogicalNot, "logical_not")
 FLUXION_GPU_PREDICATE(IsNan, "isnan")
 FLUXION_GPU_PREDICATE(IsInf, "isinf")
 FLUXION_GPU_PREDICATE(IsFinite, "isfinite")
 #undef FLUXION_GPU_UNARY
 #undef FLUXION_GPU_PREDICATE
+#undef FLUXION_GPU_TO_REAL
 
 }  // namespace fluxion
