@@ -451,7 +451,7 @@ void NumberOfElements::eval_gpu(const std::vector<array>& inputs,
   }
   auto& out = outputs[0];
   cu::alloc(out);
-  cu::dispatch_gpu<RealTypes>(out.dtype(), "number_of_elements", [&](auto t) {
+  cu::dispatch_gpu<AllTypes>(out.dtype(), "number_of_elements", [&](auto t) {
     using T = typename decltype(t)::type;
     fill_one<T><<<1, 1, 0, cu::current_stream()>>>(cu::ptr<T>(out), n);
   });
