@@ -4,6 +4,7 @@ workload's figures and the ratio against its reference.
 
 Run on a machine with an NVIDIA GPU, after `make test-gpu`:
     PYTHONPATH=build-gpu/python python3 benchmarks/gpu/bench_gpu.py
+(and with FLUXION_GPU_BATCH=1 for batched small kernels).
 Targets (issue 13): chain <= 5 us/op; add >= 90% and sums >= 85% of the
 copy bandwidth; matmul >= 97% of torch; the MLP step faster than torch.
 """
@@ -63,6 +64,9 @@ def main():
     assert torch is not None and torch.cuda.is_available()
     g = mx.gpu
     dev = torch.device("cuda")
+    # Batched launches of small elementwise kernels (batch.h) are opt-in:
+    # run once with FLUXION_GPU_BATCH=1 and once without to compare.
+    print(f"FLUXION_GPU_BATCH={os.environ.get('FLUXION_GPU_BATCH', '0')}")
 
     # Chain of 1000 adds on 16 elements, built and evaluated eagerly.
     # As torch's: the operator on the default device (the GPU).

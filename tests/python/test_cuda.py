@@ -3,6 +3,8 @@ kernels against the CPU, residency across devices, memory accounting,
 errors and out-of-memory recovery, and threads with their own GPU streams.
 """
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -134,6 +136,25 @@ def test_complex64_gradient_on_gpu():
     with mx.stream(C):
         h = mx.grad(loss)(z)
     np.testing.assert_allclose(np.array(g), np.array(h), rtol=1e-5)
+
+
+def test_batched_small_kernels_match_unbatched(tmp_path):
+    """FLUXION_GPU_BATCH=1 (read at start, hence processes of their own)
+    queues small float32 elementwise kernels and runs them in one launch:
+    the same program gives the unbatched kernels' results bit for bit, and
+    the CPU's to rounding (tests/python/batch_worker.py)."""
+    worker = os.path.join(os.path.dirname(__file__), "batch_worker.py")
+    runs = {}
+    for flag in ["1", "0"]:
+        out = str(tmp_path / f"batch{flag}.npz")
+        r = subprocess.run([sys.executable, worker, out],
+                           env=dict(os.environ, FLUXION_GPU_BATCH=flag),
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and r.stdout.strip().endswith("ok"), \
+            r.stdout + r.stderr
+        runs[flag] = np.load(out)
+    for k in runs["1"].files:
+        np.testing.assert_array_equal(runs["1"][k], runs["0"][k], err_msg=k)
 
 
 def test_big_sum_and_column_sum():

@@ -22,6 +22,7 @@
 
 #include "fluxion/backend/common/fail_outputs.h"
 #include "fluxion/backend/cuda/allocator.h"
+#include "fluxion/backend/cuda/batch.h"
 #include "fluxion/backend/cuda/cuda.h"
 #include "fluxion/backend/gpu.h"
 #include "fluxion/primitive.h"
@@ -138,6 +139,7 @@ struct StreamState {
   std::deque<std::pair<cudaEvent_t, std::vector<std::shared_ptr<Data>>>>
       in_flight;
   int launches = 0;
+  MicroBatch batch;  // small elementwise kernels not launched yet
   uint64_t upload_generation = 0;  // of the uploads waited for
   Uploads* uploads = nullptr;      // its device's
 };
@@ -170,8 +172,26 @@ void release_completed(StreamState& st, bool wait) {
   }
 }
 
+void set_device(int d) {
+  thread_local int t_device = -1;
+  if (t_device != d) {
+    check(cudaSetDevice(d), "set_device");
+    t_device = d;
+  }
+}
+
+// Launches the stream's queued small kernels (batch.h), before anything
+// else goes onto the stream. Called with st.mu held.
+void flush_batch(StreamState& st) {
+  if (!st.batch.empty()) {
+    set_device(st.device);
+    st.batch.flush(st.stream);
+  }
+}
+
 // Close the pending buffers into a checkpoint. Called with st.mu held.
 void checkpoint(StreamState& st) {
+  flush_batch(st);  // the event must follow the kernels using the buffers
   if (st.pending.empty()) {
     return;
   }
@@ -186,14 +206,6 @@ thread_local cudaStream_t t_current = nullptr;
 thread_local StreamState* t_state = nullptr;
 
 using common::fail_outputs;
-
-void set_device(int d) {
-  thread_local int t_device = -1;
-  if (t_device != d) {
-    check(cudaSetDevice(d), "set_device");
-    t_device = d;
-  }
-}
 
 // Set while CUDA runs one of our host functions on its thread, where no
 // CUDA call is allowed.
@@ -563,10 +575,16 @@ void eval(array& arr) {
   t_state = &st;
   t_keep = &st.pending;
   t_took_fault_slot = false;
+  bool queued = false;
   try {
     set_device(st.device);
     wait_for_uploads(st);
-    arr.primitive().eval_gpu(inputs, outputs);
+    queued = MicroBatch::enabled() &&
+             st.batch.add(arr.primitive(), inputs, outputs, st.stream);
+    if (!queued) {
+      flush_batch(st);  // the queued kernels come first
+      arr.primitive().eval_gpu(inputs, outputs);
+    }
     watch_outputs(st.faults, inputs, outputs);
   } catch (...) {
     auto e = std::current_exception();
@@ -583,7 +601,7 @@ void eval(array& arr) {
       }
     }
   }
-  if (++st.launches % 64 == 0) {
+  if (!queued && ++st.launches % 64 == 0) {
     try {
       checkpoint(st);
     } catch (...) {
@@ -630,6 +648,11 @@ void end_stream(Stream s) {
   }
   {
     std::lock_guard<std::mutex> lk(st->mu);
+    try {
+      flush_batch(*st);
+    } catch (...) {
+      // The stream ends anyway; its queued kernels' error was sticky.
+    }
     cudaStreamSynchronize(st->stream);
     checkpoint(*st);
     release_completed(*st, true);
@@ -676,6 +699,12 @@ void event_signal(const Event& e, Stream s) {
     // Nothing can run on a gpu stream here: everything before is done.
     e.mark_reached(scheduler::peek_stream_error(s.index));
     return;
+  }
+  {
+    // The event follows the stream's queued kernels.
+    StreamState& st = state(s);
+    std::lock_guard<std::mutex> lk(st.mu);
+    flush_batch(st);
   }
   cudaStream_t cs = stream_of(s);
   auto m = std::make_shared<HostMark>();
