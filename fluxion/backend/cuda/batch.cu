@@ -164,6 +164,7 @@ bool MicroBatch::add(const Primitive& p, const std::vector<array>& in,
   alloc_like(*like, out[0], true);
   op.y = ptr<float>(out[0]);
   ops_.push_back(op);
+  outs_.push_back(out[0]);
   if (static_cast<int>(ops_.size()) == kMicroMaxOps) {
     flush(s);
   }
@@ -174,14 +175,21 @@ void MicroBatch::flush(cudaStream_t s) {
   if (ops_.empty()) {
     return;
   }
-  // Emptied whatever happens: a failed launch is not retried.
+  // Emptied whatever happens: a failed launch is not retried, and its
+  // ops' outputs carry its error, as if each op's own launch had failed.
   try {
     launch_micro(ops_.data(), static_cast<int>(ops_.size()), s);
   } catch (...) {
+    auto e = std::current_exception();
+    for (auto& o : outs_) {
+      o.set_error(e);
+    }
     ops_.clear();
+    outs_.clear();
     throw;
   }
   ops_.clear();
+  outs_.clear();
 }
 
 }  // namespace fluxion::cu

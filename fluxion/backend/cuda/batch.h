@@ -71,6 +71,7 @@ class MicroBatch {
 
  private:
   std::vector<MicroOp> ops_;
+  std::vector<array> outs_;  // each op's output, for a failed launch
 };
 
 }  // namespace fluxion::cu
