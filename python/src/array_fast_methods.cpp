@@ -5,8 +5,8 @@
 // read straight from the argument vector: no Python object is made but the
 // result. Anything else (a stream, other argument types, a wrong call) is
 // handed to the pybind11 method replaced, so behaviour, errors and
-// messages stay the same, and so does the docstring (help() and the
-// type-stub test read it).
+// messages stay the same, and so does the docstring (help() reads it, and
+// tests/python/test_stubs.py checks python/fluxion/core.pyi against it).
 #include "python/src/convert.h"
 #include "python/src/ops_common.h"
 

@@ -8,13 +8,16 @@
 #include <typeindex>
 #include <unordered_map>
 
-#include "fluxion/backend/common/binary_ops.h"
-#include "fluxion/backend/common/unary_ops.h"
-#include "fluxion/backend/cuda/kernels.cuh"
+#include "fluxion/backend/cuda/elementwise.cuh"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/unary.h"
 
 namespace fluxion::cu {
+
+// A MicroMode is the FlatMode of elementwise.cuh, in one byte.
+static_assert(int(kMicroFlat) == kFlatBoth &&
+              int(kMicroScalarA) == kFlatScalarA &&
+              int(kMicroScalarB) == kFlatScalarB);
 
 namespace {
 
@@ -131,26 +134,12 @@ bool MicroBatch::add(const Primitive& p, const std::vector<array>& in,
   }
   // The layouts the elementwise kernels take flat (elementwise.cuh): the
   // output is laid out as `like`, whose buffer it may take.
-  const Device gpu{Device::gpu};
   const array& a = in[0];
   const array& b = in.size() == 2 ? in[1] : in[0];
-  MicroMode mode = kMicroFlat;
+  FlatMode mode = kFlatBoth;
   const array* like = &a;
-  if (in.size() == 2) {
-    const bool same = a.flags().contiguous && b.flags().contiguous &&
-                      a.strides() == b.strides() &&
-                      a.data_size() == b.data_size();
-    if (same) {
-      like = !a.is_donatable(gpu) && b.is_donatable(gpu) ? &b : &a;
-    } else if (a.data_size() == 1 && b.flags().contiguous) {
-      mode = kMicroScalarA;
-      like = &b;
-    } else if (b.data_size() == 1 && a.flags().contiguous) {
-      mode = kMicroScalarB;
-    } else {
-      return false;
-    }
-  } else if (!a.flags().contiguous) {
+  if (in.size() == 2 ? !flat_layout(a, b, mode, like)
+                     : !a.flags().contiguous) {
     return false;
   }
   const int64_t n = like->data_size();
@@ -160,7 +149,7 @@ bool MicroBatch::add(const Primitive& p, const std::vector<array>& in,
   // The operands' device addresses before the output may take a buffer
   // (uploading host operands now, ordered before the launch).
   MicroOp op{ptr<const float>(a), ptr<const float>(b), nullptr,
-             static_cast<int32_t>(n), *code, mode};
+             static_cast<int32_t>(n), *code, static_cast<MicroMode>(mode)};
   alloc_like(*like, out[0], true);
   op.y = ptr<float>(out[0]);
   ops_.push_back(op);

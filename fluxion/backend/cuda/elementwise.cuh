@@ -74,7 +74,8 @@ void unary(const array& in, array& out, const char* name) {
   check_launch(name);
 }
 
-// Binary: mode 0 both flat, 1 a scalar, 2 b scalar; `packed` as unary_flat.
+// Binary: Mode a FlatMode (0 both flat, 1 a scalar, 2 b scalar);
+// `packed` as unary_flat.
 template <typename In, typename Out, typename Op, int Mode>
 __global__ void binary_flat(const In* a, const In* b, Out* y, int64_t n,
                             bool packed) {
@@ -130,25 +131,37 @@ __global__ void binary_strided(const In* a, const In* b, Out* y, int64_t n,
   }
 }
 
+// The flat layouts a binary op takes (kFlatBoth: both operands over the
+// same data_size; kFlatScalarA / B: that one is a single element read
+// once) and the operand the output is laid out as and may take the buffer
+// of (either one when both are full-size); false: the strided kernel.
+enum FlatMode : int { kFlatBoth, kFlatScalarA, kFlatScalarB };
+inline bool flat_layout(const array& a, const array& b, FlatMode& mode,
+                        const array*& like) {
+  const Device gpu{Device::gpu};
+  if (a.flags().contiguous && b.flags().contiguous &&
+      a.strides() == b.strides() && a.data_size() == b.data_size()) {
+    mode = kFlatBoth;
+    like = !a.is_donatable(gpu) && b.is_donatable(gpu) ? &b : &a;
+  } else if (a.data_size() == 1 && b.flags().contiguous) {
+    mode = kFlatScalarA;
+    like = &b;
+  } else if (b.data_size() == 1 && a.flags().contiguous) {
+    mode = kFlatScalarB;
+    like = &a;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 template <typename In, typename Out, typename Op>
 void binary(const array& a, const array& b, array& out, const char* name) {
   cudaStream_t s = current_stream();
-  const bool a_scalar = a.data_size() == 1;
-  const bool b_scalar = b.data_size() == 1;
-  const bool same = a.flags().contiguous && b.flags().contiguous &&
-                    a.strides() == b.strides() &&
-                    a.data_size() == b.data_size();
   const In* pa = ptr<const In>(a);
   const In* pb = ptr<const In>(b);
   auto flat = [&](auto mode, const array& like) {
-    // Donate the full-size input (either one when both are).
-    const Device gpu{Device::gpu};
-    if (decltype(mode)::value == 0 && !a.is_donatable(gpu) &&
-        b.is_donatable(gpu)) {
-      alloc_like(b, out, true);
-    } else {
-      alloc_like(like, out, true);
-    }
+    alloc_like(like, out, true);
     constexpr int M = decltype(mode)::value;
     constexpr int V = pack_width<In, Out>();
     int64_t n = like.data_size();
@@ -162,13 +175,9 @@ void binary(const array& a, const array& b, array& out, const char* name) {
               pa, pb, y, n, packed);
     }
   };
-  if (same) {
-    flat(std::integral_constant<int, 0>{}, a);
-  } else if (a_scalar && b.flags().contiguous) {
-    flat(std::integral_constant<int, 1>{}, b);
-  } else if (b_scalar && a.flags().contiguous) {
-    flat(std::integral_constant<int, 2>{}, a);
-  } else {
+  FlatMode mode;
+  const array* like = nullptr;
+  if (!flat_layout(a, b, mode, like)) {
     alloc(out);
     int64_t n = out.size();
     if (n > 0) {
@@ -176,6 +185,12 @@ void binary(const array& a, const array& b, array& out, const char* name) {
       binary_strided<In, Out, Op><<<blocks_for(n, 4), kThreads, 0, s>>>(
           pa, pb, ptr<Out>(out), n, l);
     }
+  } else if (mode == kFlatBoth) {
+    flat(std::integral_constant<int, kFlatBoth>{}, *like);
+  } else if (mode == kFlatScalarA) {
+    flat(std::integral_constant<int, kFlatScalarA>{}, *like);
+  } else {
+    flat(std::integral_constant<int, kFlatScalarB>{}, *like);
   }
   check_launch(name);
 }

@@ -700,7 +700,7 @@ void event_signal(const Event& e, Stream s) {
     e.mark_reached(scheduler::peek_stream_error(s.index));
     return;
   }
-  {
+  if (MicroBatch::enabled()) {
     // The event follows the stream's queued kernels.
     StreamState& st = state(s);
     std::lock_guard<std::mutex> lk(st.mu);

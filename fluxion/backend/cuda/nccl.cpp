@@ -308,9 +308,8 @@ class NcclComm : public Comm {
   }
 
   // Polls a non-blocking call until NCCL has enqueued it (or created the
-  // communicator), or the deadline. Called with mu_.
-  // Polls c until it is ready (and `done` holds, when given), raising on
-  // its error or at the deadline.
+  // communicator) and `done` holds, when given; raises on c's error or at
+  // the deadline. Called with mu_.
   void wait_ready(const char* op, ncclComm_t c, const Deadline& d,
                   const char* what,
                   const std::function<bool()>& done = nullptr) {
@@ -321,10 +320,10 @@ class NcclComm : public Comm {
       if (rc != ncclSuccess) {
         state = rc;
       }
-      if (state == ncclSuccess && (!done || done())) {
-        return;
-      }
       if (state == ncclSuccess) {
+        if (!done || done()) {
+          return;
+        }
         state = ncclInProgress;  // c is fine; what it runs is not done
       }
       if (state != ncclInProgress) {
