@@ -220,7 +220,11 @@ array& array::operator=(array&& o) & {
 }
 
 // Siblings reference each other, so a group would never be freed: when the
-// last outside handle of a group goes, break the cycle.
+// last outside handle of a group goes, break the cycle. Every list of the
+// group is moved out before any handle in them is dropped (here and in
+// detach): a handle dropped inside a list's clear() would run this
+// destructor on a half-cleared group and could free a sibling whose list
+// is being cleared.
 array::~array() {
   if (!desc_ || desc_->siblings.empty()) {
     return;
@@ -235,10 +239,12 @@ array::~array() {
     }
   }
   auto sibs = std::move(desc_->siblings);
+  std::vector<std::vector<array>> lists;
+  lists.reserve(sibs.size());
   for (auto& s : sibs) {
-    s.desc_->siblings.clear();
+    lists.emplace_back(std::move(s.desc_->siblings));
   }
-}
+}  // lists, then sibs, dropped: every list of the group is empty by now
 
 int array::shape(int dim) const {
   int n = ndim();
@@ -275,15 +281,18 @@ std::vector<array> array::outputs() const {
 }
 
 void array::detach() {
-  for (auto& s : desc_->siblings) {
+  // The lists are moved out and dropped last, as in ~array.
+  auto sibs = std::move(desc_->siblings);
+  std::vector<std::vector<array>> dropped;
+  dropped.reserve(2 * sibs.size() + 1);
+  dropped.emplace_back(std::move(desc_->inputs));
+  for (auto& s : sibs) {
+    dropped.emplace_back(std::move(s.desc_->inputs));
+    dropped.emplace_back(std::move(s.desc_->siblings));
     s.desc_->primitive = nullptr;
-    s.desc_->inputs.clear();
-    s.desc_->siblings.clear();
     s.desc_->position = 0;
   }
-  desc_->siblings.clear();
   desc_->position = 0;
-  desc_->inputs.clear();
   desc_->primitive = nullptr;
 }
 

@@ -94,6 +94,26 @@ TEST(Array, LazinessAndDetach) {
   expect_close(b, {std::exp(1.0), std::exp(2.0)});
 }
 
+// One output of a group whose other outputs have no handle outside the
+// group (as after a GPU eval, which keeps no copies of the outputs):
+// detaching it must not free a sibling while its list is being cleared.
+TEST(Array, DetachWhenOnlyOneOutputOfAGroupIsHeld) {
+  fluxion::detail::EagerOff lazy_graphs;
+  array x({5.0f});
+  for (int n : {2, 3}) {
+    std::vector<array> outs{x + 1.0f, x * 2.0f, x - 1.0f};
+    outs.erase(outs.begin() + n, outs.end());
+    array first = depends(outs, {x})[0];
+    first.detach();
+    EXPECT_FALSE(first.has_primitive());
+    EXPECT_TRUE(first.siblings().empty());
+    EXPECT_TRUE(first.inputs().empty());
+  }
+  // Evaluated, the held output is still right.
+  array y = depends({x + 1.0f, x * 2.0f}, {x})[1];
+  EXPECT_EQ(y.item<float>(), 10.0f);
+}
+
 TEST(Array, DeepGraphsDoNotOverflowTheStack) {
   // Graphs of computed arrays, kept lazy (fluxion/eager.h).
   fluxion::detail::EagerOff lazy_graphs;

@@ -139,8 +139,8 @@ def test_complex64_gradient_on_gpu():
 
 
 def test_batched_small_kernels_match_unbatched(tmp_path):
-    """FLUXION_GPU_BATCH=1 (read at start, hence processes of their own)
-    queues small float32 elementwise kernels and runs them in one launch:
+    """Batching (the default; FLUXION_GPU_BATCH=0, read at start, turns it
+    off, hence processes of their own) queues small float32 elementwise kernels and runs them in one launch:
     the same program gives the unbatched kernels' results bit for bit, and
     the CPU's to rounding (tests/python/batch_worker.py)."""
     worker = os.path.join(os.path.dirname(__file__), "batch_worker.py")

@@ -112,7 +112,7 @@ void launch_micro(const MicroOp* ops, int count, cudaStream_t s) {
 bool MicroBatch::enabled() {
   static const bool on = [] {
     const char* v = std::getenv("FLUXION_GPU_BATCH");
-    return v != nullptr && std::strcmp(v, "1") == 0;
+    return v == nullptr || std::strcmp(v, "0") != 0;
   }();
   return on;
 }

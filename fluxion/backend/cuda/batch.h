@@ -1,5 +1,5 @@
-// Batched launches of small elementwise kernels (opt-in while unmeasured:
-// FLUXION_GPU_BATCH=1). A chain of eager ops on small arrays pays CUDA's
+// Batched launches of small elementwise kernels (on by default;
+// FLUXION_GPU_BATCH=0 turns them off). A chain of eager ops on small arrays pays CUDA's
 // launch per op (a bare cudaLaunchKernel cost 4.7 us of host time on the
 // H200 machine, more than the rest of an op's eval). With batching,
 // consecutive float32 unary and binary ops of at most kMicroMaxSize
@@ -58,7 +58,7 @@ void launch_micro(const MicroOp* ops, int count, cudaStream_t s);
 // A stream's queue. Not thread-safe: used under the stream's mutex.
 class MicroBatch {
  public:
-  // FLUXION_GPU_BATCH=1, read once.
+  // Unless FLUXION_GPU_BATCH=0; read once.
   static bool enabled();
   // Queues the kernel of `p` on `in` (allocating `out` as the kernel
   // would) and returns true when it qualifies; false leaves everything
