@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -392,15 +393,29 @@ void* Data::ptr_on(Device d) {
     throw std::runtime_error(
         "[residency] A buffer can have a copy on one other device only.");
   }
-  auto& a = allocator::get(d, "malloc");
-  void* c = a.malloc(nbytes_);
+  // A host copy goes to pinned memory when it can be had, else to the
+  // host's (pinned memory is limited by the system).
+  allocator::Allocator* a = nullptr;
+  void* c = nullptr;
+  if (d.type == Device::cpu) {
+    a = gpu::host_copy_allocator();
+    try {
+      c = a != nullptr ? a->malloc(nbytes_) : nullptr;
+    } catch (const std::runtime_error&) {
+      c = nullptr;
+    }
+  }
+  if (c == nullptr) {
+    a = &allocator::get(d, "malloc");
+    c = a->malloc(nbytes_);
+  }
   try {
     gpu::copy_memory(c, d, ptr_, device_, nbytes_);
   } catch (...) {
-    a.free(c, nbytes_);
+    a->free(c, nbytes_);
     throw;
   }
-  copy_allocator_ = &a;
+  copy_allocator_ = a;
   copy_device_ = d;
   copy_.store(c, std::memory_order_release);
   return c;

@@ -15,6 +15,8 @@ import time
 # JAX must not take most of the GPU's memory at import.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
+import numpy as np
+
 import fluxion.core as mx
 
 try:
@@ -143,6 +145,7 @@ def main():
     del mtx, a, b
 
     mlp_step(g, dev)
+    host_copies(g, dev)
 
     # Matmul 8192^3, bfloat16 and float32 (TF32 off on both sides).
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -205,6 +208,49 @@ def chain_parts(g, dev):
     print(f"chain parts (us/op): build {med(builds) / n * 1e6:.2f}  "
           f"eval {med(evals) / n * 1e6:.2f}  free {med(frees) / n * 1e6:.2f}"
           f"  torch add_ in place {floor / n * 1e6:.2f}")
+
+
+def host_copies(g, dev):
+    """A fresh GPU result of 256 MiB read by NumPy (its host copy: a pinned
+    block, cached) against torch's .cpu() of one (pageable memory, torch's
+    default) and torch copying into a pinned tensor it holds (the bus's
+    bandwidth). The first conversion pins a new block; later ones reuse
+    it."""
+    n = 64 << 20
+    x = mx.zeros((n,), stream=g)
+    t = torch.zeros(n, device=dev)
+    pinned = torch.empty(n, pin_memory=True)
+    mx.eval(x)
+
+    def ours():
+        y = mx.add(x, 1, stream=g)
+        mx.eval(y)
+        start = time.perf_counter()
+        h = np.asarray(y)
+        took = time.perf_counter() - start
+        assert h[-1] == 1.0
+        return took
+
+    def theirs(into_pinned):
+        u = t + 1
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        if into_pinned:
+            pinned.copy_(u)
+        else:
+            u.cpu()
+        return time.perf_counter() - start
+
+    gbs = lambda sec: 4 * n / sec / 1e9
+    first = ours()
+    later = statistics.median(ours() for _ in range(REPS))
+    report("to host 256 MiB f32 (GB/s)", gbs(later),
+           gbs(statistics.median(theirs(False) for _ in range(REPS))),
+           "GB/s", "torch .cpu()", True)
+    print(f"  first conversion {gbs(first):.1f} GB/s (pins a new block); "
+          f"torch into pinned "
+          f"{gbs(statistics.median(theirs(True) for _ in range(REPS))):.1f}"
+          " GB/s")
 
 
 def mlp_step(g, dev):

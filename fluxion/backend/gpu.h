@@ -25,6 +25,12 @@ DeviceInfo device_info(int index);
 void copy_memory(void* dst, Device dst_device, const void* src,
                  Device src_device, size_t n);
 
+// Where a host copy of a GPU buffer is made (Data::ptr_on): pinned host
+// memory, which a copy from the GPU fills at the bus's full bandwidth
+// (from pageable memory the driver stages it through its own smaller
+// buffers). Null without a GPU backend.
+allocator::Allocator* host_copy_allocator();
+
 // The backend's own handle of `s` (a cudaStream_t), for exchanges that
 // name streams: a DLPack producer makes it wait for the tensor it hands
 // over. Raises without a GPU backend.

@@ -213,6 +213,33 @@ def test_residency_cpu_after_gpu_and_back():
     assert bytes(memoryview(np.asarray(y)))[:4] == np.float32(0).tobytes()
 
 
+def test_host_copies_are_exact_across_sizes_and_block_reuse():
+    """A GPU result read on the host is copied into a cached pinned block:
+    sizes around the cache's buckets, a block taken again by the next copy
+    once its array is gone, and blocks made after mx.clear_cache gave the
+    cache back all hold what the GPU computed."""
+    for n in [1, 3, 17, 1000, (1 << 16) + 7, 3 << 20]:
+        want = np.arange(n, dtype=np.float32)
+        for scale in [2, 3]:
+            x = mx.multiply(mx.arange(n, dtype=mx.float32, stream=G), scale,
+                            stream=G)
+            np.testing.assert_array_equal(np.array(x), want * scale)
+            assert x[n - 1].item() == (n - 1) * scale
+            del x
+        mx.clear_cache()
+    y = mx.add(mx.ones((5, 7), dtype=mx.float16, stream=G), 1, stream=G)
+    assert np.array(y).tolist() == [[2.0] * 7] * 5
+
+
+def test_host_copies_are_pinned():
+    cupy = pytest.importorskip("cupy")
+    x = mx.add(mx.zeros((1 << 20,), stream=G), 1, stream=G)
+    h = np.asarray(x)  # the buffer protocol exposes the host copy itself
+    assert h[-1] == 1.0
+    attrs = cupy.cuda.runtime.pointerGetAttributes(h.ctypes.data)
+    assert attrs.memoryType == 1  # cudaMemoryTypeHost: page-locked
+
+
 def test_no_stale_copy_after_in_place_update():
     # A host array used on the GPU (uploaded), then updated in place.
     x = mx.array([1.0, 2.0, 3.0])

@@ -2,7 +2,9 @@
 // plain cudaMalloc, never managed memory (design.md §5). Blocks are reused
 // only after the kernels that used them have finished (eval.cpp keeps the
 // buffers of queued kernels alive until then), so reuse across streams is
-// safe without stream-ordered allocation.
+// safe without stream-ordered allocation. Host copies of GPU buffers go to
+// pinned host memory, cached the same way (pinning is slow: a reused block
+// costs nothing).
 #include "fluxion/backend/cuda/allocator.h"
 
 #include <cuda_runtime_api.h>
@@ -34,6 +36,12 @@ class CudaAllocator : public common::CachingAllocator {
     }
   }
 
+  // mx.clear_cache gives back the pinned host blocks too.
+  void clear_cache() override {
+    common::CachingAllocator::clear_cache();
+    pinned_allocator().clear_cache();
+  }
+
  protected:
   void* system_malloc(size_t bytes) override {
     void* p = nullptr;
@@ -51,7 +59,33 @@ class CudaAllocator : public common::CachingAllocator {
   int device_;
 };
 
+// Page-locked host memory, portable (any GPU may copy into it). What it
+// caches is capped: pinned pages are taken from the system's pageable pool.
+class PinnedAllocator : public common::CachingAllocator {
+ public:
+  PinnedAllocator() : common::CachingAllocator(kCacheLimit) {}
+
+ protected:
+  void* system_malloc(size_t bytes) override {
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+      cudaGetLastError();  // not sticky: clear it
+      return nullptr;
+    }
+    return p;
+  }
+  void system_free(void* ptr, size_t) override { cudaFreeHost(ptr); }
+
+ private:
+  static constexpr size_t kCacheLimit = size_t(1) << 30;
+};
+
 }  // namespace
+
+allocator::Allocator& pinned_allocator() {
+  static auto* a = new PinnedAllocator();  // leaked, as the others
+  return *a;
+}
 
 void register_allocators(int count) {
   for (int i = 0; i < count; ++i) {

@@ -466,6 +466,10 @@ bool is_available() { return devices().count > 0; }
 
 int device_count() { return devices().count; }
 
+allocator::Allocator* host_copy_allocator() {
+  return is_available() ? &cu::pinned_allocator() : nullptr;
+}
+
 DeviceInfo device_info(int index) {
   if (index < 0 || index >= device_count()) {
     throw std::invalid_argument("[device_info] There is no gpu " +

@@ -36,6 +36,8 @@ void copy_memory(void*, Device, const void*, Device, size_t) {
   no_gpu("copy_memory");
 }
 
+allocator::Allocator* host_copy_allocator() { return nullptr; }
+
 void* native_stream(Stream) { no_gpu("native_stream"); }
 
 void eval(array& arr) {
