@@ -24,7 +24,7 @@ ifeq ($(origin OPENBLAS_CORETYPE),undefined)
   endif
 endif
 
-.PHONY: deps build test test-mpi test-install install test-gpu test-asan test-tsan \
+.PHONY: deps build test test-mpi test-install install test-gpu test-gpu-sanitize test-asan test-tsan \
 	fuzz soak demo fashion-mnist char-lm bench docs clean format
 
 # Install only the Debian packages that are missing. Where they cannot be
@@ -89,6 +89,11 @@ install: build
 # adds the whole suite with the CPU as default device).
 test-gpu:
 	BUILD=build-gpu JOBS=$(JOBS) sh tools/test_gpu.sh
+
+# After test-gpu: the same C++ GPU tests under compute-sanitizer memcheck
+# and racecheck (tools/test_gpu_sanitize.sh; TOOLS= picks one).
+test-gpu-sanitize:
+	BUILD=build-gpu JOBS=$(JOBS) sh tools/test_gpu_sanitize.sh
 
 # --- Sanitizers (docs/architecture.md, "Reliability") ---
 # Each variant has its own build folder and builds only what it runs: no
