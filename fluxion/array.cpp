@@ -282,6 +282,14 @@ std::vector<array> array::outputs() const {
 }
 
 void array::detach() {
+  // Only lists that hold something are written: a stream's worker may be
+  // dropping its handles to this node (reading the lists in ~array) now.
+  if (desc_->siblings.empty()) {
+    desc_->inputs.clear();
+    desc_->position = 0;
+    desc_->primitive = nullptr;
+    return;
+  }
   // The lists are moved out and dropped last, as in ~array.
   auto sibs = std::move(desc_->siblings);
   std::vector<std::vector<array>> dropped;
