@@ -26,7 +26,7 @@ Allocator* find(Device d) {
       return nullptr;
     }
     Allocator* a = &cpu::host_allocator();
-    detail::host.store(a, std::memory_order_relaxed);
+    detail::host.store(a, std::memory_order_release);
     return a;
   }
   if (d.index < 0 || d.index >= kMaxGpus) {

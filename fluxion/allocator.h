@@ -61,7 +61,7 @@ Allocator& get_slow(Device d, const char* op);
 // registered allocator).
 inline Allocator& get(Device d, const char* op = "allocator") {
   if (d.type == Device::cpu && d.index == 0) {
-    if (Allocator* a = detail::host.load(std::memory_order_relaxed)) {
+    if (Allocator* a = detail::host.load(std::memory_order_acquire)) {
       return *a;
     }
   }

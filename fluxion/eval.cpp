@@ -232,6 +232,9 @@ static array eval_impl(std::vector<array> outputs, bool async) {
         }
       }
 
+      // The backend may detach arr (the CPU's does, before its task can
+      // run): what follows reads the group from this copy.
+      std::vector<array> sibs = arr.siblings();
       if (arr.primitive().device() == Device::gpu) {
         gpu::eval(arr);
       } else {
@@ -243,7 +246,7 @@ static array eval_impl(std::vector<array> outputs, bool async) {
       // a whole batch of temporaries past the memory limit. Memory is the
       // node's device's (each device has its allocator).
       pending_bytes += arr.nbytes();
-      for (auto& sib : arr.siblings()) {
+      for (auto& sib : sibs) {
         pending_bytes += sib.nbytes();
       }
       // The limit is read once per device and eval (each read, like the
@@ -292,7 +295,7 @@ static array eval_impl(std::vector<array> outputs, bool async) {
       };
       arr.set_status(array::Status::evaluated);
       maybe_update_fence(arr);
-      for (auto& sib : arr.siblings()) {
+      for (auto& sib : sibs) {
         sib.set_status(array::Status::evaluated);
         maybe_update_fence(sib);
       }

@@ -79,8 +79,16 @@ void eval(array& arr) {
       arr.is_tracer() ? arr.inputs() : arr.take_inputs();
   std::vector<array> outputs = arr.outputs();
   auto stream = arr.primitive().stream();
+  auto prim = arr.primitive_ptr();
+  if (!arr.is_tracer()) {
+    // Detached before the task can run: the worker drops its copies of
+    // the outputs when the task ends, and ~array reads their sibling
+    // lists, which detach empties (eval_impl's own detach then finds
+    // nothing to write).
+    arr.detach();
+  }
   scheduler::enqueue(
-      stream, [prim = arr.primitive_ptr(), inputs = std::move(inputs),
+      stream, [prim = std::move(prim), inputs = std::move(inputs),
                outputs = std::move(outputs), s = stream.index]() mutable {
         // An input whose kernel failed holds no result: skip this kernel
         // (it could run for long on zeros, or fail again allocating), and
