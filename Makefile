@@ -87,13 +87,15 @@ install: build
 # On a machine with an NVIDIA GPU: build with CUDA (build-gpu, all cores)
 # and run the GPU tests, one summary at the end (tools/test_gpu.sh; FULL=1
 # adds the whole suite with the CPU as default device).
+# The C++ GPU tests: the op table's gpu cases and the GPU-only suites.
+GPU_TESTS = *_gpu:*Gpu*:*Cuda*:Registry*:RulesCoverage.KernelsPerBackend:Allocator*
 test-gpu:
-	BUILD=build-gpu JOBS=$(JOBS) sh tools/test_gpu.sh
+	BUILD=build-gpu JOBS=$(JOBS) FILTER='$(GPU_TESTS)' sh tools/test_gpu.sh
 
 # After test-gpu: the same C++ GPU tests under compute-sanitizer memcheck
 # and racecheck (tools/test_gpu_sanitize.sh; TOOLS= picks one).
 test-gpu-sanitize:
-	BUILD=build-gpu JOBS=$(JOBS) sh tools/test_gpu_sanitize.sh
+	BUILD=build-gpu JOBS=$(JOBS) FILTER='$(GPU_TESTS)' sh tools/test_gpu_sanitize.sh
 
 # --- Sanitizers (docs/architecture.md, "Reliability") ---
 # Each variant has its own build folder and builds only what it runs: no

@@ -403,14 +403,13 @@ void* Data::ptr_on(Device d) {
   }
   // A host copy goes to pinned memory when it can be had, else to the
   // host's (pinned memory is limited by the system).
-  allocator::Allocator* a = nullptr;
+  allocator::Allocator* a =
+      d.type == Device::cpu ? gpu::host_copy_allocator() : nullptr;
   void* c = nullptr;
-  if (d.type == Device::cpu) {
-    a = gpu::host_copy_allocator();
+  if (a != nullptr) {
     try {
-      c = a != nullptr ? a->malloc(nbytes_) : nullptr;
+      c = a->malloc(nbytes_);
     } catch (const std::runtime_error&) {
-      c = nullptr;
     }
   }
   if (c == nullptr) {

@@ -232,8 +232,8 @@ static array eval_impl(std::vector<array> outputs, bool async) {
         }
       }
 
-      // The backend may detach arr (the CPU's does, before its task can
-      // run): what follows reads the group from this copy.
+      // The backend detaches arr (common::take_node): what follows reads
+      // the group from this copy.
       std::vector<array> sibs = arr.siblings();
       if (arr.primitive().device() == Device::gpu) {
         gpu::eval(arr);
@@ -298,9 +298,6 @@ static array eval_impl(std::vector<array> outputs, bool async) {
       for (auto& sib : sibs) {
         sib.set_status(array::Status::evaluated);
         maybe_update_fence(sib);
-      }
-      if (!arr.is_tracer()) {
-        arr.detach();
       }
     }
   } catch (...) {

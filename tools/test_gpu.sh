@@ -20,7 +20,7 @@ status=0
 summary=""
 # The C++ GPU tests in $JOBS gtest shards, one process each (a CUDA
 # context costs seconds per process, too much for one per test).
-FILTER='*_gpu:*Gpu*:*Cuda*:Registry*:RulesCoverage.KernelsPerBackend:Allocator*'
+FILTER=${FILTER:?the gtest filter of the GPU tests: run it as make test-gpu}
 i=0
 while [ $i -lt "$JOBS" ]; do
   GTEST_TOTAL_SHARDS=$JOBS GTEST_SHARD_INDEX=$i "$BUILD/fluxion_tests" \

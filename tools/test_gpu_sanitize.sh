@@ -1,7 +1,7 @@
 #!/bin/sh
 # make test-gpu-sanitize: the C++ GPU tests (test_gpu.sh's filter) under
-# compute-sanitizer, memcheck then racecheck, after `make test-gpu` built
-# $BUILD. Each tool runs in $JOBS gtest shards at once (the sanitizer
+# compute-sanitizer (Makefile's GPU_TESTS), memcheck then racecheck, after
+# `make test-gpu` built $BUILD. Each tool runs in $JOBS gtest shards at once (the sanitizer
 # slows a kernel launch by orders of magnitude, so shards keep the run in
 # one device call); a shard's report is in $BUILD/sanitize-TOOL-N.log.
 # Prints, per tool, the tests run, the errors reported and the shards
@@ -14,7 +14,7 @@ set -u
   echo "test-gpu-sanitize: $BUILD/fluxion_tests is missing: run make test-gpu first"
   exit 1; }
 command -v compute-sanitizer > /dev/null || PATH="$PATH:/usr/local/cuda/bin"
-FILTER='*_gpu:*Gpu*:*Cuda*:Registry*:RulesCoverage.KernelsPerBackend:Allocator*'
+FILTER=${FILTER:?the gtest filter of the GPU tests: run it as make test-gpu-sanitize}
 status=0
 summary=""
 for tool in $TOOLS; do

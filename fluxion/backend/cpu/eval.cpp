@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fluxion/backend/common/fail_outputs.h"
+#include "fluxion/backend/common/node.h"
 #include "fluxion/graph_utils.h"
 #include "fluxion/primitive.h"
 #include "fluxion/scheduler.h"
@@ -72,24 +73,13 @@ std::exception_ptr with_op(const std::exception_ptr& e, const Primitive& p,
 }  // namespace
 
 void eval(array& arr) {
-  // A tracer keeps its graph (transformations walk it again); anything else
-  // hands its inputs to the task, which is the detach, and lets the task's
-  // copies be the last references so buffers can be donated.
-  std::vector<array> inputs =
-      arr.is_tracer() ? arr.inputs() : arr.take_inputs();
-  std::vector<array> outputs = arr.outputs();
-  auto stream = arr.primitive().stream();
-  auto prim = arr.primitive_ptr();
-  if (!arr.is_tracer()) {
-    // Detached before the task can run: the worker drops its copies of
-    // the outputs when the task ends, and ~array reads their sibling
-    // lists, which detach empties (eval_impl's own detach then finds
-    // nothing to write).
-    arr.detach();
-  }
+  auto node = common::take_node(arr);
+  auto stream = node.primitive->stream();
   scheduler::enqueue(
-      stream, [prim = std::move(prim), inputs = std::move(inputs),
-               outputs = std::move(outputs), s = stream.index]() mutable {
+      stream, [prim = std::move(node.primitive),
+               inputs = std::move(node.inputs),
+               outputs = std::move(node.outputs),
+               s = stream.index]() mutable {
         // An input whose kernel failed holds no result: skip this kernel
         // (it could run for long on zeros, or fail again allocating), and
         // carry the first error to this stream's event too, so that an

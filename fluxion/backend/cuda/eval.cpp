@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "fluxion/backend/common/fail_outputs.h"
+#include "fluxion/backend/common/node.h"
 #include "fluxion/backend/cuda/allocator.h"
 #include "fluxion/backend/cuda/batch.h"
 #include "fluxion/backend/cuda/cuda.h"
@@ -562,10 +563,8 @@ void eval(array& arr) {
                              arr.primitive().name() +
                              " on the gpu: no GPU is visible.");
   }
-  std::vector<array> inputs =
-      arr.is_tracer() ? arr.inputs() : arr.take_inputs();
-  std::vector<array> outputs = arr.outputs();
-  auto s = arr.primitive().stream();
+  auto [prim, inputs, outputs] = common::take_node(arr);
+  auto s = prim->stream();
   StreamState& st = state(s);
   std::lock_guard<std::mutex> lk(st.mu);
   for (auto& in : inputs) {
@@ -584,10 +583,10 @@ void eval(array& arr) {
     set_device(st.device);
     wait_for_uploads(st);
     queued = MicroBatch::enabled() &&
-             st.batch.add(arr.primitive(), inputs, outputs, st.stream);
+             st.batch.add(*prim, inputs, outputs, st.stream);
     if (!queued) {
       flush_batch(st);  // the queued kernels come first
-      arr.primitive().eval_gpu(inputs, outputs);
+      prim->eval_gpu(inputs, outputs);
     }
     watch_outputs(st.faults, inputs, outputs);
   } catch (...) {
