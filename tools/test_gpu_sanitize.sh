@@ -5,10 +5,14 @@
 # slows a kernel launch by orders of magnitude, so shards keep the run in
 # one device call); a shard's report is in $BUILD/sanitize-TOOL-N.log.
 # Prints, per tool, the tests run, the errors reported and the shards
-# that did not finish. TOOLS="memcheck" runs one of them.
+# that did not finish. TOOLS="memcheck" runs one of them; SHARD_TIMEOUT=S
+# stops a shard after S seconds (it then counts as unfinished), so the
+# summary still prints within one device call.
 BUILD=${BUILD:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
 TOOLS=${TOOLS:-memcheck racecheck}
+LIMIT=""
+[ -n "${SHARD_TIMEOUT:-}" ] && LIMIT="timeout -s INT $SHARD_TIMEOUT"
 set -u
 [ -x "$BUILD/fluxion_tests" ] || {
   echo "test-gpu-sanitize: $BUILD/fluxion_tests is missing: run make test-gpu first"
@@ -20,7 +24,7 @@ summary=""
 for tool in $TOOLS; do
   i=0
   while [ $i -lt "$JOBS" ]; do
-    GTEST_TOTAL_SHARDS=$JOBS GTEST_SHARD_INDEX=$i compute-sanitizer \
+    GTEST_TOTAL_SHARDS=$JOBS GTEST_SHARD_INDEX=$i $LIMIT compute-sanitizer \
       --tool "$tool" --error-exitcode 9 --print-limit 20 \
       "$BUILD/fluxion_tests" --gtest_filter="$FILTER" --gtest_brief=1 \
       > "$BUILD/sanitize-$tool-$i.log" 2>&1 &
