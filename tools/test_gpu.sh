@@ -30,7 +30,8 @@ done
 wait
 cat "$BUILD"/gtest-gpu-*.log > "$BUILD/gtest-gpu.log"
 passed=$(grep -c '^\[       OK \]' "$BUILD/gtest-gpu.log")
-skipped=$(grep -c '^\[  SKIPPED \]' "$BUILD/gtest-gpu.log")
+# The per-test lines only: gtest lists skipped and failed tests again at the end.
+skipped=$(grep -c '^\[  SKIPPED \].* ms)$' "$BUILD/gtest-gpu.log")
 failed=$(grep -c '^\[  FAILED  \].* ms)$' "$BUILD/gtest-gpu.log")
 crashed=$(for f in "$BUILD"/gtest-gpu-[0-9]*.log; do
   grep -Eq 'from [0-9]+ test suites? ran' "$f" || echo "$f"; done | wc -l)
