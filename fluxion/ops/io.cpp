@@ -390,6 +390,11 @@ void write_npy(io::Writer& w, array a) {
   w.write(bytes, a.nbytes());
 }
 
+Stream load_stream(StreamOrDevice s) {
+  Stream st = to_stream(s);
+  return st.device == Device::gpu ? default_stream(Device::cpu) : st;
+}
+
 array npy_array(const std::shared_ptr<io::Reader>& r, uint64_t base, Stream s) {
   char pre[12];
   read_exact(*r, pre, 8, base, ".npy header");
@@ -452,7 +457,7 @@ void save(std::string file, array a) {
 }
 
 array load(std::shared_ptr<io::Reader> in, StreamOrDevice s) {
-  return io_detail::npy_array(in, 0, to_stream(s));
+  return io_detail::npy_array(in, 0, io_detail::load_stream(s));
 }
 
 array load(const std::string& file, StreamOrDevice s) {

@@ -383,7 +383,7 @@ void save_gguf(std::string file,
 
 GGUFLoad load_gguf(std::shared_ptr<io::Reader> reader, StreamOrDevice s) {
   using io_detail::load_error;
-  Stream stream = to_stream(s);
+  Stream stream = io_detail::load_stream(s);
   In in(*reader);
   std::string magic = in.bytes(4, "magic");
   if (magic != "GGUF") {

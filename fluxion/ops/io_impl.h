@@ -37,6 +37,13 @@ const char* row_major_bytes(array& a, std::string& tmp);
 std::string npy_header(const array& a);
 void write_npy(io::Writer& w, array a);
 
+// The stream a load reads on: the one `s` names, unless it is a GPU's.
+// Reading a file is host work (no backend has a Load kernel on the GPU):
+// there the read runs on the CPU's default stream, and the arrays, whose
+// home is then the host, are uploaded once by their first GPU op. So
+// mx.load works where the GPU is the default device.
+Stream load_stream(StreamOrDevice s);
+
 // The lazy array stored as .npy at `base` in `r` (parses the header now).
 array npy_array(const std::shared_ptr<io::Reader>& r, uint64_t base, Stream s);
 

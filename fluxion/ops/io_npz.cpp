@@ -295,7 +295,7 @@ std::unordered_map<std::string, array> load_npz(std::shared_ptr<io::Reader> in,
   using io_detail::get;
   using io_detail::load_error;
   using io_detail::read_exact;
-  Stream stream = to_stream(s);
+  Stream stream = io_detail::load_stream(s);
   uint64_t size = in->size();
   // The end record is in the last 22 + 65535 (comment) bytes.
   uint64_t tail = std::min<uint64_t>(size, 22 + 65535);

@@ -104,7 +104,7 @@ void save_safetensors(
 SafetensorsLoad load_safetensors(std::shared_ptr<io::Reader> in,
                                  StreamOrDevice s) {
   using io_detail::load_error;
-  Stream stream = to_stream(s);
+  Stream stream = io_detail::load_stream(s);
   char len_bytes[8];
   io_detail::read_exact(*in, len_bytes, 8, 0, "safetensors header size");
   uint64_t hlen = 0;

@@ -113,6 +113,30 @@ TEST_F(IoTest, SaveAppendsExtension) {
   EXPECT_TRUE(std::filesystem::exists(path("s.safetensors")));
 }
 
+// Reading a file is host work: a load asked for on a GPU stream (there the
+// default when a GPU is visible) reads on the CPU's default stream, so it
+// works in every build; GPU ops upload the result when they first use it.
+TEST_F(IoTest, LoadsOnAGpuStreamReadOnTheCpu) {
+  Stream gpu_stream(0, Device::gpu);
+  auto a = sample(float32);
+  save(path("a.npy"), a);
+  savez(path("a.npz"), {{"a", a}});
+  save_safetensors(path("a.safetensors"), {{"a", a}});
+  save_gguf(path("a.gguf"), {{"a", a}});
+  std::vector<array> loaded = {
+      load(path("a.npy"), gpu_stream),
+      load_npz(path("a.npz"), gpu_stream).at("a"),
+      load_safetensors(path("a.safetensors"), gpu_stream).first.at("a"),
+      load_gguf(path("a.gguf"), gpu_stream).first.at("a")};
+  for (auto& x : loaded) {
+    EXPECT_EQ(x.primitive().stream(), default_stream(Device::cpu));
+    expect_same(x, a);
+  }
+  // A CPU stream given explicitly is kept.
+  Stream other = new_stream(Device::cpu);
+  EXPECT_EQ(load(path("a.npy"), other).primitive().stream(), other);
+}
+
 TEST_F(IoTest, SavesStridedAndBroadcastArrays) {
   auto a = iota({3, 4, 5});
   auto t = transpose(a, {2, 0, 1});

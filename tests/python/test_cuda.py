@@ -584,3 +584,21 @@ def test_dlpack_import_from_torch_is_zero_copy_and_ordered():
     assert host(c)[0, 0] == 1.0
     # Onto the CPU on request.
     assert mx.from_dlpack(t, device=mx.cpu).tolist()[0][0] == 2.0
+
+
+def test_load_where_the_gpu_is_the_default(tmp_path):
+    # Reading a file is host work: every format loads with the GPU as the
+    # default device (reading on the CPU), and GPU ops take the result.
+    want = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = mx.array(want)
+    mx.save(str(tmp_path / "a.npy"), a)
+    mx.savez(str(tmp_path / "a.npz"), a=a)
+    mx.save_safetensors(str(tmp_path / "a.safetensors"), {"a": a})
+    mx.save_gguf(str(tmp_path / "a.gguf"), {"a": a})
+    with mx.stream(G):
+        loaded = [mx.load(str(tmp_path / "a.npy")),
+                  mx.load(str(tmp_path / "a.npz"))["a"],
+                  mx.load(str(tmp_path / "a.safetensors"))["a"],
+                  mx.load(str(tmp_path / "a.gguf"))["a"]]
+        for x in loaded:
+            np.testing.assert_array_equal(np.array(mx.add(x, 1)), want + 1)
