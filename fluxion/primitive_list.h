@@ -136,10 +136,10 @@
   X(fast::LayerNorm, fast, 1, 0)                  \
   X(fast::RMSNorm, fast, 1, 0)                    \
   X(fast::RoPE, fast, 1, 0)                       \
-  X(fast::ScaledDotProductAttention, fast, 1, 0)  \
+  X(fast::ScaledDotProductAttention, fast, 1, 1)  \
   X(fast::CustomKernel, fast, 1, 0)               \
   X(Load, io, 1, 0)                               \
-  X(QuantizedMatmul, quantized, 1, 0)             \
+  X(QuantizedMatmul, quantized, 1, 1)             \
   X(Compiled, compile, 1, 1)                      \
   X(distributed::AllReduce, distributed, 1, 1)    \
   X(distributed::AllGather, distributed, 1, 1)    \

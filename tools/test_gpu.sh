@@ -43,7 +43,7 @@ for f in "$BUILD"/gtest-gpu-[0-9]*.log; do
     tail -8 "$f"; }
 done
 summary="$summary\nC++ GPU tests: $passed passed, $skipped skipped (kernel not ported: the reason is in the log), $failed failed, $crashed shards crashed"
-PYTHONPATH="$BUILD/python" $PY -m pytest -q -rs tests/python/test_cuda.py tests/python/test_nccl.py \
+PYTHONPATH="$BUILD/python" $PY -m pytest -q -rs tests/python/test_cuda*.py tests/python/test_nccl.py \
   tests/python/test_backend_seam.py > "$BUILD/pytest-gpu.log" 2>&1 || status=1
 summary="$summary\nPython GPU tests: $(tail -1 "$BUILD/pytest-gpu.log")"
 if [ "${FULL:-0}" = 1 ]; then

@@ -93,6 +93,12 @@ void fill(const array& value, array& out);
 // A row-contiguous version of `a` on the GPU (itself when it is one).
 array contiguous(const array& a);
 
+// out = a @ b through cuBLASLt, into out's row-contiguous GPU memory
+// (already allocated): a and b are views with out's batch dims (stride 0
+// where broadcast) and any row/column-major last two dims. For kernels
+// that multiply a temporary (the dequantized matrix of QuantizedMatmul).
+void matmul_into(const array& a, const array& b, array& out);
+
 // Out-of-range indices. A kernel cannot raise, and checking indices on the
 // host would cost a synchronization per gather; instead an index kernel
 // reports the first bad index it meets into a fault slot (pinned host

@@ -361,6 +361,22 @@ void product(const array& a, const array& b, const array* c, array& out,
 
 }  // namespace
 
+namespace cu {
+
+void matmul_into(const array& a, const array& b, array& out) {
+  if (out.size() == 0) {
+    return;
+  }
+  if (a.shape(-1) == 0) {
+    check(cudaMemsetAsync(ptr(out), 0, out.nbytes(), current_stream()),
+          "matmul");
+    return;
+  }
+  gemm(a, b, out, 1.0f, 0.0f, false);
+}
+
+}  // namespace cu
+
 void Matmul::eval_gpu(const std::vector<array>& in, std::vector<array>& out) {
   product(in[0], in[1], nullptr, out[0], 1.0f, 0.0f);
 }
