@@ -25,74 +25,18 @@
 #include <algorithm>
 #include <limits>
 
-#include "fluxion/backend/cuda/kernels.cuh"
-#include "fluxion/ops/fast.h"
+#include "fluxion/backend/cuda/sdpa.cuh"
 
 namespace fluxion::fast {
 
 namespace {
 
+using namespace sdpa_detail;
+
 constexpr int kWarps = 4;               // warps per block
 constexpr int kRows = 4;                // rows per warp
 constexpr int kBlockRows = kWarps * kRows;
 constexpr int kTileK = 32;              // keys per tile: one per lane
-
-struct SdpaParams {
-  const void* q;
-  const void* k;
-  const void* v;
-  const void* mask;   // [B, Hq, Lq, Lk] by ms, or null
-  const void* sinks;  // [Hq] by sink_stride, or null
-  void* out;          // [B, Hq, Lq, Dv], row-contiguous
-  void* part;         // nsplit > 1: [nsplit, B * Hq * Lq, Dv + 2] of M
-  int64_t qs[4], ks[4], vs[4], ms[4];
-  int64_t sink_stride;
-  int B, Hq, Hkv, R, Lq, Lk, D, Dv;
-  int causal, mask_kind, has_sinks;
-  float scale;
-  int nsplit, split_len;  // split_len: keys per split, a multiple of kTileK
-  int row_blocks;         // blocks of kBlockRows rows per (b, kv head)
-};
-
-template <typename M>
-__device__ __forceinline__ M neg_inf() {
-  return -std::numeric_limits<M>::infinity();
-}
-
-// The CPU's running max: a nan candidate is skipped (it still reaches the
-// row through exp and the sum).
-template <typename M>
-__device__ __forceinline__ M max_skip_nan(M a, M b) {
-  return a < b ? b : a;
-}
-
-template <typename M>
-__device__ __forceinline__ M warp_max(M v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    v = max_skip_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
-  }
-  return v;
-}
-
-template <typename M>
-__device__ __forceinline__ M warp_sum(M v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  }
-  return v;
-}
-
-__device__ __forceinline__ float exp_m(float x) { return expf(x); }
-__device__ __forceinline__ double exp_m(double x) { return exp(x); }
-// The build turns off FMA contraction (bit-equal elementwise results with
-// the CPU); the products here are sums of many terms in another order than
-// the CPU's anyway, so they use fused multiply-adds explicitly.
-__device__ __forceinline__ float fma_m(float a, float b, float c) {
-  return fmaf(a, b, c);
-}
-__device__ __forceinline__ double fma_m(double a, double b, double c) {
-  return fma(a, b, c);
-}
 
 // Query head and position of row `rho` of kv head group (rows are the
 // group's R heads times Lq queries, head-major).
@@ -102,39 +46,6 @@ struct RowId {
 __device__ __forceinline__ RowId row_id(const SdpaParams& p, int hk,
                                         int rho) {
   return {hk * p.R + rho / p.Lq, rho % p.Lq};
-}
-
-// Keys query i can see under the causal mask (all without it).
-__device__ __forceinline__ int visible(const SdpaParams& p, int i) {
-  if (!p.causal) {
-    return p.Lk;
-  }
-  int v = i + p.Lk - p.Lq + 1;
-  return v < 0 ? 0 : (v > p.Lk ? p.Lk : v);
-}
-
-// The output of one row from its softmax state (m, l, unnormalized acc),
-// the head's sink joining as one more logit without a value.
-template <typename M>
-__device__ __forceinline__ M finish_scale(const SdpaParams& p, M m, M l,
-                                          M sink, M& total) {
-  M mf = m;
-  if (p.has_sinks) {
-    mf = sink != sink ? sink : (mf < sink ? sink : mf);
-  }
-  // A row that saw nothing (m = -inf, l = 0) and no sink is nan (0 / 0),
-  // as the CPU's row of -inf scores.
-  M w = m == neg_inf<M>() ? M(0) : exp_m(m - mf);
-  total = l * w;
-  if (p.has_sinks) {
-    total += exp_m(sink - mf);
-  }
-  return w;
-}
-
-template <typename T, typename M>
-__device__ __forceinline__ M load(const void* base, int64_t off) {
-  return cu::convert<M>(static_cast<const T*>(base)[off]);
 }
 
 template <typename T, typename M, int DPL>
@@ -196,8 +107,6 @@ __global__ void __launch_bounds__(kWarps * 32)
       acc[r][t] = 0;
     }
   }
-  const M lowest = std::numeric_limits<M>::lowest();
-  const M scale = static_cast<M>(p.scale);
   const int64_t kbase = b * p.ks[0] + hk * p.ks[1];
   const int64_t vbase = b * p.vs[0] + hk * p.vs[1];
 
@@ -238,25 +147,10 @@ __global__ void __launch_bounds__(kWarps * 32)
     M pj[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      M sc = neg_inf<M>();  // no weight
-      if (live[r] && lane < nk) {
-        if (vis[r] == 0) {
-          sc = lowest;  // sees no key: uniform over all of them
-        } else if (j < vis[r]) {
-          sc = s[r] * scale;
-          if (p.mask_kind != ScaledDotProductAttention::None) {
-            const int64_t mo = b * p.ms[0] + ids[r].h * p.ms[1] +
-                               ids[r].i * p.ms[2] + j * p.ms[3];
-            if (p.mask_kind == ScaledDotProductAttention::Bool) {
-              if (!static_cast<const bool*>(p.mask)[mo]) {
-                sc = lowest;
-              }
-            } else {
-              sc += load<T, M>(p.mask, mo);
-            }
-          }
-        }
-      }
+      const M sc = live[r] && lane < nk
+                       ? masked_score<T, M>(p, b, ids[r].h, ids[r].i, vis[r],
+                                            j, s[r])
+                       : neg_inf<M>();  // no weight
       const M mnew = max_skip_nan(m[r], warp_max(sc));
       M alpha = 1;
       if (mnew == neg_inf<M>()) {
@@ -412,6 +306,12 @@ void sdpa_gpu(const std::vector<array>& in, array& out, float scale,
     p.sink_stride = in.back().strides()[0];
   }
   p.out = cu::ptr(out);
+  if constexpr (std::is_same_v<T, __half> ||
+                std::is_same_v<T, __nv_bfloat16>) {
+    if (sdpa_mma<T>(p, stream)) {
+      return;
+    }
+  }
   p.row_blocks = (p.R * p.Lq + kBlockRows - 1) / kBlockRows;
   const int64_t blocks = int64_t{p.B} * p.Hkv * p.row_blocks;
 
