@@ -55,3 +55,26 @@ def test_char_lm_transformer_smoke(tmp_path):
     assert out["val_loss"] == pytest.approx(out["val_loss_reloaded"], abs=1e-6)
     for name in ("loss_curve.png", "model.safetensors"):
         assert os.path.getsize(tmp_path / name) > 0
+
+
+@pytest.mark.skipif(
+    not os.path.isdir("/usr/share/games/fortunes"),
+    reason="needs Debian's fortunes",
+)
+@pytest.mark.parametrize("quantize", [False, True])
+def test_llama_inference_smoke(tmp_path, quantize):
+    ex = load_example("llama_inference")
+    weights = str(tmp_path / "llama.safetensors")
+    args = ["--smoke", "--out", str(tmp_path), "--weights", weights]
+    out = ex.main(args + (["--quantize"] if quantize else []))
+    assert len(out["tokens"]) == 24
+    assert out["prompt_tps"] > 0 and out["generation_tps"] > 0
+    if not quantize:
+        assert len(out["losses"]) == 10
+        assert np.all(np.isfinite(out["losses"]))
+    # The saved weights load back (no training the second time) and, at
+    # temperature 0, generate the same tokens.
+    greedy = args + ["--temperature", "0"]
+    first = ex.main(greedy)
+    assert first["losses"] == []
+    assert ex.main(greedy)["tokens"] == first["tokens"]
