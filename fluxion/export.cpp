@@ -393,6 +393,9 @@ const std::unordered_map<std::string, Factory>& factories() {
       return std::make_shared<ArgPartition>(s, i32(a, 0, "ArgPartition"),
                                             i32(a, 1, "ArgPartition"));
     };
+    f["Softmax"] = [](Stream s, const Args&) {
+      return std::make_shared<Softmax>(s);
+    };
     f["Scan"] = [](Stream s, const Args& a) {
       const std::string n = "Scan";
       int t = i32(a, 0, n);

@@ -92,6 +92,7 @@
   X(Reduce, reduce, 1, 1)                         \
   X(ArgReduce, reduce, 1, 1)                      \
   X(NumberOfElements, reduce, 1, 1)               \
+  X(Softmax, reduce, 1, 1)                        \
   X(Reshape, view, 1, 1)                          \
   X(Transpose, view, 1, 1)                        \
   X(Broadcast, view, 1, 1)                        \

@@ -95,6 +95,27 @@ class Reduce : public Primitive {
   Dtype dtype_;
 };
 
+// softmax over the last axis as one pass over each row (a row is read
+// once and written once, computed in float for the half types and in
+// double for float64): softmax() uses it for a single axis that is the
+// last, the composite of max/exp/sum/divide otherwise. The input is of the
+// output's floating dtype. Rules with public ops: the jvp and the vjp are
+// y * (t - sum(t * y)) along the axis; vmap moves a batch axis that is the
+// last to the front.
+class Softmax : public Primitive {
+ public:
+  explicit Softmax(Stream s) : Primitive(s) {}
+  FLUXION_DECLARE_EVAL
+  const char* name() const override { return "Softmax"; }
+  FLUXION_DECLARE_RULES
+  bool is_equivalent(const Primitive& o) const override {
+    return typeid(o) == typeid(*this);
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+};
+
 // Integer-valued: zero gradients.
 class ArgReduce : public Primitive {
  public:

@@ -602,3 +602,31 @@ def test_load_where_the_gpu_is_the_default(tmp_path):
                   mx.load(str(tmp_path / "a.gguf"))["a"]]
         for x in loaded:
             np.testing.assert_array_equal(np.array(mx.add(x, 1)), want + 1)
+
+
+@pytest.mark.parametrize("dt,tol", [(mx.float32, 1e-6), (mx.bfloat16, 1e-2),
+                                    (mx.float64, 1e-14)])
+@pytest.mark.parametrize("n", [1, 33, 1000, 5000, 20000, 40000])
+def test_softmax_rows_match_cpu(dt, tol, n):
+    # One pass per row (registers up to 32k elements, three passes beyond).
+    x = np.random.default_rng(n).standard_normal((3, n)).astype(np.float32)
+    x[1, n // 2] = np.nan  # a nan row stays nan
+    if n > 1:
+        x[2, :] = -np.inf
+        x[2, 0] = 1.0  # -inf elsewhere: weight one on the finite element
+    a = mx.array(x).astype(dt)
+    g, c = both(lambda a, s: mx.softmax(a, axis=-1, stream=s), a)
+    np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
+    assert np.isnan(g[1]).all()
+    # Gradients through the rule, and a non-last axis (the composite).
+    f = lambda a, s: mx.grad(lambda t: mx.sum(mx.softmax(t, axis=-1) *
+                                              mx.arange(n)))(a)
+    if dt != mx.bfloat16:
+        y = mx.array(x[:1]).astype(dt)
+        with mx.stream(G):
+            gg = host(f(y, G))
+        with mx.stream(C):
+            gc = host(f(y, C))
+        np.testing.assert_allclose(gg, gc, rtol=1e-4, atol=1e-5)
+    g, c = both(lambda a, s: mx.softmax(a, axis=0, stream=s), a[:1])
+    np.testing.assert_allclose(g, c, rtol=tol, atol=tol)

@@ -1,0 +1,104 @@
+// Softmax over the last axis (ops/reduce.h): each row read once into a
+// float (double for float64) buffer, its max taken, exp(x - max) computed
+// with the vector exp where the CPU has one, summed with independent
+// accumulators, and written once scaled by the sum's reciprocal. A nan in
+// a row makes the row nan, as in the composite (its max is nan); rows are
+// spread over the thread pool.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <type_traits>
+
+#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/cpu/copy.h"
+#include "fluxion/backend/cpu/simd.h"
+#include "fluxion/backend/cpu/thread_pool.h"
+#include "fluxion/ops/reduce.h"
+
+namespace fluxion {
+
+namespace {
+
+void exp_in_place(float* p, int64_t n) {
+  static const auto k = cpu::simd::f32<detail::Exp>();
+  if (k) {
+    k(p, p, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] = std::exp(p[i]);
+  }
+}
+void exp_in_place(double* p, int64_t n) {
+  static const auto k = cpu::simd::f64<detail::Exp>();
+  if (k) {
+    k(p, p, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] = std::exp(p[i]);
+  }
+}
+
+template <typename T>
+void softmax_rows(const array& in, array& out) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const array x = cpu::ensure_row_contiguous(in);
+  out.set_data(out.nbytes());
+  const int64_t n = x.shape(-1);
+  if (out.size() == 0 || n == 0) {
+    return;
+  }
+  const int64_t rows = x.size() / n;
+  const T* src = x.data<T>();
+  T* dst = out.data<T>();
+  cpu::parallel_for(rows, std::max<int64_t>(1, (1 << 14) / n),
+                    [&](int64_t r0, int64_t r1) {
+    auto buf = std::make_unique_for_overwrite<C[]>(n);
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = src + r * n;
+      C m = -std::numeric_limits<C>::infinity();
+      for (int64_t i = 0; i < n; ++i) {
+        const C v = static_cast<C>(xr[i]);
+        buf[i] = v;
+        if (v > m || v != v) {  // a nan sticks: no later v exceeds it
+          m = v;
+        }
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        buf[i] -= m;
+      }
+      exp_in_place(buf.get(), n);
+      C acc[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        for (int l = 0; l < 8; ++l) {
+          acc[l] += buf[i + l];
+        }
+      }
+      C total = 0;
+      for (; i < n; ++i) {
+        total += buf[i];
+      }
+      for (int l = 0; l < 8; ++l) {
+        total += acc[l];
+      }
+      T* yr = dst + r * n;
+      for (int64_t j = 0; j < n; ++j) {
+        yr[j] = static_cast<T>(buf[j] / total);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void Softmax::eval_cpu(const std::vector<array>& inputs,
+                       std::vector<array>& outputs) {
+  dispatch<FloatTypes>(inputs[0].dtype(), "softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    softmax_rows<T>(inputs[0], outputs[0]);
+  });
+}
+
+}  // namespace fluxion
