@@ -48,6 +48,44 @@ __device__ __forceinline__ RowId row_id(const SdpaParams& p, int hk,
   return {hk * p.R + rho / p.Lq, rho % p.Lq};
 }
 
+// Rows [0, nk) of a tile of kTileK keys (features `d` of rows at `base`,
+// strides `st`) into shared memory as M with pitch `pitch`, zeros past nk.
+// `vec`: unit feature strides and 16-byte aligned rows, read in 16-byte
+// packs (a 2-byte element read alone keeps too few bytes in flight).
+template <typename T, typename M>
+__device__ __forceinline__ void load_tile(M* dst, int pitch, const void* src,
+                                          int64_t base, const int64_t* st,
+                                          int d, int nk, bool vec) {
+  const T* s = static_cast<const T*>(src) + base;
+  if (vec) {
+    constexpr int V = 16 / sizeof(T);
+    const int chunks = d / V;
+    for (int c = threadIdx.x; c < kTileK * chunks; c += blockDim.x) {
+      const int jj = c / chunks, k = (c % chunks) * V;
+      M* out = dst + jj * pitch + k;
+      if (jj < nk) {
+        const auto pk =
+            *reinterpret_cast<const cu::Pack<T, V>*>(s + jj * st[2] + k);
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          out[i] = cu::convert<M>(pk.v[i]);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          out[i] = M(0);
+        }
+      }
+    }
+    return;
+  }
+  for (int e = threadIdx.x; e < kTileK * d; e += blockDim.x) {
+    const int jj = e / d, k = e % d;
+    dst[jj * pitch + k] =
+        jj < nk ? cu::convert<M>(s[jj * st[2] + k * st[3]]) : M(0);
+  }
+}
+
 template <typename T, typename M, int DPL>
 __global__ void __launch_bounds__(kWarps * 32)
     sdpa_forward(SdpaParams p) {
@@ -113,18 +151,10 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int j0 = kbeg; j0 < kstop; j0 += kTileK) {
     const int nk = min(kTileK, kstop - j0);
     __syncthreads();  // the last tile has been read by every warp
-    for (int e = threadIdx.x; e < kTileK * D; e += blockDim.x) {
-      const int jj = e / D, d = e % D;
-      ktile[jj * (D + 1) + d] =
-          jj < nk ? load<T, M>(p.k, kbase + (j0 + jj) * p.ks[2] + d * p.ks[3])
-                  : M(0);
-    }
-    for (int e = threadIdx.x; e < kTileK * Dv; e += blockDim.x) {
-      const int jj = e / Dv, d = e % Dv;
-      vtile[e] = jj < nk ? load<T, M>(p.v, vbase + (j0 + jj) * p.vs[2] +
-                                               d * p.vs[3])
-                         : M(0);
-    }
+    load_tile<T, M>(ktile, D + 1, p.k, kbase + j0 * p.ks[2], p.ks, D, nk,
+                    p.vec);
+    load_tile<T, M>(vtile, Dv, p.v, vbase + j0 * p.vs[2], p.vs, Dv, nk,
+                    p.vec);
     __syncthreads();
 
     // Scores: lane owns key j0 + lane, for the warp's rows at once (each
@@ -306,6 +336,15 @@ void sdpa_gpu(const std::vector<array>& in, array& out, float scale,
     p.sink_stride = in.back().strides()[0];
   }
   p.out = cu::ptr(out);
+  {
+    constexpr int V = 16 / sizeof(T);
+    auto packable = [](const void* ptr, const int64_t* st) {
+      return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && st[3] == 1 &&
+             st[0] % V == 0 && st[1] % V == 0 && st[2] % V == 0;
+    };
+    p.vec = p.D % V == 0 && p.Dv % V == 0 && packable(p.k, p.ks) &&
+            packable(p.v, p.vs);
+  }
   if constexpr (std::is_same_v<T, __half> ||
                 std::is_same_v<T, __nv_bfloat16>) {
     if (sdpa_mma<T>(p, stream)) {

@@ -22,6 +22,7 @@ struct SdpaParams {
   int64_t sink_stride;
   int B, Hq, Hkv, R, Lq, Lk, D, Dv;
   int causal, mask_kind, has_sinks;
+  bool vec;  // K and V readable in 16-byte packs (SIMT kernel)
   float scale;
   int nsplit, split_len;  // split_len: keys per split, a multiple of kTileK
   int row_blocks;         // blocks of kBlockRows rows per (b, kv head)
