@@ -432,9 +432,9 @@ TEST(CudaSort, GpuSearchSortedLeftAndRight) {
     }
     // Empty values and a one-element array.
     auto e = make({0}, t);
-    EXPECT_EQ(searchsorted(sorted_a, e, "left", std::nullopt, Device::gpu)
-                  .size(),
-              0u);
+    auto none = searchsorted(sorted_a, e, "left", std::nullopt, Device::gpu);
+    none.eval();
+    EXPECT_EQ(none.size(), 0u);
     auto one = make({1}, t);
     expect_equal(searchsorted(one, v, "right", std::nullopt, Device::gpu),
                  searchsorted(one, v, "right", std::nullopt, Device::cpu),

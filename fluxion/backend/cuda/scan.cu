@@ -15,8 +15,7 @@
 //    tiles (cub::BlockScan over per-thread partial scans), carrying the
 //    running value from tile to tile; 32-thread blocks for rows of up to
 //    128. A few very long rows (one 256M cumsum) instead go through CUB's
-//    single-pass device scan (decoupled look-back), one call per row, for
-//    the 4- and 8-byte and half types (others keep the block kernel).
+//    single-pass device scan (decoupled look-back), one call per row.
 //  - inner > 1: one thread per column (o, j), consecutive threads on
 //    consecutive memory. With few columns and a long axis that leaves the
 //    GPU idle, the input is transposed so the axis is last, scanned as
@@ -200,6 +199,29 @@ void device_scan_rows(const In* x, Out* y, int64_t rows, int64_t n,
                     StoreAt{n, reverse, inclusive ? 0 : 1})),
         ToOut<M, Out>{});
   };
+  // The common case (a forward inclusive scan computed in its own type,
+  // cumsum of float32) on raw pointers: CUB then loads and stores in wide
+  // vectors, which the index-mapping iterators prevent.
+  constexpr bool kRaw = math::is_same_v<In, Out> && math::is_same_v<Out, M>;
+  if constexpr (kRaw) {
+    if (!reverse && inclusive) {
+      size_t raw_bytes = 0;
+      cu::check(cub::DeviceScan::InclusiveScan(nullptr, raw_bytes, x, y,
+                                               Combine<M, Op>{}, n, s),
+                "scan");
+      auto tmp = std::make_shared<Data>(std::max<size_t>(raw_bytes, 1),
+                                        Device{Device::gpu});
+      for (int64_t r = 0; r < rows; ++r) {
+        cu::check(cub::DeviceScan::InclusiveScan(tmp->ptr(), raw_bytes,
+                                                 x + r * n, y + r * n,
+                                                 Combine<M, Op>{}, n, s),
+                  "scan");
+        cu::check_launch("scan");
+      }
+      cu::keep_alive(tmp);
+      return;
+    }
+  }
   size_t bytes = 0;
   cu::check(cub::DeviceScan::InclusiveScan(nullptr, bytes, in_at(x), out_at(y),
                                            Combine<M, Op>{}, items, s),
@@ -227,23 +249,13 @@ void device_scan_rows(const In* x, Out* y, int64_t rows, int64_t n,
   cu::keep_alive(tmp);
 }
 
-// The types that take the device scan (one instantiation of CUB's scan per
-// type and op; the rest stay on the block kernel, correct but one block
-// per row).
-template <typename In>
-constexpr bool device_scan_type_v =
-    sizeof(In) >= 4 || math::is_same_v<In, __half> ||
-    math::is_same_v<In, __nv_bfloat16>;
-
 template <typename In, typename Out, typename M, typename Op>
 void scan_rows_launch(const In* x, Out* y, int64_t rows, int64_t n,
                       bool reverse, bool inclusive, cudaStream_t s) {
-  if constexpr (device_scan_type_v<In> && !math::is_same_v<In, cu::complex64_d>) {
-    // One block per row leaves the GPU idle when rows are few and long.
-    if (n >= (int64_t(1) << 18) && rows <= 64) {
-      device_scan_rows<In, Out, M, Op>(x, y, rows, n, reverse, inclusive, s);
-      return;
-    }
+  // One block per row leaves the GPU idle when rows are few and long.
+  if (n >= (int64_t(1) << 18) && rows <= 64) {
+    device_scan_rows<In, Out, M, Op>(x, y, rows, n, reverse, inclusive, s);
+    return;
   }
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, 1 << 30));
   if (n <= 128) {
@@ -278,6 +290,7 @@ void scan_typed(const array& input, array& out, int axis, bool reverse,
   Out* y = cu::ptr<Out>(out);
   if (inner == 1) {
     scan_rows_launch<In, Out, M, Op>(x, y, outer, n, reverse, inclusive, s);
+    cu::keep_alive(in);  // a contiguous copy is read until the scan ran
     return;
   }
   const int64_t cols = outer * inner;
@@ -289,6 +302,7 @@ void scan_typed(const array& input, array& out, int axis, bool reverse,
     scan_cols<In, Out, M, Op><<<cu::blocks_for(cols), cu::kThreads, 0, s>>>(
         x, y, outer, n, inner, reverse, inclusive);
     cu::check_launch("scan");
+    cu::keep_alive(in);
     return;
   }
   // (outer, n, inner) -> rows (outer, inner, n), scanned, and back.
@@ -300,10 +314,13 @@ void scan_typed(const array& input, array& out, int axis, bool reverse,
   array yt(rs, out.dtype(), nullptr, {});
   cu::alloc(xt);
   cu::alloc(yt);
+  xt.set_status(array::Status::available);
+  yt.set_status(array::Status::available);
   cu::copy_region(in, src_st, 0, xt, row_st, 0, rs);
   scan_rows_launch<In, Out, M, Op>(cu::ptr<const In>(xt), cu::ptr<Out>(yt),
                                    cols, n, reverse, inclusive, s);
   cu::copy_region(yt, row_st, 0, out, src_st, 0, rs);
+  cu::keep_alive(in);
   cu::keep_alive(xt);
   cu::keep_alive(yt);
 }
