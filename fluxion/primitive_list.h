@@ -108,7 +108,7 @@
   X(SliceUpdate, shape, 1, 1)                     \
   X(Concatenate, shape, 1, 1)                     \
   X(Pad, shape, 1, 1)                             \
-  X(SearchSorted, searchsorted, 1, 0)             \
+  X(SearchSorted, searchsorted, 1, 1)             \
   X(Hadamard, hadamard, 1, 0)                     \
   X(GatherAxis, indexing, 1, 1)                   \
   X(ScatterAxis, indexing, 1, 1)                  \
@@ -127,11 +127,11 @@
   X(linalg::Eig, lapack, 1, 0)                    \
   X(linalg::LUF, lapack, 1, 0)                    \
   X(random::RandomBits, random, 1, 1)             \
-  X(Sort, sort, 1, 0)                             \
-  X(ArgSort, sort, 1, 0)                          \
-  X(Partition, sort, 1, 0)                        \
-  X(ArgPartition, sort, 1, 0)                     \
-  X(Scan, sort, 1, 0)                             \
+  X(Sort, sort, 1, 1)                             \
+  X(ArgSort, sort, 1, 1)                          \
+  X(Partition, sort, 1, 1)                        \
+  X(ArgPartition, sort, 1, 1)                     \
+  X(Scan, sort, 1, 1)                             \
   X(Convolution, conv, 1, 0)                      \
   X(FFT, fft, 1, 0)                               \
   X(fast::LayerNorm, fast, 1, 0)                  \

@@ -7,6 +7,8 @@ Run on a machine with an NVIDIA GPU, after `make test-gpu`:
 (FLUXION_GPU_BATCH=0 turns off batched small kernels, for comparison).
 Targets (issue 13): chain <= 5 us/op; add >= 90% and sums >= 85% of the
 copy bandwidth; matmul >= 97% of torch; the MLP step faster than torch.
+Sort, argsort and cumsum are printed against torch (and cumsum against the
+copy's bandwidth) without a target yet.
 """
 import os
 import statistics
@@ -144,6 +146,7 @@ def main():
                "copy read bw", True)
     del mtx, a, b
 
+    sort_and_scan(g, dev, copy_bw)
     mlp_step(g, dev)
     host_copies(g, dev)
 
@@ -173,6 +176,46 @@ def main():
         ref = flops / cuda_time(torch_k, 5) / 1e12
         report(f"matmul 8192^3 {dt} (TFLOP/s)", ours, ref, "TF/s", "torch",
                True)
+
+
+def sort_and_scan(g, dev, copy_bw):
+    """Sorts and scans against torch on the same data: sort of 16M float32
+    (CUB's device radix sort; torch.sort also returns the indices, which
+    mx.sort does not compute), argsort of 4096 rows of 4096 (one block per
+    row), and cumsum of 256M float32 as a fraction of the device copy's
+    bandwidth (a scan reads and writes each element once)."""
+    rng = np.random.default_rng(0)
+    n = 16 << 20
+    x_np = rng.standard_normal(n).astype(np.float32)
+    x = mx.array(x_np)
+    xt = torch.from_numpy(x_np).to(dev)
+    ours = cuda_time(lambda: mx.eval(mx.sort(x, stream=g)))
+    ref = cuda_time(lambda: torch.sort(xt))
+    report("sort 16M f32 (ms)", ours * 1e3, ref * 1e3, "ms", "torch", False)
+    del x, xt
+
+    rows = 4096
+    m_np = rng.standard_normal((rows, rows)).astype(np.float32)
+    m = mx.array(m_np)
+    mt = torch.from_numpy(m_np).to(dev)
+    ours = cuda_time(lambda: mx.eval(mx.argsort(m, axis=-1, stream=g)))
+    ref = cuda_time(lambda: torch.argsort(mt, dim=-1, stable=True))
+    report("argsort 4096 x 4096 f32 (ms)", ours * 1e3, ref * 1e3, "ms",
+           "torch", False)
+    del m, mt
+
+    n = 256 << 20
+    c = mx.ones((n,), stream=g)
+    mx.eval(c)
+    ct = torch.ones(n, device=dev)
+    scan_s = cuda_time(lambda: mx.eval(mx.cumsum(c, stream=g)))
+    scan_bw = 2 * 4 * n / scan_s / 1e12
+    report("cumsum 256M f32 (TB/s)", scan_bw, copy_bw, "TB/s", "d2d copy",
+           True)
+    torch_bw = 2 * 4 * n / cuda_time(lambda: torch.cumsum(ct, 0)) / 1e12
+    report("cumsum 256M f32 (TB/s)", scan_bw, torch_bw, "TB/s", "torch",
+           True)
+    del c, ct
 
 
 def chain_parts(g, dev):

@@ -198,7 +198,14 @@ void radix_argsort(std::pair<M, uint32_t>* buf, int64_t n) {
   auto keys = std::make_unique_for_overwrite<U[]>(2 * m);
   auto idx = std::make_unique_for_overwrite<uint32_t[]>(2 * m);
   for (int64_t i = 0; i < m; ++i) {
-    keys[i] = to_key(buf[i].first);
+    // -0.0 and +0.0 tie under the comparison of the short rows (and
+    // NumPy's), so they keep index order here too: +0.0's key for both
+    // (the values are read back from the input, never from the keys).
+    M v = buf[i].first;
+    if constexpr (std::is_floating_point_v<M>) {
+      v = v == M(0) ? M(0) : v;
+    }
+    keys[i] = to_key(v);
     idx[i] = buf[i].second;
   }
   U* a = keys.get();
