@@ -46,7 +46,10 @@ array randn(const Shape& shape, unsigned seed, Dtype t = float32,
   for (auto& x : v) {
     x = d(gen);
   }
-  return astype(array(v.begin(), shape), t);
+  // Made on the CPU once, so both devices read the same values.
+  auto a = astype(array(v.begin(), shape), t, Device::cpu);
+  a.eval();
+  return a;
 }
 
 // A dtype's relative rounding step.
