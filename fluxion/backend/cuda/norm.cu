@@ -240,15 +240,30 @@ unsigned grid_of(int64_t blocks) {
   return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, 1 << 20));
 }
 
+// A warp per row with the smallest P (units per lane, a power of two)
+// that holds the row: P sets the registers the kernel takes, and fewer
+// registers let more warps run at once, which short rows need to keep
+// enough loads in flight.
+template <typename T, typename M, int V, int P>
+void launch_warp(const NormArgs<T, M>& a, int units, cudaStream_t s) {
+  if constexpr (P > 1) {
+    if (units <= 32 * (P / 2)) {
+      launch_warp<T, M, V, P / 2>(a, units, s);
+      return;
+    }
+  }
+  constexpr int kWarps = 8;
+  norm_warp<T, M, V, P>
+      <<<grid_of((a.rows + kWarps - 1) / kWarps), 32 * kWarps, 0, s>>>(a);
+}
+
 // Launches the kernel for units of V elements (V = 1: element by element).
 template <typename T, typename M, int V>
 void launch_norm(const NormArgs<T, M>& a, cudaStream_t s) {
   const int units = a.d / V;
   constexpr int kWarpP = kWarpElems / V, kBlockP = kBlockElems / V;
   if (units <= 32 * kWarpP) {
-    constexpr int kWarps = 8;
-    norm_warp<T, M, V, kWarpP><<<grid_of((a.rows + kWarps - 1) / kWarps),
-                                 32 * kWarps, 0, s>>>(a);
+    launch_warp<T, M, V, kWarpP>(a, units, s);
   } else {
     // The fewest threads that hold the row (each up to kBlockP units, so
     // each keeps that many 16-byte loads in flight), at least 4 warps.
