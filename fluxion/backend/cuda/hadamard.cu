@@ -174,31 +174,26 @@ unsigned grid_of(int64_t blocks) {
   return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, 1 << 20));
 }
 
+// Whether rows of n values take the one-block kernel.
+template <typename M>
+bool fits_block(int64_t n) {
+  return n * sizeof(M) <= kRowSmemBytes;
+}
+
+// The launches for rows of MF * 2^log_p elements from x into y; `s` holds
+// the long rows' M values (y itself when T is M).
 template <typename T, typename M, int MF>
-void hadamard_typed(const array& x, array& out, int64_t rows, int log_p,
-                    M scale, const Signs& sg) {
-  cudaStream_t st = cu::current_stream();
-  const T* xp = cu::ptr<const T>(x);
-  T* yp = cu::ptr<T>(out);
+void hadamard_launch(const T* xp, T* yp, M* s, int64_t rows, int log_p,
+                     M scale, const Signs& sg, cudaStream_t st) {
   const int64_t p = int64_t{1} << log_p, n = MF * p;
-  if (n * sizeof(M) <= kRowSmemBytes) {
-    const int threads =
-        static_cast<int>(std::clamp<int64_t>((n / 2 + 31) / 32 * 32, 32, kRowThreads));
+  if (fits_block<M>(n)) {
+    const int threads = static_cast<int>(
+        std::clamp<int64_t>((n / 2 + 31) / 32 * 32, 32, kRowThreads));
     hadamard_rows<T, M, MF>
         <<<grid_of(rows), threads, static_cast<size_t>(n * sizeof(M)), st>>>(
             xp, yp, rows, log_p, scale, sg);
     cu::check_launch("hadamard_transform");
     return;
-  }
-  // The M values: the output itself, or a float scratch for half types.
-  M* s;
-  if constexpr (std::is_same_v<T, M>) {
-    s = yp;
-  } else {
-    array scratch(out.shape(), float32, nullptr, {});
-    cu::alloc(scratch);
-    s = cu::ptr<M>(scratch);
-    cu::keep_alive(scratch);
   }
   const int log_c = std::min(log_p, 12);  // 2^12 = kChunk
   static_assert(kChunk == 1 << 12);
@@ -214,6 +209,26 @@ void hadamard_typed(const array& x, array& out, int64_t rows, int log_p,
   hadamard_mix<T, M, MF><<<cu::blocks_for(rows * p, 4), cu::kThreads, 0, st>>>(
       s, yp, rows, log_p, scale, sg);
   cu::check_launch("hadamard_transform");
+}
+
+template <typename T, typename M, int MF>
+void hadamard_typed(const array& x, array& out, int64_t rows, int log_p,
+                    M scale, const Signs& sg) {
+  const T* xp = cu::ptr<const T>(x);
+  T* yp = cu::ptr<T>(out);
+  // The long rows' M values: the output itself, or a float scratch for
+  // the half types.
+  M* s = nullptr;
+  if constexpr (std::is_same_v<T, M>) {
+    s = yp;
+  } else if (!fits_block<M>(MF * (int64_t{1} << log_p))) {
+    array scratch(out.shape(), float32, nullptr, {});
+    cu::alloc(scratch);
+    s = cu::ptr<M>(scratch);
+    cu::keep_alive(scratch);
+  }
+  hadamard_launch<T, M, MF>(xp, yp, s, rows, log_p, scale, sg,
+                            cu::current_stream());
 }
 
 }  // namespace
