@@ -120,9 +120,13 @@ TEST(CudaFastGpu, LayerNormRowLengths) {
   SKIP_WITHOUT_GPU();
   // Warp rows (1 .. 1024, vector and scalar loads), block rows (to 16384),
   // the long-row kernel (over 16384); odd row counts.
-  // The warp kernels take 1, 2, 4, ... units per lane by the row's length.
+  // The warp kernels take 1, 2, 4, ... units per lane by the row's length,
+  // and rows of at most 16 units groups of 4, 8 or 16 lanes (several rows
+  // per warp: row counts that leave a warp's batch partly empty, and more
+  // rows than one launch's warps hold).
   const std::vector<Shape> shapes{
       {5, 1},    {7, 3},    {3, 7},    {9, 64},    {11, 100},  {6, 256},
+      {3001, 8}, {37, 24},  {301, 32}, {2000, 128},
       {3, 520},  {2, 999},  {4, 1024}, {3, 1025},  {5, 4096},  {3, 8192},
       {2, 10000}, {2, 16384}, {2, 20000}, {3, 5, 33}};
   for (Dtype t : kFloats) {

@@ -7,7 +7,8 @@
 // order of the two sums differs, so results agree to a few ulps.
 //
 // Shapes (design.md §5, row kernels):
-//  - rows of up to 1024 elements: a warp per row, 8 rows per block;
+//  - rows of up to 1024 elements: a warp per row, 8 rows per block (rows
+//    of at most 16 loads: 4, 8 or 16 lanes per row);
 //  - up to 16 elements per thread with up to 1024 threads (rows of up to
 //    16384): a block per row;
 //  - longer rows: a block of 1024 threads per row reading the row three
@@ -56,11 +57,13 @@ __device__ __forceinline__ double inv_sqrt(double v) {
   return 1.0 / ::sqrt(v);
 }
 
-// Sum of v over the warp, in every lane (a butterfly, so all lanes agree).
-template <typename M>
+// Sum of v over each aligned group of G lanes of the warp, in every lane of
+// the group (a butterfly: all lanes agree, and offsets below G stay inside
+// the group). Every lane of the warp must call it.
+template <int G = 32, typename M>
 __device__ __forceinline__ M warp_sum(M v) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
+  for (int o = G / 2; o > 0; o >>= 1) {
     v += __shfl_xor_sync(0xffffffffu, v, o);
   }
   return v;
@@ -107,14 +110,19 @@ __device__ __forceinline__ void load_param(const T* p, bool packed, int e,
 // One row held in registers by a group of `nt` threads (this one `tid`):
 // unit u (V elements) of the row is v[k] for u = tid + k * nt. `Sum`
 // combines a value over the group.
+// `valid` false: the thread takes part in the sums (the shuffles need
+// every lane) but reads and writes nothing.
 template <typename T, typename M, int V, int P, typename Sum>
 __device__ __forceinline__ void norm_row(const NormArgs<T, M>& a, int64_t r,
-                                         int tid, int nt, Sum sum) {
+                                         bool valid, int tid, int nt,
+                                         Sum sum) {
   using Pk = cu::Pack<T, V>;
   const int units = a.d / V;
+  r = valid ? r : 0;
   const Pk* xr = reinterpret_cast<const Pk*>(a.x + r * a.d) + tid;
   Pk* yr = reinterpret_cast<Pk*>(a.y + r * a.d) + tid;
-  const int left = units - tid;  // units of this thread: k * nt < left
+  // Units of this thread: those with k * nt < left.
+  const int left = valid ? units - tid : 0;
   M v[P][V];
 #pragma unroll
   for (int k = 0; k < P; ++k) {
@@ -178,15 +186,21 @@ __device__ __forceinline__ void norm_row(const NormArgs<T, M>& a, int64_t r,
   }
 }
 
-// A warp per row (rows of at most 32 * P * V elements).
-template <typename T, typename M, int V, int P>
+// G lanes per row (32: a warp; 4, 8 or 16: 32 / G rows per warp, for rows
+// of at most G units), rows of at most G * P * V elements. The lanes of a
+// warp loop together (their shuffles need all 32), each group over its
+// row of the warp's batch.
+template <typename T, typename M, int V, int P, int G>
 __global__ void __launch_bounds__(256) norm_warp(NormArgs<T, M> a) {
+  constexpr int kRowsPerWarp = 32 / G;
   const int lane = threadIdx.x % 32;
-  const int64_t per_block = blockDim.x / 32;
-  const int64_t step = int64_t(gridDim.x) * per_block;
-  for (int64_t r = blockIdx.x * per_block + threadIdx.x / 32; r < a.rows;
-       r += step) {
-    norm_row<T, M, V, P>(a, r, lane, 32, [](M v) { return warp_sum(v); });
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t base = (blockIdx.x * int64_t(blockDim.x / 32) +
+                       threadIdx.x / 32) * kRowsPerWarp;
+       base < a.rows; base += warps * kRowsPerWarp) {
+    const int64_t r = base + lane / G;
+    norm_row<T, M, V, P>(a, r, r < a.rows, lane % G, G,
+                         [](M v) { return warp_sum<G>(v); });
   }
 }
 
@@ -195,7 +209,7 @@ template <typename T, typename M, int V, int P>
 __global__ void __launch_bounds__(1024) norm_block(NormArgs<T, M> a) {
   __shared__ M part[32];
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
-    norm_row<T, M, V, P>(a, r, threadIdx.x, blockDim.x,
+    norm_row<T, M, V, P>(a, r, true, threadIdx.x, blockDim.x,
                          [&](M v) { return block_sum(v, part); });
   }
 }
@@ -243,7 +257,8 @@ unsigned grid_of(int64_t blocks) {
 // A warp per row with the smallest P (units per lane, a power of two)
 // that holds the row: P sets the registers the kernel takes, and fewer
 // registers let more warps run at once, which short rows need to keep
-// enough loads in flight.
+// enough loads in flight. Rows of at most 16 units take a group of 4, 8
+// or 16 lanes each instead of a warp (a warp would leave lanes idle).
 template <typename T, typename M, int V, int P>
 void launch_warp(const NormArgs<T, M>& a, int units, cudaStream_t s) {
   if constexpr (P > 1) {
@@ -253,8 +268,20 @@ void launch_warp(const NormArgs<T, M>& a, int units, cudaStream_t s) {
     }
   }
   constexpr int kWarps = 8;
-  norm_warp<T, M, V, P>
-      <<<grid_of((a.rows + kWarps - 1) / kWarps), 32 * kWarps, 0, s>>>(a);
+  auto go = [&](auto kernel, int rows_per_warp) {
+    const int64_t per_block = int64_t(kWarps) * rows_per_warp;
+    kernel<<<grid_of((a.rows + per_block - 1) / per_block), 32 * kWarps, 0,
+             s>>>(a);
+  };
+  if (P == 1 && units <= 4) {
+    go(norm_warp<T, M, V, 1, 4>, 8);
+  } else if (P == 1 && units <= 8) {
+    go(norm_warp<T, M, V, 1, 8>, 4);
+  } else if (P == 1 && units <= 16) {
+    go(norm_warp<T, M, V, 1, 16>, 2);
+  } else {
+    go(norm_warp<T, M, V, P, 32>, 1);
+  }
 }
 
 // Launches the kernel for units of V elements (V = 1: element by element).
