@@ -1,8 +1,10 @@
 // fast::RoPE on the GPU: one thread per rotated pair, with the CPU's
 // arithmetic (backend/cpu/fast_norm.cpp) in M = float (double for
-// float64): the inverse frequencies are the CPU's table (exp in double,
-// rounded once to M: computed on the host and uploaded, so both devices
-// use the same values) or 1 / freqs[i]; the angle is
+// float64): the inverse frequencies are the CPU's, exp(i * coef) in double
+// rounded once to M (coef = -log(base) / half computed on the host as the
+// CPU does; CUDA's and glibc's double exp agree to an ulp, which the
+// rounding to float hides; a host-made table would cost an upload per
+// call), or 1 / freqs[i]; the angle is
 // ((l + offset) * scale) * inv[i], rotated by (cos, sign * sin), sign -1
 // for the inverse rotation (`forward` false, the vjp). The features past
 // `dims` are copied by further threads of the same launch.
@@ -11,7 +13,6 @@
 // of outer * L has position l = r % L and, with a vector offset (one per
 // element of axis 0), offset[r / (rows per element of axis 0)].
 #include <cmath>
-#include <vector>
 
 #include "fluxion/backend/cuda/kernels.cuh"
 #include "fluxion/ops/fast.h"
@@ -30,8 +31,8 @@ __device__ __forceinline__ void sin_cos(double t, double* s, double* c) {
 template <typename M>
 struct RopeArgs {
   const int32_t* offset;  // 1 value, or one per element of axis 0
-  const M* table;         // inverse frequencies, or freqs (invert)
-  bool invert;
+  const M* freqs;         // null: exp(i * coef)
+  double coef;
   bool offset_vector;
   bool traditional;
   int64_t rows;       // outer * L
@@ -57,7 +58,8 @@ __global__ void rope_kernel(const T* x, T* y, RopeArgs<M> a) {
     const int64_t g = a.offset_vector ? r / a.group_rows : 0;
     const M o = static_cast<M>(a.offset[g]);
     const M pos = (static_cast<M>(r % a.l) + o) * a.scale;
-    const M inv = a.invert ? M(1) / a.table[j] : a.table[j];
+    const M inv = a.freqs ? M(1) / a.freqs[j]
+                          : static_cast<M>(exp(static_cast<double>(j) * a.coef));
     M s, c;
     sin_cos(pos * inv, &s, &c);
     s = a.sign * s;
@@ -96,32 +98,25 @@ void RoPE::eval_gpu(const std::vector<array>& inputs,
     a.traditional = traditional_;
     a.scale = static_cast<M>(scale_);
     a.sign = forward_ ? M(1) : M(-1);
-    // The inverse frequencies: freqs (of dtype M, made so by fast::rope),
-    // inverted in the kernel, or the CPU's table.
+    // freqs (of dtype M, made so by fast::rope), inverted in the kernel,
+    // or the CPU's exponent step.
     const Dtype mt = std::is_same_v<M, double> ? float64 : float32;
-    array table = x;
+    array freqs = x;
     if (has_freqs_) {
-      table = cu::contiguous(inputs[2]);
-      if (table.dtype() != mt) {
+      freqs = cu::contiguous(inputs[2]);
+      if (freqs.dtype() != mt) {
         // Not made by fast::rope (which casts freqs to M): cast here.
-        array cast(table.shape(), mt, nullptr, {});
+        array cast(freqs.shape(), mt, nullptr, {});
         cu::alloc(cast);
-        cu::copy_into(table, cast);
+        cu::copy_into(freqs, cast);
         cast.set_status(array::Status::available);
-        table = cast;
+        cu::keep_alive(cast);
+        freqs = cast;
       }
-      a.invert = true;
+      a.freqs = cu::ptr<const M>(freqs);
     } else {
-      std::vector<M> inv(a.half);
-      const double coef = -std::log(double{base_}) / a.half;
-      for (int i = 0; i < a.half; ++i) {
-        inv[i] = static_cast<M>(std::exp(static_cast<double>(i) * coef));
-      }
-      table = array(inv.begin(), {a.half}, mt);
-      a.invert = false;
+      a.coef = -std::log(double{base_}) / a.half;
     }
-    a.table = cu::ptr<const M>(table);
-    cu::keep_alive(table);
     rope_kernel<T, M>
         <<<cu::blocks_for(a.rows * a.work, 4), cu::kThreads, 0,
            cu::current_stream()>>>(cu::ptr<const T>(x), cu::ptr<T>(out), a);
