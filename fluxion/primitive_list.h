@@ -109,7 +109,7 @@
   X(Concatenate, shape, 1, 1)                     \
   X(Pad, shape, 1, 1)                             \
   X(SearchSorted, searchsorted, 1, 1)             \
-  X(Hadamard, hadamard, 1, 0)                     \
+  X(Hadamard, hadamard, 1, 1)                     \
   X(GatherAxis, indexing, 1, 1)                   \
   X(ScatterAxis, indexing, 1, 1)                  \
   X(Gather, indexing, 1, 1)                       \
@@ -134,9 +134,9 @@
   X(Scan, sort, 1, 1)                             \
   X(Convolution, conv, 1, 0)                      \
   X(FFT, fft, 1, 0)                               \
-  X(fast::LayerNorm, fast, 1, 0)                  \
-  X(fast::RMSNorm, fast, 1, 0)                    \
-  X(fast::RoPE, fast, 1, 0)                       \
+  X(fast::LayerNorm, fast, 1, 1)                  \
+  X(fast::RMSNorm, fast, 1, 1)                    \
+  X(fast::RoPE, fast, 1, 1)                       \
   X(fast::ScaledDotProductAttention, fast, 1, 1)  \
   X(fast::CustomKernel, fast, 1, 0)               \
   X(Load, io, 1, 0)                               \

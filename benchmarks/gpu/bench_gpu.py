@@ -9,6 +9,9 @@ Targets (issue 13): chain <= 5 us/op; add >= 90% and sums >= 85% of the
 copy bandwidth; matmul >= 97% of torch; the MLP step faster than torch.
 Sort, argsort and cumsum are printed against torch (and cumsum against the
 copy's bandwidth) without a target yet.
+The fused norms (layer_norm, rms_norm of 32768 x 4096): forward as a
+fraction of the copy's bandwidth and against torch's; forward + backward
+against torch's (our backward is composed from public ops).
 """
 import os
 import statistics
@@ -149,6 +152,7 @@ def main():
     sort_and_scan(g, dev, copy_bw)
     mlp_step(g, dev)
     host_copies(g, dev)
+    norms(g, dev)
 
     # Matmul 8192^3, bfloat16 and float32 (TF32 off on both sides).
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -216,6 +220,91 @@ def sort_and_scan(g, dev, copy_bw):
     report("cumsum 256M f32 (TB/s)", scan_bw, torch_bw, "TB/s", "torch",
            True)
     del c, ct
+def norms(g, dev):
+    """mx.fast.layer_norm and rms_norm of 32768 x 4096 (bfloat16, float32)
+    with weight (and bias): the forward pass against torch's copy of the
+    same array (a norm reads and writes each element once, as a copy does)
+    and against torch.nn.functional.layer_norm / rms_norm; forward +
+    backward (mx.vjp with a cotangent against torch's backward). Each
+    timed call runs K ops and one host wait on our side, K ops and a
+    synchronize on torch's, so launch and wake-up costs are spread alike."""
+    import torch.nn.functional as F
+    rows, d, eps, K = 32768, 4096, 1e-5, 8
+    for dt, tdt in [(mx.bfloat16, torch.bfloat16),
+                    (mx.float32, torch.float32)]:
+        x = mx.astype(mx.random.normal((rows, d), stream=g), dt, stream=g)
+        w = mx.astype(mx.random.normal((d,), stream=g), dt, stream=g)
+        b = mx.astype(mx.random.normal((d,), stream=g), dt, stream=g)
+        c = mx.astype(mx.random.normal((rows, d), stream=g), dt, stream=g)
+        mx.eval(x, w, b, c)
+        xt = torch.randn(rows, d, device=dev, dtype=tdt)
+        wt = torch.randn(d, device=dev, dtype=tdt)
+        bt = torch.randn(d, device=dev, dtype=tdt)
+        ct = torch.randn(rows, d, device=dev, dtype=tdt)
+        yt = torch.empty_like(xt)
+        nbytes = 2 * x.nbytes  # read once, written once
+
+        def torch_k(f):
+            def run():
+                for _ in range(K):
+                    f()
+                torch.cuda.current_stream().synchronize()
+            return run
+
+        copy_bw = K * nbytes / cuda_time(torch_k(lambda: yt.copy_(xt))) / 1e12
+        fx_ops = {
+            "layer_norm": lambda a, ww, bb: mx.fast.layer_norm(
+                a, ww, bb, eps, stream=g),
+            "rms_norm": lambda a, ww, bb: mx.fast.rms_norm(
+                a, ww, eps, stream=g),
+        }
+        th_ops = {
+            "layer_norm": lambda a, ww, bb: F.layer_norm(
+                a, (d,), ww, bb, eps),
+            "rms_norm": (lambda a, ww, bb: F.rms_norm(a, (d,), ww, eps))
+            if hasattr(F, "rms_norm") else None,
+        }
+        for name in ["layer_norm", "rms_norm"]:
+            fop, top = fx_ops[name], th_ops[name]
+            ours = K * nbytes / cuda_time(
+                lambda: mx.eval([fop(x, w, b) for _ in range(K)])) / 1e12
+            report(f"{name} 32768x4096 {dt} (TB/s)", ours, copy_bw, "TB/s",
+                   "d2d copy", True)
+            if top is not None:
+                theirs = K * nbytes / cuda_time(
+                    torch_k(lambda: top(xt, wt, bt))) / 1e12
+                report(f"{name} 32768x4096 {dt} (TB/s)", ours, theirs, "TB/s",
+                       "torch", True)
+
+            # Forward + backward: the gradients of x, w (and b).
+            nprim = 3 if name == "layer_norm" else 2
+
+            def fwd_bwd_fx():
+                outs = []
+                for _ in range(2):
+                    _, grads = mx.vjp(
+                        lambda *p: fop(*p, *([None] * (3 - nprim))),
+                        [x, w, b][:nprim], [c])
+                    outs += grads
+                mx.eval(outs)
+
+            xg = xt.detach().requires_grad_(True)
+            wg = wt.detach().requires_grad_(True)
+            bg = bt.detach().requires_grad_(True)
+
+            def fwd_bwd_torch():
+                for _ in range(2):
+                    xg.grad = wg.grad = bg.grad = None
+                    y = (top(xg, wg, bg) if top is not None else
+                         F.layer_norm(xg, (d,), wg, bg, eps))
+                    y.backward(ct)
+                torch.cuda.current_stream().synchronize()
+            ref_name = "torch" if top is not None else "torch layer_norm"
+            report(f"{name} fwd+bwd 32768x4096 {dt} (ms)",
+                   cuda_time(fwd_bwd_fx, 5) / 2 * 1e3,
+                   cuda_time(fwd_bwd_torch, 5) / 2 * 1e3, "ms", ref_name,
+                   False)
+        del x, c, xt, ct, yt
 
 
 def chain_parts(g, dev):

@@ -5,7 +5,8 @@ timing). Each row prints Fluxion's figure, the reference's and the ratio
 
     PYTHONPATH=build-gpu/python python3 benchmarks/gpu/bench_transformer.py
 
-Rows: attention forward and forward+backward (B=4, H=32, L=4096, D=128,
+Rows: softmax over rows of 8192 x 8192 float32 as a fraction of the copy's
+bandwidth and against torch.softmax; attention forward and forward+backward (B=4, H=32, L=4096, D=128,
 bfloat16, causal) against torch's scaled_dot_product_attention; attention
 decoding (1 query, 32k keys, 32 query heads on 8 KV heads) as a fraction of
 the bandwidth of reading K and V; 4-bit quantized matmul decode (1 x 4096
@@ -126,6 +127,20 @@ def quantized(dev):
            "torch bf16 mm", True)
 
 
+def softmax_rows(dev):
+    n = 8192
+    x = mx.random.normal((n, n))
+    mx.eval(x)
+    t = cuda_time(lambda: mx.eval(mx.softmax(x, axis=-1)))
+    xt = torch.randn(n, n, device=dev)
+    tt = cuda_time(lambda: torch.softmax(xt, dim=-1))
+    nbytes = 2 * n * n * 4  # read once, written once
+    report("softmax rows 8192^2 f32 (TB/s)", nbytes / t / 1e12, COPY_TBS,
+           "TB/s", "d2d copy", True)
+    report("softmax rows 8192^2 f32 (TB/s)", nbytes / t / 1e12,
+           nbytes / tt / 1e12, "TB/s", "torch", True)
+
+
 def lm_step(dev):
     import fluxion.nn as nn
     import fluxion.optimizers as optim
@@ -198,7 +213,7 @@ def main():
     mx.set_default_device(mx.gpu)
     COPY_TBS = copy_bandwidth(dev)
     print(f"d2d copy {COPY_TBS:.2f} TB/s (read + write)")
-    for part in (attention, decode, quantized, lm_step):
+    for part in (softmax_rows, attention, decode, quantized, lm_step):
         try:
             part(dev)
         except Exception as e:  # one failing row must not hide the others

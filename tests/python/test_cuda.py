@@ -633,3 +633,29 @@ def test_softmax_rows_match_cpu(dt, tol, n):
         np.testing.assert_allclose(gg, gc, rtol=1e-4, atol=1e-5)
     g, c = both(lambda a, s: mx.softmax(a, axis=0, stream=s), a[:1])
     np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dt", [mx.float32, mx.float16, mx.bfloat16])
+def test_fast_norms_rope_hadamard_match_cpu(dt):
+    """mx.fast.layer_norm, rms_norm, rope and hadamard_transform on the GPU
+    (backend/cuda/norm.cu, rope.cu, hadamard.cu) agree with the CPU;
+    the C++ suite (test_cuda_fast.cpp) covers the shapes and edge cases."""
+    rng = np.random.default_rng(1)
+    tol = {mx.float32: 1e-5, mx.float16: 2e-3, mx.bfloat16: 2e-2}[dt]
+    x = mx.array(rng.standard_normal((5, 3, 7, 4096))).astype(dt)
+    w = mx.array(rng.standard_normal((4096,))).astype(dt)
+    b = mx.array(rng.standard_normal((4096,))).astype(dt)
+    for f in [
+        lambda s: mx.fast.layer_norm(x, w, b, 1e-5, stream=s),
+        lambda s: mx.fast.rms_norm(x, w, 1e-5, stream=s),
+        lambda s: mx.fast.layer_norm(x[..., :100], None, None, 1e-5,
+                                     stream=s),
+        lambda s: mx.fast.rope(x[..., :64], 32, traditional=False,
+                               base=10000.0, scale=1.0, offset=3, stream=s),
+        lambda s: mx.fast.rope(x[..., :64], 64, traditional=True,
+                               base=10000.0, scale=0.5,
+                               offset=mx.array([1, 2, 3, 4, 5]), stream=s),
+        lambda s: mx.hadamard_transform(x[..., :20 * 64], stream=s),
+    ]:
+        g, c = both(lambda s: f(s))
+        np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
