@@ -281,12 +281,11 @@ def test_memory_accounting_of_the_gpu():
 
 def test_errors_name_the_op_and_the_process_keeps_working():
     a = mx.array([3.0, 1.0, 2.0])
-    # Hadamard has no GPU kernel yet (Sort, the example until the sort
-    # kernels came, has one now).
+    # FFT has no GPU kernel yet (Sort and Hadamard, the examples until
+    # their kernels came, have one now).
     with pytest.raises(RuntimeError,
-                       match=r"\[eval\] Cannot run Hadamard on the gpu yet\."):
-        mx.eval(mx.hadamard_transform(mx.array([1.0, 2.0, 3.0, 4.0]),
-                                      stream=G))
+                       match=r"\[eval\] Cannot run FFT on the gpu yet\."):
+        mx.eval(mx.fft.fft(mx.array([1.0, 2.0, 3.0, 4.0]), stream=G))
     with pytest.raises(RuntimeError, match=r"\[malloc\] out of GPU memory: "
                        r"asked \d+ bytes, \d+ free"):
         mx.eval(mx.add(mx.ones((1 << 20, 1 << 20)), 1, stream=G))

@@ -1,5 +1,5 @@
 // Softmax over the last axis on the GPU (ops/reduce.h): a block per row.
-// Rows of up to 32 * 1024 elements are read once into registers (VPT
+// Rows of up to 16 * 1024 elements are read once into registers (VPT
 // values per thread, strided by the block so a warp's loads are
 // contiguous), their max and sum of exp(x - max) reduced over the block,
 // and written once: one read and one write of the data, the least a
@@ -45,7 +45,8 @@ __device__ C block_reduce(C v, C* shared) {
 }
 
 template <typename T, typename C, int VPT>
-__global__ void softmax_rows(const T* x, T* y, int64_t n) {
+__global__ void __launch_bounds__(1024)
+    softmax_rows(const T* x, T* y, int64_t n) {
   __shared__ C shared[32];
   const T* xr = x + blockIdx.x * n;
   T* yr = y + blockIdx.x * n;
@@ -121,8 +122,8 @@ void softmax_gpu(const array& in, array& out) {
       softmax_rows<T, C, 4><<<blocks, threads_for(4), 0, s>>>(xr, yr, n);
     } else if (n <= 8 * 1024) {
       softmax_rows<T, C, 8><<<blocks, threads_for(8), 0, s>>>(xr, yr, n);
-    } else if (n <= 32 * 1024) {
-      softmax_rows<T, C, 32><<<blocks, 1024, 0, s>>>(xr, yr, n);
+    } else if (n <= 16 * 1024) {
+      softmax_rows<T, C, 16><<<blocks, threads_for(16), 0, s>>>(xr, yr, n);
     } else {
       softmax_long_rows<T, C><<<blocks, 1024, 0, s>>>(xr, yr, n);
     }
