@@ -90,3 +90,19 @@ def keep64(x, dtype=None):
     if dtype is None and isinstance(x, np.ndarray) and x.dtype == np.float64:
         dtype = mx.float64
     return mx.array(x) if dtype is None else mx.array(x, dtype)
+
+
+# The GPU test files (test_cuda*.py): skipped, with the reason, where no GPU
+# is visible.
+requires_gpu = __import__("pytest").mark.skipif(
+    not mx.is_available(mx.gpu),
+    reason="no GPU is visible" if mx._gpu_backend_built()
+    else "Fluxion was built without a GPU backend")
+
+
+def host(x):
+    """x as a NumPy array (the half types, which NumPy compares badly or
+    lacks, as float32)."""
+    if x.dtype in (mx.bfloat16, mx.float16):
+        x = mx.astype(x, mx.float32, stream=mx.cpu)
+    return np.array(x)

@@ -9,21 +9,14 @@ import pytest
 
 import fluxion.core as mx
 
-pytestmark = pytest.mark.skipif(
-    not mx.is_available(mx.gpu),
-    reason="no GPU is visible" if mx._gpu_backend_built()
-    else "Fluxion was built without a GPU backend")
+from helpers import host, requires_gpu
+
+pytestmark = requires_gpu
 
 G = mx.gpu
 C = mx.cpu
 TOL = {mx.float32: 2e-5, mx.float64: 1e-12, mx.float16: 2e-3,
        mx.bfloat16: 2e-2}
-
-
-def host(x):
-    if x.dtype in (mx.bfloat16, mx.float16):
-        x = mx.astype(x, mx.float32, stream=C)
-    return np.array(x)
 
 
 def reference(q, k, v, scale, mask=None, sinks=None):

@@ -14,10 +14,9 @@ import fluxion.core as mx
 import fluxion.nn as nn
 from fluxion.utils import tree_flatten
 
-pytestmark = pytest.mark.skipif(
-    not mx.is_available(mx.gpu),
-    reason="no GPU is visible" if mx._gpu_backend_built()
-    else "Fluxion was built without a GPU backend")
+from helpers import requires_gpu
+
+pytestmark = requires_gpu
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 

@@ -10,19 +10,12 @@ import pytest
 import fluxion.core as mx
 import fluxion.nn as nn
 
-pytestmark = pytest.mark.skipif(
-    not mx.is_available(mx.gpu),
-    reason="no GPU is visible" if mx._gpu_backend_built()
-    else "Fluxion was built without a GPU backend")
+from helpers import host, requires_gpu
+
+pytestmark = requires_gpu
 
 G = mx.gpu
 C = mx.cpu
-
-
-def host(x):
-    if x.dtype in (mx.bfloat16, mx.float16):
-        x = mx.astype(x, mx.float32, stream=C)
-    return np.array(x)
 
 
 def draw(shape, seed, dt=mx.float32):
