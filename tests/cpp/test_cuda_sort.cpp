@@ -18,17 +18,17 @@ using namespace fluxion::test;
 
 namespace {
 
-const Dtype kAllDtypes[] = {bool_,   uint8,   uint16,   uint32,  uint64,
-                            int8,    int16,   int32,    int64,   float16,
+const Dtype kAllDtypes[] = {bool_,    uint8,   uint16,  uint32,   uint64,
+                            int8,     int16,   int32,   int64,    float16,
                             bfloat16, float32, float64, complex64};
 
 bool is_float(Dtype t) {
   return t == float16 || t == bfloat16 || t == float32 || t == float64;
 }
 
-#define SKIP_WITHOUT_GPU()                          \
-  if (!is_available(Device::gpu)) {                 \
-    GTEST_SKIP() << "no GPU is visible";            \
+#define SKIP_WITHOUT_GPU()               \
+  if (!is_available(Device::gpu)) {      \
+    GTEST_SKIP() << "no GPU is visible"; \
   }
 
 // Values with many ties: integers in [-range, range] (halves for floats),
@@ -67,8 +67,8 @@ array complex_values(int64_t n, const Shape& shape, uint32_t seed) {
   }
   auto r = array(re.begin(), shape, float32);
   auto i = array(im.begin(), shape, float32);
-  return add(astype(r, complex64), multiply(astype(i, complex64),
-                                            array(complex64_t(0, 1))));
+  return add(astype(r, complex64),
+             multiply(astype(i, complex64), array(complex64_t(0, 1))));
 }
 
 array make(const Shape& shape, Dtype t, int range = 20, bool specials = true,
@@ -152,8 +152,8 @@ TEST(CudaSort, GpuSortsMatchCpuEveryDtype) {
   SKIP_WITHOUT_GPU();
   // Block tiers (<= 128, <= 1024, <= 4096) and the device sorts (one row,
   // several rows), at odd lengths.
-  const std::vector<Shape> shapes = {{1},       {3},      {1000},
-                                     {4097},    {7, 129}, {5, 1000},
+  const std::vector<Shape> shapes = {{1},       {3},       {1000},
+                                     {4097},    {7, 129},  {5, 1000},
                                      {3, 4096}, {2, 5000}, {100000}};
   for (Dtype t : kAllDtypes) {
     for (const auto& s : shapes) {
@@ -192,8 +192,8 @@ TEST(CudaSort, GpuNonContiguousInputs) {
     check_sorts(sl, 0, "strided slice axis 0 " + std::string(dtype_name(t)));
     check_sorts(sl, 1, "strided slice axis 1 " + std::string(dtype_name(t)));
     auto big = make({3, 6000}, t);
-    check_sorts(transpose(big), 0, "transposed long " + std::string(
-                                       dtype_name(t)));
+    check_sorts(transpose(big), 0,
+                "transposed long " + std::string(dtype_name(t)));
     auto wide = make({3, 12000}, t);
     auto gapped = slice(wide, {0, 1}, {3, 12000}, {1, 2});  // long, stride 2
     check_sorts(gapped, 1, "gapped long " + std::string(dtype_name(t)));
@@ -203,8 +203,8 @@ TEST(CudaSort, GpuNonContiguousInputs) {
 TEST(CudaSort, GpuEmptyAndSizeOneAxes) {
   SKIP_WITHOUT_GPU();
   for (Dtype t : {float32, int8, complex64}) {
-    for (const auto& s : std::vector<Shape>{{0}, {0, 5}, {5, 0}, {4, 1},
-                                            {1, 4}, {1}}) {
+    for (const auto& s :
+         std::vector<Shape>{{0}, {0, 5}, {5, 0}, {4, 1}, {1, 4}, {1}}) {
       auto a = make(s, t);
       for (int axis = 0; axis < static_cast<int>(s.size()); ++axis) {
         check_sorts(a, axis, name(t, s, axis));
@@ -247,12 +247,12 @@ TEST(CudaSort, GpuPartitionsAreValid) {
   // Complex without NaNs: the CPU's sort of tied NaNs is in any order.
   for (Dtype t : {float32, int16, float16, complex64}) {
     for (const auto& s : std::vector<Shape>{{6, 33}, {3, 5000}, {40, 9}}) {
-      auto a = t == complex64
-                   ? add(astype(make(s, float32, 5, false, 3), complex64),
-                         multiply(astype(make(s, float32, 3, false, 4),
-                                         complex64),
-                                  array(complex64_t(0, 1))))
-                   : make(s, t);
+      auto a =
+          t == complex64
+              ? add(astype(make(s, float32, 5, false, 3), complex64),
+                    multiply(astype(make(s, float32, 3, false, 4), complex64),
+                             array(complex64_t(0, 1))))
+              : make(s, t);
       for (int axis : {0, 1}) {
         int n = s[axis];
         for (int kth : {0, n / 2, n - 1, -1}) {
@@ -264,12 +264,12 @@ TEST(CudaSort, GpuPartitionsAreValid) {
           // permutation, and the kth element the sorted one.
           expect_equal(take_along_axis(a, ip, axis, Device::cpu), p,
                        "values at indices " + what);
-          expect_equal(sort(ip, axis, Device::cpu),
-                       broadcast_to(expand_dims(arange(0, n, 1, uint32,
-                                                       Device::cpu),
-                                                axis == 0 ? 1 : 0),
-                                    s),
-                       "permutation " + what);
+          expect_equal(
+              sort(ip, axis, Device::cpu),
+              broadcast_to(expand_dims(arange(0, n, 1, uint32, Device::cpu),
+                                       axis == 0 ? 1 : 0),
+                           s),
+              "permutation " + what);
           int k = kth < 0 ? kth + n : kth;
           Shape lo(s.size(), 0), hi = s;
           lo[axis] = k;
@@ -295,18 +295,14 @@ struct ScanOp {
 };
 
 const ScanOp kScans[] = {
-    {"cumsum", [](const array& a, int ax, bool r, bool i, StreamOrDevice s) {
-       return cumsum(a, ax, r, i, s);
-     }},
-    {"cumprod", [](const array& a, int ax, bool r, bool i, StreamOrDevice s) {
-       return cumprod(a, ax, r, i, s);
-     }},
-    {"cummax", [](const array& a, int ax, bool r, bool i, StreamOrDevice s) {
-       return cummax(a, ax, r, i, s);
-     }},
-    {"cummin", [](const array& a, int ax, bool r, bool i, StreamOrDevice s) {
-       return cummin(a, ax, r, i, s);
-     }},
+    {"cumsum", [](const array& a, int ax, bool r, bool i,
+                  StreamOrDevice s) { return cumsum(a, ax, r, i, s); }},
+    {"cumprod", [](const array& a, int ax, bool r, bool i,
+                   StreamOrDevice s) { return cumprod(a, ax, r, i, s); }},
+    {"cummax", [](const array& a, int ax, bool r, bool i,
+                  StreamOrDevice s) { return cummax(a, ax, r, i, s); }},
+    {"cummin", [](const array& a, int ax, bool r, bool i,
+                  StreamOrDevice s) { return cummin(a, ax, r, i, s); }},
     {"logcumsumexp",
      [](const array& a, int ax, bool r, bool i, StreamOrDevice s) {
        return logcumsumexp(a, ax, r, i, s);
@@ -352,14 +348,12 @@ void check_scans(const Shape& shape, int axis, Dtype t,
     }
     double rtol = 0;
     if (opname == "logcumsumexp") {
-      rtol = t == float64 ? 1e-10
-             : t == float16 || t == bfloat16 ? 2e-2
-                                              : 1e-4;
+      rtol = t == float64 ? 1e-10 : t == float16 || t == bfloat16 ? 2e-2 : 1e-4;
     }
     for (bool reverse : {false, true}) {
       for (bool inclusive : {true, false}) {
-        std::string what = opname + " " + name(t, shape, axis) + " " +
-                           layout + (reverse ? " reverse" : "") +
+        std::string what = opname + " " + name(t, shape, axis) + " " + layout +
+                           (reverse ? " reverse" : "") +
                            (inclusive ? " inclusive" : " exclusive");
         expect_equal(op.fn(a, axis, reverse, inclusive, Device::gpu),
                      op.fn(a, axis, reverse, inclusive, Device::cpu), what,
@@ -374,13 +368,13 @@ void check_scans(const Shape& shape, int axis, Dtype t,
 TEST(CudaSort, GpuScansEveryVariantLongRowsAndAxis0) {
   SKIP_WITHOUT_GPU();
   for (Dtype t : {float32, int32, float64, int64}) {
-    check_scans({3, 70000}, 1, t);    // long rows: block per row
-    check_scans({70000, 3}, 0, t);    // few columns: transposed to rows
-    check_scans({50, 20000}, 0, t);   // many columns: thread per column
-    check_scans({300000}, 0, t);      // one row: CUB's device scan
-    check_scans({2, 300000}, 1, t);   // a few rows: a device scan each
-    check_scans({1000, 37}, 1, t);    // short rows: 32-thread blocks
-    check_scans({4, 5, 6}, 1, t);     // a middle axis
+    check_scans({3, 70000}, 1, t);   // long rows: block per row
+    check_scans({70000, 3}, 0, t);   // few columns: transposed to rows
+    check_scans({50, 20000}, 0, t);  // many columns: thread per column
+    check_scans({300000}, 0, t);     // one row: CUB's device scan
+    check_scans({2, 300000}, 1, t);  // a few rows: a device scan each
+    check_scans({1000, 37}, 1, t);   // short rows: 32-thread blocks
+    check_scans({4, 5, 6}, 1, t);    // a middle axis
   }
 }
 
@@ -412,15 +406,14 @@ TEST(CudaSort, GpuCumsumOf16MElements) {
 
 TEST(CudaSort, GpuSearchSortedLeftAndRight) {
   SKIP_WITHOUT_GPU();
-  for (Dtype t : {float32, float64, float16, bfloat16, int32, uint8, int64,
-                  bool_}) {
+  for (Dtype t :
+       {float32, float64, float16, bfloat16, int32, uint8, int64, bool_}) {
     auto sorted_a = sort(make({2000}, t, 30), 0, Device::cpu);
     auto v = make({7, 300}, t, 35, true, 9);
     for (const char* side : {"left", "right"}) {
       expect_equal(searchsorted(sorted_a, v, side, std::nullopt, Device::gpu),
                    searchsorted(sorted_a, v, side, std::nullopt, Device::cpu),
-                   std::string("searchsorted ") + side + " " +
-                       dtype_name(t));
+                   std::string("searchsorted ") + side + " " + dtype_name(t));
       // Strided values and a sorter.
       auto vt = transpose(v);
       auto perm = argsort(make({2000}, t, 30), 0, Device::cpu);

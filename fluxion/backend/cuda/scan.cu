@@ -20,8 +20,6 @@
 //    consecutive memory. With few columns and a long axis that leaves the
 //    GPU idle, the input is transposed so the axis is last, scanned as
 //    rows, and transposed back into the output.
-#include <cub/block/block_scan.cuh>
-#include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/permutation_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -29,6 +27,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "fluxion/backend/common/reduce_ops.h"
 #include "fluxion/backend/cuda/kernels.cuh"
@@ -188,8 +188,8 @@ void device_scan_rows(const In* x, Out* y, int64_t rows, int64_t n,
                       bool reverse, bool inclusive, cudaStream_t s) {
   const int64_t items = inclusive ? n : n - 1;
   auto in_at = [&](const In* xr) {
-    return thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
-                                           LoadAt<In, M>{xr, n, reverse});
+    return thrust::make_transform_iterator(
+        thrust::counting_iterator<int64_t>(0), LoadAt<In, M>{xr, n, reverse});
   };
   auto out_at = [&](Out* yr) {
     return thrust::make_transform_output_iterator(
@@ -212,10 +212,10 @@ void device_scan_rows(const In* x, Out* y, int64_t rows, int64_t n,
       auto tmp = std::make_shared<Data>(std::max<size_t>(raw_bytes, 1),
                                         Device{Device::gpu});
       for (int64_t r = 0; r < rows; ++r) {
-        cu::check(cub::DeviceScan::InclusiveScan(tmp->ptr(), raw_bytes,
-                                                 x + r * n, y + r * n,
-                                                 Combine<M, Op>{}, n, s),
-                  "scan");
+        cu::check(
+            cub::DeviceScan::InclusiveScan(tmp->ptr(), raw_bytes, x + r * n,
+                                           y + r * n, Combine<M, Op>{}, n, s),
+            "scan");
         cu::check_launch("scan");
       }
       cu::keep_alive(tmp);
@@ -228,14 +228,13 @@ void device_scan_rows(const In* x, Out* y, int64_t rows, int64_t n,
             "scan");
   // Scratch from Fluxion's allocator, reused by each row's call (they
   // run in order on the stream).
-  auto tmp = std::make_shared<Data>(std::max<size_t>(bytes, 1),
-                                    Device{Device::gpu});
+  auto tmp =
+      std::make_shared<Data>(std::max<size_t>(bytes, 1), Device{Device::gpu});
   for (int64_t r = 0; r < rows; ++r) {
     const In* xr = x + r * n;
     Out* yr = y + r * n;
     if (!inclusive) {
-      write_identity<<<1, 1, 0, s>>>(yr + (reverse ? n - 1 : 0),
-                                     Op::init());
+      write_identity<<<1, 1, 0, s>>>(yr + (reverse ? n - 1 : 0), Op::init());
       cu::check_launch("scan");
     }
     if (items > 0) {
@@ -296,8 +295,8 @@ void scan_typed(const array& input, array& out, int axis, bool reverse,
   const int64_t cols = outer * inner;
   // A thread per column fills the GPU with at least ~16k columns; with
   // fewer and a long axis, transposing twice costs less than the idle GPU.
-  const bool transpose = cols < (1 << 14) && n >= 64 && outer <= INT_MAX &&
-                         inner <= INT_MAX;
+  const bool transpose =
+      cols < (1 << 14) && n >= 64 && outer <= INT_MAX && inner <= INT_MAX;
   if (!transpose) {
     scan_cols<In, Out, M, Op><<<cu::blocks_for(cols), cu::kThreads, 0, s>>>(
         x, y, outer, n, inner, reverse, inclusive);
@@ -349,19 +348,19 @@ void Scan::eval_gpu(const std::vector<array>& inputs,
     switch (type_) {
       case Sum:
         scan_typed<T, S, SM, detail::SumOp<SM>>(in, out, axis_, reverse_,
-                                               inclusive_);
+                                                inclusive_);
         break;
       case Prod:
         scan_typed<T, S, SM, detail::ProdOp<SM>>(in, out, axis_, reverse_,
-                                                inclusive_);
+                                                 inclusive_);
         break;
       case Max:
         scan_typed<T, T, TM, detail::MaxOp<TM>>(in, out, axis_, reverse_,
-                                               inclusive_);
+                                                inclusive_);
         break;
       case Min:
         scan_typed<T, T, TM, detail::MinOp<TM>>(in, out, axis_, reverse_,
-                                               inclusive_);
+                                                inclusive_);
         break;
       default:
         break;

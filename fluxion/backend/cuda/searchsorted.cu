@@ -56,9 +56,8 @@ __device__ __forceinline__ bool sorts_before(M x, M y) {
 
 template <typename T>
 __global__ void search_kernel(const T* a, const T* v, uint32_t* out,
-                              int64_t total, int64_t n, int64_t m,
-                              RowDims la, RowDims lv, int64_t as, int64_t vs,
-                              bool right) {
+                              int64_t total, int64_t n, int64_t m, RowDims la,
+                              RowDims lv, int64_t as, int64_t vs, bool right) {
   using M = cu::compute_t<T>;
   FLUXION_GRID_LOOP(e, total) {
     const int64_t r = e / m, j = e % m;

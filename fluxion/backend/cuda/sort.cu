@@ -18,13 +18,12 @@
 // partition around every kth, and it is the one the CPU's ties-by-index
 // order would give for the kth element itself (the op table compares the
 // kth element and the sorted row, never the order of the sides).
+#include <algorithm>
+#include <climits>
 #include <cub/block/block_exchange.cuh>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
-
-#include <algorithm>
-#include <climits>
 #include <limits>
 
 #include "fluxion/backend/cuda/kernels.cuh"
@@ -88,14 +87,22 @@ struct IntKey {
   __device__ static U key(T x, bool) { return static_cast<U>(U(x) ^ flip); }
   __device__ static T value(U k) { return static_cast<T>(U(k ^ flip)); }
 };
-template <> struct SortKey<uint8_t> : IntKey<uint8_t> {};
-template <> struct SortKey<uint16_t> : IntKey<uint16_t> {};
-template <> struct SortKey<uint32_t> : IntKey<uint32_t> {};
-template <> struct SortKey<uint64_t> : IntKey<uint64_t> {};
-template <> struct SortKey<int8_t> : IntKey<int8_t> {};
-template <> struct SortKey<int16_t> : IntKey<int16_t> {};
-template <> struct SortKey<int32_t> : IntKey<int32_t> {};
-template <> struct SortKey<int64_t> : IntKey<int64_t> {};
+template <>
+struct SortKey<uint8_t> : IntKey<uint8_t> {};
+template <>
+struct SortKey<uint16_t> : IntKey<uint16_t> {};
+template <>
+struct SortKey<uint32_t> : IntKey<uint32_t> {};
+template <>
+struct SortKey<uint64_t> : IntKey<uint64_t> {};
+template <>
+struct SortKey<int8_t> : IntKey<int8_t> {};
+template <>
+struct SortKey<int16_t> : IntKey<int16_t> {};
+template <>
+struct SortKey<int32_t> : IntKey<int32_t> {};
+template <>
+struct SortKey<int64_t> : IntKey<int64_t> {};
 
 template <>
 struct SortKey<float> {
@@ -164,8 +171,9 @@ struct SortKey<cu::complex64_d> {
 
 // Real types decode a sorted key back to its value (complex64 does not).
 template <typename T>
-concept Decodable =
-    requires(typename SortKey<T>::U k) { SortKey<T>::value(k); };
+concept Decodable = requires(typename SortKey<T>::U k) {
+  SortKey<T>::value(k);
+};
 
 // --- Rows -----------------------------------------------------------------
 
@@ -200,9 +208,8 @@ Rows rows_of(const array& in, const array& out, int axis) {
 }
 
 template <typename T>
-__device__ __forceinline__ void emit(Emit how, const T* x, void* y,
-                                     int64_t xin, int64_t yo, int64_t in_ax,
-                                     uint32_t idx) {
+__device__ __forceinline__ void emit(Emit how, const T* x, void* y, int64_t xin,
+                                     int64_t yo, int64_t in_ax, uint32_t idx) {
   if (how == Emit::Indices) {
     static_cast<uint32_t*>(y)[yo] = idx;
   } else {
@@ -316,8 +323,7 @@ Scratch scratch(size_t bytes) {
 }
 
 template <typename T>
-void device_sort(const T* x, void* y, const Rows& r, Emit how,
-                 cudaStream_t s) {
+void device_sort(const T* x, void* y, const Rows& r, Emit how, cudaStream_t s) {
   using K = SortKey<T>;
   using U = typename K::U;
   const int64_t total = r.count * r.n;
@@ -348,8 +354,8 @@ void device_sort(const T* x, void* y, const Rows& r, Emit how,
     run([&](void* tmp, size_t& bytes) {
       return pairs ? cub::DeviceRadixSort::SortPairs(tmp, bytes, keys, vals,
                                                      total, 0, K::bits, s)
-                   : cub::DeviceRadixSort::SortKeys(tmp, bytes, keys, total,
-                                                    0, K::bits, s);
+                   : cub::DeviceRadixSort::SortKeys(tmp, bytes, keys, total, 0,
+                                                    K::bits, s);
     });
   } else {
     // The segmented sort counts items in int: groups of rows of at most
@@ -367,9 +373,8 @@ void device_sort(const T* x, void* y, const Rows& r, Emit how,
       const int64_t base = g0 * r.n;
       // Each group sorts its part of both buffers of the pair.
       cub::DoubleBuffer<U> gk(keys.Current() + base, keys.Alternate() + base);
-      cub::DoubleBuffer<uint32_t> gv(
-          pairs ? vals.Current() + base : nullptr,
-          pairs ? vals.Alternate() + base : nullptr);
+      cub::DoubleBuffer<uint32_t> gv(pairs ? vals.Current() + base : nullptr,
+                                     pairs ? vals.Alternate() + base : nullptr);
       const int items = static_cast<int>(g * r.n);
       const int segs = static_cast<int>(g);
       run([&](void* tmp, size_t& bytes) {
@@ -387,10 +392,10 @@ void device_sort(const T* x, void* y, const Rows& r, Emit how,
         first_v = gv.selector;
       }
       if (gk.selector != first_k) {
-        cu::check(cudaMemcpyAsync(gk.Alternate(), gk.Current(),
-                                  g * r.n * sizeof(U),
-                                  cudaMemcpyDeviceToDevice, s),
-                  "sort");
+        cu::check(
+            cudaMemcpyAsync(gk.Alternate(), gk.Current(), g * r.n * sizeof(U),
+                            cudaMemcpyDeviceToDevice, s),
+            "sort");
       }
       if (pairs && gv.selector != first_v) {
         cu::check(cudaMemcpyAsync(gv.Alternate(), gv.Current(),
@@ -415,8 +420,8 @@ void device_sort(const T* x, void* y, const Rows& r, Emit how,
 
 // Sorts `in` along `axis` into `out` (allocated here); `values` says
 // whether out takes the values (Sort, Partition) or the indices.
-void sort_gpu(const array& in, array& out, int axis, bool values,
-              bool partial, const char* op) {
+void sort_gpu(const array& in, array& out, int axis, bool values, bool partial,
+              const char* op) {
   cu::alloc(out);
   if (out.size() == 0) {
     return;
