@@ -7,6 +7,10 @@
 // std::barrier. Not a model of the GPU's memory, timing or limits beyond
 // the launch checks in emu_launch.
 #pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -14,10 +18,9 @@
 #include <memory>
 #include <thread>
 #include <vector>
-#include <cuda_runtime.h>
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-struct EmuIdx { unsigned x = 0, y = 0, z = 0; };
+struct EmuIdx {
+  unsigned x = 0, y = 0, z = 0;
+};
 inline thread_local EmuIdx emu_threadIdx, emu_blockIdx;
 inline EmuIdx emu_blockDim, emu_gridDim;
 inline thread_local int emu_lane, emu_warp;
@@ -48,12 +51,24 @@ T emu_shfl(T v, int src) {
   std::memcpy(&r, &got, sizeof(T));
   return r;
 }
-template <typename T> T __shfl_xor_sync(unsigned, T v, int o) { return emu_shfl(v, emu_lane ^ o); }
-template <typename T> T __shfl_down_sync(unsigned, T v, int d) {
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int o) {
+  return emu_shfl(v, emu_lane ^ o);
+}
+template <typename T>
+T __shfl_down_sync(unsigned, T v, int d) {
   return emu_shfl(v, emu_lane + d < 32 ? emu_lane + d : emu_lane);
 }
-inline int atomicCAS(int* p, int c, int v) { int o = *p; if (o == c) *p = v; return o; }
-inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
+inline int atomicCAS(int* p, int c, int v) {
+  int o = *p;
+  if (o == c) *p = v;
+  return o;
+}
+inline int atomicExch(int* p, int v) {
+  int o = *p;
+  *p = v;
+  return o;
+}
 inline void __threadfence_system() {}
 // FLUXION_SHARED_ARRAY (kernels.cuh) again for the host: `static` cannot
 // follow its alignas. emu_post.h redefines it after kernels.cuh.
@@ -62,17 +77,23 @@ inline unsigned emu_grid_cap = 3;
 template <typename G, typename B, typename F>
 void emu_launch(G grid, B block, size_t smem, cudaStream_t, F f) {
   unsigned g = static_cast<unsigned>(grid), nb = static_cast<unsigned>(block);
-  if (g == 0 || nb == 0 || nb > 1024 || smem > 48 * 1024) { fprintf(stderr, "bad launch %u %u %zu\n", g, nb, smem); abort(); }
+  if (g == 0 || nb == 0 || nb > 1024 || smem > 48 * 1024) {
+    fprintf(stderr, "bad launch %u %u %zu\n", g, nb, smem);
+    abort();
+  }
   if (g > emu_grid_cap) g = emu_grid_cap;
   emu_gridDim = {g, 1, 1};
   emu_blockDim = {nb, 1, 1};
   unsigned nw = (nb + 31) / 32;
-  if (nb % 32 != 0) { fprintf(stderr, "block not a multiple of 32: %u\n", nb); }
+  if (nb % 32 != 0) {
+    fprintf(stderr, "block not a multiple of 32: %u\n", nb);
+  }
   for (unsigned b = 0; b < g; ++b) {
     std::barrier<> bar(nb);
     emu_bar = &bar;
     emu_warp_bars.clear();
-    for (unsigned w = 0; w < nw; ++w) emu_warp_bars.push_back(std::make_unique<std::barrier<>>(32));
+    for (unsigned w = 0; w < nw; ++w)
+      emu_warp_bars.push_back(std::make_unique<std::barrier<>>(32));
     emu_slots.assign(nw * 32, 0);
     std::vector<std::thread> ts;
     for (unsigned t = 0; t < nb; ++t) {

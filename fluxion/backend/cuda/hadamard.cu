@@ -84,8 +84,9 @@ __device__ __forceinline__ void mix_column(const M (&v)[MF], T* y, int64_t p,
 // A block per row; the row (n = MF * 2^log_p) in dynamic shared memory.
 constexpr int kRowThreads = 512;
 template <typename T, typename M, int MF>
-__global__ void __launch_bounds__(kRowThreads) hadamard_rows(const T* x, T* y, int64_t rows, int log_p,
-                              M scale, Signs sg) {
+__global__ void __launch_bounds__(kRowThreads)
+    hadamard_rows(const T* x, T* y, int64_t rows, int log_p, M scale,
+                  Signs sg) {
   extern __shared__ __align__(16) unsigned char smem[];
   M* buf = reinterpret_cast<M*>(smem);
   const int p = 1 << log_p, n = MF * p;
@@ -115,8 +116,8 @@ __global__ void __launch_bounds__(kRowThreads) hadamard_rows(const T* x, T* y, i
 // one block of p) take the stages h < 2^log_c in shared memory, read from
 // x (converted to M) and written to s.
 template <typename T, typename M>
-__global__ void __launch_bounds__(kChunkThreads) hadamard_chunks(const T* x, M* s, int64_t chunks,
-                                int log_c) {
+__global__ void __launch_bounds__(kChunkThreads)
+    hadamard_chunks(const T* x, M* s, int64_t chunks, int log_c) {
   FLUXION_SHARED_ARRAY(M, buf, kChunk);
   const int c = 1 << log_c;
   for (int64_t k = blockIdx.x; k < chunks; k += gridDim.x) {
@@ -154,8 +155,8 @@ __global__ void hadamard_stage(M* s, int64_t pairs, int log_p, int lh) {
 // blocks in s; y may be s itself (each thread reads its column before
 // writing it).
 template <typename T, typename M, int MF>
-__global__ void __launch_bounds__(cu::kThreads) hadamard_mix(const M* s, T* y, int64_t rows, int log_p,
-                             M scale, Signs sg) {
+__global__ void __launch_bounds__(cu::kThreads)
+    hadamard_mix(const M* s, T* y, int64_t rows, int log_p, M scale, Signs sg) {
   const int64_t p = int64_t{1} << log_p;
   FLUXION_GRID_LOOP(c, rows * p) {
     const int64_t r = c >> log_p;
@@ -183,8 +184,8 @@ bool fits_block(int64_t n) {
 // The launches for rows of MF * 2^log_p elements from x into y; `s` holds
 // the long rows' M values (y itself when T is M).
 template <typename T, typename M, int MF>
-void hadamard_launch(const T* xp, T* yp, M* s, int64_t rows, int log_p,
-                     M scale, const Signs& sg, cudaStream_t st) {
+void hadamard_launch(const T* xp, T* yp, M* s, int64_t rows, int log_p, M scale,
+                     const Signs& sg, cudaStream_t st) {
   const int64_t p = int64_t{1} << log_p, n = MF * p;
   if (fits_block<M>(n)) {
     const int threads = static_cast<int>(
@@ -233,8 +234,7 @@ void hadamard_typed(const array& x, array& out, int64_t rows, int log_p,
 
 }  // namespace
 
-void Hadamard::eval_gpu(const std::vector<array>& in,
-                        std::vector<array>& out) {
+void Hadamard::eval_gpu(const std::vector<array>& in, std::vector<array>& out) {
   array& o = out[0];
   cu::alloc(o);
   if (o.size() == 0) {

@@ -57,9 +57,7 @@ struct NormArgs {
 // 1 / sqrt(v), correctly rounded in both steps as on the CPU (not the
 // approximate rsqrt).
 __device__ __forceinline__ float inv_sqrt(float v) { return 1.0f / sqrtf(v); }
-__device__ __forceinline__ double inv_sqrt(double v) {
-  return 1.0 / ::sqrt(v);
-}
+__device__ __forceinline__ double inv_sqrt(double v) { return 1.0 / ::sqrt(v); }
 
 // Sum of v over each aligned group of G lanes of the warp, in every lane of
 // the group (a butterfly: all lanes agree, and offsets below G stay inside
@@ -118,8 +116,7 @@ __device__ __forceinline__ void load_param(const T* p, bool packed, int e,
 // every lane) but reads and writes nothing.
 template <typename T, typename M, int V, int P, typename Sum>
 __device__ __forceinline__ void norm_row(const NormArgs<T, M>& a, int64_t r,
-                                         bool valid, int tid, int nt,
-                                         Sum sum) {
+                                         bool valid, int tid, int nt, Sum sum) {
   using Pk = cu::Pack<T, V>;
   const int units = a.d / V;
   r = valid ? r : 0;
@@ -199,8 +196,9 @@ __global__ void __launch_bounds__(256) norm_warp(NormArgs<T, M> a) {
   constexpr int kRowsPerWarp = 32 / G;
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
-  for (int64_t base = (blockIdx.x * int64_t(blockDim.x / 32) +
-                       threadIdx.x / 32) * kRowsPerWarp;
+  for (int64_t base =
+           (blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32) *
+           kRowsPerWarp;
        base < a.rows; base += warps * kRowsPerWarp) {
     const int64_t r = base + lane / G;
     norm_row<T, M, V, P>(a, r, r < a.rows, lane % G, G,

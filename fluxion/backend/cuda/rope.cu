@@ -35,7 +35,7 @@ struct RopeArgs {
   double coef;
   bool offset_vector;
   bool traditional;
-  int64_t rows;       // outer * L
+  int64_t rows;        // outer * L
   int64_t group_rows;  // rows per element of axis 0
   int l, d, dims, half;
   int work;  // items per row: half pairs, then d - dims copied features
@@ -58,8 +58,9 @@ __global__ void rope_kernel(const T* x, T* y, RopeArgs<M> a) {
     const int64_t g = a.offset_vector ? r / a.group_rows : 0;
     const M o = static_cast<M>(a.offset[g]);
     const M pos = (static_cast<M>(r % a.l) + o) * a.scale;
-    const M inv = a.freqs ? M(1) / a.freqs[j]
-                          : static_cast<M>(exp(static_cast<double>(j) * a.coef));
+    const M inv = a.freqs
+                      ? M(1) / a.freqs[j]
+                      : static_cast<M>(exp(static_cast<double>(j) * a.coef));
     M s, c;
     sin_cos(pos * inv, &s, &c);
     s = a.sign * s;
