@@ -264,9 +264,12 @@ TEST(CudaFastGpu, NormGradients) {
 TEST(CudaFastGpu, RopeVariants) {
   SKIP_WITHOUT_GPU();
   for (Dtype t : kFloats) {
-    // [B, H, L, D]; dims = D and dims < D (the rest passes through).
+    // [B, H, L, D] (also [B, L, D] and 5-D: the offsets go by axis 0, the
+    // positions by axis -2); dims = D and dims < D (the rest passes
+    // through).
     for (const Shape& sh :
-         {Shape{2, 3, 5, 16}, Shape{3, 2, 7, 64}, Shape{1, 4, 33, 128}}) {
+         {Shape{2, 3, 5, 16}, Shape{3, 2, 7, 64}, Shape{1, 4, 33, 128},
+          Shape{3, 9, 32}, Shape{2, 2, 3, 4, 16}}) {
       const int d = sh.back();
       auto x = randn(sh, 20, t);
       auto voff = array({3, 11, 0}, {3}, int32);
