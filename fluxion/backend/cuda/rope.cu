@@ -3,8 +3,9 @@
 // float64): the inverse frequencies are the CPU's, exp(i * coef) in double
 // rounded once to M (coef = -log(base) / half computed on the host as the
 // CPU does; CUDA's and glibc's double exp agree to an ulp, which the
-// rounding to float hides; a host-made table would cost an upload per
-// call), or 1 / freqs[i]; the angle is
+// rounding to float hides, while float64 may differ by that ulp; a
+// host-made table would cost an upload per call), or 1 / freqs[i]; the
+// angle is
 // ((l + offset) * scale) * inv[i], rotated by (cos, sign * sin), sign -1
 // for the inverse rotation (`forward` false, the vjp). The features past
 // `dims` are copied by further threads of the same launch.
