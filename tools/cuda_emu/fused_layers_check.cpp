@@ -191,13 +191,25 @@ void rope_case(int B, int L, int D, int dims, bool trad, bool fwd, bool vec_off,
   a.sign = sign;
   a.freqs = freqs ? fr.data() : nullptr;
   a.coef = -std::log(10000.0) / half;
-  emu_launch(cu::blocks_for(a.rows * a.work, 4), cu::kThreads, 0, nullptr,
-             [&] { fast::rope_kernel<T, M>(x.data(), y.data(), a); });
-  char what[200];
-  snprintf(what, sizeof what,
-           "rope T%zu B%d L%d D%d dims%d trad%d fwd%d vec%d freqs%d", sizeof(T),
-           B, L, D, dims, trad, fwd, vec_off, freqs);
-  check(what, y, want, sizeof(T) == 2 ? 2 : 16);
+  // Both index widths, with and without the shared frequency table.
+  for (int variant = 0; variant < 3; ++variant) {
+    std::fill(y.begin(), y.end(), fromd<T>(0.0));
+    const bool table = variant != 1;
+    const size_t smem = table ? half * sizeof(M) : 0;
+    emu_launch(
+        cu::blocks_for(a.rows * a.work, 4), cu::kThreads, smem, nullptr, [&] {
+          if (variant == 2) {
+            fast::rope_kernel<T, M, int64_t>(x.data(), y.data(), a, table);
+          } else {
+            fast::rope_kernel<T, M, uint32_t>(x.data(), y.data(), a, table);
+          }
+        });
+    char what[200];
+    snprintf(what, sizeof what,
+             "rope T%zu B%d L%d D%d dims%d trad%d fwd%d vec%d freqs%d v%d",
+             sizeof(T), B, L, D, dims, trad, fwd, vec_off, freqs, variant);
+    check(what, y, want, sizeof(T) == 2 ? 2 : 16);
+  }
 }
 
 // ---- hadamard: the CPU's algorithm (backend/cpu/hadamard.cpp)
