@@ -34,22 +34,62 @@ struct Signs {
   int8_t s[kMaxFactor * kMaxFactor];
 };
 
+// The radix-2 butterfly (lo, hi) <- (lo + hi, lo - hi).
+template <typename M>
+__device__ __forceinline__ void butterfly(M& lo, M& hi) {
+  const M u = lo, w = hi;
+  lo = u + w;
+  hi = u - w;
+}
+
 // Radix-2 stages h = 1 .. `last` (last < span, powers of two) of the
 // blocks of `span` (a power of two) elements of buf[0, n), in shared
-// memory, by the block's threads.
+// memory, by the block's threads. Three stages at a time where it can: a
+// thread takes the 8 elements base + k * h (k < 8) and runs stages h, 2h
+// and 4h on them in registers, the same butterflies as three radix-2
+// passes (so the same results) with a third of the passes over shared
+// memory and of the barriers; the stages left over go one at a time.
 template <typename M>
 __device__ __forceinline__ void fwht_stages(M* buf, int n, int log_span,
                                             int last) {
+  int lh = 0;
+  for (; (4 << lh) <= last; lh += 3) {  // stages 2^lh, 2^(lh+1), 2^(lh+2)
+    const int h = 1 << lh, eighth_log = log_span - 3;
+    for (int q = threadIdx.x; q < n / 8; q += blockDim.x) {
+      const int blk = q >> eighth_log;
+      const int j = q & ((1 << eighth_log) - 1);
+      // Bits lh .. lh + 2 of the position in the block are k's.
+      const int i = ((j >> lh) << (lh + 3)) | (j & (h - 1));
+      M* b = buf + (blk << log_span) + i;
+      M v[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        v[k] = b[k * h];
+      }
+#pragma unroll
+      for (int bit = 1; bit < 8; bit <<= 1) {  // stages h, 2h, 4h
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          if ((k & bit) == 0) {
+            butterfly(v[k], v[k + bit]);
+          }
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        b[k * h] = v[k];
+      }
+    }
+    __syncthreads();
+  }
   const int half_log = log_span - 1;
-  for (int h = 1, lh = 0; h <= last; h <<= 1, ++lh) {
+  for (int h = 1 << lh; h <= last; h <<= 1, ++lh) {
     for (int q = threadIdx.x; q < n / 2; q += blockDim.x) {
       const int blk = q >> half_log;
       const int j = q & ((1 << half_log) - 1);
       const int i = ((j >> lh) << (lh + 1)) | (j & (h - 1));
       const int lo = (blk << log_span) + i;
-      const M u = buf[lo], w = buf[lo + h];
-      buf[lo] = u + w;
-      buf[lo + h] = u - w;
+      butterfly(buf[lo], buf[lo + h]);
     }
     __syncthreads();
   }
