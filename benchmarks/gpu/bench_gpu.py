@@ -305,6 +305,39 @@ def norms(g, dev):
                    cuda_time(fwd_bwd_torch, 5) / 2 * 1e3, "ms", ref_name,
                    False)
         del x, c, xt, ct, yt
+    rope_hadamard(g, dev)
+
+
+def rope_hadamard(g, dev):
+    """mx.fast.rope (bfloat16 [8, 32, 2048, 128], all features rotated) and
+    hadamard_transform (float32 16384 rows of 4096) as fractions of the
+    copy's bandwidth (each reads and writes every element once); no torch
+    reference (torch has neither as one op)."""
+    K = 8
+    x = mx.astype(mx.random.normal((8, 32, 2048, 128), stream=g),
+                  mx.bfloat16, stream=g)
+    h = mx.random.normal((16384, 4096), stream=g)
+    mx.eval(x, h)
+    for name, a, f in [
+            ("rope 8x32x2048x128 bf16 (TB/s)", x,
+             lambda: mx.fast.rope(x, 128, traditional=False, base=10000.0,
+                                  scale=1.0, offset=5, stream=g)),
+            ("hadamard 16384x4096 f32 (TB/s)", h,
+             lambda: mx.hadamard_transform(h, stream=g))]:
+        t = torch.empty(a.size, device="cuda",
+                        dtype=torch.bfloat16 if a.dtype == mx.bfloat16
+                        else torch.float32)
+        u = torch.empty_like(t)
+
+        def copies():
+            for _ in range(K):
+                u.copy_(t)
+            torch.cuda.current_stream().synchronize()
+        nbytes = 2 * a.nbytes
+        copy_bw = K * nbytes / cuda_time(copies) / 1e12
+        ours = K * nbytes / cuda_time(
+            lambda: mx.eval([f() for _ in range(K)])) / 1e12
+        report(name, ours, copy_bw, "TB/s", "d2d copy", True)
 
 
 def chain_parts(g, dev):

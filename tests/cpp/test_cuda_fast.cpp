@@ -33,9 +33,9 @@ struct OnDevice {
   ~OnDevice() { detail::set_thread_default_device(saved); }
 };
 
-#define SKIP_WITHOUT_GPU()                           \
-  if (!is_available(Device::gpu)) {                  \
-    GTEST_SKIP() << "no GPU is visible";             \
+#define SKIP_WITHOUT_GPU()               \
+  if (!is_available(Device::gpu)) {      \
+    GTEST_SKIP() << "no GPU is visible"; \
   }
 
 array randn(const Shape& shape, unsigned seed, Dtype t = float32,
@@ -94,8 +94,8 @@ void expect_gpu_matches_cpu(const std::function<Outs()>& f, double ulps,
       }
       if (!ok) {
         ++bad;
-        ADD_FAILURE() << what << " output " << k << " element " << i
-                      << ": gpu " << g[i] << ", cpu " << w[i];
+        ADD_FAILURE() << what << " output " << k << " element " << i << ": gpu "
+                      << g[i] << ", cpu " << w[i];
       }
     }
   }
@@ -125,9 +125,9 @@ TEST(CudaFastGpu, LayerNormRowLengths) {
   // per warp: row counts that leave a warp's batch partly empty, and more
   // rows than one launch's warps hold).
   const std::vector<Shape> shapes{
-      {5, 1},    {7, 3},    {3, 7},    {9, 64},    {11, 100},  {6, 256},
-      {3001, 8}, {37, 24},  {301, 32}, {2000, 128},
-      {3, 520},  {2, 999},  {4, 1024}, {3, 1025},  {5, 4096},  {3, 8192},
+      {5, 1},     {7, 3},     {3, 7},     {9, 64},     {11, 100}, {6, 256},
+      {3001, 8},  {37, 24},   {301, 32},  {2000, 128}, {3, 520},  {2, 999},
+      {4, 1024},  {3, 1025},  {5, 4096},  {3, 8192},   {2, 6000}, {3, 8200},
       {2, 10000}, {2, 16384}, {2, 20000}, {3, 5, 33}};
   for (Dtype t : kFloats) {
     for (const auto& sh : shapes) {
@@ -138,9 +138,9 @@ TEST(CudaFastGpu, LayerNormRowLengths) {
       expect_gpu_matches_cpu(
           [&] {
             return Outs{fx::layer_norm(x, w, b, 1e-5f),
-                          fx::layer_norm(x, w, std::nullopt, 1e-5f),
-                          fx::layer_norm(x, std::nullopt, b, 1e-3f),
-                          fx::layer_norm(x, std::nullopt, std::nullopt, 0.0f)};
+                        fx::layer_norm(x, w, std::nullopt, 1e-5f),
+                        fx::layer_norm(x, std::nullopt, b, 1e-3f),
+                        fx::layer_norm(x, std::nullopt, std::nullopt, 0.0f)};
           },
           norm_ulps(t), name_of("layer_norm", t, sh));
     }
@@ -149,8 +149,8 @@ TEST(CudaFastGpu, LayerNormRowLengths) {
 
 TEST(CudaFastGpu, RmsNormRowLengths) {
   SKIP_WITHOUT_GPU();
-  const std::vector<Shape> shapes{{5, 1},    {7, 3},    {3, 7},     {9, 64},
-                                  {11, 100}, {4, 1024}, {3, 1030},  {5, 4096},
+  const std::vector<Shape> shapes{{5, 1},    {7, 3},     {3, 7},     {9, 64},
+                                  {11, 100}, {4, 1024},  {3, 1030},  {5, 4096},
                                   {3, 8192}, {2, 10000}, {2, 40000}, {2, 3, 8}};
   for (Dtype t : kFloats) {
     for (const auto& sh : shapes) {
@@ -160,7 +160,7 @@ TEST(CudaFastGpu, RmsNormRowLengths) {
       expect_gpu_matches_cpu(
           [&] {
             return Outs{fx::rms_norm(x, w, 1e-5f),
-                          fx::rms_norm(x, std::nullopt, 1e-6f)};
+                        fx::rms_norm(x, std::nullopt, 1e-6f)};
           },
           norm_ulps(t), name_of("rms_norm", t, sh));
     }
@@ -186,9 +186,9 @@ TEST(CudaFastGpu, NormsOfStridedInputs) {
             auto wr = slice(wbig, {2 * d - 1}, {d - 1}, {-1});
             auto bb = broadcast_to(slice(b, {0}, {1}), {d});
             return Outs{fx::layer_norm(xt, ws, bb, 1e-5f),
-                          fx::layer_norm(xs, wr, b, 1e-5f),
-                          fx::rms_norm(xt, wr, 1e-5f),
-                          fx::rms_norm(xs, ws, 1e-5f)};
+                        fx::layer_norm(xs, wr, b, 1e-5f),
+                        fx::rms_norm(xt, wr, 1e-5f),
+                        fx::rms_norm(xs, ws, 1e-5f)};
           },
           norm_ulps(t), name_of("strided norms", t, {d}));
     }
@@ -204,14 +204,14 @@ TEST(CudaFastGpu, NormsPropagateNanAndInf) {
     for (auto& e : v) {
       e = nd(gen);
     }
-    v[1] = kNaN;                // row 0
-    v[d + 2] = kInf;            // row 1
-    v[2 * d + 3] = -kInf;       // row 2 (row 3 is finite)
+    v[1] = kNaN;           // row 0
+    v[d + 2] = kInf;       // row 1
+    v[2 * d + 3] = -kInf;  // row 2 (row 3 is finite)
     auto x = array(v.begin(), {4, d});
     expect_gpu_matches_cpu(
         [&] {
           return Outs{fx::layer_norm(x, std::nullopt, std::nullopt, 1e-5f),
-                        fx::rms_norm(x, std::nullopt, 1e-5f)};
+                      fx::rms_norm(x, std::nullopt, 1e-5f)};
         },
         64, "nan/inf rows " + std::to_string(d));
   }
@@ -225,7 +225,7 @@ TEST(CudaFastGpu, NormsOfEmptyArrays) {
     expect_gpu_matches_cpu(
         [&] {
           return Outs{fx::layer_norm(x, ones({d}), zeros({d}), 1e-5f),
-                        fx::rms_norm(x, ones({d}), 1e-5f)};
+                      fx::rms_norm(x, ones({d}), 1e-5f)};
         },
         0, "empty " + shape_str(sh));
   }
@@ -264,9 +264,12 @@ TEST(CudaFastGpu, NormGradients) {
 TEST(CudaFastGpu, RopeVariants) {
   SKIP_WITHOUT_GPU();
   for (Dtype t : kFloats) {
-    // [B, H, L, D]; dims = D and dims < D (the rest passes through).
-    for (const Shape& sh : {Shape{2, 3, 5, 16}, Shape{3, 2, 7, 64},
-                            Shape{1, 4, 33, 128}}) {
+    // [B, H, L, D] (also [B, L, D] and 5-D: the offsets go by axis 0, the
+    // positions by axis -2); dims = D and dims < D (the rest passes
+    // through).
+    for (const Shape& sh :
+         {Shape{2, 3, 5, 16}, Shape{3, 2, 7, 64}, Shape{1, 4, 33, 128},
+          Shape{3, 9, 32}, Shape{2, 2, 3, 4, 16}}) {
       const int d = sh.back();
       auto x = randn(sh, 20, t);
       auto voff = array({3, 11, 0}, {3}, int32);
@@ -324,9 +327,8 @@ TEST(CudaFastGpu, RopeOfStridedAndEmptyInputs) {
         auto xt = swapaxes(base, 1, 2);  // [2, 3, 8, 16], not contiguous
         auto xs = slice(base, {0, 0, 0, 0}, {2, 8, 3, 16}, {1, 2, 1, 1});
         return Outs{fx::rope(xt, 16, false, 10000.0f, 1.0f, 2),
-                      fx::rope(xs, 8, true, 10000.0f, 1.0f, 1),
-                      fx::rope(zeros({2, 0, 4, 8}), 8, false, 10000.0f, 1.0f,
-                               0)};
+                    fx::rope(xs, 8, true, 10000.0f, 1.0f, 1),
+                    fx::rope(zeros({2, 0, 4, 8}), 8, false, 10000.0f, 1.0f, 0)};
       },
       16, "rope strided/empty");
 }
@@ -338,11 +340,10 @@ TEST(CudaFastGpu, HadamardSizes) {
   // m * 2^k for m = 1, 12, 20, 28: one block per row in shared memory up to
   // 48 KB of values, the chunked multi-pass path beyond (16384 and more
   // floats; 12288 doubles).
-  const std::vector<Shape> shapes{{3, 1},     {4, 2},      {5, 64},
-                                  {3, 12},    {2, 24},     {3, 20 * 32},
-                                  {2, 28 * 16}, {2, 8192}, {2, 12 * 1024},
-                                  {2, 16384}, {2, 28 * 512}, {2, 20 * 2048},
-                                  {1, 1 << 17}, {2, 3, 12 * 8}};
+  const std::vector<Shape> shapes{
+      {3, 1},        {4, 2},         {5, 64},      {3, 12},        {2, 24},
+      {3, 20 * 32},  {2, 28 * 16},   {2, 8192},    {2, 12 * 1024}, {2, 16384},
+      {2, 28 * 512}, {2, 20 * 2048}, {1, 1 << 17}, {2, 3, 12 * 8}};
   for (Dtype t : kFloats) {
     for (const auto& sh : shapes) {
       auto x = randn(sh, 30, t);
@@ -350,8 +351,7 @@ TEST(CudaFastGpu, HadamardSizes) {
       // last bit; one ulp allowed.
       expect_gpu_matches_cpu(
           [&] {
-            return Outs{hadamard_transform(x),
-                          hadamard_transform(x, 0.25f)};
+            return Outs{hadamard_transform(x), hadamard_transform(x, 0.25f)};
           },
           1, name_of("hadamard", t, sh));
     }
@@ -370,9 +370,9 @@ TEST(CudaFastGpu, HadamardTransposeAndLayouts) {
           // integers are transformed in float32.
           auto f = [](const array& a) { return hadamard_transform(a); };
           return Outs{vjp(f, x, c).second,
-                        hadamard_transform(transpose(base), 2.0f),
-                        hadamard_transform(astype(x, int32)),
-                        hadamard_transform(zeros({0, n}))};
+                      hadamard_transform(transpose(base), 2.0f),
+                      hadamard_transform(astype(x, int32)),
+                      hadamard_transform(zeros({0, n}))};
         },
         1, "hadamard vjp/layouts " + std::to_string(n));
   }

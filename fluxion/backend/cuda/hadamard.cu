@@ -34,22 +34,62 @@ struct Signs {
   int8_t s[kMaxFactor * kMaxFactor];
 };
 
+// The radix-2 butterfly (lo, hi) <- (lo + hi, lo - hi).
+template <typename M>
+__device__ __forceinline__ void butterfly(M& lo, M& hi) {
+  const M u = lo, w = hi;
+  lo = u + w;
+  hi = u - w;
+}
+
 // Radix-2 stages h = 1 .. `last` (last < span, powers of two) of the
 // blocks of `span` (a power of two) elements of buf[0, n), in shared
-// memory, by the block's threads.
+// memory, by the block's threads. Three stages at a time where it can: a
+// thread takes the 8 elements base + k * h (k < 8) and runs stages h, 2h
+// and 4h on them in registers, the same butterflies as three radix-2
+// passes (so the same results) with a third of the passes over shared
+// memory and of the barriers; the stages left over go one at a time.
 template <typename M>
 __device__ __forceinline__ void fwht_stages(M* buf, int n, int log_span,
                                             int last) {
+  int lh = 0;
+  for (; (4 << lh) <= last; lh += 3) {  // stages 2^lh, 2^(lh+1), 2^(lh+2)
+    const int h = 1 << lh, eighth_log = log_span - 3;
+    for (int q = threadIdx.x; q < n / 8; q += blockDim.x) {
+      const int blk = q >> eighth_log;
+      const int j = q & ((1 << eighth_log) - 1);
+      // Bits lh .. lh + 2 of the position in the block are k's.
+      const int i = ((j >> lh) << (lh + 3)) | (j & (h - 1));
+      M* b = buf + (blk << log_span) + i;
+      M v[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        v[k] = b[k * h];
+      }
+#pragma unroll
+      for (int bit = 1; bit < 8; bit <<= 1) {  // stages h, 2h, 4h
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          if ((k & bit) == 0) {
+            butterfly(v[k], v[k + bit]);
+          }
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        b[k * h] = v[k];
+      }
+    }
+    __syncthreads();
+  }
   const int half_log = log_span - 1;
-  for (int h = 1, lh = 0; h <= last; h <<= 1, ++lh) {
+  for (int h = 1 << lh; h <= last; h <<= 1, ++lh) {
     for (int q = threadIdx.x; q < n / 2; q += blockDim.x) {
       const int blk = q >> half_log;
       const int j = q & ((1 << half_log) - 1);
       const int i = ((j >> lh) << (lh + 1)) | (j & (h - 1));
       const int lo = (blk << log_span) + i;
-      const M u = buf[lo], w = buf[lo + h];
-      buf[lo] = u + w;
-      buf[lo + h] = u - w;
+      butterfly(buf[lo], buf[lo + h]);
     }
     __syncthreads();
   }
@@ -84,8 +124,9 @@ __device__ __forceinline__ void mix_column(const M (&v)[MF], T* y, int64_t p,
 // A block per row; the row (n = MF * 2^log_p) in dynamic shared memory.
 constexpr int kRowThreads = 512;
 template <typename T, typename M, int MF>
-__global__ void __launch_bounds__(kRowThreads) hadamard_rows(const T* x, T* y, int64_t rows, int log_p,
-                              M scale, Signs sg) {
+__global__ void __launch_bounds__(kRowThreads)
+    hadamard_rows(const T* x, T* y, int64_t rows, int log_p, M scale,
+                  Signs sg) {
   extern __shared__ __align__(16) unsigned char smem[];
   M* buf = reinterpret_cast<M*>(smem);
   const int p = 1 << log_p, n = MF * p;
@@ -115,8 +156,8 @@ __global__ void __launch_bounds__(kRowThreads) hadamard_rows(const T* x, T* y, i
 // one block of p) take the stages h < 2^log_c in shared memory, read from
 // x (converted to M) and written to s.
 template <typename T, typename M>
-__global__ void __launch_bounds__(kChunkThreads) hadamard_chunks(const T* x, M* s, int64_t chunks,
-                                int log_c) {
+__global__ void __launch_bounds__(kChunkThreads)
+    hadamard_chunks(const T* x, M* s, int64_t chunks, int log_c) {
   FLUXION_SHARED_ARRAY(M, buf, kChunk);
   const int c = 1 << log_c;
   for (int64_t k = blockIdx.x; k < chunks; k += gridDim.x) {
@@ -154,8 +195,8 @@ __global__ void hadamard_stage(M* s, int64_t pairs, int log_p, int lh) {
 // blocks in s; y may be s itself (each thread reads its column before
 // writing it).
 template <typename T, typename M, int MF>
-__global__ void __launch_bounds__(cu::kThreads) hadamard_mix(const M* s, T* y, int64_t rows, int log_p,
-                             M scale, Signs sg) {
+__global__ void __launch_bounds__(cu::kThreads)
+    hadamard_mix(const M* s, T* y, int64_t rows, int log_p, M scale, Signs sg) {
   const int64_t p = int64_t{1} << log_p;
   FLUXION_GRID_LOOP(c, rows * p) {
     const int64_t r = c >> log_p;
@@ -183,8 +224,8 @@ bool fits_block(int64_t n) {
 // The launches for rows of MF * 2^log_p elements from x into y; `s` holds
 // the long rows' M values (y itself when T is M).
 template <typename T, typename M, int MF>
-void hadamard_launch(const T* xp, T* yp, M* s, int64_t rows, int log_p,
-                     M scale, const Signs& sg, cudaStream_t st) {
+void hadamard_launch(const T* xp, T* yp, M* s, int64_t rows, int log_p, M scale,
+                     const Signs& sg, cudaStream_t st) {
   const int64_t p = int64_t{1} << log_p, n = MF * p;
   if (fits_block<M>(n)) {
     const int threads = static_cast<int>(
@@ -233,8 +274,7 @@ void hadamard_typed(const array& x, array& out, int64_t rows, int log_p,
 
 }  // namespace
 
-void Hadamard::eval_gpu(const std::vector<array>& in,
-                        std::vector<array>& out) {
+void Hadamard::eval_gpu(const std::vector<array>& in, std::vector<array>& out) {
   array& o = out[0];
   cu::alloc(o);
   if (o.size() == 0) {

@@ -9,8 +9,9 @@
 // Shapes (design.md §5, row kernels):
 //  - rows of up to 1024 elements: a warp per row, 8 rows per block (rows
 //    of at most 16 loads: 4, 8 or 16 lanes per row);
-//  - up to 16 elements per thread with up to 1024 threads (rows of up to
-//    16384): a block per row;
+//  - a block per row: up to 256 threads keeping 32 elements each (rows of
+//    up to 8192 read in Packs), else up to 1024 threads keeping 16 (rows
+//    of up to 16384);
 //  - longer rows: a block of 1024 threads per row reading the row three
 //    times (sum, squares, output) from global memory.
 // In the first two the row stays in registers between the passes (a
@@ -32,6 +33,9 @@ namespace {
 // registers each).
 constexpr int kWarpElems = 32;
 constexpr int kBlockElems = 16;
+// Rows of up to kMidThreads * kWarpElems elements take a block of at most
+// kMidThreads threads holding kWarpElems each.
+constexpr int kMidThreads = 256;
 // Threads of the long-row kernel.
 constexpr int kLongThreads = 1024;
 
@@ -53,9 +57,7 @@ struct NormArgs {
 // 1 / sqrt(v), correctly rounded in both steps as on the CPU (not the
 // approximate rsqrt).
 __device__ __forceinline__ float inv_sqrt(float v) { return 1.0f / sqrtf(v); }
-__device__ __forceinline__ double inv_sqrt(double v) {
-  return 1.0 / ::sqrt(v);
-}
+__device__ __forceinline__ double inv_sqrt(double v) { return 1.0 / ::sqrt(v); }
 
 // Sum of v over each aligned group of G lanes of the warp, in every lane of
 // the group (a butterfly: all lanes agree, and offsets below G stay inside
@@ -114,8 +116,7 @@ __device__ __forceinline__ void load_param(const T* p, bool packed, int e,
 // every lane) but reads and writes nothing.
 template <typename T, typename M, int V, int P, typename Sum>
 __device__ __forceinline__ void norm_row(const NormArgs<T, M>& a, int64_t r,
-                                         bool valid, int tid, int nt,
-                                         Sum sum) {
+                                         bool valid, int tid, int nt, Sum sum) {
   using Pk = cu::Pack<T, V>;
   const int units = a.d / V;
   r = valid ? r : 0;
@@ -195,8 +196,9 @@ __global__ void __launch_bounds__(256) norm_warp(NormArgs<T, M> a) {
   constexpr int kRowsPerWarp = 32 / G;
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
-  for (int64_t base = (blockIdx.x * int64_t(blockDim.x / 32) +
-                       threadIdx.x / 32) * kRowsPerWarp;
+  for (int64_t base =
+           (blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32) *
+           kRowsPerWarp;
        base < a.rows; base += warps * kRowsPerWarp) {
     const int64_t r = base + lane / G;
     norm_row<T, M, V, P>(a, r, r < a.rows, lane % G, G,
@@ -204,9 +206,10 @@ __global__ void __launch_bounds__(256) norm_warp(NormArgs<T, M> a) {
   }
 }
 
-// A block per row (rows of at most blockDim.x * P * V elements).
-template <typename T, typename M, int V, int P>
-__global__ void __launch_bounds__(1024) norm_block(NormArgs<T, M> a) {
+// A block of at most `Bound` threads per row (rows of at most
+// blockDim.x * P * V elements).
+template <typename T, typename M, int V, int P, int Bound>
+__global__ void __launch_bounds__(Bound) norm_block(NormArgs<T, M> a) {
   __shared__ M part[32];
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     norm_row<T, M, V, P>(a, r, true, threadIdx.x, blockDim.x,
@@ -289,16 +292,29 @@ template <typename T, typename M, int V>
 void launch_norm(const NormArgs<T, M>& a, cudaStream_t s) {
   const int units = a.d / V;
   constexpr int kWarpP = kWarpElems / V, kBlockP = kBlockElems / V;
+  // The fewest threads (whole warps, at least `least`) that hold the row at
+  // `per` units each.
+  auto threads_for = [units](int per, int least) {
+    const int t = (units + per - 1) / per;
+    return static_cast<unsigned>(std::max(least, (t + 31) / 32 * 32));
+  };
   if (units <= 32 * kWarpP) {
     launch_warp<T, M, V, kWarpP>(a, units, s);
-  } else {
-    // The fewest threads that hold the row (each up to kBlockP units, so
-    // each keeps that many 16-byte loads in flight), at least 4 warps.
-    int threads = (units + kBlockP - 1) / kBlockP;
-    threads = std::max(128, (threads + 31) / 32 * 32);
-    norm_block<T, M, V, kBlockP>
-        <<<grid_of(a.rows), static_cast<unsigned>(threads), 0, s>>>(a);
+    return;
   }
+  if constexpr (V > 1) {
+    if (units <= kMidThreads * kWarpP) {
+      // Up to kMidThreads threads keeping 32 values each in kWarpP Packs
+      // (74 registers for bfloat16, 64 for float32): more loads in flight
+      // per thread and fewer threads to combine than the wide kernel. (Not
+      // element by element: that version takes over 150 registers.)
+      norm_block<T, M, V, kWarpP, kMidThreads>
+          <<<grid_of(a.rows), threads_for(kWarpP, 64), 0, s>>>(a);
+      return;
+    }
+  }
+  norm_block<T, M, V, kBlockP, 1024>
+      <<<grid_of(a.rows), threads_for(kBlockP, 128), 0, s>>>(a);
 }
 
 void norm_gpu(const std::vector<array>& inputs, array& out, float eps,

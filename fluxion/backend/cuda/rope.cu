@@ -3,8 +3,9 @@
 // float64): the inverse frequencies are the CPU's, exp(i * coef) in double
 // rounded once to M (coef = -log(base) / half computed on the host as the
 // CPU does; CUDA's and glibc's double exp agree to an ulp, which the
-// rounding to float hides; a host-made table would cost an upload per
-// call), or 1 / freqs[i]; the angle is
+// rounding to float hides, while float64 may differ by that ulp; a
+// host-made table would cost an upload per call), or 1 / freqs[i]; the
+// angle is
 // ((l + offset) * scale) * inv[i], rotated by (cos, sign * sin), sign -1
 // for the inverse rotation (`forward` false, the vjp). The features past
 // `dims` are copied by further threads of the same launch.
@@ -35,31 +36,52 @@ struct RopeArgs {
   double coef;
   bool offset_vector;
   bool traditional;
-  int64_t rows;       // outer * L
+  int64_t rows;        // outer * L
   int64_t group_rows;  // rows per element of axis 0
   int l, d, dims, half;
   int work;  // items per row: half pairs, then d - dims copied features
   M scale, sign;
 };
 
-template <typename T, typename M>
-__global__ void rope_kernel(const T* x, T* y, RopeArgs<M> a) {
-  const int64_t n = a.rows * a.work;
-  FLUXION_GRID_LOOP(idx, n) {
-    const int64_t r = idx / a.work;
-    const int j = static_cast<int>(idx - r * a.work);
-    const T* xr = x + r * a.d;
-    T* yr = y + r * a.d;
+// Inverse frequency j (1 / freqs[j] or the CPU's exp step).
+template <typename M>
+__device__ __forceinline__ M inv_freq(const RopeArgs<M>& a, int j) {
+  return a.freqs ? M(1) / a.freqs[j]
+                 : static_cast<M>(exp(static_cast<double>(j) * a.coef));
+}
+
+// Items (row r, j) of [0, rows * work), index arithmetic in I (32 bits
+// when the count allows: 64-bit division is a long subroutine). With
+// `table`, the block first puts the half inverse frequencies in shared
+// memory (one double exp per frequency and block, not per item).
+template <typename T, typename M, typename I>
+__global__ void rope_kernel(const T* x, T* y, RopeArgs<M> a, bool table) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  M* tab = reinterpret_cast<M*>(smem);
+  if (table) {
+    for (int j = threadIdx.x; j < a.half; j += blockDim.x) {
+      tab[j] = inv_freq(a, j);
+    }
+    __syncthreads();
+  }
+  const I n = static_cast<I>(a.rows * a.work);
+  const I work = static_cast<I>(a.work), l = static_cast<I>(a.l);
+  const I group_rows = static_cast<I>(a.group_rows);
+  for (I idx = blockIdx.x * I(blockDim.x) + threadIdx.x; idx < n;
+       idx += I(blockDim.x) * gridDim.x) {
+    const I r = idx / work;
+    const int j = static_cast<int>(idx - r * work);
+    const T* xr = x + int64_t(r) * a.d;
+    T* yr = y + int64_t(r) * a.d;
     if (j >= a.half) {
       const int k = a.dims + (j - a.half);
       yr[k] = xr[k];
       continue;
     }
-    const int64_t g = a.offset_vector ? r / a.group_rows : 0;
+    const I g = a.offset_vector ? r / group_rows : I(0);
     const M o = static_cast<M>(a.offset[g]);
-    const M pos = (static_cast<M>(r % a.l) + o) * a.scale;
-    const M inv = a.freqs ? M(1) / a.freqs[j]
-                          : static_cast<M>(exp(static_cast<double>(j) * a.coef));
+    const M pos = (static_cast<M>(r % l) + o) * a.scale;
+    const M inv = table ? tab[j] : inv_freq(a, j);
     M s, c;
     sin_cos(pos * inv, &s, &c);
     s = a.sign * s;
@@ -117,9 +139,23 @@ void RoPE::eval_gpu(const std::vector<array>& inputs,
     } else {
       a.coef = -std::log(double{base_}) / a.half;
     }
-    rope_kernel<T, M>
-        <<<cu::blocks_for(a.rows * a.work, 4), cu::kThreads, 0,
-           cu::current_stream()>>>(cu::ptr<const T>(x), cu::ptr<T>(out), a);
+    // The frequency table in shared memory when it fits in 16 KB (dims
+    // of up to 8192 in float).
+    const int64_t n = a.rows * a.work;
+    const size_t tab_bytes = size_t(a.half) * sizeof(M);
+    const bool table = tab_bytes <= 16 * 1024;
+    const size_t smem = table ? tab_bytes : 0;
+    const unsigned blocks = cu::blocks_for(n, 4);
+    cudaStream_t st = cu::current_stream();
+    const T* xp = cu::ptr<const T>(x);
+    T* yp = cu::ptr<T>(out);
+    if (n <= int64_t{UINT32_MAX} - int64_t{blocks} * cu::kThreads) {
+      rope_kernel<T, M, uint32_t>
+          <<<blocks, cu::kThreads, smem, st>>>(xp, yp, a, table);
+    } else {
+      rope_kernel<T, M, int64_t>
+          <<<blocks, cu::kThreads, smem, st>>>(xp, yp, a, table);
+    }
     cu::check_launch("rope");
   });
 }
