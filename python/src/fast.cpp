@@ -159,7 +159,7 @@ Returns:
       "scaled_dot_product_attention",
       [](const fx::array& q, const fx::array& k, const fx::array& v,
          float scale, const py::object& mask, const py::object& sinks,
-         fx::StreamOrDevice s) {
+         bool /*force_fused*/, fx::StreamOrDevice s) {
         auto sk = opt_array(sinks);
         if (mask.is_none()) {
           return ff::scaled_dot_product_attention(q, k, v, scale, "",
@@ -173,7 +173,8 @@ Returns:
                                                 fxpy::to_array(mask), sk, s);
       },
       "q"_a, "k"_a, "v"_a, py::kw_only(), "scale"_a, "mask"_a = py::none(),
-      "sinks"_a = py::none(), "stream"_a = py::none(),
+      "sinks"_a = py::none(), "force_fused"_a = false,
+      "stream"_a = py::none(),
       R"doc(Attention ``softmax(scale * q @ k.T + mask) @ v`` in one op.
 
 Grouped-query attention: ``k`` and ``v`` may have fewer heads than ``q``
@@ -189,6 +190,9 @@ Args:
         (``True`` keeps) or an additive mask broadcastable to the scores.
     sinks (array, optional): One logit per query head that joins every
         row's softmax without a value.
+    force_fused (bool, optional): MLX's switch to its fused kernel (a
+        testing aid); accepted and ignored: every case here runs fused.
+        Default ``False``.
 )doc" FXDOC_STREAM R"doc(
 Returns:
     array: The attention output, ``(B, H_q, L_q, D_v)``.
