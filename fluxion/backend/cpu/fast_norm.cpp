@@ -9,6 +9,7 @@
 
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
+#include "fluxion/backend/cpu/lane_sum.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 #include "fluxion/ops/fast.h"
 
@@ -22,22 +23,7 @@ using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 // Elements below which a kernel stays on one thread.
 constexpr int64_t kRowGrain = 1 << 15;
 
-// Sums with 8 independent accumulators (vectorizable without fast-math).
-template <typename M>
-M lane_sum(const M* p, int64_t n) {
-  M a[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int l = 0; l < 8; ++l) {
-      a[l] += p[i + l];
-    }
-  }
-  M s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-  for (; i < n; ++i) {
-    s += p[i];
-  }
-  return s;
-}
+using cpu::lane_sum;
 
 template <typename M>
 M lane_sum_sq(const M* p, int64_t n, M shift) {

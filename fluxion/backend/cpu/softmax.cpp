@@ -1,7 +1,7 @@
 // Softmax over the last axis (ops/reduce.h): each row read once into a
 // float (double for float64) buffer, its max taken, exp(x - max) computed
 // with the vector exp where the CPU has one, summed with independent
-// accumulators, and written once scaled by the sum's reciprocal. A nan in
+// accumulators (lane_sum.h), and written once scaled by the sum's reciprocal. A nan in
 // a row makes the row nan, as in the composite (its max is nan); rows are
 // spread over the thread pool.
 #include <cmath>
@@ -11,6 +11,7 @@
 
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
+#include "fluxion/backend/cpu/lane_sum.h"
 #include "fluxion/backend/cpu/simd.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 #include "fluxion/ops/reduce.h"
@@ -19,18 +20,16 @@ namespace fluxion {
 
 namespace {
 
-void exp_in_place(float* p, int64_t n) {
-  static const auto k = cpu::simd::f32<detail::Exp>();
-  if (k) {
-    k(p, p, n);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    p[i] = std::exp(p[i]);
-  }
-}
-void exp_in_place(double* p, int64_t n) {
-  static const auto k = cpu::simd::f64<detail::Exp>();
+// exp of n values in place: the vector kernel where the CPU has one.
+template <typename C>
+void exp_in_place(C* p, int64_t n) {
+  static const auto k = [] {
+    if constexpr (std::is_same_v<C, float>) {
+      return cpu::simd::f32<detail::Exp>();
+    } else {
+      return cpu::simd::f64<detail::Exp>();
+    }
+  }();
   if (k) {
     k(p, p, n);
     return;
@@ -69,20 +68,7 @@ void softmax_rows(const array& in, array& out) {
         buf[i] -= m;
       }
       exp_in_place(buf.get(), n);
-      C acc[8] = {};
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        for (int l = 0; l < 8; ++l) {
-          acc[l] += buf[i + l];
-        }
-      }
-      C total = 0;
-      for (; i < n; ++i) {
-        total += buf[i];
-      }
-      for (int l = 0; l < 8; ++l) {
-        total += acc[l];
-      }
+      const C total = cpu::lane_sum(buf.get(), n);
       T* yr = dst + r * n;
       for (int64_t j = 0; j < n; ++j) {
         yr[j] = static_cast<T>(buf[j] / total);
