@@ -418,6 +418,24 @@ def host_copies(g, dev):
           " GB/s")
 
 
+def train_step(model, opt, xb, yb):
+    """One eager training step of `model` (mean cross-entropy on (xb, yb),
+    forward, backward, optimizer update, evaluated), as a callable."""
+    import fluxion.nn as nn
+
+    def loss_fn(m, x, y):
+        return mx.mean(nn.losses.cross_entropy(m(x), y))
+
+    step = nn.value_and_grad(model, loss_fn)
+
+    def fx():
+        loss, grads = step(model, xb, yb)
+        opt.update(model, grads)
+        mx.eval(loss, model.parameters())
+
+    return fx
+
+
 def mlp_step(g, dev):
     """One training step (forward, backward, SGD update) of a 784-512-512-10
     MLP on a batch of 256, float32, eager on both sides."""
@@ -431,15 +449,7 @@ def mlp_step(g, dev):
     xb = mx.random.normal((256, 784))
     yb = mx.random.randint(0, 10, (256,))
 
-    def loss_fn(m, x, y):
-        return mx.mean(nn.losses.cross_entropy(m(x), y))
-
-    step = nn.value_and_grad(model, loss_fn)
-
-    def fx():
-        loss, grads = step(model, xb, yb)
-        opt.update(model, grads)
-        mx.eval(loss, model.parameters())
+    fx = train_step(model, opt, xb, yb)
 
     tm = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
                              torch.nn.Linear(512, 512), torch.nn.ReLU(),

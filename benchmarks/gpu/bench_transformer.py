@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import fluxion.core as mx  # noqa: E402
-from bench_gpu import cuda_time, report, wall_time, torch  # noqa: E402
+from bench_gpu import (cuda_time, report, torch, train_step,  # noqa: E402
+                       wall_time)
 
 COPY_TBS = None
 
@@ -163,15 +164,7 @@ def lm_step(dev):
     xb = mx.random.randint(0, V, (batch, ctx))
     yb = mx.random.randint(0, V, (batch, ctx))
 
-    def loss_fn(m, x, y):
-        return mx.mean(nn.losses.cross_entropy(m(x), y))
-
-    step = nn.value_and_grad(model, loss_fn)
-
-    def fx():
-        loss, grads = step(model, xb, yb)
-        opt.update(model, grads)
-        mx.eval(loss, model.parameters())
+    fx = train_step(model, opt, xb, yb)
 
     class TLM(torch.nn.Module):
         def __init__(self):

@@ -1,6 +1,7 @@
 """Shared test helpers: NumPy references for Fluxion arrays."""
 
 import numpy as np
+import pytest
 
 import fluxion.core as mx
 
@@ -94,7 +95,7 @@ def keep64(x, dtype=None):
 
 # The GPU test files (test_cuda*.py): skipped, with the reason, where no GPU
 # is visible.
-requires_gpu = __import__("pytest").mark.skipif(
+requires_gpu = pytest.mark.skipif(
     not mx.is_available(mx.gpu),
     reason="no GPU is visible" if mx._gpu_backend_built()
     else "Fluxion was built without a GPU backend")

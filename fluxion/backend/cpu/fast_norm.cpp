@@ -9,7 +9,7 @@
 
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
-#include "fluxion/backend/cpu/lane_sum.h"
+#include "fluxion/backend/cpu/row_math.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 #include "fluxion/ops/fast.h"
 

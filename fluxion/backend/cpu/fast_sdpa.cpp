@@ -23,7 +23,7 @@
 
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
-#include "fluxion/backend/cpu/simd.h"
+#include "fluxion/backend/cpu/row_math.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 #include "fluxion/ops/fast.h"
 
@@ -42,27 +42,6 @@ void gemm(bool tb, int m, int n, int k, double alpha, const double* a, int lda,
           const double* b, int ldb, double* c, int ldc) {
   cblas_dgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
               k, alpha, a, lda, b, ldb, 0.0, c, ldc);
-}
-
-void vexp(float* p, int64_t n) {
-  static const auto k = cpu::simd::f32<::fluxion::detail::Exp>();
-  if (k) {
-    k(p, p, n);
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      p[i] = std::exp(p[i]);
-    }
-  }
-}
-void vexp(double* p, int64_t n) {
-  static const auto k = cpu::simd::f64<::fluxion::detail::Exp>();
-  if (k) {
-    k(p, p, n);
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      p[i] = std::exp(p[i]);
-    }
-  }
 }
 
 // Row reductions with eight independent accumulators: a single running
@@ -266,7 +245,7 @@ struct Sdpa {
     for (int j = 0; j < kend; ++j) {
       row[j] -= mx;
     }
-    vexp(row, kend);
+    cpu::exp_in_place(row, kend);
     M total = row_sum(row, kend);
     if (sinks) {
       total += std::exp(sk - mx);

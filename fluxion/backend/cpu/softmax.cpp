@@ -1,7 +1,7 @@
 // Softmax over the last axis (ops/reduce.h): each row read once into a
 // float (double for float64) buffer, its max taken, exp(x - max) computed
 // with the vector exp where the CPU has one, summed with independent
-// accumulators (lane_sum.h), and written once scaled by the sum's reciprocal. A nan in
+// accumulators (row_math.h), and written once scaled by the sum's reciprocal. A nan in
 // a row makes the row nan, as in the composite (its max is nan); rows are
 // spread over the thread pool.
 #include <cmath>
@@ -11,33 +11,13 @@
 
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
-#include "fluxion/backend/cpu/lane_sum.h"
-#include "fluxion/backend/cpu/simd.h"
+#include "fluxion/backend/cpu/row_math.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 #include "fluxion/ops/reduce.h"
 
 namespace fluxion {
 
 namespace {
-
-// exp of n values in place: the vector kernel where the CPU has one.
-template <typename C>
-void exp_in_place(C* p, int64_t n) {
-  static const auto k = [] {
-    if constexpr (std::is_same_v<C, float>) {
-      return cpu::simd::f32<detail::Exp>();
-    } else {
-      return cpu::simd::f64<detail::Exp>();
-    }
-  }();
-  if (k) {
-    k(p, p, n);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    p[i] = std::exp(p[i]);
-  }
-}
 
 template <typename T>
 void softmax_rows(const array& in, array& out) {
@@ -67,7 +47,7 @@ void softmax_rows(const array& in, array& out) {
       for (int64_t i = 0; i < n; ++i) {
         buf[i] -= m;
       }
-      exp_in_place(buf.get(), n);
+      cpu::exp_in_place(buf.get(), n);
       const C total = cpu::lane_sum(buf.get(), n);
       T* yr = dst + r * n;
       for (int64_t j = 0; j < n; ++j) {

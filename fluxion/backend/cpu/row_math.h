@@ -1,0 +1,54 @@
+// What the CPU's row kernels share (fast_norm.cpp, fast_sdpa.cpp,
+// softmax.cpp): a row's sum with independent accumulators and exp of a
+// row in place through the vector kernel.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "fluxion/backend/cpu/simd.h"
+
+namespace fluxion::cpu {
+
+// Sum with 8 independent accumulators: vectorizable without fast-math,
+// and 8 short dependency chains instead of one long one (a single running
+// sum was most of a row kernel's time).
+
+template <typename M>
+M lane_sum(const M* p, int64_t n) {
+  M a[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) {
+      a[l] += p[i + l];
+    }
+  }
+  M s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  for (; i < n; ++i) {
+    s += p[i];
+  }
+  return s;
+}
+
+// exp of n values in place: the vector kernel where the CPU has one, else
+// the scalar function.
+template <typename C>
+void exp_in_place(C* p, int64_t n) {
+  static const auto k = [] {
+    if constexpr (std::is_same_v<C, float>) {
+      return simd::f32<::fluxion::detail::Exp>();
+    } else {
+      return simd::f64<::fluxion::detail::Exp>();
+    }
+  }();
+  if (k) {
+    k(p, p, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] = std::exp(p[i]);
+  }
+}
+
+}  // namespace fluxion::cpu
