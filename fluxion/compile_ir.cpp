@@ -53,12 +53,26 @@ array settle(const Pending& p, const char* consumer) {
   const Shape& in = p.input.shape();
   const Shape& tin = p.traced_input_shape;
   Shape target = p.traced_shape;
-  if (in.size() != tin.size() || in.size() > target.size()) {
+  auto cannot_hold = [&] {
     std::ostringstream msg;
     msg << "[compile] shapeless: cannot infer the shape to broadcast an input "
         << "of shape " << in << " to (traced: " << tin << " to "
         << p.traced_shape << ") for " << consumer << ".";
     throw std::invalid_argument(msg.str());
+  };
+  if (in.size() != tin.size() || in.size() > target.size()) {
+    cannot_hold();
+  }
+  if (in.size() < target.size()) {
+    // A broadcast_to a shape of the caller's from an input of another rank
+    // (MLX's Broadcast): the traced shape stays, and a new input that does
+    // not broadcast to it is an error, not a guess.
+    for (size_t j = 1; j <= in.size(); ++j) {
+      if (in[in.size() - j] != 1 && in[in.size() - j] != target[target.size() - j]) {
+        cannot_hold();
+      }
+    }
+    return broadcast_to(p.input, target);
   }
   size_t lead = target.size() - in.size();
   for (size_t j = 0; j < in.size(); ++j) {
@@ -189,7 +203,10 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
   }
   for (auto& n : ir.nodes) {
     auto& p = *n.prim;
-    if (shapeless && is_broadcast(p)) {
+    // A BroadcastAxes node computes its shape from its partners
+    // (output_shapes, below); a plain broadcast waits for its consumer.
+    if (shapeless && is_broadcast(p) &&
+        dynamic_cast<const BroadcastAxes*>(&p) == nullptr) {
       int in = n.inputs[0];
       pending.insert_or_assign(n.outputs[0],
                                Pending{*env[in], ir.values[in].shape,

@@ -137,6 +137,7 @@ const std::unordered_map<std::string, Factory>& factories() {
     FX_PLAIN(Divide)
     FX_PLAIN(FloorDivide)
     FX_PLAIN(Remainder)
+    FX_PLAIN(DivMod)
     FX_PLAIN(Power)
     FX_PLAIN(Maximum)
     FX_PLAIN(Minimum)

@@ -69,6 +69,7 @@
   X(Divide, binary, 1, 1)                         \
   X(FloorDivide, binary, 1, 1)                    \
   X(Remainder, binary, 1, 1)                      \
+  X(DivMod, binary, 1, 1)                         \
   X(Power, binary, 1, 1)                          \
   X(Maximum, binary, 1, 1)                        \
   X(Minimum, binary, 1, 1)                        \

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "fluxion/compile.h"
 #include "fluxion/eager.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/transforms.h"
@@ -62,6 +63,16 @@ array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
   const bool same_shape = a.shape() == b.shape();
   auto shape =
       same_shape ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
+  if (!same_shape && detail::in_shapeless_trace()) {
+    // Each operand broadcast against the other, so that a shapeless replay
+    // recomputes the shape from both (shape.h, BroadcastAxes).
+    auto x = astype(a, compute, st);
+    auto y = astype(b, compute, st);
+    auto bx = detail::broadcast_against(x, {y}, shape, 0, st);
+    auto by = detail::broadcast_against(y, {x}, shape, 0, st);
+    return array(std::move(shape), out, std::make_shared<P>(st, args...),
+                 {std::move(bx), std::move(by)});
+  }
   // An operand that needs no cast or broadcast is used as it is: no handle
   // copies (atomic counts) on the hottest path of all.
   std::optional<array> xa, yb;
@@ -159,6 +170,17 @@ array remainder(const array& a, const array& b, StreamOrDevice s) {
   return arith<Remainder>(a, b, "remainder", s);
 }
 
+std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
+  no_complex(a, b, "divmod");
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  auto st = to_stream(s);
+  auto shape = broadcast_shapes(a.shape(), b.shape(), "divmod");
+  auto x = broadcast_to(astype(a, t, st), shape, st);
+  auto y = broadcast_to(astype(b, t, st), shape, st);
+  return array::make_arrays({shape, shape}, {t, t},
+                            std::make_shared<DivMod>(st), {x, y});
+}
+
 array power(const array& a, const array& b, StreamOrDevice s) {
   return arith<Power>(a, b, "power", s);
 }
@@ -247,7 +269,18 @@ namespace {
 
 array cst(double v, const array& like) { return array(v, like.dtype()); }
 
-bool differentiable(const array& x) { return is_inexact(x.dtype()); }
+// Integer inputs take gradients as MLX gives them: the rule computed in
+// their dtype (d(x * 10)/dx = 10, d(x + 10)/dx = 1). Only bool inputs, whose
+// values have no neighbourhood at all, take zeros.
+bool differentiable(const array& x) { return x.dtype() != bool_; }
+
+// A vector-Jacobian product in the input's dtype: a partial computed in
+// float for an integer input (remainder's -floor(a / b), power's log(a) a^b)
+// is cast back, as MLX's graph casts it (the gradient of an integer input is
+// an integer array).
+array in_dtype_of(const array& g, const array& x, Stream s) {
+  return g.dtype() == x.dtype() ? g : astype(g, x.dtype(), s);
+}
 
 }  // namespace
 
@@ -301,10 +334,37 @@ std::vector<array> BinaryPrimitive::vjp(const std::vector<array>& primals,
     if (differentiable(x)) {
       d = partial(arg, primals[0], primals[1], outputs[0]);
     }
-    vjps.push_back(d ? multiply(cotangents[0], *d, stream())
+    vjps.push_back(d ? in_dtype_of(multiply(cotangents[0], *d, stream()), x,
+                                   stream())
                      : zeros_like(x, stream()));
   }
   return vjps;
+}
+
+// divmod: zero derivatives for both outputs (MLX). Tangents take the
+// tangent's dtype for integer outputs, as the other piecewise-constant ops.
+std::vector<array> DivMod::jvp(const std::vector<array>& primals,
+                               const std::vector<array>& tangents,
+                               const std::vector<int>& argnums) {
+  Dtype out = primals[0].dtype();
+  Dtype t = is_inexact(out) || tangents.empty() ? out : tangents[0].dtype();
+  auto z = zeros(primals[0].shape(), t, stream());
+  return {z, z};
+}
+std::vector<array> DivMod::vjp(const std::vector<array>& primals,
+                               const std::vector<array>& cotangents,
+                               const std::vector<int>& argnums,
+                               const std::vector<array>& outputs) {
+  std::vector<array> vjps;
+  for (int arg : argnums) {
+    vjps.push_back(zeros_like(primals[arg], stream()));
+  }
+  return vjps;
+}
+std::pair<std::vector<array>, std::vector<int>> DivMod::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto [in, ax] = rules::align_mapped_axes(inputs, axes, stream());
+  return {divmod(in[0], in[1], stream()), {ax, ax}};
 }
 
 std::pair<std::vector<array>, std::vector<int>> BinaryPrimitive::vmap(

@@ -100,8 +100,9 @@ array operator~(const array& a);
 // The rules of a smooth op come from its partial derivatives: jvp is
 // t_a * df/da + t_b * df/db, and the vjp for input i is ct * df/di (the
 // holomorphic rule for complex inputs, JAX's convention, which the public
-// vjp conjugates into MLX's: transforms.h). Integer and bool inputs have no
-// gradient (zeros). vmap aligns the operands' mapped axes.
+// vjp conjugates into MLX's: transforms.h). Integer inputs take the rule in
+// their dtype, the gradient cast back to it (MLX: d(x * 10)/dx = 10); bool
+// inputs have none (zeros). vmap aligns the operands' mapped axes.
 class BinaryPrimitive : public Primitive,
                         public std::enable_shared_from_this<BinaryPrimitive> {
  public:
@@ -174,6 +175,24 @@ FLUXION_BINARY_PRIMITIVE(RightShift, in)
 #undef FLUXION_PARTIAL
 #undef FLUXION_OWN_RULES
 #undef FLUXION_BINARY_PRIMITIVE
+
+// Python's divmod: (floor_divide(a, b), remainder(a, b)) as one node with
+// two outputs, as MLX's DivMod. Both outputs have zero derivatives, as MLX
+// defines them (the remainder alone, `remainder`, has 1 and -floor(a / b):
+// a divmod is not the pair of ops, so jvp gives zero tangents and vjp zero
+// cotangents for either output).
+class DivMod : public Primitive {
+ public:
+  using Primitive::Primitive;
+  FLUXION_DECLARE_EVAL
+  FLUXION_DECLARE_RULES
+  const char* name() const override { return "DivMod"; }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape(), in[0].shape()};
+  }
+};
+std::vector<array> divmod(const array& a, const array& b,
+                          StreamOrDevice s = {});
 
 // Equality, optionally treating NaN == NaN (for array_equal(equal_nan)).
 // Piecewise constant: zero derivatives.

@@ -38,6 +38,16 @@ void to_bool(const std::vector<array>& in, array& out, const char* name) {
     to_bool<LIST, detail::NAME>(in, out[0], OPNAME);                  \
   }
 
+// DivMod: the floor_divide and remainder kernels in turn. An extra handle
+// on the inputs during the first keeps it from taking over (donating) a
+// buffer that the second still reads.
+void DivMod::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
+  std::vector<array> held = in;
+  same_type<RealTypes, detail::FloorDivide>(held, out[0], "divmod");
+  held.clear();
+  same_type<RealTypes, detail::Remainder>(in, out[1], "divmod");
+}
+
 FLUXION_SAME_TYPE(Add, AllTypes, "add")
 FLUXION_SAME_TYPE(Subtract, AllTypes, "subtract")
 FLUXION_SAME_TYPE(Multiply, AllTypes, "multiply")

@@ -13,4 +13,14 @@ FLUXION_GPU_SAME_TYPE(FloorDivide, RealTypes, "floor_divide")
 FLUXION_GPU_SAME_TYPE(Remainder, RealTypes, "remainder")
 FLUXION_GPU_SAME_TYPE(Power, AllTypes, "power")
 
+// DivMod: as on the CPU (backend/cpu/binary.cpp), the two kernels in
+// turn, the inputs held during the first so that it donates none of them.
+void DivMod::eval_gpu(const std::vector<array>& in, std::vector<array>& out) {
+  std::vector<array> held = in;
+  gpu_binary::same_type<RealTypes, detail::FloorDivide>(held, out[0],
+                                                         "divmod");
+  held.clear();
+  gpu_binary::same_type<RealTypes, detail::Remainder>(in, out[1], "divmod");
+}
+
 }  // namespace fluxion
