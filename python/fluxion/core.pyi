@@ -2,14 +2,17 @@
 
 import os
 from typing import (IO, Any, Callable, Dict, Iterator, List, Optional,
-                    Sequence, Tuple, Union, overload)
+                    Sequence, Tuple, TypeAlias, Union, overload)
 
 import numpy as np
 
 Scalar = Union[bool, int, float, complex]
 # Anything convertible to an array: arrays, Python scalars, nested lists or
 # tuples, NumPy arrays and scalars. Python scalars are weakly typed.
-ArrayLike = Union["array", Scalar, Sequence[Any], np.ndarray, np.generic]
+# (At run time mx.ArrayLike is MLX's wrapper class of an object with an
+# ``__mlx_array__`` method, which this union admits as Any.)
+ArrayLike: TypeAlias = Union["array", Scalar, Sequence[Any], np.ndarray,
+                             np.generic]
 StreamOrDevice = Union[None, "Stream", "Device", "DeviceType"]
 
 __version__: str
@@ -108,6 +111,10 @@ class StreamContext:
     def __init__(self, s: StreamOrDevice) -> None: ...
     def __enter__(self) -> None: ...
     def __exit__(self, *args: Any) -> None: ...
+
+class ArrayIterator:
+    def __iter__(self) -> ArrayIterator: ...
+    def __next__(self) -> array: ...
 
 class ArrayAt:
     def __getitem__(self, index: Any) -> ArrayAt: ...
@@ -437,7 +444,7 @@ class _Distributed:
     @staticmethod
     def is_available(backend: str = "any") -> bool: ...
     @staticmethod
-    def init(strict: bool = False, backend: str = "any") -> _Distributed.Group: ...
+    def init(strict: bool = False, backend: str = "any", all_gather_factory: Optional[Callable[[int, int], Callable[..., Any]]] = None) -> _Distributed.Group: ...
     @staticmethod
     def all_sum(x: ArrayLike, /, *, group: Optional[_Distributed.Group] = None, stream: StreamOrDevice = None) -> array: ...
     @staticmethod

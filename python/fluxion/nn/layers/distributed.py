@@ -127,14 +127,24 @@ def _split_axis(x, axis, segments, group):
 
 
 def _shard(parameters, rule, group):
-    """Shard a parameter tree: ``rule(path, weight)`` gives ``(axis,
-    segments)`` or None to replicate."""
+    """Shard a parameter tree: ``rule(path, weight)`` gives an axis, an
+    ``(axis, segments)`` pair, or None to replicate (MLX accepts both
+    forms; an axis alone means one segment)."""
 
     def shard(path, w):
         spec = rule(path, w)
         if spec is None:
             return w
-        axis, segments = spec
+        if isinstance(spec, int) and not isinstance(spec, bool):
+            axis, segments = spec, 1
+        elif isinstance(spec, (tuple, list)) and len(spec) == 2:
+            axis, segments = spec
+        else:
+            raise ValueError(
+                "[shard_inplace] The sharding function must return an "
+                "axis, an (axis, segments) pair or None; got "
+                f"{spec!r} for {path!r}"
+            )
         return _split_axis(w, axis, segments, group)
 
     return tree_map_with_path(shard, parameters)
@@ -412,7 +422,7 @@ def shard_linear(module, sharding, *, segments=1, group=None):
 def shard_inplace(module, sharding, *, segments=1, group=None):
     """Replace ``module``'s parameters, in place, by this process's shard:
     ``sharding`` is "all-to-sharded", "sharded-to-all", or a function
-    ``(path, weight) -> (axis, segments) | None``.
+    ``(path, weight) -> axis | (axis, segments) | None``.
 
     Args:
         module (Module): The module.
