@@ -252,6 +252,23 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
       check_node_dtypes(p, ins, dtypes);
     }
     if (shapeless) {
+      if (is_elementwise(p) && dynamic_cast<const Compiled*>(&p) == nullptr) {
+        // (A Compiled node reads smaller inputs with zero strides and
+        // checks its inputs itself, replaying its tape.)
+        // Operands traced with one shape that a replay gives different
+        // ones (no broadcast between them was traced): an error, not a
+        // kernel reading past the smaller one.
+        for (auto& x : ins) {
+          if (x.shape() != ins[0].shape()) {
+            std::ostringstream msg;
+            msg << "[compile] shapeless: the inputs of " << p.name()
+                << " were traced with equal shapes but now have shapes "
+                << ins[0].shape() << " and " << x.shape()
+                << "; compile without shapeless for these shapes.";
+            throw std::invalid_argument(msg.str());
+          }
+        }
+      }
       shapes = p.output_shapes(ins);
     } else {
       for (int v : n.outputs) {

@@ -959,11 +959,9 @@ array broadcast_against(const array& a, const std::vector<array>& partners,
   if (!in_shapeless_trace()) {
     return broadcast_to(a, shape, s);
   }
-  if (a.shape() == shape) {
-    // Already the partners' shape when traced; MLX leaves such an operand
-    // alone too (a replay where it no longer is fails in the consumer).
-    return a;
-  }
+  // Also when `a` has the shape already: a replay may give it another
+  // (traced (2,3,...) @ (2,...) replayed as (3,2,...) @ (1,...)), which a
+  // node without this one would leave unbroadcast (MLX skips it there).
   std::vector<array> inputs{a};
   inputs.insert(inputs.end(), partners.begin(), partners.end());
   // Checks the shapes as broadcast_to would (the caller computed `shape`).

@@ -23,12 +23,11 @@ array where(const array& condition, const array& x, const array& y,
   // Each operand's broadcast and the select itself run at once when small
   // and computed (fluxion/eager.h).
   const bool shapeless = detail::in_shapeless_trace();
+  const bool aligned = condition.shape() == shape && x.shape() == shape &&
+                       y.shape() == shape;
   auto operand = [&](const array& a, Dtype type) {
     auto c = astype(a, type, st);
-    if (c.shape() == shape) {
-      return c;  // maybe the caller's own array: not ours to evaluate
-    }
-    if (shapeless) {
+    if (shapeless && !aligned) {
       // Against the other two, so that a shapeless replay recomputes the
       // shape (shape.h, BroadcastAxes).
       std::vector<array> partners;
@@ -38,6 +37,9 @@ array where(const array& condition, const array& x, const array& y,
         }
       }
       return detail::broadcast_against(c, partners, shape, 0, st);
+    }
+    if (c.shape() == shape) {
+      return c;  // maybe the caller's own array: not ours to evaluate
     }
     auto b = broadcast_to(c, shape, st);
     detail::eval_if_small(b);
