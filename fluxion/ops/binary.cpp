@@ -54,6 +54,19 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   return out;
 }
 
+// Under a shapeless compile trace: each operand cast and broadcast against
+// the other, so that a replay recomputes the shape from both (shape.h,
+// BroadcastAxes). Out of line: the hot path above stays as small as it was.
+[[gnu::noinline, gnu::cold]] std::vector<array> shapeless_operands(
+    const array& a, const array& b, Dtype compute, const Shape& shape,
+    Stream st) {
+  auto x = astype(a, compute, st);
+  auto y = astype(b, compute, st);
+  auto bx = detail::broadcast_against(x, {y}, shape, 0, st);
+  auto by = detail::broadcast_against(y, {x}, shape, 0, st);
+  return {std::move(bx), std::move(by)};
+}
+
 // Cast both inputs to `compute`, broadcast them, and build the node (or,
 // small and computed, compute it now: fluxion/eager.h).
 template <typename P, typename... Args>
@@ -63,15 +76,9 @@ array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
   const bool same_shape = a.shape() == b.shape();
   auto shape =
       same_shape ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
-  if (!same_shape && detail::in_shapeless_trace()) {
-    // Each operand broadcast against the other, so that a shapeless replay
-    // recomputes the shape from both (shape.h, BroadcastAxes).
-    auto x = astype(a, compute, st);
-    auto y = astype(b, compute, st);
-    auto bx = detail::broadcast_against(x, {y}, shape, 0, st);
-    auto by = detail::broadcast_against(y, {x}, shape, 0, st);
+  if (!same_shape && detail::in_shapeless_trace()) [[unlikely]] {
     return array(std::move(shape), out, std::make_shared<P>(st, args...),
-                 {std::move(bx), std::move(by)});
+                 shapeless_operands(a, b, compute, shape, st));
   }
   // An operand that needs no cast or broadcast is used as it is: no handle
   // copies (atomic counts) on the hottest path of all.
