@@ -2,8 +2,6 @@
 // function (fluxion/compile.h); the Python function is traced on tracers
 // once per signature, and its output tree and captured outputs rebuilt.
 #include <cstring>
-#include <map>
-#include <set>
 #include <sstream>
 
 #include "python/src/gil_release.h"
