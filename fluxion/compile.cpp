@@ -16,6 +16,18 @@ namespace fluxion {
 
 namespace {
 
+thread_local bool t_shapeless_trace = false;
+
+// Sets this thread's shapeless-trace flag for one trace (a nested trace of
+// another compiled function sets its own, then restores this one).
+struct ShapelessTraceScope {
+  bool saved;
+  explicit ShapelessTraceScope(bool on) : saved(t_shapeless_trace) {
+    t_shapeless_trace = on;
+  }
+  ~ShapelessTraceScope() { t_shapeless_trace = saved; }
+};
+
 std::atomic<bool>& enabled_flag() {
   static std::atomic<bool> enabled{std::getenv("FLUXION_DISABLE_COMPILE") ==
                                    nullptr};
@@ -29,6 +41,8 @@ struct CacheEntry {
   std::vector<uint64_t> constants;
   detail::Ir ir;
   bool cacheable = true;
+  // The binding's data of this trace (detail::ArraysAndExtra).
+  std::shared_ptr<void> extra;
 };
 
 struct FunctionCache {
@@ -204,7 +218,7 @@ void check_shapeless(const detail::Ir& ir) {
   }
 }
 
-std::shared_ptr<const CacheEntry> trace(const Fn& fun,
+std::shared_ptr<const CacheEntry> trace(const detail::FnWithExtra& fun,
                                         const std::vector<array>& inputs,
                                         bool shapeless,
                                         std::vector<uint64_t> constants) {
@@ -215,12 +229,15 @@ std::shared_ptr<const CacheEntry> trace(const Fn& fun,
     tracers.push_back(t);
   }
   std::vector<array> outputs;
+  auto entry = std::make_shared<CacheEntry>();
   {
     detail::InTracing tracing;
     detail::CompileTraceScope marks;
-    outputs = fun(tracers);
+    ShapelessTraceScope shapeless_ops(shapeless);
+    auto traced = fun(tracers);
+    outputs = std::move(traced.arrays);
+    entry->extra = std::move(traced.extra);
   }
-  auto entry = std::make_shared<CacheEntry>();
   entry->shapeless = shapeless;
   for (auto& in : inputs) {
     entry->dtypes.push_back(in.dtype());
@@ -244,7 +261,8 @@ std::shared_ptr<const CacheEntry> trace(const Fn& fun,
 }
 
 std::shared_ptr<const CacheEntry> find_or_trace(
-    const Fn& fun, std::uintptr_t id, const std::vector<array>& inputs,
+    const detail::FnWithExtra& fun, std::uintptr_t id,
+    const std::vector<array>& inputs,
     bool shapeless, const std::vector<uint64_t>& constants) {
   {
     std::lock_guard<std::mutex> lock(cache_mutex);
@@ -279,6 +297,8 @@ Ir trace_to_ir(const Fn& fun, const std::vector<array>& inputs,
   {
     InTracing tracing;
     CompileTraceScope marks;
+    // Export writes plain Broadcast nodes (its reader knows no other).
+    ShapelessTraceScope plain_broadcasts(false);
     outputs = fun(tracers);
   }
   bool captures_tracer = false;
@@ -293,27 +313,55 @@ Ir trace_to_ir(const Fn& fun, const std::vector<array>& inputs,
 
 }  // namespace detail
 
+namespace detail {
+bool in_shapeless_trace() { return t_shapeless_trace; }
+}  // namespace detail
+
 void disable_compile() { enabled_flag() = false; }
 void enable_compile() { enabled_flag() = true; }
 bool compile_enabled() { return enabled_flag(); }
 
 namespace detail {
 
-Fn compile(Fn fun, std::uintptr_t fun_id, bool shapeless,
-           std::vector<uint64_t> constants) {
+FnWithExtra compile_with_extra(FnWithExtra fun, std::uintptr_t fun_id,
+                               bool shapeless,
+                               std::vector<uint64_t> constants) {
   return [fun = std::move(fun), fun_id, shapeless,
           constants = std::move(constants)](const std::vector<array>& inputs) {
     if (!compile_enabled()) {
       return fun(inputs);
     }
     auto entry = find_or_trace(fun, fun_id, inputs, shapeless, constants);
-    return run_ir(entry->ir, inputs, shapeless);
+    // The structure recorded by this very trace, not by the function's
+    // latest one.
+    return ArraysAndExtra{run_ir(entry->ir, inputs, shapeless), entry->extra};
+  };
+}
+
+Fn compile(Fn fun, std::uintptr_t fun_id, bool shapeless,
+           std::vector<uint64_t> constants) {
+  auto compiled = compile_with_extra(
+      [fun = std::move(fun)](const std::vector<array>& inputs) {
+        return ArraysAndExtra{fun(inputs), nullptr};
+      },
+      fun_id, shapeless, std::move(constants));
+  return [compiled = std::move(compiled)](const std::vector<array>& inputs) {
+    return compiled(inputs).arrays;
   };
 }
 
 void compile_erase(std::uintptr_t fun_id) {
-  std::lock_guard<std::mutex> lock(cache_mutex);
-  cache().erase(fun_id);
+  FunctionCache dropped;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    auto it = cache().find(fun_id);
+    if (it == cache().end()) {
+      return;
+    }
+    dropped = std::move(it->second);
+    cache().erase(it);
+  }
+  // `dropped` (and the bindings' data it holds) dies here, unlocked.
 }
 
 size_t compile_cache_size() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "fluxion/compile_ir.h"
@@ -30,7 +31,28 @@ namespace detail {
 // tree structure), and lives until `compile_erase(fun_id)`.
 Fn compile(Fn fun, std::uintptr_t fun_id, bool shapeless,
            std::vector<uint64_t> constants);
+// The same with data of the binding's attached to each trace (MLX's
+// ArraysAndExtra): `fun` returns its outputs and an `extra` (for Python,
+// the output tree structure), which the cache keeps with that trace and
+// returns with every replay of it. Each trace keeps its own: two traces of
+// one function (a dtype branch) may return different structures.
+struct ArraysAndExtra {
+  std::vector<array> arrays;
+  std::shared_ptr<void> extra;
+};
+using FnWithExtra =
+    std::function<ArraysAndExtra(const std::vector<array>&)>;
+FnWithExtra compile_with_extra(FnWithExtra fun, std::uintptr_t fun_id,
+                               bool shapeless,
+                               std::vector<uint64_t> constants);
+// Drops every trace of `fun_id` (they are destroyed after the cache's lock
+// is released, so a destructor may call compile again).
 void compile_erase(std::uintptr_t fun_id);
+// True while this thread traces a shapeless compile (not an export):
+// ops then record how their operands' broadcast shapes follow their
+// partners (BroadcastAxes), as MLX's in_dynamic_tracing.
+bool in_shapeless_trace();
+
 // Traces held by the cache (all functions): the soak tests check that it
 // does not grow and that a function's traces go with it.
 size_t compile_cache_size();

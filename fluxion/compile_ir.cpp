@@ -53,12 +53,26 @@ array settle(const Pending& p, const char* consumer) {
   const Shape& in = p.input.shape();
   const Shape& tin = p.traced_input_shape;
   Shape target = p.traced_shape;
-  if (in.size() != tin.size() || in.size() > target.size()) {
+  auto cannot_hold = [&] {
     std::ostringstream msg;
     msg << "[compile] shapeless: cannot infer the shape to broadcast an input "
         << "of shape " << in << " to (traced: " << tin << " to "
         << p.traced_shape << ") for " << consumer << ".";
     throw std::invalid_argument(msg.str());
+  };
+  if (in.size() != tin.size() || in.size() > target.size()) {
+    cannot_hold();
+  }
+  if (in.size() < target.size()) {
+    // A broadcast_to a shape of the caller's from an input of another rank
+    // (MLX's Broadcast): the traced shape stays, and a new input that does
+    // not broadcast to it is an error, not a guess.
+    for (size_t j = 1; j <= in.size(); ++j) {
+      if (in[in.size() - j] != 1 && in[in.size() - j] != target[target.size() - j]) {
+        cannot_hold();
+      }
+    }
+    return broadcast_to(p.input, target);
   }
   size_t lead = target.size() - in.size();
   for (size_t j = 0; j < in.size(); ++j) {
@@ -189,7 +203,10 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
   }
   for (auto& n : ir.nodes) {
     auto& p = *n.prim;
-    if (shapeless && is_broadcast(p)) {
+    // A BroadcastAxes node computes its shape from its partners
+    // (output_shapes, below); a plain broadcast waits for its consumer.
+    if (shapeless && is_broadcast(p) &&
+        dynamic_cast<const BroadcastAxes*>(&p) == nullptr) {
       int in = n.inputs[0];
       pending.insert_or_assign(n.outputs[0],
                                Pending{*env[in], ir.values[in].shape,
@@ -235,6 +252,23 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
       check_node_dtypes(p, ins, dtypes);
     }
     if (shapeless) {
+      if (is_elementwise(p) && dynamic_cast<const Compiled*>(&p) == nullptr) {
+        // (A Compiled node reads smaller inputs with zero strides and
+        // checks its inputs itself, replaying its tape.)
+        // Operands traced with one shape that a replay gives different
+        // ones (no broadcast between them was traced): an error, not a
+        // kernel reading past the smaller one.
+        for (auto& x : ins) {
+          if (x.shape() != ins[0].shape()) {
+            std::ostringstream msg;
+            msg << "[compile] shapeless: the inputs of " << p.name()
+                << " were traced with equal shapes but now have shapes "
+                << ins[0].shape() << " and " << x.shape()
+                << "; compile without shapeless for these shapes.";
+            throw std::invalid_argument(msg.str());
+          }
+        }
+      }
       shapes = p.output_shapes(ins);
     } else {
       for (int v : n.outputs) {

@@ -56,12 +56,14 @@ bool Compiled::is_equivalent(const Primitive& other) const {
   return this == &other;
 }
 
+// MLX's name for a fused node: "Compiled" followed by the fused
+// primitives' names, broadcasts and reshapes included
+// (CompiledBroadcastMultiplyAdd).
 void Compiled::print(std::ostream& os) const {
-  os << "Compiled(";
-  for (size_t i = 0; i < tape_.nodes.size(); ++i) {
-    os << (i ? "," : "") << tape_.nodes[i].prim->name();
+  os << "Compiled";
+  for (auto& n : tape_.nodes) {
+    os << n.prim->name();
   }
-  os << ")";
 }
 
 std::vector<array> Compiled::vjp(const std::vector<array>& primals,
@@ -149,6 +151,11 @@ void fuse_ir(Ir& ir, bool shapeless) {
     }
     const Shape& shape = ir.values[ir.nodes[r].outputs[0]].shape;
     std::vector<int> members{r};
+    // Views (broadcast, reshape) that also feed nodes outside the group:
+    // copied into it (MLX fuses a shared broadcast in), while the original
+    // stays for its other consumers. Their input is read by the group
+    // directly, so their producers are not absorbed through them.
+    std::vector<bool> shared_view(count, false);
     std::vector<bool> in_group(count, false);
     in_group[r] = true;
     std::priority_queue<int> frontier;
@@ -172,14 +179,21 @@ void fuse_ir(Ir& ir, bool shapeless) {
           !(fusable(n, ir) || (!shapeless && is_view(n)))) {
         continue;
       }
+      // A shared view's copy does not count: its original stays outside.
       bool inside = std::all_of(consumers[v].begin(), consumers[v].end(),
-                                [&](int c) { return in_group[c]; });
-      if (!inside) {
+                                [&](int c) {
+                                  return in_group[c] && !shared_view[c];
+                                });
+      if (!inside && !(!shapeless && is_view(n))) {
         continue;
       }
       in_group[k] = true;
       members.push_back(k);
-      push_inputs(k);
+      if (inside) {
+        push_inputs(k);
+      } else {
+        shared_view[k] = true;
+      }
     }
     int ops = 0;
     for (int k : members) {
@@ -224,7 +238,9 @@ void fuse_ir(Ir& ir, bool shapeless) {
       continue;
     }
     for (int k : members) {
-      group_of[k] = r;
+      if (!shared_view[k]) {
+        group_of[k] = r;
+      }
     }
     replacement[r] = IrNode{prim, outer_inputs, ir.nodes[r].outputs};
   }

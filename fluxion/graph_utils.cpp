@@ -238,11 +238,10 @@ void export_to_dot(std::ostream& os, const std::vector<array>& outputs,
   int prims = 0;
   os << "digraph {\n";
   for (auto& a : topological_order(outputs)) {
+    // Arrays are named, not labelled (MLX's export_to_dot labels only the
+    // primitives; print_graph shows shapes and dtypes).
     auto node = [&](const array& x) {
-      std::ostringstream shape;
-      shape << x.shape();
-      os << "  " << namer.name(x) << " [label=\"" << namer.name(x) << "\\n"
-         << shape.str() << " " << x.dtype() << "\"];\n";
+      os << "  " << namer.name(x) << ";\n";
     };
     if (!a.has_primitive()) {
       node(a);

@@ -266,10 +266,14 @@ std::pair<std::vector<array>, std::vector<array>> internal_vjp(
   for (int arg : argnums) {
     auto& p = tracers[arg];
     auto found = cotan_map.find(p.id());
-    if (found != cotan_map.end()) {
-      vjps.push_back(found->second);
-    } else {
+    if (found == cotan_map.end()) {
       vjps.push_back(zeros_like(p, stream_of(p)));
+    } else if (found->second.dtype() != p.dtype() && is_integral(p.dtype())) {
+      // The gradient of an integer input is an integer array (MLX): a rule
+      // that left it in float (accumulated with one that did) is cast.
+      vjps.push_back(astype(found->second, p.dtype(), stream_of(p)));
+    } else {
+      vjps.push_back(found->second);
     }
   }
   return {outputs, vjps};

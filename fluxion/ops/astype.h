@@ -12,9 +12,9 @@ namespace fluxion {
 // `a` converted to `dtype` (the same array when it already has it).
 array astype(const array& a, Dtype dtype, StreamOrDevice s = {});
 
-// Casts between inexact dtypes pass (co)tangents through, cast; a cast from
-// or to an integer or bool dtype has a zero derivative (truncation is
-// piecewise constant, and integer inputs take no gradient).
+// Casts pass (co)tangents through, cast to the other dtype, as MLX's
+// AsType (integer inputs take gradients in their dtype); a cast from or to
+// bool has a zero derivative.
 class AsType : public Primitive {
  public:
   AsType(Stream s, Dtype dtype) : Primitive(s), dtype_(dtype) {}

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "fluxion/compile.h"
 #include "fluxion/eager.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/transforms.h"
@@ -53,6 +54,19 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   return out;
 }
 
+// Under a shapeless compile trace: each operand cast and broadcast against
+// the other, so that a replay recomputes the shape from both (shape.h,
+// BroadcastAxes). Out of line: the hot path above stays as small as it was.
+[[gnu::noinline, gnu::cold]] std::vector<array> shapeless_operands(
+    const array& a, const array& b, Dtype compute, const Shape& shape,
+    Stream st) {
+  auto x = astype(a, compute, st);
+  auto y = astype(b, compute, st);
+  auto bx = detail::broadcast_against(x, {y}, shape, 0, st);
+  auto by = detail::broadcast_against(y, {x}, shape, 0, st);
+  return {std::move(bx), std::move(by)};
+}
+
 // Cast both inputs to `compute`, broadcast them, and build the node (or,
 // small and computed, compute it now: fluxion/eager.h).
 template <typename P, typename... Args>
@@ -62,6 +76,10 @@ array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
   const bool same_shape = a.shape() == b.shape();
   auto shape =
       same_shape ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
+  if (!same_shape && detail::in_shapeless_trace()) [[unlikely]] {
+    return array(std::move(shape), out, std::make_shared<P>(st, args...),
+                 shapeless_operands(a, b, compute, shape, st));
+  }
   // An operand that needs no cast or broadcast is used as it is: no handle
   // copies (atomic counts) on the hottest path of all.
   std::optional<array> xa, yb;
@@ -159,6 +177,12 @@ array remainder(const array& a, const array& b, StreamOrDevice s) {
   return arith<Remainder>(a, b, "remainder", s);
 }
 
+std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
+  no_complex(a, b, "divmod");
+  return {stop_gradient(floor_divide(a, b, s), s),
+          stop_gradient(remainder(a, b, s), s)};
+}
+
 array power(const array& a, const array& b, StreamOrDevice s) {
   return arith<Power>(a, b, "power", s);
 }
@@ -247,7 +271,18 @@ namespace {
 
 array cst(double v, const array& like) { return array(v, like.dtype()); }
 
-bool differentiable(const array& x) { return is_inexact(x.dtype()); }
+// Integer inputs take gradients as MLX gives them: the rule computed in
+// their dtype (d(x * 10)/dx = 10, d(x + 10)/dx = 1). Only bool inputs, whose
+// values have no neighbourhood at all, take zeros.
+bool differentiable(const array& x) { return x.dtype() != bool_; }
+
+// A vector-Jacobian product in the input's dtype: a partial computed in
+// float for an integer input (remainder's -floor(a / b), power's log(a) a^b)
+// is cast back, as MLX's graph casts it (the gradient of an integer input is
+// an integer array).
+array in_dtype_of(const array& g, const array& x, Stream s) {
+  return g.dtype() == x.dtype() ? g : astype(g, x.dtype(), s);
+}
 
 }  // namespace
 
@@ -301,7 +336,8 @@ std::vector<array> BinaryPrimitive::vjp(const std::vector<array>& primals,
     if (differentiable(x)) {
       d = partial(arg, primals[0], primals[1], outputs[0]);
     }
-    vjps.push_back(d ? multiply(cotangents[0], *d, stream())
+    vjps.push_back(d ? in_dtype_of(multiply(cotangents[0], *d, stream()), x,
+                                   stream())
                      : zeros_like(x, stream()));
   }
   return vjps;

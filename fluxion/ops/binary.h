@@ -100,8 +100,9 @@ array operator~(const array& a);
 // The rules of a smooth op come from its partial derivatives: jvp is
 // t_a * df/da + t_b * df/db, and the vjp for input i is ct * df/di (the
 // holomorphic rule for complex inputs, JAX's convention, which the public
-// vjp conjugates into MLX's: transforms.h). Integer and bool inputs have no
-// gradient (zeros). vmap aligns the operands' mapped axes.
+// vjp conjugates into MLX's: transforms.h). Integer inputs take the rule in
+// their dtype, the gradient cast back to it (MLX: d(x * 10)/dx = 10); bool
+// inputs have none (zeros). vmap aligns the operands' mapped axes.
 class BinaryPrimitive : public Primitive,
                         public std::enable_shared_from_this<BinaryPrimitive> {
  public:
@@ -174,6 +175,13 @@ FLUXION_BINARY_PRIMITIVE(RightShift, in)
 #undef FLUXION_PARTIAL
 #undef FLUXION_OWN_RULES
 #undef FLUXION_BINARY_PRIMITIVE
+
+// Python's divmod: (floor_divide(a, b), remainder(a, b)). MLX defines
+// both outputs' derivatives as zero (remainder alone has 1 and
+// -floor(a / b)), so the pair is returned through stop_gradient: the same
+// two kernels a fused node would run, and no primitive of its own.
+std::vector<array> divmod(const array& a, const array& b,
+                          StreamOrDevice s = {});
 
 // Equality, optionally treating NaN == NaN (for array_equal(equal_nan)).
 // Piecewise constant: zero derivatives.

@@ -90,7 +90,10 @@ Operands prepare(const array& a_in, const array& b_in, Dtype dtype,
   }
   // Broadcast batch dims are views with stride 0: the kernel reads them in
   // place.
-  return {broadcast_to(a, sa, st), broadcast_to(b, sb, st), std::move(out),
+  // Under a shapeless compile each is broadcast against the other's batch
+  // dims, recomputed on every replay (shape.h, BroadcastAxes).
+  return {detail::broadcast_against(a, {b}, sa, 2, st),
+          detail::broadcast_against(b, {a}, sb, 2, st), std::move(out),
           std::move(squeeze), dtype};
 }
 

@@ -467,20 +467,26 @@ std::vector<array> Reduce::vjp(const std::vector<array>& primals,
                                const std::vector<array>& outputs) {
   const auto& x = primals[0];
   auto s = stream();
-  if (!is_inexact(x.dtype()) || type_ == And || type_ == Or) {
+  // Integer inputs take gradients in their dtype, as MLX (the sum's
+  // cotangent broadcast back); bool inputs and logical reductions none.
+  if (x.dtype() == bool_ || type_ == And || type_ == Or) {
     return {zeros_like(x, s)};
   }
   // The cotangent has the output's kept shape and dtype.
   auto ct = astype(cotangents[0], x.dtype(), s);
   switch (type_) {
     case Sum:
-      return {broadcast_to(ct, x.shape(), s)};
+      // Against x, so that grad under a shapeless compile follows x's
+      // shape on every replay (shape.h, BroadcastAxes).
+      return {detail::broadcast_against(ct, {x}, x.shape(), 0, s)};
     case Prod:
       return {multiply(ct, product_of_others(x, axes_, s), s)};
     default: {  // Min, Max: shared equally among the tied extremes
       auto mask = equal(x, outputs[0], s);
       auto count = astype(sum(mask, axes_, true, s), ct.dtype(), s);
-      return {where(mask, divide(ct, count, s), array(0, ct.dtype()), s)};
+      // An integer share is the float share truncated (exact without ties).
+      return {astype(where(mask, divide(ct, count, s), array(0, ct.dtype()), s),
+                     x.dtype(), s)};
     }
   }
 }

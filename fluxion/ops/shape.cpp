@@ -9,6 +9,7 @@
 #include "fluxion/ops/indexing.h"
 #include "fluxion/ops/astype.h"
 #include "fluxion/ops/ternary.h"
+#include "fluxion/compile.h"
 
 namespace fluxion {
 
@@ -912,5 +913,64 @@ std::vector<Shape> Pad::output_shapes(const std::vector<array>& in) {
   }
   return {shape};
 }
+
+}  // namespace fluxion
+
+// --- BroadcastAxes (shapeless compile's broadcasts; shape.h) ---
+
+namespace fluxion {
+
+namespace {
+
+// The broadcast shape of `in` (operand first), the last `ignore` axes of
+// each left out and the operand's put back.
+Shape broadcast_axes_shape(const std::vector<array>& in, int ignore) {
+  Shape batch;
+  for (auto& x : in) {
+    int keep = x.ndim() - std::min(ignore, x.ndim());
+    batch = broadcast_shapes(batch, Shape(x.shape().begin(),
+                                          x.shape().begin() + keep),
+                             "broadcast");
+  }
+  const Shape& a = in[0].shape();
+  batch.insert(batch.end(), a.end() - std::min(ignore, in[0].ndim()), a.end());
+  return batch;
+}
+
+}  // namespace
+
+std::vector<Shape> BroadcastAxes::output_shapes(
+    const std::vector<array>& inputs) {
+  return {broadcast_axes_shape(inputs, ignore_)};
+}
+
+bool BroadcastAxes::is_equivalent(const Primitive& o) const {
+  if (typeid(o) != typeid(*this) || !Primitive::is_equivalent(o)) {
+    return false;
+  }
+  auto& b = static_cast<const BroadcastAxes&>(o);
+  return b.ignore_ == ignore_ && b.shape() == shape();
+}
+
+namespace detail {
+
+array broadcast_against(const array& a, const std::vector<array>& partners,
+                        const Shape& shape, int ignore, StreamOrDevice s) {
+  if (!in_shapeless_trace()) {
+    return broadcast_to(a, shape, s);
+  }
+  // Also when `a` has the shape already: a replay may give it another
+  // (traced (2,3,...) @ (2,...) replayed as (3,2,...) @ (1,...)), which a
+  // node without this one would leave unbroadcast (MLX skips it there).
+  std::vector<array> inputs{a};
+  inputs.insert(inputs.end(), partners.begin(), partners.end());
+  // Checks the shapes as broadcast_to would (the caller computed `shape`).
+  broadcast_to(a, shape, s);
+  return array(shape, a.dtype(),
+               std::make_shared<BroadcastAxes>(to_stream(s), shape, ignore),
+               std::move(inputs));
+}
+
+}  // namespace detail
 
 }  // namespace fluxion

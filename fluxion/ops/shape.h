@@ -170,6 +170,36 @@ class Broadcast : public Primitive {
   Shape shape_;
 };
 
+// The broadcast an op inserts to align an operand with its partners while
+// a shapeless compile traces (MLX's BroadcastAxes; issue 33 item 3).
+// Inputs: the operand, then the partners, read for their shapes only. The
+// output shape is the broadcast of all their shapes with the last `ignore`
+// axes of each left out, followed by the operand's own last `ignore` axes
+// (matmul's matrix axes), so a replay with new input shapes recomputes it
+// from output_shapes rather than keeping the traced shape. Evaluated and
+// exported as the Broadcast it derives from (to its node's shape).
+class BroadcastAxes : public Broadcast {
+ public:
+  BroadcastAxes(Stream s, Shape shape, int ignore)
+      : Broadcast(s, std::move(shape)), ignore_(ignore) {}
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  FLUXION_DECLARE_RULES
+  bool is_equivalent(const Primitive& o) const override;
+  int ignore() const { return ignore_; }
+
+ private:
+  int ignore_;
+};
+
+namespace detail {
+// `a` broadcast to `shape`, which the caller computed as the broadcast of
+// `a` with `partners` (their last `ignore` axes left out, `a` keeping its
+// own): a BroadcastAxes node while a shapeless compile traces (its shape
+// then follows the partners on every replay), else broadcast_to.
+array broadcast_against(const array& a, const std::vector<array>& partners,
+                        const Shape& shape, int ignore, StreamOrDevice s = {});
+}  // namespace detail
+
 // Removes and inserts size-1 axes (squeeze / expand_dims): always a view.
 class ExpandDims : public Primitive {
  public:

@@ -134,6 +134,94 @@ Batched Broadcast::vmap(const Arrays& inputs, const std::vector<int>& axes) {
           {0}};
 }
 
+// --- BroadcastAxes (Broadcast with partners, shapeless compile) ---
+
+// The operand's tangent broadcast the same way; partners (read for their
+// shapes) carry no derivative.
+std::vector<array> BroadcastAxes::jvp(const Arrays& primals,
+                                      const Arrays& tangents,
+                                      const std::vector<int>& argnums) {
+  Arrays partners(primals.begin() + 1, primals.end());
+  Shape shape = output_shapes(primals)[0];
+  if (argnums.empty() || argnums[0] != 0) {
+    return {zeros(shape, primals[0].dtype(), stream())};
+  }
+  return {detail::broadcast_against(tangents[0], partners, shape, ignore(),
+                                    stream())};
+}
+
+// As Broadcast's, from the node's own shape (not the traced one).
+std::vector<array> BroadcastAxes::vjp(const Arrays& primals, const Arrays& cts,
+                                      const std::vector<int>& argnums,
+                                      const Arrays& outputs) {
+  std::vector<array> vjps;
+  for (int arg : argnums) {
+    if (arg != 0) {
+      vjps.push_back(zeros_like(primals[arg], stream()));
+      continue;
+    }
+    const array& x = primals[0];
+    const Shape& out = outputs[0].shape();
+    int lead = static_cast<int>(out.size()) - x.ndim();
+    std::vector<int> axes;
+    for (int i = 0; i < static_cast<int>(out.size()); ++i) {
+      if (i < lead || (x.shape(i - lead) == 1 && out[i] != 1)) {
+        axes.push_back(i);
+      }
+    }
+    array g = cts[0];
+    if (!axes.empty()) {
+      // Summed with the axes kept and the new leading ones squeezed, so
+      // that no constant shape is traced (a shapeless replay recomputes
+      // it).
+      g = astype(sum(g, axes, true, stream()), x.dtype(), stream());
+      if (lead > 0) {
+        std::vector<int> front(lead);
+        std::iota(front.begin(), front.end(), 0);
+        g = squeeze(g, front, stream());
+      }
+    }
+    vjps.push_back(g);
+  }
+  return vjps;
+}
+
+// Mapped inputs get their batch axis in front and unit axes after it up to
+// the largest unbatched rank among the inputs (left of the last `ignore`
+// axes), so that right-aligned broadcasting lines the batch axes up.
+Batched BroadcastAxes::vmap(const Arrays& inputs,
+                            const std::vector<int>& axes) {
+  int b = rules::batch_size(inputs, axes);
+  int head = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int nd = inputs[i].ndim() - (axes[i] >= 0 ? 1 : 0);
+    head = std::max(head, nd - std::min(ignore(), nd));
+  }
+  Arrays in;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (axes[i] < 0) {
+      in.push_back(inputs[i]);
+      continue;
+    }
+    auto x = to_front(inputs[i], axes[i], b, stream());
+    int nd = x.ndim() - 1;
+    int pad = head - (nd - std::min(ignore(), nd));
+    if (pad > 0) {
+      std::vector<int> units(pad);
+      std::iota(units.begin(), units.end(), 1);
+      x = expand_dims(x, units, stream());
+    }
+    in.push_back(x);
+  }
+  bool mapped = std::any_of(axes.begin(), axes.end(),
+                            [](int a) { return a >= 0; });
+  Arrays partners(in.begin() + 1, in.end());
+  Shape shape = output_shapes(in)[0];
+  return {{detail::broadcast_against(in[0], partners, shape, ignore(),
+                                     stream())},
+          {mapped ? 0 : -1}};
+}
+
 // --- ExpandDims and Squeeze (each other's adjoint) ---
 
 std::vector<array> ExpandDims::jvp(const Arrays&, const Arrays& tangents,

@@ -424,7 +424,8 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals,
                              const std::vector<array>& outputs) {
   const auto& x = primals[0];
   auto s = stream();
-  if (!is_inexact(x.dtype())) {
+  // Integer inputs take gradients in their dtype (MLX); bool none.
+  if (x.dtype() == bool_) {
     return {zeros_like(x, s)};
   }
   auto ct = astype(cotangents[0], x.dtype(), s);
@@ -458,7 +459,8 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals,
       auto w = multiply(ct, fwd(x1, Prod), s);
       auto head = divide(bwd_sum(where(before, w, zero_v, s)), x_safe, s);
       auto at_first = bwd_sum(w);
-      return {where(before, head, where(first, at_first, zero_v, s), s)};
+      return {astype(where(before, head, where(first, at_first, zero_v, s), s),
+                     x.dtype(), s)};
     }
     case Max:
     case Min: {

@@ -1,5 +1,6 @@
 #include "fluxion/ops/ternary.h"
 
+#include "fluxion/compile.h"
 #include "fluxion/eager.h"
 #include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
@@ -21,8 +22,22 @@ array where(const array& condition, const array& x, const array& y,
   Dtype t = promote_types(x.dtype(), y.dtype());
   // Each operand's broadcast and the select itself run at once when small
   // and computed (fluxion/eager.h).
+  const bool shapeless = detail::in_shapeless_trace();
+  const bool aligned = condition.shape() == shape && x.shape() == shape &&
+                       y.shape() == shape;
   auto operand = [&](const array& a, Dtype type) {
     auto c = astype(a, type, st);
+    if (shapeless && !aligned) {
+      // Against the other two, so that a shapeless replay recomputes the
+      // shape (shape.h, BroadcastAxes).
+      std::vector<array> partners;
+      for (auto* p : {&condition, &x, &y}) {
+        if (p != &a) {
+          partners.push_back(*p);
+        }
+      }
+      return detail::broadcast_against(c, partners, shape, 0, st);
+    }
     if (c.shape() == shape) {
       return c;  // maybe the caller's own array: not ours to evaluate
     }
@@ -74,7 +89,7 @@ std::vector<array> Select::jvp(const std::vector<array>& primals,
       ty = tangents[i];
     }
   }
-  if (!is_inexact(x.dtype()) || (!tx && !ty)) {
+  if (x.dtype() == bool_ || (!tx && !ty)) {
     return {zeros_like(x, s)};
   }
   auto zero = array(0, x.dtype());
@@ -91,7 +106,7 @@ std::vector<array> Select::vjp(const std::vector<array>& primals,
   auto zero = array(0, ct.dtype());
   std::vector<array> vjps;
   for (int arg : argnums) {
-    if (arg == 0 || !is_inexact(primals[arg].dtype())) {
+    if (arg == 0 || primals[arg].dtype() == bool_) {
       vjps.push_back(zeros_like(primals[arg], s));
     } else {
       vjps.push_back(arg == 1 ? where(cond, ct, zero, s)

@@ -290,7 +290,18 @@ namespace {
 // derivatives in their dtype.
 array cst(double v, const array& like) { return array(v, like.dtype()); }
 
-bool differentiable(const array& x) { return is_inexact(x.dtype()); }
+// Integer inputs take gradients as MLX gives them: the rule computed in
+// their dtype (d(x * 10)/dx = 10, d(x + 10)/dx = 1). Only bool inputs, whose
+// values have no neighbourhood at all, take zeros.
+bool differentiable(const array& x) { return x.dtype() != bool_; }
+
+// A vector-Jacobian product in the input's dtype: a partial computed in
+// float for an integer input (remainder's -floor(a / b), power's log(a) a^b)
+// is cast back, as MLX's graph casts it (the gradient of an integer input is
+// an integer array).
+array in_dtype_of(const array& g, const array& x, Stream s) {
+  return g.dtype() == x.dtype() ? g : astype(g, x.dtype(), s);
+}
 
 }  // namespace
 
@@ -329,7 +340,7 @@ std::vector<array> UnaryPrimitive::vjp(const std::vector<array>& primals,
   if (!d) {
     return {zeros_like(x, stream())};
   }
-  return {multiply(cotangents[0], *d, stream())};
+  return {in_dtype_of(multiply(cotangents[0], *d, stream()), x, stream())};
 }
 
 std::pair<std::vector<array>, std::vector<int>> UnaryPrimitive::vmap(
@@ -578,7 +589,7 @@ std::vector<array> Abs::vjp(const std::vector<array>& primals,
     // right gradients; MLX's ct * z/|z| would not with ours.
     return {multiply(conj_unit(x, s), cotangents[0], s)};
   }
-  return {multiply(cotangents[0], sign(x, s), s)};
+  return {in_dtype_of(multiply(cotangents[0], sign(x, s), s), x, s)};
 }
 
 }  // namespace fluxion

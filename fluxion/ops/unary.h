@@ -75,8 +75,8 @@ array copy(const array& a, StreamOrDevice s = {});
 // convention (no conjugate), which the public vjp conjugates into MLX's
 // (transforms.h); the non-holomorphic ops (Abs of a complex input,
 // Conjugate, Real, Imag) have rules of their own, written as JAX transposes
-// them. Integer and bool inputs have no gradient: their cotangents and the
-// tangents they produce are zeros.
+// them. Integer inputs take the rule computed in their dtype, the gradient
+// cast back to it (MLX); bool inputs have no gradient (zeros).
 class UnaryPrimitive : public Primitive,
                        public std::enable_shared_from_this<UnaryPrimitive> {
  public:

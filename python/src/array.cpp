@@ -378,7 +378,9 @@ void init_array(py::module_& m) {
   heap->as_buffer.bf_getbuffer = array_getbuffer;
   heap->as_buffer.bf_releasebuffer = array_releasebuffer;
 
-  py::class_<ArrayIterator>(m, "_ArrayIterator")
+  // MLX's name for the iterator over an array's first axis.
+  py::class_<ArrayIterator>(m, "ArrayIterator",
+                            "An iterator over the first axis of an array.")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", [](ArrayIterator& it) {
         if (it.index >= it.a.shape(0)) {
@@ -395,6 +397,19 @@ void init_array(py::module_& m) {
           "or another array.");
   // Any array-like is accepted where an array is expected.
   py::implicitly_convertible<py::object, fx::array>();
+
+  // MLX's ArrayLike: a wrapper of any object with an ``__mlx_array__``
+  // method (its array form); ``mx.array(obj)`` and every op accept such
+  // objects directly too (fxpy::to_array).
+  py::class_<fxpy::ArrayLike>(m, "ArrayLike",
+                              "Any Python object with an ``__mlx_array__`` "
+                              "method that returns an array.")
+      .def(py::init([](py::object obj) { return fxpy::ArrayLike{obj}; }),
+           "obj"_a)
+      .def_readonly("obj", &fxpy::ArrayLike::obj)
+      .def("__mlx_array__", [](const fxpy::ArrayLike& a) {
+        return fxpy::to_array(a.obj);
+      });
 
   cls.def_property_readonly("shape",
                             [](const fx::array& a) {
@@ -561,7 +576,8 @@ Example:
                return not_implemented();
              }
              fx::array y = fxpy::to_array_like(b, a);
-             return py::make_tuple(fx::floor_divide(a, y), fx::remainder(a, y));
+             auto qr = fx::divmod(a, y);
+             return py::make_tuple(qr[0], qr[1]);
            })
       .def("__neg__", [](const fx::array& a) { return fx::negative(a); })
       .def("__pos__", [](const fx::array& a) { return a; })

@@ -2,10 +2,9 @@
 // function (fluxion/compile.h); the Python function is traced on tracers
 // once per signature, and its output tree and captured outputs rebuilt.
 #include <cstring>
-#include <map>
-#include <set>
 #include <sstream>
 
+#include "python/src/gil_release.h"
 #include "python/src/transform_utils.h"
 #include "python/src/trees.h"
 
@@ -86,43 +85,39 @@ void hash_constants(py::handle obj, std::vector<uint64_t>& out) {
   }
 }
 
-// Output tree structures by (function id, constants): a cache hit does not
-// call the Python function, so the structure recorded by its trace is
-// reused.
+// The output tree structure of one trace, kept by compile's cache with
+// that trace (fx::detail::ArraysAndExtra), so that replaying a trace
+// rebuilds the tree that trace returned (two traces of one function may
+// return different trees: a branch on the input's dtype). Released under
+// the GIL, since a cache entry may die on any thread.
 struct OutputStructure {
   py::object tree;
   size_t count;
 };
-std::map<std::pair<uintptr_t, std::vector<uint64_t>>, OutputStructure>&
-output_structures() {
-  static auto* m = new std::map<std::pair<uintptr_t, std::vector<uint64_t>>,
-                                OutputStructure>();
-  return *m;
+std::shared_ptr<void> hold_structure(py::object tree, size_t count) {
+  auto* st = new OutputStructure{std::move(tree), count};
+  return std::shared_ptr<void>(st, [](void* p) {
+    auto* o = static_cast<OutputStructure*>(p);
+    fxpy::release_under_gil([o] { delete o; });
+  });
 }
 
-// Forget a function's traces when it is garbage collected.
-void erase_when_collected(py::handle fun, uintptr_t id) {
-  static std::set<uintptr_t> watched;
-  if (watched.count(id)) {
-    return;
+// One per compiled wrapper (the partial mx.compile returns holds it): its
+// address keys the wrapper's traces, erased when the wrapper is released
+// (MLX erases a compiled function's traces with it), so compiling the same
+// Python callable again traces again instead of reusing a dead wrapper's
+// tape (which may have captured since-rebound closures as constants).
+struct CompileToken {
+  CompileToken() = default;
+  CompileToken(const CompileToken&) = delete;
+  CompileToken& operator=(const CompileToken&) = delete;
+  ~CompileToken() {
+    fx::detail::compile_erase(reinterpret_cast<uintptr_t>(this));
   }
-  try {
-    auto erase = py::cpp_function([id] {
-      fx::detail::compile_erase(id);
-      auto& m = output_structures();
-      for (auto it = m.begin(); it != m.end();) {
-        it = it->first.first == id ? m.erase(it) : std::next(it);
-      }
-      watched.erase(id);
-    });
-    py::module_::import("weakref").attr("finalize")(fun, erase);
-    watched.insert(id);
-  } catch (const py::error_already_set&) {
-    // Not weak-referenceable: the traces live as long as the process.
-  }
-}
+};
 
-// all_args: fun, inputs, outputs, shapeless, then the call's arguments.
+// all_args: fun, inputs, outputs, shapeless, token, then the call's
+// arguments.
 // Arguments and captured `inputs` become the traced function's inputs;
 // its outputs and the captured `outputs` come back and are put in place.
 py::object compiled_call(const py::args& all_args, const py::kwargs& kwargs) {
@@ -130,7 +125,8 @@ py::object compiled_call(const py::args& all_args, const py::kwargs& kwargs) {
   py::object captured_in = all_args[1];
   py::object captured_out = all_args[2];
   bool shapeless = all_args[3].cast<bool>();
-  py::tuple args = rest(all_args, 4);
+  auto id = reinterpret_cast<uintptr_t>(&all_args[4].cast<CompileToken&>());
+  py::tuple args = rest(all_args, 5);
   check_compile_args(args);
   check_compile_args(kwargs);
   if (!fx::compile_enabled()) {
@@ -148,11 +144,8 @@ py::object compiled_call(const py::args& all_args, const py::kwargs& kwargs) {
     captured = fxpy::tree_flatten(captured_in, false);
   }
   arrays.insert(arrays.end(), captured.begin(), captured.end());
-  auto id = reinterpret_cast<uintptr_t>(fun.ptr());
-  erase_when_collected(fun, id);
-  auto key = std::make_pair(id, constants);
 
-  fx::Fn traced = [&](const std::vector<fx::array>& tracers) {
+  fx::detail::FnWithExtra traced = [&](const std::vector<fx::array>& tracers) {
     py::tuple rebuilt =
         fxpy::tree_unflatten_from_structure(structure, tracers, 0);
     std::vector<fx::array> captured_tracers(tracers.begin() + n_args,
@@ -162,13 +155,14 @@ py::object compiled_call(const py::args& all_args, const py::kwargs& kwargs) {
     }
     py::object out;
     std::vector<fx::array> outs;
+    std::shared_ptr<void> structure;
     try {
       out = fun(*rebuilt[0], **rebuilt[1]);
       auto out_arrays_out_tree_ = fxpy::tree_flatten_with_structure(out, false);
       [[maybe_unused]] auto& out_arrays = std::get<0>(out_arrays_out_tree_);
       [[maybe_unused]] auto& out_tree = std::get<1>(out_arrays_out_tree_);
       outs = std::move(out_arrays);
-      output_structures()[key] = {out_tree, outs.size()};
+      structure = hold_structure(out_tree, outs.size());
       if (!captured_out.is_none()) {
         auto state = fxpy::tree_flatten(captured_out, false);
         outs.insert(outs.end(), state.begin(), state.end());
@@ -188,10 +182,13 @@ py::object compiled_call(const py::args& all_args, const py::kwargs& kwargs) {
     if (!captured_in.is_none()) {
       fxpy::tree_replace(captured_in, captured_tracers, captured);
     }
-    return outs;
+    return fx::detail::ArraysAndExtra{std::move(outs), std::move(structure)};
   };
-  auto results = fx::detail::compile(traced, id, shapeless, constants)(arrays);
-  auto& st = output_structures().at(key);
+  auto [results, extra] =
+      fx::detail::compile_with_extra(traced, id, shapeless, constants)(arrays);
+  // `extra` keeps the structure alive while it is used, even if the
+  // wrapper's traces are erased meanwhile.
+  auto& st = *static_cast<OutputStructure*>(extra.get());
   std::vector<fx::array> own(results.begin(), results.begin() + st.count);
   if (!captured_out.is_none()) {
     std::vector<fx::array> state(results.begin() + st.count, results.end());
@@ -208,7 +205,8 @@ void init_compile(py::module_& m) {
       [](const py::function& fun, const py::object& inputs,
          const py::object& outputs, bool shapeless) {
         return wrap(py::cpp_function(&compiled_call), fun, inputs, outputs,
-                    shapeless);
+                    shapeless, py::cast(new CompileToken(),
+                                        py::return_value_policy::take_ownership));
       },
       "fun"_a, "inputs"_a = py::none(), "outputs"_a = py::none(),
       "shapeless"_a = false,
@@ -239,9 +237,10 @@ Example:
 )doc");
   // Test hook (not MLX's API): the number of traces and per-function
   // records held by compile's caches, for the leak tests.
-  m.def("_compile_cache_size", [] {
-    return fx::detail::compile_cache_size() + output_structures().size();
-  });
+  m.def("_compile_cache_size",
+        [] { return fx::detail::compile_cache_size(); });
+  py::class_<CompileToken>(m, "_CompileToken",
+                           "The cache key of one compiled wrapper (private).");
   m.def(
       "disable_compile", [] { fx::disable_compile(); },
       R"doc(Disable compilation globally: compiled functions run uncompiled.

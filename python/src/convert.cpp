@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fluxion/backend/common/dispatch.h"
+#include "fluxion/ops/layout.h"
 
 bool pybind11::detail::type_caster<fx::StreamOrDevice>::load(handle src, bool) {
   if (src.is_none()) {
@@ -202,9 +203,20 @@ fx::array int_scalar(py::handle h, std::optional<fx::Dtype> like,
   return make();
 }
 
+// ml_dtypes' bfloat16 (what JAX and PyTorch users hand over): NumPy knows
+// it only as a 2-byte extension dtype named "bfloat16" (kind 'V'), so it is
+// recognised by name. Its bits are bfloat16's, as Fluxion's.
+bool is_ml_dtypes_bfloat16(const py::dtype& d) {
+  return d.itemsize() == 2 &&
+         py::str(d.attr("name")).cast<std::string>() == "bfloat16";
+}
+
 fx::Dtype dtype_from_numpy(const py::dtype& d) {
   char kind = d.kind();
   auto size = d.itemsize();
+  if (is_ml_dtypes_bfloat16(d)) {
+    return fx::bfloat16;
+  }
   switch (kind) {
     case 'b':
       return fx::bool_;
@@ -517,6 +529,16 @@ fx::array to_array(py::handle h, std::optional<fx::Dtype> dtype) {
     auto np = py::module_::import("numpy");
     return from_numpy(np.attr("frombuffer")(h, "dtype"_a = "uint8"), dtype);
   }
+  if (py::hasattr(h, "__mlx_array__")) {
+    // MLX's protocol for objects with an array form (mx.ArrayLike).
+    py::object a = h.attr("__mlx_array__")();
+    if (!array_ptr(a)) {
+      throw std::invalid_argument(
+          "[array] __mlx_array__ of an object of type " + type_name(h) +
+          " returned " + type_name(a) + ", not an array.");
+    }
+    return dtype ? fx::astype(*array_ptr(a), *dtype) : *array_ptr(a);
+  }
   if (py::hasattr(h, "__dlpack__")) {
     // DLPack first (as MLX's nanobind caster): a PyTorch bfloat16 tensor
     // has no NumPy form. Copied, with MLX's float64 -> float32.
@@ -538,7 +560,7 @@ bool is_array_like(py::handle h) {
          PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()) ||
          py::isinstance<py::array>(h) ||
          (!PyUnicode_Check(h.ptr()) && !PyBytes_Check(h.ptr()) &&
-          py::hasattr(h, "__array__"));
+          (py::hasattr(h, "__array__") || py::hasattr(h, "__mlx_array__")));
 }
 
 std::pair<fx::array, fx::array> to_arrays(py::handle a, py::handle b) {
@@ -565,6 +587,24 @@ std::pair<fx::array, fx::array> to_arrays(py::handle a, py::handle b) {
     return {x, scalar_to_array(b, kb, x.dtype())};
   }
   return {to_array(a), to_array(b)};
+}
+
+std::vector<fx::array> array_or_arrays(py::handle h, const char* op,
+                                       const char* what) {
+  if (auto* p = array_ptr(h)) {
+    return {*p};
+  }
+  if (!PyList_Check(h.ptr()) && !PyTuple_Check(h.ptr())) {
+    throw py::type_error(std::string("[") + op + "] " + what +
+                         " must be an array or a list of arrays; got " +
+                         Py_TYPE(h.ptr())->tp_name + ".");
+  }
+  std::vector<fx::array> out;
+  for (auto item : h) {
+    auto* p = array_ptr(item);
+    out.push_back(p ? *p : to_array(item));
+  }
+  return out;
 }
 
 void flatten_arrays(py::handle tree, std::vector<fx::array>& out, bool strict) {
@@ -621,6 +661,27 @@ py::object to_numpy(const fx::array& in) {
   return out;
 }
 
+// numpy.dtype(spec), explaining the one NumPy cannot know by itself: a
+// bfloat16 asked for without ml_dtypes installed (NumPy's own error says
+// only "data type 'bfloat16' not understood").
+py::dtype numpy_dtype_or_explain(py::handle spec, const char* op) {
+  auto np = py::module_::import("numpy");
+  try {
+    return py::reinterpret_borrow<py::dtype>(np.attr("dtype")(spec));
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_TypeError) ||
+        py::str(spec).cast<std::string>().find("bfloat16") ==
+            std::string::npos) {
+      throw;
+    }
+    throw py::type_error(
+        std::string("[") + op + "] NumPy has no dtype bfloat16 (asked for " +
+        py::repr(spec).cast<std::string>() +
+        "): it comes from the ml_dtypes package, which is not installed. "
+        "Install ml_dtypes, or convert with astype(float32) first.");
+  }
+}
+
 py::object array_protocol(const fx::array& a, py::object dtype,
                           py::object copy) {
   // copy: True always copies, False never does (and raises where a copy is
@@ -628,9 +689,26 @@ py::object array_protocol(const fx::array& a, py::object dtype,
   // 1 passes only dtype).
   int mode = copy.is_none() ? -1 : copy.cast<bool>();
   bool converts = a.dtype() == fx::bfloat16;
-  py::object out = to_numpy(a);
+  py::object want;
   if (!dtype.is_none()) {
-    py::object want = py::module_::import("numpy").attr("dtype")(dtype);
+    want = numpy_dtype_or_explain(dtype, "__array__");
+    if (is_ml_dtypes_bfloat16(want)) {
+      // ml_dtypes' bfloat16: the bits as they are (a view of a bfloat16
+      // array, else of its conversion), no float32 round trip.
+      fx::array b = a.dtype() == fx::bfloat16 ? a : fx::astype(a, fx::bfloat16);
+      converts = a.dtype() != fx::bfloat16;
+      py::object out = to_numpy(fx::view(b, fx::uint16)).attr("view")(want);
+      if (mode == 0 && converts) {
+        throw std::invalid_argument(
+            "[__array__] A NumPy array of dtype bfloat16 from an array of " +
+            std::string(fx::dtype_name(a.dtype())) +
+            " needs a copy, but copy=False.");
+      }
+      return mode == 1 && !converts ? out.attr("copy")() : out;
+    }
+  }
+  py::object out = to_numpy(a);
+  if (want) {
     if (!want.equal(out.attr("dtype"))) {
       converts = true;
       out = out.attr("astype")(want);

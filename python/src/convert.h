@@ -214,8 +214,22 @@ inline fx::array to_array_like(py::handle h, const fx::array& like) {
 // Both operands of a binary op: a scalar is weak next to an array.
 std::pair<fx::array, fx::array> to_arrays(py::handle a, py::handle b);
 
+// mx.ArrayLike (array.cpp): an object whose ``__mlx_array__`` gives its
+// array form, as MLX's class of that name.
+struct ArrayLike {
+  py::object obj;
+};
+
 // True for objects `to_array` accepts as an operand of arithmetic.
 bool is_array_like(py::handle h);
+
+// An argument MLX documents as "array or sequence of arrays": an array is
+// one element (never iterated as a sequence of its rows, which a sequence
+// caster would do since arrays have len() and indexing); a list or tuple
+// gives its elements, each an array or array-like. Anything else raises
+// TypeError "[op] <what> must be an array or a list of arrays; got <type>."
+std::vector<fx::array> array_or_arrays(py::handle h, const char* op,
+                                       const char* what);
 
 // Arrays in a pytree (lists, tuples, dict values); other leaves ignored
 // unless `strict`, when they raise.

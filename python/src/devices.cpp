@@ -274,8 +274,9 @@ Returns:
 )doc");
   m.def(
       "synchronize",
-      [](std::optional<fx::Stream> s) {
-        fx::Stream st = s.value_or(fx::default_stream(fx::default_device()));
+      [](fx::StreamOrDevice s) {
+        // A Device (or DeviceType) means its default stream, as MLX.
+        fx::Stream st = fx::to_stream(s);
         py::gil_scoped_release nogil;
         fx::synchronize(st);
       },
@@ -283,8 +284,9 @@ Returns:
       R"doc(Wait until everything queued on a stream has run.
 
 Args:
-    stream (Stream, optional): The stream; the default stream of the
-        default device when omitted.
+    stream (Stream or Device, optional): The stream, or a device for its
+        default stream; the default stream of the default device when
+        omitted.
 )doc");
 
   py::class_<StreamContext>(m, "StreamContext",

@@ -81,7 +81,24 @@ Returns:
 )doc");
   m.def(
       "init",
-      [](bool strict, const std::string& backend) {
+      [](bool strict, const std::string& backend,
+         py::object all_gather_factory) {
+        // MLX's side-channel factory for its jaccl backend (which Fluxion
+        // does not have: "jaccl" gives the group of size 1 like MLX's
+        // other unsupported names); checked as MLX checks it.
+        if (!all_gather_factory.is_none()) {
+          if (backend != "jaccl") {
+            throw std::invalid_argument(
+                "[distributed.init] all_gather_factory is only valid with "
+                "backend='jaccl'; got backend='" + backend + "'.");
+          }
+          if (!PyCallable_Check(all_gather_factory.ptr())) {
+            throw py::type_error(
+                std::string("[distributed.init] all_gather_factory must be "
+                            "callable; got ") +
+                Py_TYPE(all_gather_factory.ptr())->tp_name + ".");
+          }
+        }
         dist::Group g = dist::init(strict, backend);
         if (g.comm()) {
           abort_job_on_uncaught_exceptions();
@@ -89,6 +106,7 @@ Returns:
         return g;
       },
       "strict"_a = false, "backend"_a = "any",
+      "all_gather_factory"_a = py::none(),
       R"doc(The group of every process of this run.
 
 ``"mpi"``: the MPI group under ``mpirun``. ``"nccl"``: a NCCL communicator
@@ -105,6 +123,10 @@ Args:
         without one). Default ``False``.
     backend (str, optional): ``"any"``, ``"mpi"`` or ``"nccl"`` (MLX's
         other names give the group of size 1). Default ``"any"``.
+    all_gather_factory (Callable, optional): MLX's side channel for its
+        ``"jaccl"`` backend: accepted (and checked to be callable) only
+        with ``backend="jaccl"``, which Fluxion runs as a group of size 1.
+        Default ``None``.
 
 Returns:
     Group: The group.

@@ -281,8 +281,8 @@ void init_ops_elementwise(py::module_& m) {
       "divmod",
       [](py::handle a, py::handle b, fx::StreamOrDevice s) {
         auto [x, y] = fxpy::to_arrays(a, b);
-        return py::make_tuple(fx::floor_divide(x, y, s),
-                              fx::remainder(x, y, s));
+        auto qr = fx::divmod(x, y, s);
+        return py::make_tuple(qr[0], qr[1]);
       },
       "a"_a, "b"_a, py::pos_only(), py::kw_only(), "stream"_a = py::none(),
       "Element-wise quotient and remainder in one call." FXDOC_ARGS FXDOC_AB

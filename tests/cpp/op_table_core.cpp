@@ -364,6 +364,20 @@ std::vector<OpCase> core_cases() {
   add_binary("remainder", [](auto& a, auto& b) { return remainder(a, b); },
              normal(s), positive(s), r2(mod_ref), Deriv::first,
              {float64, int32});
+  {
+    // divmod: both outputs; its derivatives are zero for both (MLX),
+    // unlike remainder's alone.
+    OpCase k{"divmod",
+             [](const Arrays& x) { return divmod(x[0], x[1]); },
+             {normal(s), positive(s)},
+             Deriv::zero};
+    k.dtypes = {float64, int32};
+    k.ref = [](const Arrays& x) {
+      Arrays q = ref2(floordiv_ref)(x), r = ref2(mod_ref)(x);
+      return Arrays{q[0], r[0]};
+    };
+    c.push_back(std::move(k));
+  }
   add_binary("power", [](auto& a, auto& b) { return power(a, b); },
              positive(s), normal(s),
              r2([](double a, double b) { return std::pow(a, b); }));

@@ -277,11 +277,25 @@ TEST(MiscGrad, AsType) {
                .second;
   EXPECT_EQ(g.dtype(), float64);
   expect_close(g, {1, 1, 1}, 0, 0, "float cast");
-  // To or from integers: zero.
-  zero_grads(fn1([](const array& a) { return astype(a, int32); }), {x},
-             "float to int");
-  zero_grads(fn1([](const array& a) { return astype(a, float64); }),
-             {random_ints({3}, -3, 3)}, "int to float");
+  // To or from integers: the (co)tangent passes, cast, as MLX's AsType
+  // (issue 33: the gradient of an integer input is not zero).
+  auto gi = vjp([](const array& a) { return astype(a, int32); }, x,
+                ones({3}, int32))
+                .second;
+  EXPECT_EQ(gi.dtype(), float64);
+  expect_close(gi, {1, 1, 1}, 0, 0, "float to int");
+  auto xi = random_ints({3}, -3, 3);
+  auto gf = vjp([](const array& a) { return astype(a, float64); }, xi,
+                array({1.5, 2.0, -1.0}))
+                .second;
+  EXPECT_EQ(gf.dtype(), xi.dtype());
+  expect_close(gf, {1, 2, -1}, 0, 0, "int to float");
+  auto ti = jvp([](const array& a) { return astype(a, int32); }, x,
+                array({2.0, -3.0, 1.0}))
+                .second;
+  EXPECT_EQ(ti.dtype(), int32);
+  expect_close(ti, {2, -3, 1}, 0, 0, "float to int tangent");
+  // To bool: zero.
   zero_grads(fn1([](const array& a) { return astype(a, bool_); }), {x},
              "float to bool");
   // Real to complex and back: the real part's cotangent.

@@ -203,6 +203,41 @@ Arrays draw_at(const OpCase& c, const std::vector<Shape>& shapes) {
   return x;
 }
 
+// vjp and jvp at integer inputs `xi` (ones as cotangents and tangents) in
+// the inputs' dtypes, equal to those at the same values in float64 cast to
+// the integer dtype.
+void integer_grads(const Fn& f, const Arrays& xi, const std::string& what) {
+  Arrays x64;
+  std::vector<int> args;
+  for (size_t i = 0; i < xi.size(); ++i) {
+    x64.push_back(astype(xi[i], float64));
+    args.push_back(static_cast<int>(i));
+  }
+  auto ones_of = [](const Arrays& v) {
+    Arrays o;
+    for (auto& a : v) {
+      o.push_back(ones_like(a));
+    }
+    return o;
+  };
+  auto outs = f(xi);
+  auto g = vjp(f, xi, ones_of(outs), args).second;
+  auto g64 = vjp(f, x64, ones_of(f(x64)), args).second;
+  ASSERT_EQ(g.size(), xi.size()) << what;
+  for (size_t i = 0; i < xi.size(); ++i) {
+    EXPECT_EQ(g[i].dtype(), xi[i].dtype()) << what << " cotangent " << i;
+    expect_close(g[i], to_vector<double>(astype(g64[i], xi[i].dtype())), 0,
+                 0, what + " integer cotangent");
+  }
+  auto t = jvp(f, xi, ones_of(xi)).second;
+  auto t64 = jvp(f, x64, ones_of(x64)).second;
+  ASSERT_EQ(t.size(), outs.size()) << what;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    expect_close(t[k], to_vector<double>(astype(t64[k], t[k].dtype())), 0, 0,
+                 what + " integer tangent");
+  }
+}
+
 }  // namespace
 
 TEST_P(OpTable, Gradients) {
@@ -214,14 +249,20 @@ TEST_P(OpTable, Gradients) {
     for (auto& in : c.inputs) {
       any_fixed = any_fixed || is_fixed(in);
     }
-    // Integer and bool inputs of elementwise ops take no gradient: zeros of
-    // their dtype. (Linear and structural ops pass integer cotangents and
-    // tangents through, as MLX.)
+    // Integer inputs of elementwise ops take MLX's gradient: the rule in
+    // their dtype, which is the float64 rule at the same (whole) values
+    // cast back (issue 33: grad of x * 10 at an int32 x is 10, not 0).
     for (Dtype t : c.dtypes) {
-      if (!is_inexact(t) && !any_fixed && elementwise(c) &&
+      if (is_integral(t) && !any_fixed && elementwise(c) &&
           c.deriv != Deriv::none) {
         SCOPED_TRACE(dtype_name(t));
-        rules::zero_grads(c.f, cast_inputs(c, x, t), c.name);
+        if (c.deriv == Deriv::zero) {
+          // Piecewise constant (and integer-only ops, which have no float
+          // form to compare with): zeros.
+          rules::zero_grads(c.f, cast_inputs(c, x, t), c.name);
+        } else {
+          integer_grads(c.f, cast_inputs(c, x, t), c.name);
+        }
       }
     }
     switch (c.deriv) {

@@ -5,6 +5,7 @@
 // dtypes, and vmap over every input axis (and vmap of vmap).
 #include <functional>
 #include <string>
+#include <tuple>
 
 #include "rule_checks.h"
 
@@ -152,23 +153,27 @@ TEST(ReduceGrad, LogicalAndArgReductionsGiveZeros) {
   zero_grads(fn1([](const array& a) { return argmin(a, 0, true); }), {x},
              "argmin");
   zero_grads(fn1([](const array& a) { return argmax(a); }), {x}, "argmax flat");
-  // Integer inputs take no gradient in reverse mode; forward mode pushes
-  // integer tangents through the (linear) reductions, as MLX.
+  // Integer inputs take gradients in their dtype in reverse mode (MLX:
+  // the sum's cotangent broadcast back, the max's to its element); forward
+  // mode pushes integer tangents through the (linear) reductions.
   auto xi = array({3, -1, 2, 0, 5, -2}, {2, 3});
   auto ti = array({1, 2, 3, 4, 5, 6}, {2, 3});
-  for (auto& named :
-       std::vector<std::pair<std::string, std::function<array(const array&)>>>{
-           {"sum", [](const array& a) { return sum(a, 0); }},
-           {"max", [](const array& a) { return max(a); }}}) {
-    SCOPED_TRACE(named.first);
+  for (auto& named : std::vector<std::tuple<
+           std::string, std::function<array(const array&)>,
+           std::vector<double>>>{
+           {"sum", [](const array& a) { return sum(a, 0); },
+            {1, 1, 1, 1, 1, 1}},
+           {"max", [](const array& a) { return max(a); },
+            {0, 0, 0, 0, 1, 0}}}) {
+    SCOPED_TRACE(std::get<0>(named));
     // A named object, not a structured binding: clang < 16 cannot capture
     // bindings in lambdas.
-    const auto& fn = named.second;
+    const auto& fn = std::get<1>(named);
     auto g = vjp([&](const Arrays& in) { return Arrays{fn(in[0])}; }, {xi},
                  {ones_like(fn(xi))})
                  .second[0];
     EXPECT_EQ(g.dtype(), int32);
-    expect_close(g, std::vector<double>(6, 0.0), 0, 0);
+    expect_close(g, std::get<2>(named), 0, 0);
   }
   expect_close(jvp([](const array& a) { return sum(a, 0); }, xi, ti).second,
                {5, 7, 9});

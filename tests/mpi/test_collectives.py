@@ -275,6 +275,38 @@ def test_sharded_linears_match_the_full_model():
                        np.array(g2["layers"][1]["bias"]), atol=1e-5)
 
 
+def test_clip_grad_norm_sharded_and_sum_gradients():
+    # Issue 33 items 9/10: each rank holds a shard; the norm is global.
+    from fluxion.nn.utils import clip_grad_norm_sharded
+    from fluxion.nn.layers.distributed import sum_gradients
+
+    shard = {"a": mx.ones((4, 3)) * (R + 1), "b": mx.ones((5,)) * (R + 1)}
+    total = sum(17 * (r + 1) ** 2 for r in range(N))
+    clipped, norm = clip_grad_norm_sharded(shard, max_norm=1e9, group=world)
+    clipped1, norm1 = clip_grad_norm_sharded(shard, max_norm=1.0)
+    f = sum_gradients(world)
+    x = mx.array([1.0, 2.0]) * (R + 1)
+    y, g = mx.value_and_grad(lambda a: (f(a) * 3.0).sum())(x)
+    mx.eval(clipped, norm, clipped1, norm1, y, g)
+    assert np.allclose(np.array(norm), np.sqrt(total), rtol=1e-5)
+    assert np.allclose(np.array(clipped["a"]), R + 1)
+    scale = 1.0 / (np.sqrt(total) + 1e-6)
+    assert np.allclose(np.array(clipped1["b"]), (R + 1) * scale, rtol=1e-5)
+    assert np.allclose(np.array(y), 9.0 * (R + 1))
+    # Identity forward; the cotangent (3 on each rank) summed over ranks.
+    assert np.allclose(np.array(g), 3.0 * N)
+
+
+def test_shard_inplace_with_an_axis_predicate():
+    mx.random.seed(1)
+    m = nn.Linear(4, 3 * N)
+    w = np.array(m.weight)
+    nn.layers.distributed.shard_inplace(
+        m, lambda path, p: 0 if path.endswith("weight") else None)
+    mx.eval(m.parameters())
+    assert np.array_equal(np.array(m.weight), w[R * 3:(R + 1) * 3])
+
+
 def test_data_parallel_training_matches_one_process_with_the_whole_batch():
     import fluxion.optimizers as optim
 

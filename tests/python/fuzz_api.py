@@ -206,7 +206,9 @@ def contiguous_copy(x):
     if isinstance(x, mx.array):
         if x.size > 1 << 16:
             return x
-        return mx.array(np_of(x)).astype(x.dtype)
+        # Built in its dtype: a float64 NumPy array converts to float32 by
+        # default (MLX), which would round the copy's values.
+        return mx.array(np_of(x), dtype=x.dtype)
     if isinstance(x, list):
         return [contiguous_copy(y) for y in x]
     return x

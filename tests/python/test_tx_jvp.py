@@ -38,10 +38,11 @@ def test_jvp_of_integer_reductions(dtype):
     assert np.array(jt).tolist() == [tn[0, 1], tn[1, 2]]
 
 
-def test_vjp_of_integer_reductions_is_still_zero():
+def test_vjp_of_integer_reductions_is_the_cotangent_in_their_dtype():
+    # MLX (issue 33 item 5): an integer input's gradient is not zero.
     x = mx.array([1, 2, 3])
     (_,), (g,) = mx.vjp(lambda x: x.sum(), [x], [mx.array(1)])
-    assert np.array(g).tolist() == [0, 0, 0]
+    assert g.dtype == mx.int32 and np.array(g).tolist() == [1, 1, 1]
 
 
 @pytest.mark.parametrize(
@@ -112,14 +113,15 @@ def test_jvp_of_divmod_outputs():
     tb = mx.array([0.5, -1.0, 0.25])
     outs, jts = mx.jvp(lambda a, b: list(mx.divmod(a, b)), [a, b], [ta, tb])
     assert len(jts) == 2
-    # floor_divide is piecewise constant
+    # MLX defines both outputs' derivatives as zero (issue 33 item 6).
     assert np.array(jts[0]).tolist() == [0.0, 0.0, 0.0]
-    # a % b = a - b * floor(a / b)
-    q = np.floor(np.array(a) / np.array(b))
-    np.testing.assert_allclose(np.array(jts[1]), np.array(ta) - np.array(tb) * q, rtol=1e-6)
-    # only the second output used
+    assert np.array(jts[1]).tolist() == [0.0, 0.0, 0.0]
     (_,), (jt,) = mx.jvp(lambda a: mx.divmod(a, b)[1], [a], [ta])
-    np.testing.assert_allclose(np.array(jt), np.array(ta))
+    assert np.array(jt).tolist() == [0.0, 0.0, 0.0]
+    # remainder alone keeps its rule: a % b = a - b * floor(a / b)
+    q = np.floor(np.array(a) / np.array(b))
+    (_,), (jt,) = mx.jvp(lambda a, b: mx.remainder(a, b), [a, b], [ta, tb])
+    np.testing.assert_allclose(np.array(jt), np.array(ta) - np.array(tb) * q, rtol=1e-6)
 
 
 def test_jvp_of_slice_update_with_array_starts():

@@ -132,9 +132,12 @@ bool Transpose::eval_view(const std::vector<array>& in,
 
 bool Broadcast::eval_view(const std::vector<array>& in,
                           std::vector<array>& out) {
+  // The node's shape, not shape_: a BroadcastAxes node replayed by a
+  // shapeless compile has a shape recomputed from its inputs'.
   const array& a = in[0];
-  Strides strides(shape_.size(), 0);
-  size_t diff = shape_.size() - a.ndim();
+  const Shape& shape = out[0].shape();
+  Strides strides(shape.size(), 0);
+  size_t diff = shape.size() - a.ndim();
   for (int i = 0; i < a.ndim(); ++i) {
     if (a.shape(i) != 1) {
       strides[diff + i] = a.strides()[i];

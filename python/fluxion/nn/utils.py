@@ -1,12 +1,17 @@
 """Transformations of functions of a Module: value_and_grad, checkpoint,
-and gradient averaging."""
+gradient averaging and sharded gradient clipping."""
 
 from functools import wraps
 
 import fluxion.core as mx
 from fluxion.utils import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["value_and_grad", "checkpoint", "average_gradients"]
+__all__ = [
+    "value_and_grad",
+    "checkpoint",
+    "average_gradients",
+    "clip_grad_norm_sharded",
+]
 
 
 def _with_params(model, fn):
@@ -144,3 +149,38 @@ def average_gradients(
             (key, part.reshape(v.shape)) for (key, v), part in zip(bucket, parts)
         )
     return tree_unflatten(averaged)
+
+
+def clip_grad_norm_sharded(gradients, max_norm, group=None):
+    """Clip the global L2 norm of gradients sharded across a group (MLX's
+    sharded ``clip_grad_norm``).
+
+    Each process holds only its shard of the gradients, so the squared norms
+    of the local shards are summed over the group (one ``all_sum``) before
+    the common scale ``min(max_norm / (norm + 1e-6), 1)`` is applied to the
+    local shard. Over a group of one process it is ``clip_grad_norm``.
+
+    Args:
+        gradients (tree): This process's shard of the gradients.
+        max_norm (float): The largest global norm allowed.
+        group (Group, optional): The group the gradients are sharded over;
+            the global group when ``None``. Default ``None``.
+
+    Returns:
+        tuple: ``(clipped_gradients, global_norm)``, the norm before
+        clipping.
+    """
+    if max_norm < 0:
+        raise ValueError(
+            "[clip_grad_norm_sharded] max_norm must be non-negative, got "
+            f"{max_norm}"
+        )
+    group = group if group is not None else mx.distributed.init()
+    norm_squared = mx.array(0.0)
+    for _, g in tree_flatten(gradients):
+        norm_squared = norm_squared + mx.sum(mx.square(g))
+    if group.size() > 1:
+        norm_squared = mx.distributed.all_sum(norm_squared, group=group)
+    total_norm = mx.sqrt(norm_squared)
+    normalizer = mx.minimum(max_norm / (total_norm + 1e-6), 1.0)
+    return tree_map(lambda g: g * normalizer, gradients), total_norm

@@ -13,7 +13,7 @@ Gradients are those of the unsharded model for a loss that every process
 computes alike (MLX's): the partial products' sum passes its cotangent
 through unchanged (``_all_sum``), while the replicated input of an
 all-to-sharded layer sums its cotangents over the group
-(``_sum_gradients``). Note that ``mx.distributed.all_sum`` itself
+(``sum_gradients``). Note that ``mx.distributed.all_sum`` itself
 differentiates to the sum of the cotangents (docs/architecture.md,
 "Distributed").
 """
@@ -33,6 +33,7 @@ __all__ = [
     "QuantizedShardedToAllLinear",
     "shard_linear",
     "shard_inplace",
+    "sum_gradients",
 ]
 
 
@@ -82,9 +83,19 @@ def _all_sum(x, group):
 
 
 @lru_cache
-def _sum_gradients(group):
-    """Identity forward, all-sum of the cotangent backward: the input of an
-    all-to-sharded layer is used by every process."""
+def sum_gradients(group):
+    """A function that is the identity in the forward pass and sums its
+    cotangent over ``group`` in the backward pass (MLX's public helper):
+    the input of an all-to-sharded layer is used by every process, so its
+    gradient is the sum of theirs. Over a group of one process it is the
+    identity.
+
+    Args:
+        group (Group): The process group.
+
+    Returns:
+        Callable: ``f(x)``, equal to ``x``.
+    """
     if group.size() == 1:
         return lambda x: x
 
@@ -97,6 +108,9 @@ def _sum_gradients(group):
         return mx.distributed.all_sum(dx, group=group)
 
     return f
+
+
+_sum_gradients = sum_gradients  # the name used before it was public
 
 
 def _split_axis(x, axis, segments, group):
@@ -113,14 +127,24 @@ def _split_axis(x, axis, segments, group):
 
 
 def _shard(parameters, rule, group):
-    """Shard a parameter tree: ``rule(path, weight)`` gives ``(axis,
-    segments)`` or None to replicate."""
+    """Shard a parameter tree: ``rule(path, weight)`` gives an axis, an
+    ``(axis, segments)`` pair, or None to replicate (MLX accepts both
+    forms; an axis alone means one segment)."""
 
     def shard(path, w):
         spec = rule(path, w)
         if spec is None:
             return w
-        axis, segments = spec
+        if isinstance(spec, int) and not isinstance(spec, bool):
+            axis, segments = spec, 1
+        elif isinstance(spec, (tuple, list)) and len(spec) == 2:
+            axis, segments = spec
+        else:
+            raise ValueError(
+                "[shard_inplace] The sharding function must return an "
+                "axis, an (axis, segments) pair or None; got "
+                f"{spec!r} for {path!r}"
+            )
         return _split_axis(w, axis, segments, group)
 
     return tree_map_with_path(shard, parameters)
@@ -204,7 +228,7 @@ class AllToShardedLinear(_ShardedLinear):
     _rule = staticmethod(_all_to_sharded)
 
     def __call__(self, x):
-        x = _sum_gradients(self.group)(x)
+        x = sum_gradients(self.group)(x)
         if "bias" in self:
             return mx.addmm(self["bias"], x, self["weight"].T)
         return x @ self["weight"].T
@@ -303,7 +327,7 @@ class QuantizedAllToShardedLinear(_QuantizedSharded):
         )
 
     def __call__(self, x):
-        x = self._matmul(_sum_gradients(self.group)(x))
+        x = self._matmul(sum_gradients(self.group)(x))
         if "bias" in self:
             x = x + self["bias"]
         return x
@@ -398,7 +422,7 @@ def shard_linear(module, sharding, *, segments=1, group=None):
 def shard_inplace(module, sharding, *, segments=1, group=None):
     """Replace ``module``'s parameters, in place, by this process's shard:
     ``sharding`` is "all-to-sharded", "sharded-to-all", or a function
-    ``(path, weight) -> (axis, segments) | None``.
+    ``(path, weight) -> axis | (axis, segments) | None``.
 
     Args:
         module (Module): The module.

@@ -20,8 +20,8 @@ stored as uint32 words (for 2, 4 and 8 bits that is the core's layout:
 ``32 / bits`` codes per word, the first in the lowest bits). The MX scales
 are the smallest powers of two that bring each group's largest magnitude
 into the element format's range; decoding follows the formats exactly, so
-weights quantized by MLX decode identically. The matmul
-dequantizes and multiplies densely (correct, not fused).
+weights quantized by MLX decode identically. The matmul is the core's fused
+``mx.quantized_matmul`` in every mode (it reads them all).
 """
 
 import numpy as np
@@ -365,19 +365,22 @@ def quantized_matmul(
             ``"mxfp4"``, ``"nvfp4"``, ``"mxfp8"``). Default ``'affine'``.
     """
     group_size, bits = resolve(mode, group_size, bits)
-    if is_core_supported(mode, group_size, bits):
-        return mx.quantized_matmul(
-            x,
-            w,
-            scales,
-            biases,
-            transpose=transpose,
-            group_size=group_size,
-            bits=bits,
-        )
-    dtype = x.dtype if mx.issubdtype(x.dtype, mx.floating) else mx.float32
-    dense = dequantize(w, scales, biases, group_size, bits, mode, dtype)
-    return x @ (dense.T if transpose else dense)
+    # The core's fused kernel reads every mode and width of MLX's layout
+    # (ops/quantized.h), and computes each output column alike whatever
+    # the matrix's other columns: a row slice of the weight (a sharded
+    # layer) gives exactly that slice of the output, which the dense BLAS
+    # product of the emulation did not (issue 33 item 10: mxfp8
+    # shard_linear).
+    return mx.quantized_matmul(
+        x,
+        w,
+        scales,
+        biases,
+        transpose=transpose,
+        group_size=group_size,
+        bits=bits,
+        mode=mode,
+    )
 
 
 def fake_quantize(x, group_size, bits, mode):
