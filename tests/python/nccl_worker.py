@@ -4,7 +4,8 @@ with torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
   init:        init(strict=True, backend="nccl"); exit 3 with the message
                when it raises.
   collectives: every collective across the ranks against NumPy, the
-               cross-rank check (FLUXION_DIST_CHECK=1) of mismatched shapes.
+               cross-rank check (FLUXION_DIST_CHECK=1) of mismatched shapes,
+               nn.fully_shard's gradients against the unsharded model.
   timeout:     rank 1 comes 6 s late to an all_sum; with
                FLUXION_DIST_TIMEOUT=2 both raise (rank 0: the timeout).
 """
@@ -15,6 +16,45 @@ import time
 import numpy as np
 
 import fluxion.core as mx
+
+
+
+def fully_sharded_gradients(group):
+    """nn.fully_shard through NCCL: each rank's gradient shard equals its
+    rows of the unsharded gradient of the ranks' mean loss (computed
+    locally: every rank can make every rank's batch)."""
+    import fluxion.nn as nn
+    from fluxion.utils import tree_flatten
+
+    R, N = group.rank(), group.size()
+    D = 4 * N
+
+    def batch(r):
+        rng = np.random.default_rng(r)
+        return (mx.array(rng.normal(size=(5, 6)).astype(np.float32)),
+                mx.array(rng.normal(size=(5, D)).astype(np.float32)))
+
+    def loss_fn(m, x, y):
+        return ((m(x) - y) ** 2).mean()
+
+    def mlp():
+        return nn.Sequential(nn.Linear(6, D), nn.ReLU(), nn.Linear(D, D))
+
+    mx.random.seed(0)
+    ref, model = mlp(), mlp()
+    model.update(ref.parameters())
+    sharded = nn.fully_shard(model, group=group)
+    _, grads = nn.value_and_grad(sharded, loss_fn)(sharded, *batch(R))
+    _, g_ref = nn.value_and_grad(
+        ref, lambda m: sum(loss_fn(m, *batch(r)) for r in range(N)) / N)(ref)
+    mx.eval(grads, g_ref)
+    g_ref = dict(tree_flatten(g_ref))
+    for k, v in tree_flatten(grads["module"]):
+        w = np.array(g_ref[k])
+        n = w.shape[0] // N
+        np.testing.assert_allclose(np.array(v), w[R * n:(R + 1) * n],
+                                   rtol=1e-4, atol=1e-5, err_msg=k)
+
 
 mode = sys.argv[1]
 try:
@@ -60,6 +100,7 @@ if mode == "collectives":
     except ValueError as e:
         assert "[all_sum] Mismatched arguments across the ranks" in str(e), e
     assert mx.distributed.all_sum(mx.ones(2)).tolist() == [float(N)] * 2
+    fully_sharded_gradients(g)
     print(f"rank {R}: collectives ok", flush=True)
 elif mode == "timeout":
     os.environ["FLUXION_DIST_TIMEOUT"] = "2"

@@ -164,6 +164,39 @@ def test_data_parallel_steps_on_the_gpu(world):
     np.testing.assert_allclose(with_nccl, without, rtol=1e-6)
 
 
+def test_fully_sharded_steps_through_nccl(world):
+    # FullyShardedModule always wraps (fully_shard would return the module
+    # in a group of one): its all_gather and sum_scatter run through NCCL
+    # on the GPU; three Adam steps as the unwrapped model's.
+    import fluxion.nn as nn
+    import fluxion.optimizers as optim
+    from fluxion.utils import tree_flatten
+
+    def train(wrap):
+        mx.random.seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        if wrap:
+            model = nn.FullyShardedModule(model, group=world)
+        opt = optim.Adam(learning_rate=0.01)
+        x, y = mx.random.normal((16, 4)), mx.random.normal((16, 2))
+        loss_fn = lambda m, x, y: ((m(x) - y) ** 2).mean()
+        losses = []
+        for _ in range(3):
+            loss, grads = nn.value_and_grad(model, loss_fn)(model, x, y)
+            opt.update(model, grads)
+            mx.eval(model.parameters(), loss)
+            losses.append(loss.item())
+        params = model.parameters()
+        return losses, dict(tree_flatten(params.get("module", params)))
+
+    (with_nccl, p1), (without, p2) = train(True), train(False)
+    assert with_nccl[2] < with_nccl[0]
+    np.testing.assert_allclose(with_nccl, without, rtol=1e-6)
+    for k, v in p2.items():
+        np.testing.assert_allclose(np.array(p1[k]), np.array(v), rtol=1e-6,
+                                   atol=1e-7, err_msg=k)
+
+
 # --- several processes (torchrun-style variables) ---
 
 def free_port():
