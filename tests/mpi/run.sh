@@ -1,7 +1,8 @@
 #!/bin/sh
-# make test-mpi: the MPI tests on loopback. tests/mpi/test_collectives.py on
-# every rank of `mpirun -np 2` and `-np 3`, then test_failures.py and
-# test_data_parallel_example.py (which start their own mpirun jobs).
+# make test-mpi: the MPI tests on loopback. tests/mpi/test_collectives.py and
+# test_fsdp.py on every rank of `mpirun -np 2` and `-np 3`, then
+# test_failures.py and test_data_parallel_example.py (which start their own
+# mpirun jobs).
 # Usage: tests/mpi/run.sh PYTHON.
 set -e
 PY=${1:-python3}
@@ -23,12 +24,12 @@ export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 # the nonblocking ones polled against a deadline with 3 (a desynchronised
 # test raises after 30 s).
 here=$(dirname "$0")
-echo "test-mpi: mpirun -np 2 test_collectives.py (blocking MPI calls)"
+echo "test-mpi: mpirun -np 2 test_collectives.py test_fsdp.py (blocking MPI calls)"
 env -u FLUXION_DIST_TIMEOUT timeout 300 mpirun -np 2 "$PY" -m pytest -q \
-  --color=no -p no:cacheprovider "$here/test_collectives.py"
-echo "test-mpi: mpirun -np 3 test_collectives.py (FLUXION_DIST_TIMEOUT=30)"
+  --color=no -p no:cacheprovider "$here/test_collectives.py" "$here/test_fsdp.py"
+echo "test-mpi: mpirun -np 3 test_collectives.py test_fsdp.py (FLUXION_DIST_TIMEOUT=30)"
 FLUXION_DIST_TIMEOUT=30 timeout 300 mpirun -np 3 "$PY" -m pytest -q \
-  --color=no -p no:cacheprovider "$here/test_collectives.py"
+  --color=no -p no:cacheprovider "$here/test_collectives.py" "$here/test_fsdp.py"
 echo "test-mpi: test_failures.py, test_data_parallel_example.py"
 "$PY" -m pytest -q --color=no -p no:cacheprovider "$here/test_failures.py" \
   "$here/test_data_parallel_example.py"

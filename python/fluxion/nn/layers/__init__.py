@@ -12,9 +12,11 @@ from fluxion.nn.layers.convolution_transpose import (
 )
 from fluxion.nn.layers.distributed import (
     AllToShardedLinear,
+    FullyShardedModule,
     QuantizedAllToShardedLinear,
     QuantizedShardedToAllLinear,
     ShardedToAllLinear,
+    fully_shard,
     shard_inplace,
     shard_linear,
 )
