@@ -223,6 +223,13 @@ class array {
     desc_->siblings = std::move(siblings);
     desc_->position = position;
   }
+  // Computed when built by the small-op path (fluxion/eager.h) and still a
+  // graph node: available, with its primitive and inputs, and no tracer.
+  // To whatever reads the graph it is unevaluated (MLX's lazy node) until
+  // an eval detaches it; kernels and reads use its data.
+  bool is_computed_node() const {
+    return has_primitive() && status() == Status::available && !is_tracer();
+  }
   // This array and its siblings, in output order.
   std::vector<array> outputs() const;
   // Drop the primitive and inputs (after evaluation) so memory can be freed.

@@ -138,7 +138,8 @@ detail::Ir build_ir(const std::vector<array>& tracers,
     stack.emplace_back(out, 0);
     while (!stack.empty()) {
       auto& [a, next] = stack.back();
-      bool leaf = !a.has_primitive() || a.is_available();
+      bool leaf =
+          !a.has_primitive() || (a.is_available() && !a.is_computed_node());
       if (!leaf && next < a.inputs().size()) {
         const array& in = a.inputs()[next++];
         if (!index.count(in.id())) {

@@ -2,44 +2,53 @@
 // elementwise ops run at once"): an elementwise op whose inputs are all
 // computed, on the host, and small, outside of any transformation or
 // compile trace, runs its CPU kernel on the calling thread when it is
-// built and returns a computed array with no graph. Handing a 16-element
-// add to a stream worker costs several times the add (a task, a queue
-// item, a wake-up); the result is the same either way, and elementwise
-// kernels cannot fail on valid inputs, so nothing else can tell.
+// built. Handing a 16-element add to a stream worker costs several times
+// the add (a task, a queue item, a wake-up).
+//
+// The result stays a graph node (issue 33 item 1): its primitive and
+// inputs are kept, exactly as a lazy node's, until an eval (or detach)
+// drops them, so everything that reads the graph (export_to_dot and
+// print_graph, compile's capture of closures, vjp/vmap) sees what MLX's
+// lazy evaluation would show, whatever ran underneath. Such a "computed
+// node" (array::is_computed_node) is available to kernels and to reads;
+// eval only detaches it and its computed ancestors (detach_computed).
 #pragma once
 
 #include <cstddef>
-#include <initializer_list>
-#include <optional>
+#include <memory>
+#include <vector>
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
 
-namespace fluxion {
-class Primitive;
-}  // namespace fluxion
-
 namespace fluxion::detail {
 
-// Run `out`'s primitive now if the fast path applies (see above); `out` is
-// then available and detached. Otherwise, or if the kernel throws (the
-// node is left as it was, to fail again, where lazy evaluation reports
-// errors), it stays a lazy node. Only ops whose kernels are elementwise or
-// views call this.
+// Run `out`'s primitive now if the fast path applies (see above): `out`
+// is then available and keeps its node. Otherwise, or if the kernel throws
+// (the node is left as it was, to fail again, where lazy evaluation
+// reports errors), it stays a lazy node. Only ops whose kernels are
+// elementwise or views call this.
 void eval_if_small(array& out);
 
-// The same test in parts, for ops that run a primitive of their own on the
-// stack instead of building the node first (binary and unary ops: no
-// primitive, input vector or detach to pay for): whether an op on `st`
-// with output `shape` may run now, and whether `in` may feed it.
-bool eager_output_ok(const Stream& st, const Shape& shape);
-bool eager_input_ok(const array& in);
-// Run `p`'s CPU kernel now from `inputs` into a new output of `shape` and
-// `dtype`, returned available. Nothing when the kernel threw: the caller
-// builds the lazy node instead.
-std::optional<array> run_now(Primitive& p,
-                             std::initializer_list<const array*> inputs,
-                             Shape shape, Dtype dtype);
+// The primitive of a new elementwise node. One without parameters on the
+// shared default CPU stream (the fast path's) is one instance per thread
+// and type, shared by all its nodes: primitives are immutable, and the
+// small ops that keep their node (above) then allocate no primitive.
+template <typename P, typename... Args>
+std::shared_ptr<P> node_primitive(Stream st, Args... args) {
+  if constexpr (sizeof...(Args) == 0) {
+    if (st.index == 0 && st.device == Device::cpu) {
+      thread_local const std::shared_ptr<P> shared = std::make_shared<P>(st);
+      return shared;
+    }
+  }
+  return std::make_shared<P>(st, args...);
+}
+
+// Detach `outputs` and every computed node upstream of them (what eval
+// does to the nodes it runs): called by eval for outputs that need no
+// kernel. Stops at lazy nodes, tracers and arrays without a primitive.
+void detach_computed(const std::vector<array>& outputs);
 
 // True while a transformation traces or its rules run on this thread:
 // ops must then build their nodes (in_tracing() || retain_graph()).

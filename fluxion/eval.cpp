@@ -336,6 +336,8 @@ void async_eval(std::vector<array> outputs) {
   std::lock_guard<std::recursive_mutex> lock(schedule_mutex());
   if (any_unscheduled(outputs)) {
     eval_impl(std::move(outputs), true);
+  } else {
+    detail::detach_computed(outputs);
   }
 }
 
@@ -344,6 +346,11 @@ void eval(std::vector<array> outputs) {
     for (auto& x : outputs) {
       x.wait();
     }
+    // Computed nodes (small ops run when built, fluxion/eager.h) lose their
+    // graph here, as the nodes eval runs do. Under the scheduling lock, as
+    // eval_impl's detaches: two threads may eval one shared node.
+    std::lock_guard<std::recursive_mutex> lock(schedule_mutex());
+    detail::detach_computed(outputs);
     return;
   }
   array sync = [&] {
@@ -391,37 +398,19 @@ namespace {
 bool eager_stream(const Stream& st) {
   return st.index == 0 && st.device == Device::cpu;
 }
-}  // namespace
 
+// Computed (an async_eval result whose event has fired counts) and homed
+// on the host: a buffer homed on a GPU stays lazy (reading it here would
+// mean a blocking copy).
 bool eager_input_ok(const array& in) {
-  // is_available: computed and without error (an async_eval result whose
-  // event has fired counts). A buffer homed on a GPU stays lazy (reading
-  // it here would mean a blocking copy).
   return in.is_available() && in.home_device() == Device::cpu;
 }
-
-bool eager_output_ok(const Stream& st, const Shape& shape) {
-  size_t limit = eager_max_size();
-  size_t n = 1;
-  for (auto d : shape) {
-    n *= static_cast<size_t>(d);
-    if (n > limit) {  // so n never exceeds limit * 2^31 (no overflow)
-      return false;
-    }
-  }
-  return n > 0 && eager_stream(st) && !graph_required();
-}
-
-std::optional<array> run_now(Primitive& p,
-                             std::initializer_list<const array*> inputs,
-                             Shape shape, Dtype dtype) {
-  return cpu::eval_now(p, inputs, std::move(shape), dtype);
-}
+}  // namespace
 
 void eval_if_small(array& out) {
   // Cheapest tests first: this runs for every op that calls it.
   if (out.size() == 0 || out.size() > eager_max_size() || graph_required() ||
-      !out.has_primitive() ||
+      !out.has_primitive() || out.status() != array::Status::unscheduled ||
       !eager_stream(out.primitive().stream())) {
     return;
   }
@@ -431,6 +420,31 @@ void eval_if_small(array& out) {
     }
   }
   cpu::eval_now(out);
+}
+
+void detach_computed(const std::vector<array>& outputs) {
+  // Depth first on an explicit stack: a chain of a million computed adds
+  // must not recurse. Each node's inputs are held by the stack before the
+  // node lets go of them, so nothing is freed recursively either.
+  std::vector<array> stack;
+  for (auto& o : outputs) {
+    if (o.is_computed_node()) {
+      stack.push_back(o);
+    }
+  }
+  while (!stack.empty()) {
+    array a = std::move(stack.back());
+    stack.pop_back();
+    if (!a.is_computed_node()) {
+      continue;  // reached twice, detached the first time
+    }
+    for (auto& in : a.inputs()) {
+      if (in.is_computed_node()) {
+        stack.push_back(in);
+      }
+    }
+    a.detach();
+  }
 }
 
 }  // namespace detail

@@ -4,9 +4,6 @@
 // the other by the stream's or the buffer's device.
 #pragma once
 
-#include <initializer_list>
-#include <optional>
-
 #include "fluxion/allocator.h"
 #include "fluxion/array.h"
 #include "fluxion/device.h"
@@ -23,15 +20,10 @@ void eval(array& arr);
 
 // Run `arr`'s kernel now, on the calling thread (the small-op fast path,
 // fluxion/eager.h; its inputs are available host arrays). True when it
-// ran: `arr` is then available and detached. False when the kernel threw:
+// ran: `arr` is then available but keeps its primitive and inputs (a
+// computed node, until an eval detaches it). False when the kernel threw:
 // `arr` is left a lazy node (its error is raised where eval raises it).
 bool eval_now(array& arr);
-// The same for a primitive that is no node's (the caller's, often on its
-// stack): the output, of `shape` and `dtype`, is made here and returned
-// available; nothing when the kernel threw.
-std::optional<array> eval_now(Primitive& p,
-                              std::initializer_list<const array*> inputs,
-                              Shape shape, Dtype dtype);
 
 // Streams: a CPU stream is a worker thread with a task queue (the
 // scheduler's); new_stream starts it, end_stream runs what is queued and

@@ -67,8 +67,8 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   return {std::move(bx), std::move(by)};
 }
 
-// Cast both inputs to `compute`, broadcast them, and build the node (or,
-// small and computed, compute it now: fluxion/eager.h).
+// Cast both inputs to `compute`, broadcast them, and build the node
+// (small and computed, it is computed at once: fluxion/eager.h).
 template <typename P, typename... Args>
 array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
                   const char* name, StreamOrDevice s, Args... args) {
@@ -89,25 +89,14 @@ array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
   if (b.dtype() != compute || (!same_shape && b.shape() != shape)) {
     yb = broadcast_operand(astype(b, compute, st), shape, st);
   }
-  const array& x = xa ? *xa : a;
-  const array& y = yb ? *yb : b;
-  if (detail::eager_output_ok(st, shape) && detail::eager_input_ok(x) &&
-      detail::eager_input_ok(y)) {
-    // No node to build: the kernel runs with a primitive on the stack.
-    // Should it fail, the node is built below and fails again where lazy
-    // evaluation reports errors.
-    P p(st, args...);
-    if (auto now = detail::run_now(p, {&x, &y}, std::move(shape), out)) {
-      return std::move(*now);
-    }
-    shape = broadcast_shapes(a.shape(), b.shape(), name);
-  }
   std::vector<array> inputs;  // not an initializer_list: that would copy
   inputs.reserve(2);
   inputs.push_back(xa ? std::move(*xa) : a);
   inputs.push_back(yb ? std::move(*yb) : b);
-  return array(std::move(shape), out, std::make_shared<P>(st, args...),
-               std::move(inputs));
+  array node(std::move(shape), out, detail::node_primitive<P>(st, args...),
+             std::move(inputs));
+  detail::eval_if_small(node);  // small and computed: run now, keep the node
+  return node;
 }
 
 template <typename P>

@@ -17,15 +17,9 @@ namespace {
 
 template <typename P>
 array make_unary(const array& a, Dtype out, StreamOrDevice s) {
-  auto st = to_stream(s);
-  if (detail::eager_output_ok(st, a.shape()) && detail::eager_input_ok(a)) {
-    // Small and computed: run the kernel now (fluxion/eager.h).
-    P p(st);
-    if (auto now = detail::run_now(p, {&a}, a.shape(), out)) {
-      return std::move(*now);
-    }
-  }
-  return array(a.shape(), out, std::make_shared<P>(st), {a});
+  array node(a.shape(), out, detail::node_primitive<P>(to_stream(s)), {a});
+  detail::eval_if_small(node);  // small and computed: run now, keep the node
+  return node;
 }
 
 // Ops defined on real and complex inputs: ints and bools become float32.

@@ -626,7 +626,9 @@ void flatten_arrays(py::handle tree, std::vector<fx::array>& out, bool strict) {
 }
 
 void eval_nogil(const fx::array& a) {
-  if (a.status() == fx::array::Status::available) {
+  // A computed node (fluxion/eager.h) still goes through eval, which
+  // detaches its graph, as reading an MLX array evaluates it.
+  if (a.status() == fx::array::Status::available && !a.is_computed_node()) {
     return;
   }
   fx::array copy = a;

@@ -1,7 +1,8 @@
 // The small-op fast path (fluxion/eager.h): small elementwise ops on
-// computed host arrays run when built and return computed arrays; the same
-// values as the lazy path, which transformations, other streams, large or
-// uncomputed inputs still take.
+// computed host arrays run when built and return computed nodes (data
+// ready, graph kept until eval, as MLX's lazy node); the same values as
+// the lazy path, which transformations, other streams, large or uncomputed
+// inputs still take.
 #include <thread>
 #include <vector>
 
@@ -14,8 +15,9 @@ using namespace fluxion::test;
 
 namespace {
 
+// Data ready when built (a computed node, or an input returned as is).
 bool computed(const array& a) {
-  return !a.has_primitive() && a.status() == array::Status::available;
+  return a.status() == array::Status::available;
 }
 
 // The values of `f` on computed inputs (the fast path) and on the same
@@ -115,5 +117,79 @@ TEST(Eager, ThreadsBuildSmallOpsConcurrently) {
   }
   for (int k = 0; k < 4; ++k) {
     EXPECT_EQ(results[k], 10.0f + 2000.0f * k);
+  }
+}
+
+TEST(Eager, ComputedNodesKeepTheirGraphUntilEval) {
+  array x({1.0f, 2.0f, 3.0f});
+  x.eval();
+  array y = x + 1.0f;
+  array z = y * y;
+  // Computed, yet the graph MLX shows: z = Multiply(y, y), y = Add(x, .).
+  ASSERT_TRUE(y.is_computed_node() && z.is_computed_node());
+  EXPECT_STREQ(z.primitive().name(), "Multiply");
+  ASSERT_EQ(z.inputs().size(), 2u);
+  EXPECT_TRUE(z.inputs()[0].is_same(y));
+  EXPECT_STREQ(y.primitive().name(), "Add");
+  EXPECT_TRUE(y.inputs()[0].is_same(x));
+  // eval runs nothing more and detaches z and everything computed upstream.
+  z.eval();
+  EXPECT_FALSE(z.has_primitive());
+  EXPECT_FALSE(y.has_primitive());
+  EXPECT_TRUE(z.inputs().empty());
+  expect_close(z, {4, 9, 16});
+  // A lazy consumer's eval detaches the computed nodes it reaches too.
+  array w = x * 3.0f;
+  array big = broadcast_to(w, {5000, 3}) + zeros({5000, 3});
+  ASSERT_TRUE(w.is_computed_node());
+  ASSERT_FALSE(computed(big));
+  big.eval();
+  EXPECT_FALSE(w.has_primitive());
+}
+
+TEST(Eager, LongComputedChainsNeitherRecurseNorLeak) {
+  // 100,000 computed adds kept as a graph (no eval in between, as in
+  // MLX): both the eval that detaches them and dropping an unevaluated
+  // chain run iteratively.
+  array x({1.0f, 2.0f});
+  x.eval();
+  for (int round = 0; round < 2; ++round) {
+    array y = x;
+    for (int i = 0; i < 100000; ++i) {
+      y = y + 1.0f;
+    }
+    ASSERT_TRUE(y.is_computed_node());
+    if (round == 0) {
+      y.eval();
+      EXPECT_FALSE(y.has_primitive());
+      expect_close(y, {100001, 100002});
+    }
+  }  // round 1: the whole chain is dropped undetached
+}
+
+TEST(Eager, ThreadsEvalOneSharedComputedNode) {
+  array x({1.0f, 2.0f, 3.0f, 4.0f});
+  x.eval();
+  for (int trial = 0; trial < 50; ++trial) {
+    array y = x;
+    for (int i = 0; i < 20; ++i) {
+      y = y * 1.0f + 1.0f;
+    }
+    std::vector<std::thread> ts;
+    std::vector<float> sums(3);
+    for (int k = 0; k < 3; ++k) {
+      ts.emplace_back([&, k] {
+        array mine = y;
+        mine.eval();  // three threads detach the one shared chain
+        sums[k] = sum(mine).item<float>();
+      });
+    }
+    for (auto& t : ts) {
+      t.join();
+    }
+    for (float v : sums) {
+      EXPECT_EQ(v, 90.0f);
+    }
+    EXPECT_FALSE(y.has_primitive());
   }
 }

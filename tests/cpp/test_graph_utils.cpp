@@ -6,7 +6,6 @@
 
 #include "test_inputs.h"
 #include "test_utils.h"
-#include "fluxion/eager.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
@@ -171,8 +170,6 @@ TEST(PrintArray, Shape) {
 }
 
 TEST(PrintGraph, SmallGraphExactText) {
-  // Graphs of computed arrays, kept lazy (fluxion/eager.h).
-  fluxion::detail::EagerOff lazy_graphs;
   auto x = array({1.0f, 2.0f, 3.0f});
   auto y = array({4.0f, 5.0f, 6.0f});
   auto z = exp(x + y) * x;
@@ -201,8 +198,6 @@ TEST(PrintGraph, SmallGraphExactText) {
 }
 
 TEST(PrintGraph, SiblingsAndSharing) {
-  // Graphs of computed arrays, kept lazy (fluxion/eager.h).
-  fluxion::detail::EagerOff lazy_graphs;
   auto x = array({1.0f, 2.0f});
   auto pm = plus_minus(x);
   auto out = pm[0] * pm[1] + pm[0];
@@ -219,8 +214,6 @@ TEST(PrintGraph, SiblingsAndSharing) {
 }
 
 TEST(PrintGraph, EveryNodeOnceInTopologicalOrder) {
-  // Graphs of computed arrays, kept lazy (fluxion/eager.h).
-  fluxion::detail::EagerOff lazy_graphs;
   // A diamond-rich graph: every node used several times.
   auto a = array({1.0f, 2.0f});
   auto b = a * 2.0f;
@@ -254,8 +247,6 @@ TEST(PrintGraph, EveryNodeOnceInTopologicalOrder) {
 }
 
 TEST(PrintGraph, LongChainsDoNotOverflowTheStack) {
-  // Graphs of computed arrays, kept lazy (fluxion/eager.h).
-  fluxion::detail::EagerOff lazy_graphs;
   auto x = array({1.0f});
   auto y = x;
   for (int i = 0; i < 100000; ++i) {
@@ -271,8 +262,6 @@ TEST(PrintGraph, LongChainsDoNotOverflowTheStack) {
 }
 
 TEST(ExportDot, SmallGraphExactText) {
-  // Graphs of computed arrays, kept lazy (fluxion/eager.h).
-  fluxion::detail::EagerOff lazy_graphs;
   auto x = array({1.0f, 2.0f, 3.0f});
   auto y = array({1, 2, 3});
   auto z = exp(x) + astype(y, float32);
@@ -297,8 +286,6 @@ TEST(ExportDot, SmallGraphExactText) {
 }
 
 TEST(ExportDot, SiblingsShareOnePrimitiveNode) {
-  // Graphs of computed arrays, kept lazy (fluxion/eager.h).
-  fluxion::detail::EagerOff lazy_graphs;
   auto x = array({1.0f, 2.0f}, {1, 2});
   auto pm = plus_minus(x);
   auto out = pm[0] - pm[1];

@@ -199,7 +199,10 @@ def test_int_index_fast_path():
 
 
 # --- the small-op fast path: small elementwise ops on computed arrays run
-# at once on the calling thread and return a computed array (no graph) ---
+# at once on the calling thread; the result keeps its graph until it is
+# evaluated, as MLX's lazy arrays (issue 33 item 1), so whether the path
+# ran is not observable here: tests/cpp/test_eager.cpp checks where it
+# applies, these check values and graphs through the Python entry points ---
 
 def dot(a):
     buf = io.StringIO()
@@ -207,9 +210,9 @@ def dot(a):
     return buf.getvalue()
 
 
-def computed(a):
-    """True when `a` holds no graph (the fast path ran)."""
-    return "shape=box" not in dot(a)
+def keeps_graph(a):
+    """True when `a` still shows the op that made it (unevaluated)."""
+    return "shape=box" in dot(a)
 
 
 def lazy(a):
@@ -254,7 +257,7 @@ def test_fast_path_equals_lazy_across_dtypes_and_broadcasting(op):
                         mx.eval(op(a, b))
                     continue
                 got = op(a, b)
-                assert computed(got), (op.__name__, da, db, sa, sb)
+                assert keeps_graph(got), (op.__name__, da, db, sa, sb)
                 same(got, want)
                 ran += 1
     assert ran > 0
@@ -273,22 +276,22 @@ def test_fast_path_unary_and_casts(name):
         except (ValueError, TypeError):
             continue
         got = fn(x)
-        assert computed(got)
+        assert keeps_graph(got)
         same(got, want)
     x = mx.array([1.5, -2.5, 3.0])
     for dtype in (mx.int32, mx.uint8, mx.float16, mx.bool_):
         got = x.astype(dtype)
-        assert computed(got)
+        assert keeps_graph(got)
         same(got, lazy(x).astype(dtype))
     c = mx.array([True, False, True])
     got = mx.where(c, x, 0.0)
-    assert computed(got)
+    assert keeps_graph(got)
     same(got, mx.where(lazy(c), lazy(x), 0.0))
 
 
 def test_fast_path_python_scalars_keep_weak_types():
     x = mx.array([1, 2, 3], dtype=mx.int8)
-    assert (x + 1).dtype == mx.int8 and computed(x + 1)
+    assert (x + 1).dtype == mx.int8 and keeps_graph(x + 1)
     assert (x + 1.5).dtype == mx.float32
     h = mx.array([1.0], dtype=mx.float16)
     assert (2 * h).dtype == mx.float16 and (h ** 2).dtype == mx.float16
@@ -296,15 +299,17 @@ def test_fast_path_python_scalars_keep_weak_types():
 
 
 def test_fast_path_limits_keep_other_ops_lazy():
+    # Inside and outside the path's limits, every result shows its graph
+    # until evaluated, and has the lazy path's value.
     big = mx.zeros((5000,))
     mx.eval(big)
-    assert not computed(big + 1)  # above the size limit
     x = mx.array([1.0, 2.0])
-    assert not computed(lazy(x) + 1)  # an input still to compute
-    assert not computed(x.sum())  # not elementwise
-    assert not computed(x.reshape(1, 2))
     s = mx.new_stream(mx.cpu)
-    assert not computed(mx.add(x, x, stream=s))  # not the default stream
+    for y in (big + 1, x + 1, lazy(x) + 1, x.sum(), x.reshape(1, 2),
+              mx.add(x, x, stream=s)):
+        assert keeps_graph(y)
+        mx.eval(y)
+        assert not keeps_graph(y)
     np.testing.assert_array_equal(np.array(mx.add(x, x, stream=s)), [2, 4])
     pending = mx.exp(lazy(x))
     mx.async_eval(pending)
@@ -343,7 +348,7 @@ def test_fast_path_results_are_independent_buffers():
     x = mx.array([1.0, 2.0])
     y = x + 0
     z = y * 1
-    assert computed(z)
+    assert keeps_graph(z)
     np.testing.assert_array_equal(np.array(x), [1, 2])
     w = np.array(z, copy=False) if hasattr(np, "asarray") else None
     assert w is None or w.tolist() == [1.0, 2.0]

@@ -11,6 +11,70 @@ def close(a, b, tol=1e-6):
     return np.allclose(np.array(a), np.array(b), rtol=tol, atol=tol)
 
 
+# --- item 1: laziness is observable, keep it ---
+
+def _dot(*arrays):
+    import io
+    buf = io.StringIO()
+    mx.export_to_dot(buf, *arrays)
+    return buf.getvalue()
+
+
+def test_small_ops_keep_their_graph_until_eval():
+    # Small computed inputs take the fast path (computed when built) but the
+    # graph is the one MLX shows: three Adds, not one constant.
+    x = mx.array([1.0, 2.0, 3.0])
+    y = (x + 1) + (x + 1)
+    assert _dot(y).count('label="Add"') == 3
+    # The same graph as the large (plainly lazy) case.
+    big = mx.zeros((5000,))
+    mx.eval(big)
+    assert _dot((big + 1) + (big + 1)).count('label="Add"') == 3
+    # eval detaches it, as MLX's does: the result is then a constant.
+    mx.eval(y)
+    assert 'label="Add"' not in _dot(y)
+    assert y.tolist() == [4.0, 6.0, 8.0]
+
+
+def test_eval_detaches_the_computed_ancestors_too():
+    x = mx.array([1.0, 2.0])
+    y = x * 2
+    z = mx.exp(y) + y
+    mx.eval(z)
+    # y was part of z's graph: evaluated (and detached) with it.
+    assert "label=" not in _dot(y)
+    # Reading evaluates, as in MLX: the graph goes with it.
+    w = x - 1
+    assert w.tolist() == [0.0, 1.0]
+    assert "label=" not in _dot(w)
+    np.testing.assert_allclose(np.array(z), np.exp([2.0, 4.0]) + [2.0, 4.0],
+                               rtol=1e-6)
+
+
+def test_compile_rejects_a_closure_computed_from_its_argument():
+    # MLX: an unevaluated array built from an input by an earlier uncompiled
+    # call is an uncaptured input of the compiled function.
+    x = mx.array([1.0, 2.0, 3.0])
+    y = x + 1  # small: computed at once, still unevaluated to the graph
+    f = mx.compile(lambda a: a * y)
+    with pytest.raises(ValueError, match="uncaptured"):
+        f(x)
+    # Evaluated first, it is a constant, as in MLX.
+    mx.eval(y)
+    g = mx.compile(lambda a: a * y)
+    assert g(x).tolist() == [2.0, 6.0, 12.0]
+
+
+def test_compiled_closure_over_a_computed_node_follows_its_leaves():
+    # A closure that does not read the arguments keeps its graph in the
+    # tape (MLX), and gives the eager value.
+    c = mx.array([1.0, 2.0]) * 3
+    f = mx.compile(lambda a: a + c)
+    a = mx.array([10.0, 20.0])
+    assert f(a).tolist() == [13.0, 26.0]
+    assert f(a).tolist() == (a + c).tolist()
+
+
 # --- item 7: depends with an array, not a list ---
 
 def test_depends_array_in_array_out():

@@ -102,62 +102,41 @@ void eval(array& arr) {
 }
 
 namespace {
-// Kernels take vectors: these are reused between calls (two allocations
-// less per op; one thread-local lookup), taken out while in use, so a
-// nested call makes its own.
+// Kernels take vectors: these are reused between calls (allocations less
+// per op), taken out while in use, so a nested call makes its own.
 struct Scratch {
   std::vector<array> inputs;
   std::vector<array> outputs;
 };
 thread_local Scratch t_scratch;
-
-bool run_kernel(Primitive& p, const std::vector<array>& inputs,
-                std::vector<array>& outputs) {
-  try {
-    p.eval_cpu(inputs, outputs);
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
 }  // namespace
 
 bool eval_now(array& arr) {
   Scratch& t = t_scratch;
+  // The kernel reads copies of the input handles: an input only this node
+  // holds (a temporary cast) would otherwise be donated, its buffer taken
+  // over by the output, while the node keeps it in the graph that
+  // printing, export and compile still read.
+  std::vector<array> inputs = std::move(t.inputs);
   std::vector<array> outputs = std::move(t.outputs);
+  inputs.assign(arr.inputs().begin(), arr.inputs().end());
   outputs.push_back(arr);
-  bool ok = run_kernel(arr.primitive(), arr.inputs(), outputs);
+  bool ok = true;
+  try {
+    arr.primitive().eval_cpu(inputs, outputs);
+  } catch (...) {
+    ok = false;
+  }
+  inputs.clear();
   outputs.clear();
+  t.inputs = std::move(inputs);
   t.outputs = std::move(outputs);
-  if (!ok) {
-    return false;
+  if (ok) {
+    // The node stays: to the graph (printing, export, compile, eval) this
+    // array is unevaluated until an eval or detach (fluxion/eager.h).
+    arr.set_status(array::Status::available);
   }
-  arr.set_status(array::Status::available);
-  arr.detach();
-  return true;
-}
-
-std::optional<array> eval_now(Primitive& p,
-                              std::initializer_list<const array*> inputs,
-                              Shape shape, Dtype dtype) {
-  Scratch& t = t_scratch;
-  std::vector<array> in = std::move(t.inputs);
-  std::vector<array> outputs = std::move(t.outputs);
-  for (const array* a : inputs) {
-    in.push_back(*a);
-  }
-  // Made in place and moved out after: no count to change for it.
-  outputs.emplace_back(std::move(shape), dtype, nullptr, std::vector<array>{});
-  std::optional<array> out;
-  if (run_kernel(p, in, outputs)) {
-    outputs[0].set_status(array::Status::available);
-    out.emplace(std::move(outputs[0]));
-  }
-  in.clear();
-  outputs.clear();
-  t.inputs = std::move(in);
-  t.outputs = std::move(outputs);
-  return out;
+  return ok;
 }
 
 void new_stream(Stream s) { scheduler::new_thread(s); }
