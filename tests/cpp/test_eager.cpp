@@ -3,6 +3,7 @@
 // ready, graph kept until eval, as MLX's lazy node); the same values as
 // the lazy path, which transformations, other streams, large or uncomputed
 // inputs still take.
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -192,4 +193,48 @@ TEST(Eager, ThreadsEvalOneSharedComputedNode) {
     }
     EXPECT_FALSE(y.has_primitive());
   }
+}
+
+namespace {
+// Nodes (arrays with a primitive) reachable from `out`, each once.
+int count_nodes(const array& out) {
+  std::vector<array> stack{out};
+  std::set<uintptr_t> seen;
+  int n = 0;
+  while (!stack.empty()) {
+    array a = stack.back();
+    stack.pop_back();
+    if (!a.has_primitive() || !seen.insert(a.id()).second) {
+      continue;
+    }
+    ++n;
+    for (auto& in : a.inputs()) {
+      stack.push_back(in);
+    }
+  }
+  return n;
+}
+}  // namespace
+
+TEST(Eager, CompileDisabledShowsEveryOpAndEnabledOneFusedNode) {
+  // MLX's node counts: with compile disabled the function runs op by op
+  // and its result shows each op (small inputs run at once, their nodes
+  // kept); compiled, the elementwise chain is one fused node.
+  array x({1.0f, 2.0f, 3.0f});
+  array y({0.5f, 0.5f, 0.5f});
+  x.eval();
+  y.eval();
+  auto f = compile([](const std::vector<array>& in) {
+    return std::vector<array>{exp(in[0] + in[1]) * in[0]};
+  });
+  disable_compile();
+  array eager = f({x, y})[0];
+  enable_compile();
+  EXPECT_EQ(count_nodes(eager), 3);  // Add, Exp, Multiply
+  EXPECT_STREQ(eager.primitive().name(), "Multiply");
+  array fused = f({x, y})[0];
+  EXPECT_EQ(count_nodes(fused), 1);
+  EXPECT_EQ(std::string(fused.primitive().name()).rfind("Compiled", 0), 0u)
+      << fused.primitive().name();
+  EXPECT_EQ(to_vector<float>(eager), to_vector<float>(fused));
 }
