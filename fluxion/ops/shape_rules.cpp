@@ -31,6 +31,19 @@ namespace {
 using Arrays = std::vector<array>;
 using Batched = std::pair<std::vector<array>, std::vector<int>>;
 
+// The axes of `out` that a broadcast from `in` created (the new leading
+// ones) or grew (size 1 in `in`): where a broadcast's cotangent is summed.
+std::vector<int> broadcast_axes(const Shape& in, const Shape& out) {
+  int lead = static_cast<int>(out.size() - in.size());
+  std::vector<int> axes;
+  for (int i = 0; i < static_cast<int>(out.size()); ++i) {
+    if (i < lead || (in[i - lead] == 1 && out[i] != 1)) {
+      axes.push_back(i);
+    }
+  }
+  return axes;
+}
+
 // Stops that the public slice ops read back as the primitive's normalized
 // ones. A normalized negative-stride slice stops exactly one stride past
 // its last element, possibly below zero, where a public op would count from
@@ -108,13 +121,7 @@ std::vector<array> Broadcast::jvp(const Arrays&, const Arrays& tangents,
 std::vector<array> Broadcast::vjp(const Arrays& primals, const Arrays& cts,
                                   const std::vector<int>&, const Arrays&) {
   const array& x = primals[0];
-  int lead = static_cast<int>(shape_.size()) - x.ndim();
-  std::vector<int> axes;
-  for (int i = 0; i < static_cast<int>(shape_.size()); ++i) {
-    if (i < lead || (x.shape(i - lead) == 1 && shape_[i] != 1)) {
-      axes.push_back(i);
-    }
-  }
+  auto axes = broadcast_axes(x.shape(), shape_);
   array g = cts[0];
   if (!axes.empty()) {
     // Sums of small integers widen; the cotangent keeps the input's dtype.
@@ -161,14 +168,8 @@ std::vector<array> BroadcastAxes::vjp(const Arrays& primals, const Arrays& cts,
       continue;
     }
     const array& x = primals[0];
-    const Shape& out = outputs[0].shape();
-    int lead = static_cast<int>(out.size()) - x.ndim();
-    std::vector<int> axes;
-    for (int i = 0; i < static_cast<int>(out.size()); ++i) {
-      if (i < lead || (x.shape(i - lead) == 1 && out[i] != 1)) {
-        axes.push_back(i);
-      }
-    }
+    int lead = static_cast<int>(outputs[0].ndim()) - x.ndim();
+    auto axes = broadcast_axes(x.shape(), outputs[0].shape());
     array g = cts[0];
     if (!axes.empty()) {
       // Summed with the axes kept and the new leading ones squeezed, so
