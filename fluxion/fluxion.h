@@ -14,6 +14,7 @@
 #include "fluxion/ops/conv.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/custom.h"
+#include "fluxion/ops/einsum.h"
 #include "fluxion/ops/fast.h"
 #include "fluxion/ops/fft.h"
 #include "fluxion/ops/indexing.h"

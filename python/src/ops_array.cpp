@@ -1,5 +1,6 @@
-// Bindings of fluxion/ops/array_ops.h: diag, diagonal, trace, roll,
-// meshgrid, kron, einsum and einsum_path, with MLX's signatures.
+// Bindings of fluxion/ops/array_ops.h (diag, diagonal, trace, roll,
+// meshgrid, kron) and fluxion/ops/einsum.h (einsum, einsum_path), with
+// MLX's signatures.
 #include <numeric>
 
 #include "python/src/docs.h"
