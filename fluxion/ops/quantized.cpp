@@ -525,7 +525,10 @@ array dequantize(const array& w, const array& scales,
   check_global_scale(op, mode, global_scale);
   check_scales(op, mode, scales, biases);
   check_packed(op, w, scales, biases, gs, b);
-  Dtype out_t = dtype.value_or(is_fp(mode) ? float32 : scales.dtype());
+  // MLX's defaults: the scales' type for affine (check_scales made the
+  // biases share it), bfloat16 for the floating modes (whose scales are
+  // uint8 exponents).
+  Dtype out_t = dtype.value_or(is_fp(mode) ? bfloat16 : scales.dtype());
   if (!is_floating_point(out_t)) {
     throw std::invalid_argument(tag(op) +
                                 "The output dtype must be real floating; "

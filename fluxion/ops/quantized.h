@@ -79,7 +79,8 @@ const char* mode_name(QuantizationMode mode);
 // mode's defaults: affine 64 / 4, mxfp4 32 / 4, nvfp4 16 / 4, mxfp8 32 / 8
 // (the floating modes accept only those). quantize returns {w_q, scales,
 // biases} for affine and {w_q, scales} otherwise. dequantize's `dtype` is
-// the output type (default: the scales' for affine, float32 otherwise).
+// the output type (default, as MLX: the scales' for affine, bfloat16 for
+// the floating modes).
 std::vector<array> quantize(const array& w, std::optional<int> group_size,
                             std::optional<int> bits, const std::string& mode,
                             const std::optional<array>& global_scale = {},

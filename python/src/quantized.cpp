@@ -83,7 +83,7 @@ Args:
         ``"mxfp8"``. Default ``"affine"``.
     global_scale (array, optional): The global scale (``nvfp4``).
     dtype (Dtype, optional): Type of the result: the scales' for affine,
-        ``float32`` for the floating modes when omitted.
+        ``bfloat16`` for the floating modes when omitted (as MLX).
 )doc" FXDOC_STREAM R"doc(
 Returns:
     array: The dequantized matrix.

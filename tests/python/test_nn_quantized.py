@@ -12,7 +12,8 @@ RNG = np.random.default_rng(5)
 
 
 def npa(x):
-    return np.array(x)
+    # The floating modes dequantize to bfloat16 (MLX), which NumPy lacks.
+    return np.array(x.astype(mx.float32) if x.dtype == mx.bfloat16 else x)
 
 
 def dequantized(layer):

@@ -204,9 +204,10 @@ def test_qqmm_and_gather_qqmm(mode):
     gx = mx.max(mx.abs(x)) if mode == "nvfp4" else None
     gw = mx.max(mx.abs(w)) if mode == "nvfp4" else None
     x_hat = mx.dequantize(*mx.quantize(x, mode=mode, global_scale=gx),
-                          mode=mode, global_scale=gx)
+                          mode=mode, global_scale=gx, dtype=mx.float32)
     wq, ws = mx.quantize(w, mode=mode, global_scale=gw)
-    w_hat = mx.dequantize(wq, ws, mode=mode, global_scale=gw)
+    w_hat = mx.dequantize(wq, ws, mode=mode, global_scale=gw,
+                          dtype=mx.float32)
     y = mx.qqmm(x, wq, ws, mode=mode, global_scale_x=gx, global_scale_w=gw)
     assert mx.allclose(y, x_hat @ w_hat.T, atol=1e-3).item()
     # A dense w is quantized too.
@@ -221,10 +222,33 @@ def test_qqmm_and_gather_qqmm(mode):
     got = mx.gather_qqmm(xb, wbq, wbs, li, ri, mode=mode, global_scale_x=gxb,
                          global_scale_w=gwb)
     xbh = mx.dequantize(*mx.quantize(xb, mode=mode, global_scale=gxb),
-                        mode=mode, global_scale=gxb)
-    wbh = mx.dequantize(wbq, wbs, mode=mode, global_scale=gwb)
+                        mode=mode, global_scale=gxb, dtype=mx.float32)
+    wbh = mx.dequantize(wbq, wbs, mode=mode, global_scale=gwb,
+                        dtype=mx.float32)
     ref = mx.gather_mm(xbh, mx.swapaxes(wbh, -1, -2), li, ri)
     assert mx.allclose(got, ref, atol=1e-3).item()
     with pytest.raises(ValueError, match=r"\[qqmm\] Both operands are "
                        r"quantized with a floating mode"):
         mx.qqmm(x, w, mode="affine")
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+def test_dequantize_default_dtype_is_mlxs(mode):
+    # MLX: bfloat16 for the floating modes (their scales are uint8), the
+    # scales' and biases' common type for affine.
+    w = mx.random.normal((8, 64), key=mx.random.key(9))
+    q = mx.quantize(w, mode=mode)
+    assert mx.dequantize(*q, mode=mode).dtype == mx.bfloat16
+    f32 = mx.dequantize(*q, mode=mode, dtype=mx.float32)
+    assert f32.dtype == mx.float32
+    np.testing.assert_array_equal(
+        np.array(mx.dequantize(*q, mode=mode).astype(mx.float32)),
+        np.array(f32.astype(mx.bfloat16).astype(mx.float32)))
+
+
+def test_dequantize_affine_default_is_the_scales_type():
+    w = mx.random.normal((8, 64), key=mx.random.key(10))
+    wq, s, b = mx.quantize(w)
+    assert mx.dequantize(wq, s, b).dtype == mx.float32
+    half = mx.dequantize(wq, s.astype(mx.float16), b.astype(mx.float16))
+    assert half.dtype == mx.float16

@@ -298,8 +298,9 @@ def dequantize(
     mode="affine",
     dtype=None,
 ):
-    """MLX's ``mx.dequantize``: the dense matrix of a quantized one, in the
-    scales' dtype (affine) or ``dtype`` (default float32).
+    """MLX's ``mx.dequantize``: the dense matrix of a quantized one, in
+    ``dtype``; by default the scales' dtype (affine) or bfloat16 (the
+    floating modes), as MLX.
 
     Args:
         w (array): The weight matrix.
@@ -333,7 +334,7 @@ def dequantize(
         scale = mx.power(2.0, scales.astype(mx.float32) - 127)
     values = _decode_e2m1(codes) if bits == 4 else _decode_e4m3(codes)
     out = values.reshape(gshape) * scale[..., None]
-    return out.reshape(*w.shape[:-1], K).astype(dtype or mx.float32)
+    return out.reshape(*w.shape[:-1], K).astype(dtype or mx.bfloat16)
 
 
 def quantized_matmul(
