@@ -90,8 +90,11 @@ bool open_kernel(const std::filesystem::path& lib, Kernel& k) {
   }
   k.contiguous = reinterpret_cast<ContiguousKernel>(dlsym(h, "fx_contiguous"));
   k.strided = reinterpret_cast<StridedKernel>(dlsym(h, "fx_strided"));
+  k.rows = reinterpret_cast<RowsKernel>(dlsym(h, "fx_rows"));
+  k.total = reinterpret_cast<TotalKernel>(dlsym(h, "fx_total"));
+  k.finish = reinterpret_cast<FinishKernel>(dlsym(h, "fx_finish"));
   // Libraries stay loaded for the life of the process, like the kernels.
-  return k.contiguous && k.strided;
+  return (k.contiguous && k.strided) || k.rows || (k.total && k.finish);
 }
 
 // Compiles `source` into `lib`; writes go to unique temporary names that
