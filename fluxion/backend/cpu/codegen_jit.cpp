@@ -40,9 +40,12 @@ std::string compiler() {
 
 // Kernels are built on the machine that runs them, so they may use all of
 // its instruction set (AVX-512 where present doubles the vector width).
+// No contraction into fused multiply-adds: the eager kernels round every
+// product (a fused sum(a * b) then sums the values eager sums).
 std::string flags() {
   return "-O3 -march=native -shared -fPIC -fno-math-errno "
-         "-fno-trapping-math -fwrapv -fno-semantic-interposition";
+         "-fno-trapping-math -fwrapv -fno-semantic-interposition "
+         "-ffp-contract=off";
 }
 
 // What -march=native means here (the CPU's feature flags), so a cache

@@ -211,15 +211,17 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
          "#define FLUXION_GENERATED_KERNEL 1\n"
       << detail::kernel_functor_source() << kBase << kFold;
   size_t nin = tape.inputs.size();
-  auto ptrs = [&]() {
+  auto ptrs = [&](bool with_out) {
     std::ostringstream s;
     for (size_t k = 0; k < nin; ++k) {
       const char* st = storage_type(tape.values[tape.inputs[k]].dtype);
       s << "  const " << st << "* p" << k << " = (const " << st << "*)in["
         << k << "];\n";
     }
-    s << "  " << storage_type(out_t) << "* po = (" << storage_type(out_t)
-      << "*)out;\n";
+    if (with_out) {
+      s << "  " << storage_type(out_t) << "* po = (" << storage_type(out_t)
+        << "*)out;\n";
+    }
     return s.str();
   };
   // Per-row statements up to (and, with `upto_end`, after) the reductions:
@@ -270,7 +272,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     src << "extern \"C\" void fx_rows(void* const* in, void* out, const "
            "long long* shape, const long long* strides, int ndim, long long "
            "row_begin, long long row_end) {\n"
-        << ptrs() << "  const long long R = shape[ndim - 1];\n";
+        << ptrs(true) << "  const long long R = shape[ndim - 1];\n";
     for (size_t k = 0; k < nin; ++k) {
       src << "  const long long t" << k << " = strides[" << k
           << " * ndim + ndim - 1];\n";
@@ -309,7 +311,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         *r, tape.values[last_reduce->inputs[0]].dtype, out_t);
     src << "extern \"C\" void fx_total(void* const* in, double* slot, long "
            "long begin, long long end) {\n"
-        << ptrs() << "  (void)po;\n  {\n";
+        << ptrs(false) << "  {\n";
     auto scalar = [](size_t k) { return cat(tagged("p", k), "[0]"); };
     auto elem = [](size_t k) { return cat(tagged("p", k), "[j]"); };
     std::string fold;
