@@ -125,10 +125,12 @@ struct Plan {
 
   std::string name(int v) const { return tagged("v", v); }
 
-  // Statements defining the per-element values `v` needs, in tape order;
-  // `elem(k)` is input k's element expression.
-  template <typename Elem>
-  std::string closure(int v, Elem elem) const {
+  // Values a pass kept in a row buffer (b<value>[j]) for later passes.
+  std::vector<bool> buffered;
+
+  // The per-element values `v` needs (itself included), stopping at
+  // buffered ones.
+  std::vector<bool> needs(int v) const {
     std::vector<bool> need(tape.values.size(), false);
     std::vector<int> stack{v};
     while (!stack.empty()) {
@@ -136,10 +138,18 @@ struct Plan {
       stack.pop_back();
       if (!jdep[u] || need[u]) continue;
       need[u] = true;
-      if (producer[u] >= 0) {
+      if (producer[u] >= 0 && !buffered[u]) {
         for (int w : tape.nodes[producer[u]].inputs) stack.push_back(w);
       }
     }
+    return need;
+  }
+
+  // Statements defining the per-element values `v` needs, in tape order;
+  // `elem(k)` is input k's element expression.
+  template <typename Elem>
+  std::string closure(int v, Elem elem) const {
+    std::vector<bool> need = needs(v);
     std::ostringstream s;
     for (size_t k = 0; k < tape.inputs.size(); ++k) {
       int u = tape.inputs[k];
@@ -152,7 +162,9 @@ struct Plan {
       int u = n.outputs[0];
       if (need[u] && input_index[u] < 0) {
         s << "      const " << compute_type(tape.values[u].dtype) << " "
-          << name(u) << " = " << node_expr(n, tape) << ";\n";
+          << name(u) << " = "
+          << (buffered[u] ? tagged("b", u) + "[j]" : node_expr(n, tape))
+          << ";\n";
       }
     }
     return s.str();
@@ -172,7 +184,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   for (auto& v : tape.values) {
     if (!storage_type(v.dtype)) return "";
   }
-  Plan p{tape, {}, false, {}, {}, {}};
+  Plan p{tape, {}, false, {}, {}, {}, {}};
   int reductions = 0;
   const detail::IrNode* last_reduce = nullptr;
   for (auto& n : tape.nodes) {
@@ -227,6 +239,28 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   // Per-row statements up to (and, with `upto_end`, after) the reductions:
   // `scalar(k)` reads a per-row input, `elem(k)` an element of one, and
   // `span` is the j range of a pass.
+  // Row buffers (fx_rows only): a pass's per-element value that a later
+  // pass needs again is kept for the row rather than recomputed (softmax's
+  // exp: one exp per element, not two), for rows of up to 16384 elements
+  // (a buffer on the thread's stack, in cache).
+  std::vector<bool> to_buffer(nv, false);
+  std::vector<int> targets;
+  for (auto& n : tape.nodes) {
+    if (dynamic_cast<const Reduce*>(n.prim.get())) {
+      targets.push_back(n.inputs[0]);
+    }
+  }
+  if (tape.values[result].shape == p.row) targets.push_back(result);
+  p.buffered.assign(nv, false);
+  if (!p.total && R <= 16384) {
+    for (size_t i = 0; i + 1 < targets.size(); ++i) {
+      int u = targets[i];
+      if (!p.jdep[u] || p.input_index[u] >= 0) continue;
+      for (size_t later = i + 1; later < targets.size(); ++later) {
+        if (p.needs(targets[later])[u]) to_buffer[u] = true;
+      }
+    }
+  }
   auto row_body = [&](auto scalar, auto elem, const std::string& span,
                       std::string* fold_result) {
     std::ostringstream s;
@@ -247,8 +281,12 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         if (info.op.empty()) return std::string();
         s << "    " << compute_type(ot) << " " << p.name(o) << ";\n    {\n"
           << "      auto f = [&](long long j) -> " << info.acc << " {\n"
-          << p.closure(u, elem) << "      return (" << info.acc << ")("
-          << p.name(u) << ");\n      };\n"
+          << p.closure(u, elem)
+          << (to_buffer[u] && !fold_result
+                  ? cat("      ", tagged("b", u), "[j] = ", p.name(u), ";\n")
+                  : std::string())
+          << "      return (" << info.acc << ")(" << p.name(u)
+          << ");\n      };\n"
           << "      " << info.acc << " acc = " << info.op << "(" << info.init
           << ", fx_fold<" << info.acc << ">(" << info.op << ", " << info.init
           << ", f, " << span << "));\n";
@@ -260,6 +298,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         s << "      " << p.name(o) << " = "
           << round_half(cat("(", compute_type(ot), ")(acc)"), ot)
           << ";\n    }\n";
+        if (to_buffer[u] && !fold_result) p.buffered[u] = true;
       } else if (!p.jdep[o] && p.input_index[o] < 0) {
         s << "    const " << compute_type(ot) << " " << p.name(o) << " = "
           << node_expr(n, tape) << ";\n";
@@ -277,33 +316,58 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
       src << "  const long long t" << k << " = strides[" << k
           << " * ndim + ndim - 1];\n";
     }
-    src << "  for (long long r = row_begin; r < row_end; ++r) {\n"
+    for (size_t v = 0; v < nv; ++v) {
+      if (to_buffer[v]) {
+        auto ct = compute_type(tape.values[v].dtype);
+        src << "  " << ct << "* " << tagged("b", v) << " = (" << ct
+            << "*)__builtin_alloca((R > 0 ? R : 1) * sizeof(" << ct
+            << "));\n";
+      }
+    }
+    // Two copies of the row loop: rows contiguous in every per-element
+    // input (stride 1: loads the compiler vectorizes), and any strides.
+    auto rows_loop = [&](bool unit) {
+      std::ostringstream l;
+      p.buffered.assign(nv, false);
+      l << "  for (long long r = row_begin; r < row_end; ++r) {\n"
         << "    long long off[" << nin + 1 << "] = {0};\n"
         << "    long long rem = r;\n"
         << "    for (int d = ndim - 2; d >= 0; --d) {\n"
         << "      long long c = rem % shape[d];\n      rem /= shape[d];\n"
         << "      for (int k = 0; k < " << nin
         << "; ++k) off[k] += c * strides[k * ndim + d];\n    }\n";
-    auto scalar = [](size_t k) {
-      auto ks = std::to_string(k);
-      return cat("p", ks, "[off[", ks, "]]");
-    };
-    auto elem = [](size_t k) {
-      auto ks = std::to_string(k);
-      return cat("p", ks, "[off[", ks, "] + j * t", ks, "]");
-    };
-    std::string body = row_body(scalar, elem, "0, R", nullptr);
-    if (body.empty()) return "";
-    src << body;
-    if (tape.values[result].shape == p.row) {
-      src << "    for (long long j = 0; j < R; ++j) {\n"
+      auto scalar = [](size_t k) {
+        auto ks = std::to_string(k);
+        return cat("p", ks, "[off[", ks, "]]");
+      };
+      auto elem = [unit](size_t k) {
+        auto ks = std::to_string(k);
+        return unit ? cat("p", ks, "[off[", ks, "] + j]")
+                    : cat("p", ks, "[off[", ks, "] + j * t", ks, "]");
+      };
+      std::string body = row_body(scalar, elem, "0, R", nullptr);
+      if (body.empty()) return std::string();
+      l << body;
+      if (tape.values[result].shape == p.row) {
+        l << "    for (long long j = 0; j < R; ++j) {\n"
           << p.closure(result, elem) << "      po[r * R + j] = "
           << store(p.name(result), out_t) << ";\n    }\n";
-    } else {
-      src << "    po[r] = " << store(p.name(result), out_t) << ";\n";
+      } else {
+        l << "    po[r] = " << store(p.name(result), out_t) << ";\n";
+      }
+      l << "  }\n";
+      return l.str();
+    };
+    std::string unit_loop = rows_loop(true), any_loop = rows_loop(false);
+    if (unit_loop.empty() || any_loop.empty()) return "";
+    src << "  const bool unit = true";
+    for (size_t k = 0; k < nin; ++k) {
+      if (p.jdep[tape.inputs[k]]) src << " && t" << k << " == 1";
     }
-    src << "  }\n}\n";
+    src << ";\n  if (unit) {\n" << unit_loop << "  } else {\n" << any_loop
+        << "  }\n}\n";
   }
+  p.buffered.assign(nv, false);
   if (reductions == 1 && last_reduce->outputs[0] == result) {
     // A total over row-contiguous inputs: flat index j.
     auto* r = static_cast<const Reduce*>(last_reduce->prim.get());
