@@ -128,11 +128,26 @@ void fuse_reductions(Ir& ir) {
   }
   std::vector<bool> is_output(ir.values.size(), false);
   for (int v : ir.outputs) is_output[v] = true;
+  // Whether a row reduction lies upstream through nodes that could join
+  // a group: elementwise roots without one are skipped at once (a long
+  // elementwise chain would otherwise be searched from every node).
+  std::vector<bool> reaches(count, false);
+  for (int i = 0; i < count; ++i) {
+    auto& n = ir.nodes[i];
+    if (reduce_kind(n, ir) != ReduceKind::None) {
+      reaches[i] = true;
+      continue;
+    }
+    if (!elementwise(n, ir) && !is_broadcast_node(n)) continue;
+    for (int v : n.inputs) {
+      reaches[i] = reaches[i] || (producer[v] >= 0 && reaches[producer[v]]);
+    }
+  }
   std::vector<bool> grouped(count, false);
   std::vector<std::optional<IrNode>> replacement(count);
   for (int r = count - 1; r >= 0; --r) {
     auto& root = ir.nodes[r];
-    if (grouped[r] || !on_cpu(root)) {
+    if (grouped[r] || !reaches[r] || !on_cpu(root)) {
       continue;
     }
     ReduceKind root_kind = reduce_kind(root, ir);
@@ -171,7 +186,8 @@ void fuse_reductions(Ir& ir) {
             if ((in == root_shape || out == root_shape) && q > best) {
               best = q;
             }
-          } else if (elementwise(n, ir) || is_broadcast_node(n)) {
+          } else if (reaches[q] &&
+                     (elementwise(n, ir) || is_broadcast_node(n))) {
             stack.push_back(q);
           }
         }

@@ -92,6 +92,34 @@ def test_what_fuses():
             assert op not in names, (f.__name__, names)
 
 
+def test_logsumexp_and_cross_entropy():
+    # logsumexp's stop-gradient max, the isinf guard and the log-sum form
+    # one node; cross-entropy's gather stays outside, its mean fuses the
+    # subtraction.
+    rng = np.random.default_rng(5)
+    xn = rng.standard_normal((16, 50)).astype(np.float32)
+    x, t = mx.array(xn), mx.array(rng.integers(0, 50, 16))
+    lse = lambda a: mx.logsumexp(a, axis=-1)
+    assert compiled_names(lse, x) == [
+        "CompiledMaxStopGradientIsInfBroadcastSelectBroadcastSubtractExpSum"
+        "LogAdd"]
+
+    def ce(a, t):
+        picked = mx.take_along_axis(a, t[:, None], -1)[:, 0]
+        return mx.mean(mx.logsumexp(a, -1) - picked)
+
+    names = node_names(mx.compile(ce), x, t)
+    assert "CompiledSubtractSum" in names and "Exp" not in names
+    m = xn.max(-1)
+    ref = np.mean(m + np.log(np.exp(xn - m[:, None]).sum(-1))
+                  - xn[np.arange(16), np.array(t)])
+    np.testing.assert_allclose(mx.compile(ce)(x, t), ref, rtol=1e-5)
+    inf = mx.array([[np.inf, 0.0, 1.0], [-np.inf, -np.inf, -np.inf]])
+    close(mx.compile(lse)(inf), lse(inf), mx.float32)
+    g = mx.grad(lambda a: mx.sum(mx.compile(lse)(a)))(x)
+    close(g, mx.grad(lambda a: mx.sum(lse(a)))(x), mx.float32)
+
+
 def test_values_match_eager_and_numpy():
     xn = np.random.default_rng(0).standard_normal((37, 300)).astype(
         np.float32)
