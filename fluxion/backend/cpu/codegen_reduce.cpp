@@ -47,15 +47,23 @@ static inline A fx_fold_block(Op op, A init, const F& f, long long j0,
   long long i = 0;
   A acc = init;
   if (n >= 32) {
-    A lanes[16];
+    // The 16 lanes as one vector (GCC's vector extension; the functors'
+    // operators apply lane by lane): an array of lanes let GCC vectorize
+    // across i instead, with shuffles, 3x slower than the eager fold.
+    typedef A V __attribute__((vector_size(16 * sizeof(A))));
+    V lanes;
     for (int k = 0; k < 16; ++k) lanes[k] = init;
     for (; i + 16 <= n; i += 16) {
-      for (int k = 0; k < 16; ++k) lanes[k] = op(lanes[k], f(j0 + i + k));
+      V t;
+      for (int k = 0; k < 16; ++k) t[k] = f(j0 + i + k);
+      lanes = op(lanes, t);
     }
+    A l[16];
+    __builtin_memcpy(l, &lanes, sizeof(l));
     for (int w = 8; w >= 1; w /= 2) {
-      for (int k = 0; k < w; ++k) lanes[k] = op(lanes[k], lanes[k + w]);
+      for (int k = 0; k < w; ++k) l[k] = op(l[k], l[k + w]);
     }
-    acc = lanes[0];
+    acc = l[0];
   }
   for (; i < n; ++i) acc = op(acc, f(j0 + i));
   return acc;
