@@ -177,11 +177,24 @@ def test_strided_and_broadcast_inputs():
         close(mx.compile(softmax)(a), softmax(a), mx.float32)
         close(mx.compile(sum_exp)(a, a), sum_exp(a, a), mx.float32)
         close(mx.compile(mse)(a, a * 0.5), mse(a, a * 0.5), mx.float32)
+    # A 1-D total over a strided input takes the row kernel (one row).
+    v = arr((5001,), mx.float32, 6)[::3]
+    close(mx.compile(mse)(v, v * 0.25), mse(v, v * 0.25), mx.float32)
     f = lambda a, c: mx.sum(mx.exp(a) * c, -1)
     close(mx.compile(f)(xt, b), f(xt, b), mx.float32)
     col = arr((48, 1), mx.float32, 5)
     g = lambda a, c: softmax(a * c)
     close(mx.compile(g)(xt, col), g(xt, col), mx.float32)
+
+
+def test_long_rows_recompute_instead_of_buffering():
+    # Rows over 16384 elements are not buffered: exp is recomputed in the
+    # write pass, with the same values.
+    x = arr((3, 20000), mx.float32, 7)
+    names = compiled_names(softmax, x)
+    assert len(names) == 1
+    close(mx.compile(softmax)(x), softmax(x), mx.float32)
+    close(mx.compile(log_softmax)(x.T.T), log_softmax(x), mx.float32)
 
 
 def test_nan_and_inf_propagate():
