@@ -83,6 +83,27 @@ bool is_broadcast_node(const IrNode& n) {
   return dynamic_cast<const Broadcast*>(n.prim.get()) != nullptr;
 }
 
+// Squeeze, ExpandDims, Reshape: inside a group they only move per-row
+// values between Sr and its squeezed form (keepdims=False and back).
+bool is_reshaping(const IrNode& n) {
+  auto* p = n.prim.get();
+  return n.inputs.size() == 1 && n.outputs.size() == 1 &&
+         (dynamic_cast<const Squeeze*>(p) || dynamic_cast<const ExpandDims*>(p) ||
+          dynamic_cast<const Reshape*>(p));
+}
+
+// Sr without its last axis: the per-row values of keepdims=False.
+Shape squeezed(const Shape& s_red) {
+  return Shape(s_red.begin(), s_red.end() - 1);
+}
+
+// A value of the squeezed shape that a broadcast to S (or a read against
+// S) would align with the row's own axis: kept out of groups. (A scalar,
+// the squeezed form of a 1-D row's Sr, or a last axis of 1 is harmless.)
+bool misaligned(const Shape& s, const Shape& s_red) {
+  return s == squeezed(s_red) && s != s_red && !s.empty() && s.back() != 1;
+}
+
 bool on_cpu(const IrNode& n) {
   return n.prim->stream().device.type == Device::cpu;
 }
@@ -138,7 +159,9 @@ void fuse_reductions(Ir& ir) {
       reaches[i] = true;
       continue;
     }
-    if (!elementwise(n, ir) && !is_broadcast_node(n)) continue;
+    if (!elementwise(n, ir) && !is_broadcast_node(n) && !is_reshaping(n)) {
+      continue;
+    }
     for (int v : n.inputs) {
       reaches[i] = reaches[i] || (producer[v] >= 0 && reaches[producer[v]]);
     }
@@ -183,11 +206,13 @@ void fuse_reductions(Ir& ir) {
           if (reduce_kind(n, ir) == ReduceKind::Row) {
             const Shape& in = ir.values[n.inputs[0]].shape;
             const Shape& out = ir.values[n.outputs[0]].shape;
-            if ((in == root_shape || out == root_shape) && q > best) {
+            if ((in == root_shape || out == root_shape ||
+                 squeezed(out) == root_shape) &&
+                q > best) {
               best = q;
             }
-          } else if (reaches[q] &&
-                     (elementwise(n, ir) || is_broadcast_node(n))) {
+          } else if (reaches[q] && (elementwise(n, ir) ||
+                                    is_broadcast_node(n) || is_reshaping(n))) {
             stack.push_back(q);
           }
         }
@@ -200,7 +225,14 @@ void fuse_reductions(Ir& ir) {
     }
     const bool total = root_kind == ReduceKind::Total;
     auto shape_ok = [&](const Shape& s) {
-      return known ? (s == s_row || (!total && s == s_red)) : s == root_shape;
+      return known ? (s == s_row ||
+                      (!total && (s == s_red || s == squeezed(s_red))))
+                   : s == root_shape;
+    };
+    // Per-row values of the squeezed shape are internal only (an outside
+    // value of that shape would read as per-element when its size is R).
+    auto per_row_shape = [&](const Shape& s) {
+      return known && !total && (s == s_red || s == squeezed(s_red));
     };
     std::vector<int> members{r};
     std::vector<bool> in_group(count, false), shared_view(count, false);
@@ -233,8 +265,18 @@ void fuse_reductions(Ir& ir) {
         }
         accept = known && in_shape == s_row && out_shape == s_red;
       } else if (kind == ReduceKind::None) {
-        accept = (elementwise(n, ir) || is_broadcast_node(n)) &&
-                 shape_ok(out_shape);
+        const Shape& in0 = ir.values[n.inputs[0]].shape;
+        bool internal_in = producer[n.inputs[0]] >= 0;
+        if (is_reshaping(n)) {
+          accept = internal_in && per_row_shape(in0) &&
+                   per_row_shape(out_shape);
+        } else if (is_broadcast_node(n)) {
+          // From a per-row value only in the keepdims form: a squeezed one
+          // would broadcast along the row's own axis.
+          accept = shape_ok(out_shape) && !(known && misaligned(in0, s_red));
+        } else {
+          accept = elementwise(n, ir) && shape_ok(out_shape);
+        }
       }
       if (!accept) {
         continue;
@@ -258,7 +300,9 @@ void fuse_reductions(Ir& ir) {
       }
     }
     int ops = 0;
-    for (int k : members) ops += !is_broadcast_node(ir.nodes[k]);
+    for (int k : members) {
+      ops += !is_broadcast_node(ir.nodes[k]) && !is_reshaping(ir.nodes[k]);
+    }
     if (reductions == 0 || ops < 2) {
       continue;  // a lone reduction is the eager kernel's
     }
@@ -281,7 +325,7 @@ void fuse_reductions(Ir& ir) {
           // Outside values are read broadcast against S (their shapes
           // broadcast to S or Sr, which broadcasts to S).
           const Shape& s = ir.values[v].shape;
-          ok = ok && s.size() <= s_row.size();
+          ok = ok && s.size() <= s_row.size() && !misaligned(s, s_red);
           tape.inputs.push_back(value(v));
           outer_inputs.push_back(v);
         }

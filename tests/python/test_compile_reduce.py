@@ -109,7 +109,9 @@ def test_logsumexp_and_cross_entropy():
         return mx.mean(mx.logsumexp(a, -1) - picked)
 
     names = node_names(mx.compile(ce), x, t)
-    assert "CompiledSubtractSum" in names and "Exp" not in names
+    # The 1-D mean fuses its divide too (the squeezed total is a scalar).
+    assert "CompiledSubtractSumSqueezeDivide" in names
+    assert "Exp" not in names
     m = xn.max(-1)
     ref = np.mean(m + np.log(np.exp(xn - m[:, None]).sum(-1))
                   - xn[np.arange(16), np.array(t)])
@@ -185,6 +187,27 @@ def test_strided_and_broadcast_inputs():
     col = arr((48, 1), mx.float32, 5)
     g = lambda a, c: softmax(a * c)
     close(mx.compile(g)(xt, col), g(xt, col), mx.float32)
+
+
+def test_keepdims_false_and_back():
+    # max(x, -1)[:, None]: the squeeze and expand_dims of the per-row value
+    # join the group; a squeezed value broadcast along the row (its size is
+    # the row's) must not be read per row.
+    x = arr((6, 6), mx.float32, 8)
+    f = lambda a: mx.exp(a - mx.max(a, -1)[:, None])
+    assert compiled_names(f, x) == [
+        "CompiledMaxSqueezeExpandDimsBroadcastSubtractExp"]
+    close(mx.compile(f)(x), f(x), mx.float32)
+    g = lambda a: a - mx.max(a, -1)  # (6,) broadcast along the last axis
+    close(mx.compile(g)(x), g(x), mx.float32)
+    h = lambda a: mx.log(mx.sum(mx.exp(a), -1)) * 2  # squeezed epilogue
+    assert len(compiled_names(h, x)) == 1
+    close(mx.compile(h)(x), h(x), mx.float32)
+    v = arr((100,), mx.float32, 9)
+    m = lambda a: mx.mean(mx.square(a - 1))  # 1-D: the divide fuses too
+    assert compiled_names(m, v) == [
+        "CompiledBroadcastSubtractSquareSumSqueezeDivide"]
+    close(mx.compile(m)(v), m(v), mx.float32)
 
 
 def test_long_rows_recompute_instead_of_buffering():

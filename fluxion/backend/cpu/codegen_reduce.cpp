@@ -25,6 +25,7 @@
 #include "fluxion/backend/cpu/codegen.h"
 #include "fluxion/backend/cpu/codegen_parts.h"
 #include "fluxion/ops/reduce.h"
+#include "fluxion/ops/shape.h"
 
 namespace fluxion::cpu {
 
@@ -84,6 +85,17 @@ std::string cat(const S&... parts) {
   std::string out;
   (out.append(parts), ...);
   return out;
+}
+
+// A node's expression: shape-only nodes (a per-row value squeezed or
+// expanded: fuse_reductions admits no other) pass their input through.
+std::string expr(const detail::IrNode& n, const detail::Ir& tape) {
+  auto* p = n.prim.get();
+  if (dynamic_cast<const Squeeze*>(p) || dynamic_cast<const ExpandDims*>(p) ||
+      dynamic_cast<const Reshape*>(p)) {
+    return tagged("v", n.inputs[0]);
+  }
+  return node_expr(n, tape);
 }
 
 struct ReduceInfo {
@@ -171,7 +183,7 @@ struct Plan {
       if (need[u] && input_index[u] < 0) {
         s << "      const " << compute_type(tape.values[u].dtype) << " "
           << name(u) << " = "
-          << (buffered[u] ? tagged("b", u) + "[j]" : node_expr(n, tape))
+          << (buffered[u] ? tagged("b", u) + "[j]" : expr(n, tape))
           << ";\n";
       }
     }
@@ -220,7 +232,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     int o = n.outputs[0];
     p.producer[o] = static_cast<int>(i);
     if (dynamic_cast<const Reduce*>(n.prim.get())) continue;
-    if (node_expr(n, tape).empty()) return "";
+    if (expr(n, tape).empty()) return "";
     for (int v : n.inputs) p.jdep[o] = p.jdep[o] || p.jdep[v];
   }
   int result = tape.outputs[0];
@@ -309,7 +321,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         if (to_buffer[u] && !fold_result) p.buffered[u] = true;
       } else if (!p.jdep[o] && p.input_index[o] < 0) {
         s << "    const " << compute_type(ot) << " " << p.name(o) << " = "
-          << node_expr(n, tape) << ";\n";
+          << expr(n, tape) << ";\n";
       }
     }
     return s.str();
