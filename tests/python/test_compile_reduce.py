@@ -165,7 +165,8 @@ def test_sums_in_the_eager_order(dtype):
         x, y = arr(shape, dtype), arr(shape, dtype, 1)
         f = lambda a, b: mx.sum(a * b, axis=-1)
         g = lambda a, b: mx.sum(a * b)
-        for h in (f, g):
+        m = lambda a, b: mx.mean(mx.square(a - b))  # 1-D: divide fused
+        for h in (f, g, m):
             assert np.array_equal(np.array(mx.compile(h)(x, y)),
                                   np.array(h(x, y))), (shape, h)
 
@@ -295,9 +296,11 @@ def test_fused_kernels_are_built(tmp_path):
         "    return e / mx.sum(e, -1, keepdims=True)\n"
         "mx.eval(mx.compile(sm)(x))\n"
         "mx.eval(mx.compile(lambda a: mx.sum(mx.exp(a) * 2))(x))\n"
-        "mx.eval(mx.compile(lambda a: mx.max(mx.abs(a) * 2, -1))(x))\n")
+        "mx.eval(mx.compile(lambda a: mx.max(mx.abs(a) * 2, -1))(x))\n"
+        "v = mx.ones((1 << 18,))\n"
+        "mx.eval(mx.compile(lambda a: mx.mean(mx.square(a - 1)))(v))\n")
     env = dict(os.environ, FLUXION_CACHE_DIR=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", code], env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert len(list(tmp_path.rglob("*.so"))) == 3
+    assert len(list(tmp_path.rglob("*.so"))) == 4

@@ -32,14 +32,16 @@ using StridedKernel = void (*)(void* const* in, void* out, const int64_t* shape,
 // k's element strides against S in strides[k * ndim + d]; the output is
 // row-contiguous, of shape S or S with the last axis 1.
 using RowsKernel = StridedKernel;
-// Total (a tape whose one reduction, over every axis, is its output):
-// partial(in, slot, begin, end) folds the flat elements [begin, end) of
-// row-contiguous inputs (or one-element ones) into *slot (the accumulator,
-// held as a double); finish(slots, n, out) combines n slots as a tree and
-// stores the result.
+// Total (a tape with one reduction, over every axis, that only per-row
+// nodes consume): total(in, slot, begin, end) folds the flat elements
+// [begin, end) of row-contiguous inputs (or one-element ones) into *slot
+// (the accumulator, held as a double); finish(in, slots, n, out) combines
+// n slots as a tree, computes the nodes after the reduction and stores the
+// result.
 using TotalKernel = void (*)(void* const* in, double* slot, int64_t begin,
                              int64_t end);
-using FinishKernel = void (*)(const double* slots, int64_t n, void* out);
+using FinishKernel = void (*)(void* const* in, const double* slots,
+                              int64_t n, void* out);
 
 struct Kernel {
   ContiguousKernel contiguous = nullptr;

@@ -388,11 +388,20 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         << "  }\n}\n";
   }
   p.buffered.assign(nv, false);
-  if (reductions == 1 && last_reduce->outputs[0] == result) {
-    // A total over row-contiguous inputs: flat index j.
+  // A total: one reduction whose result only per-row nodes consume (a
+  // 1-D mean's squeeze and divide), over row-contiguous inputs, flat
+  // index j. fx_finish combines the partials, then computes those nodes.
+  bool total_ok = reductions == 1 && !p.jdep[result] &&
+                  tape.values[result].shape != p.row;
+  for (auto& n : tape.nodes) {
+    if (&n > last_reduce && p.jdep[n.outputs[0]]) total_ok = false;
+  }
+  if (total_ok) {
     auto* r = static_cast<const Reduce*>(last_reduce->prim.get());
+    int red = last_reduce->outputs[0];
+    Dtype red_t = tape.values[red].dtype;
     ReduceInfo info = reduce_info(
-        *r, tape.values[last_reduce->inputs[0]].dtype, out_t);
+        *r, tape.values[last_reduce->inputs[0]].dtype, red_t);
     src << "extern \"C\" void fx_total(void* const* in, double* slot, long "
            "long begin, long long end) {\n"
         << ptrs(false) << "  {\n";
@@ -402,17 +411,36 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     std::string body = row_body(scalar, elem, "begin, end - begin", &fold);
     if (body.empty()) return "";
     src << body << "  }\n}\n";
-    src << "extern \"C\" void fx_finish(const double* slots, long long n, "
-           "void* out) {\n"
-        << "  " << info.acc << " a[64];\n"
+    src << "extern \"C\" void fx_finish(void* const* in, const double* "
+           "slots, long long n, void* out) {\n"
+        << ptrs(true) << "  " << info.acc << " a[64];\n"
         << "  if (n > 64) n = 64;\n"  // the eval passes at most 64 chunks
         << "  for (long long t = 0; t < n; ++t) a[t] = (" << info.acc
         << ")slots[t];\n"
         << "  for (long long w = 1; w < n; w *= 2)\n"
         << "    for (long long t = 0; t + w < n; t += 2 * w) a[t] = "
-        << info.op << "(a[t], a[t + w]);\n"
-        << "  ((" << storage_type(out_t) << "*)out)[0] = "
-        << store(cat("(", compute_type(out_t), ")(a[0])"), out_t) << ";\n}\n";
+        << info.op << "(a[t], a[t + w]);\n";
+    for (size_t k = 0; k < nin; ++k) {
+      int v = tape.inputs[k];
+      if (!p.jdep[v]) {
+        src << "  const " << compute_type(tape.values[v].dtype) << " "
+            << p.name(v) << " = "
+            << load(scalar(k), tape.values[v].dtype) << ";\n";
+      }
+    }
+    for (auto& n : tape.nodes) {
+      int o = n.outputs[0];
+      Dtype ot = tape.values[o].dtype;
+      if (o == red) {
+        src << "  const " << compute_type(ot) << " " << p.name(o) << " = "
+            << round_half(cat("(", compute_type(ot), ")(a[0])"), ot)
+            << ";\n";
+      } else if (!p.jdep[o] && p.input_index[o] < 0) {
+        src << "  const " << compute_type(ot) << " " << p.name(o) << " = "
+            << expr(n, tape) << ";\n";
+      }
+    }
+    src << "  po[0] = " << store(p.name(result), out_t) << ";\n}\n";
   }
   return src.str();
 }

@@ -69,7 +69,7 @@ bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
         }
       });
       out.set_data(std::max<size_t>(out.nbytes(), 1));
-      kernel.finish(slots.data(), chunks, out.raw_data());
+      kernel.finish(ptrs.data(), slots.data(), chunks, out.raw_data());
       return true;
     }
   }
