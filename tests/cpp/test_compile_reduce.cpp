@@ -114,3 +114,25 @@ TEST(CompileReduce, GradAndVmapReplayTheFusedNodes) {
               {x}, 1e-6);
   check_vmap(f, {randn({3, 4, 6}, 9, float64)}, {0}, 0, 1e-12);
 }
+
+TEST(CompileReduce, SqueezedRowValuesAndOneDimMeans) {
+  // var without keepdims: the mean's squeeze and the per-row divide join
+  // the row kernel; values equal eager (same fold order, contiguous rows).
+  auto f = compile([](const std::vector<array>& x) {
+    return std::vector<array>{var(x[0], -1)};
+  });
+  auto a = randn({12, 70}, 10);
+  auto out = f({a})[0];
+  std::string g = graph_of(out);
+  EXPECT_EQ(count(g, "SquareSumSqueezeBroadcastDivide"), 1) << g;
+  EXPECT_EQ(to_vector<float>(out), to_vector<float>(var(a, -1)));
+  // A 1-D mean: the total keeps its divide in fx_finish.
+  auto m = compile([](const std::vector<array>& x) {
+    return std::vector<array>{mean(square(x[0] - x[1]))};
+  });
+  auto u = randn({300000}, 11), v = randn({300000}, 12);
+  auto r = m({u, v})[0];
+  EXPECT_EQ(count(graph_of(r), "CompiledSubtractSquareSumSqueezeDivide"), 1)
+      << graph_of(r);
+  EXPECT_EQ(to_vector<float>(r), to_vector<float>(mean(square(u - v))));
+}
