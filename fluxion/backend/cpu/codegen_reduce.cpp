@@ -281,6 +281,17 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
       }
     }
   }
+  // The buffers live on the stack of whichever thread runs the row: kept
+  // under 256 KB together (rows recompute instead beyond that).
+  int64_t buffer_bytes = 0;
+  for (size_t v = 0; v < nv; ++v) {
+    if (to_buffer[v]) {
+      buffer_bytes += R * (tape.values[v].dtype == float64 ? 8 : 4);
+    }
+  }
+  if (buffer_bytes > (int64_t{256} << 10)) {
+    to_buffer.assign(nv, false);
+  }
   auto row_body = [&](auto scalar, auto elem, const std::string& span,
                       std::string* fold_result) {
     std::ostringstream s;
