@@ -2,8 +2,9 @@
 // fuse_reductions). A group is a set of nodes over one "row shape" S whose
 // last axis is reduced: elementwise nodes of shape S (per element of a
 // row), reductions over the last axis of an S-shaped value (shape Sr: S
-// with the last axis 1), elementwise nodes of shape Sr (per row), and the
-// broadcasts between them. One generated kernel then walks each row in as
+// with the last axis 1), elementwise nodes of shape Sr or of Sr without
+// its last axis (per row; keepdims=False), the squeezes and expand_dims
+// between those two, and the broadcasts from Sr to S. One generated kernel then walks each row in as
 // many passes as the chain of reductions needs (softmax: max, exp-sum,
 // write), so nothing of shape S is materialized. A reduction over all the
 // axes of a value of several dims fuses only with its prologue: its
