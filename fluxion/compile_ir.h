@@ -54,6 +54,16 @@ bool is_view_primitive(const Primitive& p);
 void simplify_ir(Ir& ir, bool shapeless);
 
 // Runs of elementwise nodes become one `Compiled` node (compiled.h).
+// Unless shapeless, reductions with their elementwise neighbours are
+// fused first (fuse_reductions).
 void fuse_ir(Ir& ir, bool shapeless);
+
+// Row reductions (over the last axis) of float values on CPU streams,
+// fused with the elementwise nodes feeding them and consuming them, and
+// totals (over all axes) with the nodes feeding them: one `Compiled` node
+// each (compile_reduce.cpp says which). Needs the traced shapes, so it is
+// not run for shapeless compiles; nodes on GPU streams are left as they
+// are (the CUDA Compiled evaluates elementwise tapes only).
+void fuse_reductions(Ir& ir);
 
 }  // namespace fluxion::detail

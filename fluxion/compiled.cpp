@@ -128,6 +128,9 @@ bool is_view(const IrNode& n) { return is_view_primitive(*n.prim); }
 }  // namespace
 
 void fuse_ir(Ir& ir, bool shapeless) {
+  if (!shapeless) {
+    fuse_reductions(ir);
+  }
   int count = static_cast<int>(ir.nodes.size());
   std::vector<int> producer(ir.values.size(), -1);
   std::vector<std::vector<int>> consumers(ir.values.size());

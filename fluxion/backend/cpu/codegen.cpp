@@ -7,12 +7,14 @@
 
 #include <sstream>
 
+#include "fluxion/backend/cpu/codegen_parts.h"
+
 #include "fluxion/backend/common/kernel_source.h"
 #include "fluxion/primitive.h"
 
 namespace fluxion::cpu {
 
-namespace {
+namespace gen {
 
 // "v3", "p0"...: built by appending, since GCC 12's -Wrestrict misfires on
 // `"v" + std::to_string(i)` (GCC bug 105329).
@@ -99,7 +101,7 @@ std::string store(const std::string& x, Dtype t) {
 }
 
 // The kernel's own glue after the functors: half-type loads and stores.
-const char* kBase = R"(
+const char* const kBase = R"(
 // ---- generated kernel ----
 typedef unsigned short fx_bf16;
 static inline float fx_ld_bf16(fx_bf16 h) {
@@ -117,7 +119,35 @@ static inline fx_bf16 fx_st_bf16(float f) {
 }
 )";
 
-}  // namespace
+std::string node_expr(const detail::IrNode& n, const detail::Ir& tape) {
+  auto name = [](int v) { return tagged("v", v); };
+  Dtype out = tape.values[n.outputs[0]].dtype;
+  std::vector<Dtype> in;
+  std::string args;
+  for (int v : n.inputs) {
+    in.push_back(tape.values[v].dtype);
+    args += (args.empty() ? "" : ", ") + name(v);
+  }
+  if (detail::is_view_primitive(*n.prim)) {
+    return name(n.inputs[0]);  // inputs are read broadcast or reshaped already
+  }
+  const char* f = n.prim->elementwise_functor(in);
+  if (!f) {
+    return "";
+  }
+  // The eager kernels' functor (backend/common/*_ops.h), on and to
+  // compute types.
+  std::string call = "fluxion::detail::";
+  call += f;
+  call += "{}(";
+  call += args;
+  call += ")";
+  return round_half(convert(call, out), out);
+}
+
+}  // namespace gen
+
+using namespace gen;
 
 std::string kernel_source(const detail::Ir& tape) {
   for (auto& v : tape.values) {
@@ -129,29 +159,12 @@ std::string kernel_source(const detail::Ir& tape) {
   auto name = [](int v) { return tagged("v", v); };
   for (auto& n : tape.nodes) {
     Dtype out = tape.values[n.outputs[0]].dtype;
-    std::vector<Dtype> in;
-    std::string args;
-    for (int v : n.inputs) {
-      in.push_back(tape.values[v].dtype);
-      args += (args.empty() ? "" : ", ") + name(v);
-    }
-    std::string e;
-    if (detail::is_view_primitive(*n.prim)) {
-      e = name(n.inputs[0]);  // inputs are read broadcast or reshaped already
-    } else if (const char* f = n.prim->elementwise_functor(in)) {
-      // The eager kernels' functor (backend/common/*_ops.h), on and to
-      // compute types.
-      std::string call = "fluxion::detail::";
-      call += f;
-      call += "{}(";
-      call += args;
-      call += ")";
-      e = convert(call, out);
-    } else {
+    std::string e = node_expr(n, tape);
+    if (e.empty()) {
       return "";
     }
     body << "  " << compute_type(out) << " " << name(n.outputs[0]) << " = "
-         << round_half(e, out) << ";\n";
+         << e << ";\n";
   }
   int result = tape.outputs[0];
   Dtype out_t = tape.values[result].dtype;

@@ -27,10 +27,43 @@ using StridedKernel = void (*)(void* const* in, void* out, const int64_t* shape,
                                const int64_t* strides, int ndim,
                                int64_t row_begin, int64_t row_end);
 
+// Reduction tapes (reduce_kernel_source). Rows: rows [row_begin, row_end)
+// of the row shape S (`shape`, `ndim` >= 1, the last axis reduced), input
+// k's element strides against S in strides[k * ndim + d]; the output is
+// row-contiguous, of shape S or S with the last axis 1.
+using RowsKernel = StridedKernel;
+// Total (a tape with one reduction, over every axis, that only per-row
+// nodes consume): total(in, slot, begin, end) folds the flat elements
+// [begin, end) of row-contiguous inputs (or one-element ones) into *slot
+// (the accumulator, held as a double); finish(in, slots, n, out) combines
+// n slots as a tree, computes the nodes after the reduction and stores the
+// result.
+using TotalKernel = void (*)(void* const* in, double* slot, int64_t begin,
+                             int64_t end);
+using FinishKernel = void (*)(void* const* in, const double* slots,
+                              int64_t n, void* out);
+
 struct Kernel {
   ContiguousKernel contiguous = nullptr;
   StridedKernel strided = nullptr;
+  RowsKernel rows = nullptr;
+  TotalKernel total = nullptr;
+  FinishKernel finish = nullptr;
 };
+
+// Whether `tape` holds a Reduce node (fuse_reductions made it).
+bool has_reduction(const detail::Ir& tape);
+
+// The source of a kernel for a tape with reductions: entry point fx_rows,
+// and for a total fx_total and fx_finish. Empty when a node has no
+// functor or a dtype is not computed.
+std::string reduce_kernel_source(const detail::Ir& tape);
+
+// Evaluates a reduction tape with its kernel (backend/cpu/
+// compiled_reduce.cpp); false when these inputs need the node-by-node
+// fallback (a total over strided inputs), before anything is written.
+bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
+                   const std::vector<array>& inputs, array& out);
 
 // The kernel for `source`, compiled once per process (or found in the disk
 // cache). Returns null when no compiler works: callers then fall back to

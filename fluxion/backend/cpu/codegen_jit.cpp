@@ -40,9 +40,12 @@ std::string compiler() {
 
 // Kernels are built on the machine that runs them, so they may use all of
 // its instruction set (AVX-512 where present doubles the vector width).
+// No contraction into fused multiply-adds: the eager kernels round every
+// product (a fused sum(a * b) then sums the values eager sums).
 std::string flags() {
   return "-O3 -march=native -shared -fPIC -fno-math-errno "
-         "-fno-trapping-math -fwrapv -fno-semantic-interposition";
+         "-fno-trapping-math -fwrapv -fno-semantic-interposition "
+         "-ffp-contract=off";
 }
 
 // What -march=native means here (the CPU's feature flags), so a cache
@@ -90,8 +93,11 @@ bool open_kernel(const std::filesystem::path& lib, Kernel& k) {
   }
   k.contiguous = reinterpret_cast<ContiguousKernel>(dlsym(h, "fx_contiguous"));
   k.strided = reinterpret_cast<StridedKernel>(dlsym(h, "fx_strided"));
+  k.rows = reinterpret_cast<RowsKernel>(dlsym(h, "fx_rows"));
+  k.total = reinterpret_cast<TotalKernel>(dlsym(h, "fx_total"));
+  k.finish = reinterpret_cast<FinishKernel>(dlsym(h, "fx_finish"));
   // Libraries stay loaded for the life of the process, like the kernels.
-  return k.contiguous && k.strided;
+  return (k.contiguous && k.strided) || k.rows || (k.total && k.finish);
 }
 
 // Compiles `source` into `lib`; writes go to unique temporary names that

@@ -36,14 +36,22 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
     std::string source;
     const cpu::Kernel* kernel;
   };
-  const Built& built = backend_kernel<Built>(Device::cpu, [this] {
-    std::string src = cpu::kernel_source(tape());
+  const bool reduction = cpu::has_reduction(tape());
+  const Built& built = backend_kernel<Built>(Device::cpu, [&] {
+    std::string src = reduction ? cpu::reduce_kernel_source(tape())
+                                : cpu::kernel_source(tape());
     const cpu::Kernel* k = src.empty() ? nullptr : cpu::load_kernel(src);
     return Built{std::move(src), k};
   });
   const cpu::Kernel* kernel = built.kernel;
   if (!kernel) {
     eval_fallback(inputs, out, eval_cpu_node);
+    return;
+  }
+  if (reduction) {
+    if (!cpu::run_reduction(tape(), *kernel, inputs, out)) {
+      eval_fallback(inputs, out, eval_cpu_node);
+    }
     return;
   }
   const Shape& shape = out.shape();

@@ -1,0 +1,459 @@
+// Source generation for fused reductions (codegen.h: reduce_kernel_source;
+// the groups: compile_reduce.cpp). Every tape value either depends on the
+// position j along the row (per element) or not (per row: reductions, the
+// nodes computed from them, inputs broadcast along the row). fx_rows takes
+// each row in turn: per-row values are computed once, in tape order; each
+// reduction is one pass over j folding a lambda that recomputes the
+// per-element nodes it needs; a row-shaped output is a last pass writing
+// them. Intermediates of the row's shape are never stored (softmax: a max
+// pass, an exp-sum pass, a write pass, exp computed twice).
+//
+// Accumulation follows the eager kernel (backend/cpu/reduce.cpp) for
+// row-contiguous rows: 16 lanes combined as a tree, runs over 2048 split
+// in halves (pairwise), the result op(init, fold), in float for the half
+// types and float32, in double for float64. A fused row therefore sums in
+// the eager order whenever the eager kernel walks that row innermost (a
+// row-contiguous input); for strided inputs the eager kernel may walk
+// another order, and results agree to rounding. The max/min folds differ
+// from the eager vectorized one only in which NaN payload or which zero
+// sign comes out. A total splits the flat elements into the same chunks
+// as the eager kernel (one per thread, 2^16 elements at least) and
+// combines the chunks' partials as the same tree.
+#include <sstream>
+
+#include "fluxion/backend/common/kernel_source.h"
+#include "fluxion/backend/cpu/codegen.h"
+#include "fluxion/backend/cpu/codegen_parts.h"
+#include "fluxion/ops/reduce.h"
+#include "fluxion/ops/shape.h"
+
+namespace fluxion::cpu {
+
+using namespace gen;
+
+namespace {
+
+// The fold shared by every pass: fold_block and fold of reduce.cpp over
+// f(j) for j in [j0, j0 + n).
+const char* const kFold = R"(
+struct fx_add {
+  template <typename A> A operator()(A a, A b) const { return a + b; }
+};
+struct fx_mul {
+  template <typename A> A operator()(A a, A b) const { return a * b; }
+};
+template <typename A, typename Op, typename F>
+static inline A fx_fold_block(Op op, A init, const F& f, long long j0,
+                              long long n) {
+  long long i = 0;
+  A acc = init;
+  if (n >= 32) {
+    // The 16 lanes as one vector (GCC's vector extension; the functors'
+    // operators apply lane by lane): an array of lanes let GCC vectorize
+    // across i instead, with shuffles, 3x slower than the eager fold.
+    typedef A V __attribute__((vector_size(16 * sizeof(A))));
+    V lanes;
+    for (int k = 0; k < 16; ++k) lanes[k] = init;
+    for (; i + 16 <= n; i += 16) {
+      V t;
+      for (int k = 0; k < 16; ++k) t[k] = f(j0 + i + k);
+      lanes = op(lanes, t);
+    }
+    A l[16];
+    __builtin_memcpy(l, &lanes, sizeof(l));
+    for (int w = 8; w >= 1; w /= 2) {
+      for (int k = 0; k < w; ++k) l[k] = op(l[k], l[k + w]);
+    }
+    acc = l[0];
+  }
+  for (; i < n; ++i) acc = op(acc, f(j0 + i));
+  return acc;
+}
+template <typename A, typename Op, typename F>
+static A fx_fold(Op op, A init, const F& f, long long j0, long long n) {
+  if (n <= 2048) return fx_fold_block<A>(op, init, f, j0, n);
+  long long h = (n / 2 + 15) / 16 * 16;
+  A left = fx_fold<A>(op, init, f, j0, h);
+  return op(left, fx_fold<A>(op, init, f, j0 + h, n - h));
+}
+)";
+
+// Strings joined by appending: GCC 12's -Wrestrict misfires on chains of
+// `"x" + s + "y"` (GCC bug 105329; see tagged()).
+template <typename... S>
+std::string cat(const S&... parts) {
+  std::string out;
+  (out.append(parts), ...);
+  return out;
+}
+
+// A node's expression: shape-only nodes (a per-row value squeezed or
+// expanded: fuse_reductions admits no other) pass their input through.
+std::string expr(const detail::IrNode& n, const detail::Ir& tape) {
+  auto* p = n.prim.get();
+  if (dynamic_cast<const Squeeze*>(p) || dynamic_cast<const ExpandDims*>(p) ||
+      dynamic_cast<const Reshape*>(p)) {
+    return tagged("v", n.inputs[0]);
+  }
+  return node_expr(n, tape);
+}
+
+struct ReduceInfo {
+  std::string op, init, acc;
+};
+
+ReduceInfo reduce_info(const Reduce& r, Dtype in, Dtype out) {
+  ReduceInfo i;
+  i.acc = in == float64 || out == float64 ? "double" : "float";
+  switch (r.type()) {
+    case Reduce::Sum:
+      i.op = "fx_add{}";
+      i.init = cat("(", i.acc, ")0");
+      break;
+    case Reduce::Prod:
+      i.op = "fx_mul{}";
+      i.init = cat("(", i.acc, ")1");
+      break;
+    case Reduce::Max:
+      i.op = "fluxion::detail::Maximum{}";
+      i.init = cat("(", i.acc, ")(-__builtin_huge_val())");
+      break;
+    case Reduce::Min:
+      i.op = "fluxion::detail::Minimum{}";
+      i.init = cat("(", i.acc, ")(__builtin_huge_val())");
+      break;
+    default:
+      i.op.clear();
+  }
+  return i;
+}
+
+size_t size_of(const Shape& s) {
+  size_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+// What the generator knows of a tape.
+struct Plan {
+  const detail::Ir& tape;
+  Shape row;                // S
+  bool total = false;       // the reduction is over all axes
+  std::vector<bool> jdep;   // per value: depends on j
+  std::vector<int> producer;
+  std::vector<int> input_index;  // per value: k for tape inputs, else -1
+
+  std::string name(int v) const { return tagged("v", v); }
+
+  // Values a pass kept in a row buffer (b<value>[j]) for later passes.
+  std::vector<bool> buffered;
+
+  // The per-element values `v` needs (itself included), stopping at
+  // buffered ones.
+  std::vector<bool> needs(int v) const {
+    std::vector<bool> need(tape.values.size(), false);
+    std::vector<int> stack{v};
+    while (!stack.empty()) {
+      int u = stack.back();
+      stack.pop_back();
+      if (!jdep[u] || need[u]) continue;
+      need[u] = true;
+      if (producer[u] >= 0 && !buffered[u]) {
+        for (int w : tape.nodes[producer[u]].inputs) stack.push_back(w);
+      }
+    }
+    return need;
+  }
+
+  // Statements defining the per-element values `v` needs, in tape order;
+  // `elem(k)` is input k's element expression.
+  template <typename Elem>
+  std::string closure(int v, Elem elem) const {
+    std::vector<bool> need = needs(v);
+    std::ostringstream s;
+    for (size_t k = 0; k < tape.inputs.size(); ++k) {
+      int u = tape.inputs[k];
+      if (need[u]) {
+        s << "      const " << compute_type(tape.values[u].dtype) << " "
+          << name(u) << " = " << load(elem(k), tape.values[u].dtype) << ";\n";
+      }
+    }
+    for (auto& n : tape.nodes) {
+      int u = n.outputs[0];
+      if (need[u] && input_index[u] < 0) {
+        s << "      const " << compute_type(tape.values[u].dtype) << " "
+          << name(u) << " = "
+          << (buffered[u] ? tagged("b", u) + "[j]" : expr(n, tape))
+          << ";\n";
+      }
+    }
+    return s.str();
+  }
+};
+
+}  // namespace
+
+bool has_reduction(const detail::Ir& tape) {
+  for (auto& n : tape.nodes) {
+    if (dynamic_cast<const Reduce*>(n.prim.get())) return true;
+  }
+  return false;
+}
+
+std::string reduce_kernel_source(const detail::Ir& tape) {
+  for (auto& v : tape.values) {
+    if (!storage_type(v.dtype)) return "";
+  }
+  Plan p{tape, {}, false, {}, {}, {}, {}};
+  int reductions = 0;
+  const detail::IrNode* last_reduce = nullptr;
+  for (auto& n : tape.nodes) {
+    if (auto* r = dynamic_cast<const Reduce*>(n.prim.get())) {
+      p.row = tape.values[n.inputs[0]].shape;
+      p.total = r->axes().size() == p.row.size() && p.row.size() > 1;
+      ++reductions;
+      last_reduce = &n;
+    }
+  }
+  if (!reductions || p.row.empty()) return "";
+  const int64_t R = p.row.back();
+  size_t nv = tape.values.size();
+  p.jdep.assign(nv, false);
+  p.producer.assign(nv, -1);
+  p.input_index.assign(nv, -1);
+  for (size_t k = 0; k < tape.inputs.size(); ++k) {
+    int v = tape.inputs[k];
+    const Shape& s = tape.values[v].shape;
+    p.input_index[v] = static_cast<int>(k);
+    p.jdep[v] = p.total ? size_of(s) > 1 : (!s.empty() && s.back() == R);
+  }
+  for (size_t i = 0; i < tape.nodes.size(); ++i) {
+    auto& n = tape.nodes[i];
+    int o = n.outputs[0];
+    p.producer[o] = static_cast<int>(i);
+    if (dynamic_cast<const Reduce*>(n.prim.get())) continue;
+    if (expr(n, tape).empty()) return "";
+    for (int v : n.inputs) p.jdep[o] = p.jdep[o] || p.jdep[v];
+  }
+  int result = tape.outputs[0];
+  Dtype out_t = tape.values[result].dtype;
+
+  std::ostringstream src;
+  src << "// Generated by Fluxion's compile: a fused reduction kernel.\n"
+         "#define FLUXION_GENERATED_KERNEL 1\n"
+      << detail::kernel_functor_source() << kBase << kFold;
+  size_t nin = tape.inputs.size();
+  auto ptrs = [&](bool with_out) {
+    std::ostringstream s;
+    for (size_t k = 0; k < nin; ++k) {
+      const char* st = storage_type(tape.values[tape.inputs[k]].dtype);
+      s << "  const " << st << "* p" << k << " = (const " << st << "*)in["
+        << k << "];\n";
+    }
+    if (with_out) {
+      s << "  " << storage_type(out_t) << "* po = (" << storage_type(out_t)
+        << "*)out;\n";
+    }
+    return s.str();
+  };
+  // Per-row statements up to (and, with `upto_end`, after) the reductions:
+  // `scalar(k)` reads a per-row input, `elem(k)` an element of one, and
+  // `span` is the j range of a pass.
+  // Row buffers (fx_rows only): a pass's per-element value that a later
+  // pass needs again is kept for the row rather than recomputed (softmax's
+  // exp: one exp per element, not two), for rows of up to 16384 elements
+  // (a buffer on the thread's stack, in cache).
+  std::vector<bool> to_buffer(nv, false);
+  std::vector<int> targets;
+  for (auto& n : tape.nodes) {
+    if (dynamic_cast<const Reduce*>(n.prim.get())) {
+      targets.push_back(n.inputs[0]);
+    }
+  }
+  if (tape.values[result].shape == p.row) targets.push_back(result);
+  p.buffered.assign(nv, false);
+  if (!p.total && R <= 16384) {
+    for (size_t i = 0; i + 1 < targets.size(); ++i) {
+      int u = targets[i];
+      if (!p.jdep[u] || p.input_index[u] >= 0) continue;
+      for (size_t later = i + 1; later < targets.size(); ++later) {
+        if (p.needs(targets[later])[u]) to_buffer[u] = true;
+      }
+    }
+  }
+  // The buffers live on the stack of whichever thread runs the row: kept
+  // under 256 KB together (rows recompute instead beyond that).
+  int64_t buffer_bytes = 0;
+  for (size_t v = 0; v < nv; ++v) {
+    if (to_buffer[v]) {
+      buffer_bytes += R * (tape.values[v].dtype == float64 ? 8 : 4);
+    }
+  }
+  if (buffer_bytes > (int64_t{256} << 10)) {
+    to_buffer.assign(nv, false);
+  }
+  auto row_body = [&](auto scalar, auto elem, const std::string& span,
+                      std::string* fold_result) {
+    std::ostringstream s;
+    for (size_t k = 0; k < nin; ++k) {
+      int v = tape.inputs[k];
+      if (!p.jdep[v]) {
+        s << "    const " << compute_type(tape.values[v].dtype) << " "
+          << p.name(v) << " = " << load(scalar(k), tape.values[v].dtype)
+          << ";\n";
+      }
+    }
+    for (auto& n : tape.nodes) {
+      int o = n.outputs[0];
+      Dtype ot = tape.values[o].dtype;
+      if (auto* r = dynamic_cast<const Reduce*>(n.prim.get())) {
+        int u = n.inputs[0];
+        ReduceInfo info = reduce_info(*r, tape.values[u].dtype, ot);
+        if (info.op.empty()) return std::string();
+        s << "    " << compute_type(ot) << " " << p.name(o) << ";\n    {\n"
+          << "      auto f = [&](long long j) -> " << info.acc << " {\n"
+          << p.closure(u, elem)
+          << (to_buffer[u] && !fold_result
+                  ? cat("      ", tagged("b", u), "[j] = ", p.name(u), ";\n")
+                  : std::string())
+          << "      return (" << info.acc << ")(" << p.name(u)
+          << ");\n      };\n"
+          << "      " << info.acc << " acc = " << info.op << "(" << info.init
+          << ", fx_fold<" << info.acc << ">(" << info.op << ", " << info.init
+          << ", f, " << span << "));\n";
+        if (fold_result && &n == last_reduce) {
+          *fold_result = "acc";
+          s << "      *slot = (double)acc;\n    }\n";
+          return s.str();  // a total's partial: nothing after it
+        }
+        s << "      " << p.name(o) << " = "
+          << round_half(cat("(", compute_type(ot), ")(acc)"), ot)
+          << ";\n    }\n";
+        if (to_buffer[u] && !fold_result) p.buffered[u] = true;
+      } else if (!p.jdep[o] && p.input_index[o] < 0) {
+        s << "    const " << compute_type(ot) << " " << p.name(o) << " = "
+          << expr(n, tape) << ";\n";
+      }
+    }
+    return s.str();
+  };
+  if (!p.total) {
+    // Rows: offsets of the row's start per input, as fx_strided computes.
+    src << "extern \"C\" void fx_rows(void* const* in, void* out, const "
+           "long long* shape, const long long* strides, int ndim, long long "
+           "row_begin, long long row_end) {\n"
+        << ptrs(true) << "  const long long R = shape[ndim - 1];\n";
+    for (size_t k = 0; k < nin; ++k) {
+      src << "  const long long t" << k << " = strides[" << k
+          << " * ndim + ndim - 1];\n";
+    }
+    for (size_t v = 0; v < nv; ++v) {
+      if (to_buffer[v]) {
+        auto ct = compute_type(tape.values[v].dtype);
+        src << "  " << ct << "* " << tagged("b", v) << " = (" << ct
+            << "*)__builtin_alloca((R > 0 ? R : 1) * sizeof(" << ct
+            << "));\n";
+      }
+    }
+    // Two copies of the row loop: rows contiguous in every per-element
+    // input (stride 1: loads the compiler vectorizes), and any strides.
+    auto rows_loop = [&](bool unit) {
+      std::ostringstream l;
+      p.buffered.assign(nv, false);
+      l << "  for (long long r = row_begin; r < row_end; ++r) {\n"
+        << "    long long off[" << nin + 1 << "] = {0};\n"
+        << "    long long rem = r;\n"
+        << "    for (int d = ndim - 2; d >= 0; --d) {\n"
+        << "      long long c = rem % shape[d];\n      rem /= shape[d];\n"
+        << "      for (int k = 0; k < " << nin
+        << "; ++k) off[k] += c * strides[k * ndim + d];\n    }\n";
+      auto scalar = [](size_t k) {
+        auto ks = std::to_string(k);
+        return cat("p", ks, "[off[", ks, "]]");
+      };
+      auto elem = [unit](size_t k) {
+        auto ks = std::to_string(k);
+        return unit ? cat("p", ks, "[off[", ks, "] + j]")
+                    : cat("p", ks, "[off[", ks, "] + j * t", ks, "]");
+      };
+      std::string body = row_body(scalar, elem, "0, R", nullptr);
+      if (body.empty()) return std::string();
+      l << body;
+      if (tape.values[result].shape == p.row) {
+        l << "    for (long long j = 0; j < R; ++j) {\n"
+          << p.closure(result, elem) << "      po[r * R + j] = "
+          << store(p.name(result), out_t) << ";\n    }\n";
+      } else {
+        l << "    po[r] = " << store(p.name(result), out_t) << ";\n";
+      }
+      l << "  }\n";
+      return l.str();
+    };
+    std::string unit_loop = rows_loop(true), any_loop = rows_loop(false);
+    if (unit_loop.empty() || any_loop.empty()) return "";
+    src << "  const bool unit = true";
+    for (size_t k = 0; k < nin; ++k) {
+      if (p.jdep[tape.inputs[k]]) src << " && t" << k << " == 1";
+    }
+    src << ";\n  if (unit) {\n" << unit_loop << "  } else {\n" << any_loop
+        << "  }\n}\n";
+  }
+  p.buffered.assign(nv, false);
+  // A total: one reduction whose result only per-row nodes consume (a
+  // 1-D mean's squeeze and divide), over row-contiguous inputs, flat
+  // index j. fx_finish combines the partials, then computes those nodes.
+  bool total_ok = reductions == 1 && !p.jdep[result] &&
+                  tape.values[result].shape != p.row;
+  for (auto& n : tape.nodes) {
+    if (&n > last_reduce && p.jdep[n.outputs[0]]) total_ok = false;
+  }
+  if (total_ok) {
+    auto* r = static_cast<const Reduce*>(last_reduce->prim.get());
+    int red = last_reduce->outputs[0];
+    Dtype red_t = tape.values[red].dtype;
+    ReduceInfo info = reduce_info(
+        *r, tape.values[last_reduce->inputs[0]].dtype, red_t);
+    src << "extern \"C\" void fx_total(void* const* in, double* slot, long "
+           "long begin, long long end) {\n"
+        << ptrs(false) << "  {\n";
+    auto scalar = [](size_t k) { return cat(tagged("p", k), "[0]"); };
+    auto elem = [](size_t k) { return cat(tagged("p", k), "[j]"); };
+    std::string fold;
+    std::string body = row_body(scalar, elem, "begin, end - begin", &fold);
+    if (body.empty()) return "";
+    src << body << "  }\n}\n";
+    src << "extern \"C\" void fx_finish(void* const* in, const double* "
+           "slots, long long n, void* out) {\n"
+        << ptrs(true) << "  " << info.acc << " a[64];\n"
+        << "  if (n > 64) n = 64;\n"  // the eval passes at most 64 chunks
+        << "  for (long long t = 0; t < n; ++t) a[t] = (" << info.acc
+        << ")slots[t];\n"
+        << "  for (long long w = 1; w < n; w *= 2)\n"
+        << "    for (long long t = 0; t + w < n; t += 2 * w) a[t] = "
+        << info.op << "(a[t], a[t + w]);\n";
+    for (size_t k = 0; k < nin; ++k) {
+      int v = tape.inputs[k];
+      if (!p.jdep[v]) {
+        src << "  const " << compute_type(tape.values[v].dtype) << " "
+            << p.name(v) << " = "
+            << load(scalar(k), tape.values[v].dtype) << ";\n";
+      }
+    }
+    for (auto& n : tape.nodes) {
+      int o = n.outputs[0];
+      Dtype ot = tape.values[o].dtype;
+      if (o == red) {
+        src << "  const " << compute_type(ot) << " " << p.name(o) << " = "
+            << round_half(cat("(", compute_type(ot), ")(a[0])"), ot)
+            << ";\n";
+      } else if (!p.jdep[o] && p.input_index[o] < 0) {
+        src << "  const " << compute_type(ot) << " " << p.name(o) << " = "
+            << expr(n, tape) << ";\n";
+      }
+    }
+    src << "  po[0] = " << store(p.name(result), out_t) << ";\n}\n";
+  }
+  return src.str();
+}
+
+}  // namespace fluxion::cpu

@@ -1,0 +1,104 @@
+// A fused reduction on the CPU (codegen.h: run_reduction). Row reductions
+// split the rows over the thread pool, each row done by one thread (so
+// the row's fold order is the eager one whatever the thread count). A
+// total over all axes splits the flat elements into the eager kernel's
+// chunks: min(threads, n / 2^16), partials combined as a tree.
+#include <algorithm>
+
+#include "fluxion/backend/cpu/codegen.h"
+#include "fluxion/backend/cpu/thread_pool.h"
+#include "fluxion/ops/reduce.h"
+
+namespace fluxion::cpu {
+
+namespace {
+
+// As reduce.cpp: below this many elements a total stays on one thread.
+constexpr int64_t kReduceGrain = 1 << 16;
+// fx_finish combines at most this many partials.
+constexpr int64_t kMaxChunks = 64;
+
+// Input strides (in elements) broadcast against `shape`, right-aligned.
+std::vector<int64_t> strides_against(const array& in, const Shape& shape) {
+  std::vector<int64_t> s(shape.size(), 0);
+  int off = static_cast<int>(shape.size()) - in.ndim();
+  for (int d = 0; d < in.ndim(); ++d) {
+    s[off + d] = in.shape(d) == 1 ? 0 : in.strides(d);
+  }
+  return s;
+}
+
+}  // namespace
+
+bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
+                   const std::vector<array>& inputs, array& out) {
+  const Reduce* reduce = nullptr;
+  Shape row;
+  for (auto& n : tape.nodes) {
+    if (auto* r = dynamic_cast<const Reduce*>(n.prim.get())) {
+      reduce = r;
+      row = tape.values[n.inputs[0]].shape;
+    }
+  }
+  const bool all_axes = reduce->axes().size() == row.size();
+  int64_t n = 1;
+  for (auto d : row) n *= d;
+  if (kernel.total && all_axes) {
+    // Flat elements: every input row-contiguous of the row shape, or one
+    // element read as a scalar.
+    bool flat = true;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      size_t traced = 1;
+      for (auto d : tape.values[tape.inputs[k]].shape) traced *= d;
+      const array& in = inputs[k];
+      flat = flat && (traced == 1 ? in.size() == 1
+                                  : in.flags().row_contiguous &&
+                                        in.shape() == row);
+    }
+    if (flat) {
+      std::vector<void*> ptrs;
+      for (auto& in : inputs) ptrs.push_back(in.raw_data());
+      int64_t chunks = std::min<int64_t>(num_threads(), n / kReduceGrain);
+      chunks = std::clamp<int64_t>(chunks, 1, kMaxChunks);
+      int64_t step = (n + chunks - 1) / chunks;
+      std::vector<double> slots(chunks);
+      parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+          int64_t lo = std::min(n, t * step), hi = std::min(n, lo + step);
+          kernel.total(ptrs.data(), &slots[t], lo, hi);
+        }
+      });
+      out.set_data(std::max<size_t>(out.nbytes(), 1));
+      kernel.finish(ptrs.data(), slots.data(), chunks, out.raw_data());
+      return true;
+    }
+  }
+  if (!kernel.rows || (all_axes && row.size() > 1)) {
+    return false;  // a total over strided inputs
+  }
+  out.set_data(std::max<size_t>(out.nbytes(), 1));
+  const int64_t R = row.back();
+  int64_t rows_all = 1;
+  for (size_t d = 0; d + 1 < row.size(); ++d) rows_all *= row[d];
+  if (rows_all == 0 || out.size() == 0) {
+    return true;
+  }
+  std::vector<int64_t> shape(row.begin(), row.end());
+  std::vector<int64_t> flat;
+  std::vector<void*> ptrs;
+  for (auto& in : inputs) {
+    auto s = strides_against(in, row);
+    flat.insert(flat.end(), s.begin(), s.end());
+    ptrs.push_back(in.raw_data());
+  }
+  int nd = static_cast<int>(shape.size());
+  int64_t grain =
+      std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(R, 1));
+  void* dst = out.raw_data();
+  parallel_for(rows_all, grain, [&](int64_t b, int64_t e) {
+    kernel.rows(ptrs.data(), dst, shape.data(), flat.data(), nd, b, e);
+  });
+  return true;
+}
+
+}  // namespace fluxion::cpu
