@@ -53,6 +53,11 @@ bool is_view_primitive(const Primitive& p);
 // unused nodes removed.
 void simplify_ir(Ir& ir, bool shapeless);
 
+// A node fuse_ir may take into a group: single output, inputs of its
+// shape, and a functor (Primitive::elementwise_functor) for these real
+// dtypes.
+bool fusable(const IrNode& n, const Ir& ir);
+
 // Runs of elementwise nodes become one `Compiled` node (compiled.h).
 // Unless shapeless, reductions with their elementwise neighbours are
 // fused first (fuse_reductions).

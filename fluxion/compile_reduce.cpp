@@ -62,22 +62,10 @@ ReduceKind reduce_kind(const IrNode& n, const Ir& ir) {
   return ReduceKind::None;  // non-trailing axes: the eager kernel
 }
 
-// An elementwise node the generated kernels compute (the test fuse_ir
-// uses: a functor for these real dtypes, inputs of the output's shape).
+// An elementwise node the generated kernels compute (fuse_ir's test), not
+// an already fused one.
 bool elementwise(const IrNode& n, const Ir& ir) {
-  if (n.outputs.size() != 1 || n.inputs.empty() ||
-      dynamic_cast<const Compiled*>(n.prim.get())) {
-    return false;
-  }
-  const auto& out = ir.values[n.outputs[0]];
-  std::vector<Dtype> in;
-  for (int v : n.inputs) {
-    if (ir.values[v].shape != out.shape || is_complex(ir.values[v].dtype)) {
-      return false;
-    }
-    in.push_back(ir.values[v].dtype);
-  }
-  return !is_complex(out.dtype) && n.prim->elementwise_functor(in) != nullptr;
+  return !dynamic_cast<const Compiled*>(n.prim.get()) && fusable(n, ir);
 }
 
 bool is_broadcast_node(const IrNode& n) {

@@ -97,8 +97,6 @@ std::pair<std::vector<array>, std::vector<int>> Compiled::vmap(
 
 namespace detail {
 
-namespace {
-
 // Fusion is the primitives' decision (Primitive::elementwise_functor),
 // not a backend's: a single-output node whose inputs have its shape and
 // whose primitive names a functor for these dtypes. Generated kernels
@@ -119,6 +117,8 @@ bool fusable(const IrNode& n, const Ir& ir) {
   }
   return !is_complex(out.dtype) && n.prim->elementwise_functor(in) != nullptr;
 }
+
+namespace {
 
 // Broadcasts and reshapes feeding a group only change how an input is
 // read (strides, or a row-contiguous view): absorbed unless shapeless,
