@@ -133,7 +133,7 @@
   X(ArgPartition, sort, 1, 1)                     \
   X(Scan, sort, 1, 1)                             \
   X(Convolution, conv, 1, 0)                      \
-  X(FFT, fft, 1, 0)                               \
+  X(FFT, fft, 1, 1)                               \
   X(fast::LayerNorm, fast, 1, 1)                  \
   X(fast::RMSNorm, fast, 1, 1)                    \
   X(fast::RoPE, fast, 1, 1)                       \

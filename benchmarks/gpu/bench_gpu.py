@@ -12,6 +12,8 @@ copy's bandwidth) without a target yet.
 The fused norms (layer_norm, rms_norm of 32768 x 4096): forward as a
 fraction of the copy's bandwidth and against torch's; forward + backward
 against torch's (our backward is composed from public ops).
+FFT (cuFFT on both sides): 1-D complex, batched rows, a 2-D real transform
+and a prime length against torch.fft on the same data, no target yet.
 """
 import os
 import statistics
@@ -153,6 +155,7 @@ def main():
     mlp_step(g, dev)
     host_copies(g, dev)
     norms(g, dev)
+    fft_bench(g, dev)
 
     # Matmul 8192^3, bfloat16 and float32 (TF32 off on both sides).
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -338,6 +341,55 @@ def rope_hadamard(g, dev):
         ours = K * nbytes / cuda_time(
             lambda: mx.eval([f() for _ in range(K)])) / 1e12
         report(name, ours, copy_bw, "TB/s", "d2d copy", True)
+
+
+def fft_bench(g, dev):
+    """mx.fft against torch.fft (both through cuFFT) on the same data:
+    complex64 fft of 2^24 points, 16384 rows of 1024 (batched), ifft of the
+    rows (plus our 1 / n pass), rfft2 and irfft2 of 4096 x 4096 float32, a
+    prime length (Bluestein), and a middle axis (our looped batches). Our
+    first call of a shape makes its plans (the warm-up run absorbs it)."""
+    rng = np.random.default_rng(0)
+
+    def cplx(*shape):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+                ).astype(np.complex64)
+
+    big = cplx(1 << 24)
+    rows = cplx(16384, 1024)
+    img = rng.standard_normal((4096, 4096)).astype(np.float32)
+    prime = cplx(8, 1000003)
+    mid = cplx(64, 1024, 64)
+    spec = np.fft.rfft2(img).astype(np.complex64)
+    cases = [
+        ("fft 2^24 c64", big, lambda a: mx.fft.fft(a, stream=g),
+         torch.fft.fft),
+        ("fft 16384 x 1024 rows", rows, lambda a: mx.fft.fft(a, stream=g),
+         torch.fft.fft),
+        ("ifft 16384 x 1024 rows", rows, lambda a: mx.fft.ifft(a, stream=g),
+         torch.fft.ifft),
+        ("rfft2 4096^2 f32", img, lambda a: mx.fft.rfft2(a, stream=g),
+         torch.fft.rfft2),
+        ("irfft2 4096^2 f32", spec, lambda a: mx.fft.irfft2(a, stream=g),
+         torch.fft.irfft2),
+        ("fft 8 x 1000003 (prime)", prime,
+         lambda a: mx.fft.fft(a, stream=g), torch.fft.fft),
+        ("fft 64x1024x64 axis 1", mid,
+         lambda a: mx.fft.fft(a, axis=1, stream=g),
+         lambda t: torch.fft.fft(t, dim=1)),
+    ]
+    for name, data, ours_fn, torch_fn in cases:
+        a = mx.array(data)
+        mx.eval(a)
+        t = torch.from_numpy(data).to(dev)
+        ours = cuda_time(lambda: mx.eval(ours_fn(a)))
+
+        def ref_fn():
+            torch_fn(t)
+            torch.cuda.current_stream().synchronize()
+        ref = cuda_time(ref_fn)
+        report(f"{name} (ms)", ours * 1e3, ref * 1e3, "ms", "torch", False)
+        del a, t
 
 
 def chain_parts(g, dev):
