@@ -616,11 +616,15 @@ def test_load_where_the_gpu_is_the_default(tmp_path):
 
 
 @pytest.mark.parametrize("dt,tol", [(mx.float32, 1e-6), (mx.bfloat16, 1e-2),
-                                    (mx.float64, 1e-14)])
-@pytest.mark.parametrize("n", [1, 33, 1000, 5000, 20000, 40000])
+                                    (mx.float16, 2e-3), (mx.float64, 1e-14)])
+@pytest.mark.parametrize("n", [1, 4, 33, 128, 200, 512, 1000, 1024, 1025,
+                               5000, 8192, 16384, 16385, 40000])
 def test_softmax_rows_match_cpu(dt, tol, n):
-    # One pass per row (registers up to 32k elements, three passes beyond).
-    x = np.random.default_rng(n).standard_normal((3, n)).astype(np.float32)
+    # One pass per row: a warp per row up to 1024 elements (4, 8, 16 or 32
+    # values a lane), a block per row up to 16384, three passes beyond;
+    # rows whose length is a multiple of 16 bytes in Packs. Five rows: the
+    # last block of warp rows is part empty.
+    x = np.random.default_rng(n).standard_normal((5, n)).astype(np.float32)
     x[1, n // 2] = np.nan  # a nan row stays nan
     if n > 1:
         x[2, :] = -np.inf
