@@ -1,10 +1,11 @@
 // What the CPU's row kernels share (fast_norm.cpp, fast_sdpa.cpp,
-// softmax.cpp): a row's sum with independent accumulators and exp of a
-// row in place through the vector kernel.
+// softmax.cpp): a row's sum and max with independent accumulators and exp
+// of a row in place through the vector kernel.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "fluxion/backend/cpu/simd.h"
@@ -29,6 +30,39 @@ M lane_sum(const M* p, int64_t n) {
     s += p[i];
   }
   return s;
+}
+
+// Copies n values of T into buf as M and returns their max; nan when any
+// value is nan (as a running max that lets a nan stick). 8 independent
+// maxima and a separate nan flag keep the loop vectorizable without
+// fast-math (a branch on nan inside the running max is not).
+template <typename T, typename M>
+M load_row_max(const T* src, M* buf, int64_t n) {
+  M lanes[8];
+  for (auto& l : lanes) {
+    l = -std::numeric_limits<M>::infinity();
+  }
+  bool nan = false;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) {
+      const M v = static_cast<M>(src[i + l]);
+      buf[i + l] = v;
+      lanes[l] = v > lanes[l] ? v : lanes[l];
+      nan |= v != v;
+    }
+  }
+  M m = lanes[0];
+  for (int l = 1; l < 8; ++l) {
+    m = lanes[l] > m ? lanes[l] : m;
+  }
+  for (; i < n; ++i) {
+    const M v = static_cast<M>(src[i]);
+    buf[i] = v;
+    m = v > m ? v : m;
+    nan |= v != v;
+  }
+  return nan ? std::numeric_limits<M>::quiet_NaN() : m;
 }
 
 // exp of n values in place: the vector kernel where the CPU has one, else

@@ -36,22 +36,15 @@ void softmax_rows(const array& in, array& out) {
     auto buf = std::make_unique_for_overwrite<C[]>(n);
     for (int64_t r = r0; r < r1; ++r) {
       const T* xr = src + r * n;
-      C m = -std::numeric_limits<C>::infinity();
-      for (int64_t i = 0; i < n; ++i) {
-        const C v = static_cast<C>(xr[i]);
-        buf[i] = v;
-        if (v > m || v != v) {  // a nan sticks: no later v exceeds it
-          m = v;
-        }
-      }
+      const C m = cpu::load_row_max(xr, buf.get(), n);
       for (int64_t i = 0; i < n; ++i) {
         buf[i] -= m;
       }
       cpu::exp_in_place(buf.get(), n);
-      const C total = cpu::lane_sum(buf.get(), n);
+      const C scale = C(1) / cpu::lane_sum(buf.get(), n);
       T* yr = dst + r * n;
       for (int64_t j = 0; j < n; ++j) {
-        yr[j] = static_cast<T>(buf[j] / total);
+        yr[j] = static_cast<T>(buf[j] * scale);
       }
     }
   });
