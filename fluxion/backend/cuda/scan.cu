@@ -14,8 +14,10 @@
 //  - inner == 1 (the axis is last): rows. One block per row sweeps it in
 //    tiles (cub::BlockScan over per-thread partial scans), carrying the
 //    running value from tile to tile; 32-thread blocks for rows of up to
-//    128. A few very long rows (one 256M cumsum) instead go through CUB's
-//    single-pass device scan (decoupled look-back), one call per row.
+//    128. A few very long rows (one 256M cumsum) instead go through a
+//    single-pass scan with decoupled look-back: Fluxion's own
+//    (scan_lookback.cuh) for 4-byte accumulators of sum, product, max and
+//    min, CUB's device scan (one call per row) for the others.
 //  - inner > 1: one thread per column (o, j), consecutive threads on
 //    consecutive memory. With few columns and a long axis that leaves the
 //    GPU idle, the input is transposed so the axis is last, scanned as
@@ -32,6 +34,7 @@
 
 #include "fluxion/backend/common/reduce_ops.h"
 #include "fluxion/backend/cuda/kernels.cuh"
+#include "fluxion/backend/cuda/scan_lookback.cuh"
 #include "fluxion/ops/sort.h"
 
 namespace fluxion {
@@ -147,7 +150,43 @@ __global__ void scan_cols(const In* x, Out* y, int64_t outer, int64_t n,
   }
 }
 
-// --- A few very long rows: CUB's single-pass scan --------------------------
+// --- A few very long rows: single-pass scans -------------------------------
+
+template <typename Op>
+struct IsLogAddExp : std::false_type {};
+template <typename M>
+struct IsLogAddExp<detail::LogAddExpOp<M>> : std::true_type {};
+
+// Fluxion's own look-back scan (scan_lookback.cuh) for 4-byte accumulators
+// of sum, product, max and min, all rows in one launch; false when it does
+// not apply.
+template <typename In, typename Out, typename M, typename Op>
+bool lookback_rows(const In* x, Out* y, int64_t rows, int64_t n, bool reverse,
+                   bool inclusive, cudaStream_t s) {
+  if constexpr (sizeof(M) != 4 || IsLogAddExp<Op>::value) {
+    return false;
+  } else {
+    using namespace scan_lookback;
+    const int64_t per_row = (n + kTile - 1) / kTile;
+    const int64_t tiles = rows * per_row;
+    if (tiles > INT_MAX) {
+      return false;
+    }
+    // The tiles' states, then the tile counter; zeroed for this scan.
+    const size_t bytes = (tiles + 1) * sizeof(Word);
+    auto tmp = std::make_shared<Data>(bytes, Device{Device::gpu});
+    Word* status = static_cast<Word*>(tmp->ptr());
+    cu::check(cudaMemsetAsync(status, 0, bytes, s), "scan");
+    scan_tiles<In, Out, M, Op, Combine<M, Op>><<<static_cast<unsigned>(tiles), kThreads, 0, s>>>(
+        x, y, n, per_row, reverse, inclusive, status,
+        reinterpret_cast<unsigned*>(status + tiles));
+    cu::check_launch("scan");
+    cu::keep_alive(tmp);
+    return true;
+  }
+}
+
+// The others: CUB's single-pass scan, one call per row.
 
 // Element i of the scan sequence (memory position n - 1 - i backwards).
 template <typename In, typename M>
@@ -186,6 +225,9 @@ __global__ void write_identity(Out* y, M v) {
 template <typename In, typename Out, typename M, typename Op>
 void device_scan_rows(const In* x, Out* y, int64_t rows, int64_t n,
                       bool reverse, bool inclusive, cudaStream_t s) {
+  if (lookback_rows<In, Out, M, Op>(x, y, rows, n, reverse, inclusive, s)) {
+    return;
+  }
   const int64_t items = inclusive ? n : n - 1;
   auto in_at = [&](const In* xr) {
     return thrust::make_transform_iterator(

@@ -1,0 +1,225 @@
+// A single-pass scan of a few long rows with decoupled look-back (the
+// method Merrill and Garland describe for CUB): each block scans one tile
+// of 4096 elements, publishes the tile's total at once, then looks back
+// over the tiles before it, 32 at a time, until it meets one whose
+// inclusive prefix is known, and publishes its own. Every element is read
+// and written once; the look-back moves a few bytes per tile. scan.cu
+// chooses when it applies.
+//
+// Tiles are numbered in the order blocks start (an atomic counter), not by
+// blockIdx: a block then waits only on tiles that running blocks hold, and
+// those publish their totals without waiting, so the scan cannot deadlock
+// whatever order the GPU schedules blocks in. Tile numbers run over the
+// rows one after another; a row's first tile starts its own prefix.
+//
+// Only for 4-byte accumulators (float, int32, uint32) of sum, product, max
+// and min: a tile's state and value then share one 64-bit word, written
+// and read whole, so a reader never sees a state with another tile's
+// value. Values combine as op(earlier, later) everywhere, as the CPU's
+// running accumulator does.
+#pragma once
+
+#include <cuda/atomic>
+
+#include "fluxion/backend/cuda/kernels.cuh"
+
+namespace fluxion::scan_lookback {
+
+constexpr int kThreads = 256;
+constexpr int kItems = 16;  // per thread
+constexpr int kTile = kThreads * kItems;
+
+// A tile's state: nothing yet, its own total, or the row's inclusive
+// prefix through it.
+enum : unsigned { kEmpty = 0, kTotal = 1, kPrefix = 2 };
+
+using Word = unsigned long long;
+
+// Shared-memory slot of tile element k: one pad word per 32 elements, so
+// the blocked reads (thread t, items t * kItems + j) hit distinct banks.
+__device__ __forceinline__ int slot(int k) { return k + (k >> 5); }
+
+template <typename M>
+__device__ __forceinline__ Word pack(unsigned state, M v) {
+  static_assert(sizeof(M) == 4, "look-back scan: 4-byte accumulators");
+  uint32_t bits;
+  memcpy(&bits, &v, 4);
+  return (Word{state} << 32) | bits;
+}
+template <typename M>
+__device__ __forceinline__ M value_of(Word w) {
+  const uint32_t bits = static_cast<uint32_t>(w);
+  M v;
+  memcpy(&v, &bits, 4);
+  return v;
+}
+__device__ __forceinline__ void publish(Word* slot, Word w) {
+  cuda::atomic_ref<Word, cuda::thread_scope_device>(*slot).store(
+      w, cuda::memory_order_relaxed);
+}
+__device__ __forceinline__ Word read(Word* slot) {
+  return cuda::atomic_ref<Word, cuda::thread_scope_device>(*slot).load(
+      cuda::memory_order_relaxed);
+}
+
+// The combination, oldest first, of the tiles before `tile` back to the
+// nearest one with a known prefix (at the latest the row's first tile,
+// `first`). Called by one whole warp; every lane gets the result.
+template <typename M, typename C>
+__device__ M look_back(Word* status, int64_t tile, int64_t first, C op) {
+  const int lane = threadIdx.x % 32;
+  bool have = false;
+  M prefix{};
+  for (int64_t newest = tile - 1;; newest -= 32) {
+    const int64_t idx = newest - lane;  // lane 0 the newest tile
+    Word w = pack<M>(kPrefix, M{});
+    if (idx >= first) {
+      do {
+        w = read(status + idx);
+      } while ((w >> 32) == kEmpty);
+    }
+    const unsigned known = __ballot_sync(0xffffffffu, (w >> 32) == kPrefix);
+    // Lanes past the newest known prefix do not count (a lane with idx <
+    // first reads as known, so `stop` never passes the row's start).
+    const int stop = known ? __ffs(known) - 1 : 31;
+    M v = value_of<M>(w);
+    // Ordered tree: lane l takes op(lanes l+o.., lanes l..), older first.
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const M u = __shfl_down_sync(0xffffffffu, v, o);
+      if (lane + o <= stop) {
+        v = op(u, v);
+      }
+    }
+    const M window = __shfl_sync(0xffffffffu, v, 0);
+    prefix = have ? op(window, prefix) : window;
+    have = true;
+    if (known) {
+      return prefix;
+    }
+  }
+}
+
+// Scan of `rows` rows of n elements (x and y row-contiguous), scan
+// position p of a row at memory position p (forwards) or n - 1 - p.
+// `status` holds rows * tiles_per_row zeroed words, `next` a zeroed
+// counter; the grid has one block per tile.
+// Op gives the identity (Op::init()), C combines two M.
+template <typename In, typename Out, typename M, typename Op, typename C>
+__global__ void __launch_bounds__(kThreads)
+    scan_tiles(const In* x, Out* y, int64_t n, int64_t tiles_per_row,
+               bool reverse, bool inclusive, Word* status, unsigned* next) {
+  __shared__ M buf[kTile + kTile / 32];
+  __shared__ M warp_total[kThreads / 32];
+  __shared__ unsigned tile_slot;
+  __shared__ M carry_slot;
+  C op;
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  if (t == 0) {
+    tile_slot = atomicAdd(next, 1u);
+  }
+  __syncthreads();
+  const int64_t tile = tile_slot;
+  const int64_t row = tile / tiles_per_row;
+  const int64_t in_row = tile % tiles_per_row;
+  const In* xr = x + row * n;
+  Out* yr = y + row * n;
+  const int64_t base = in_row * kTile;
+
+  // Striped, coalesced loads into shared memory in scan order.
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int k = j * kThreads + t;
+    const int64_t p = base + k;
+    buf[slot(k)] =
+        p < n ? cu::convert<M>(xr[reverse ? n - 1 - p : p]) : Op::init();
+  }
+  __syncthreads();
+  // Each thread's kItems consecutive elements, scanned in registers.
+  M v[kItems];
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    v[j] = buf[slot(t * kItems + j)];
+  }
+#pragma unroll
+  for (int j = 1; j < kItems; ++j) {
+    v[j] = op(v[j - 1], v[j]);
+  }
+  // The threads' totals scanned across the warp, then across the warps.
+  M s = v[kItems - 1];
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const M u = __shfl_up_sync(0xffffffffu, s, o);
+    if (lane >= o) {
+      s = op(u, s);
+    }
+  }
+  const M warp_before = __shfl_up_sync(0xffffffffu, s, 1);  // lane > 0
+  if (lane == 31) {
+    warp_total[warp] = s;
+  }
+  __syncthreads();
+  M before{};  // the tile's elements before this thread's
+  bool has_before = lane > 0;
+  if (lane > 0) {
+    before = warp_before;
+  }
+  M tile_total = warp_total[0];
+  for (int w = 1; w < kThreads / 32; ++w) {
+    if (w == warp) {
+      before = has_before ? op(tile_total, before) : tile_total;
+      has_before = true;
+    }
+    tile_total = op(tile_total, warp_total[w]);
+  }
+
+  // The prefix of the tiles before this one.
+  if (warp == 0) {
+    if (in_row == 0) {
+      if (lane == 0) {
+        publish(status + tile, pack<M>(kPrefix, tile_total));
+      }
+    } else {
+      if (lane == 0) {
+        publish(status + tile, pack<M>(kTotal, tile_total));
+      }
+      const M carry = look_back<M>(status, tile, tile - in_row, op);
+      if (lane == 0) {
+        publish(status + tile, pack<M>(kPrefix, op(carry, tile_total)));
+        carry_slot = carry;
+      }
+    }
+  }
+  __syncthreads();
+  bool has_pre = has_before;
+  M pre = before;
+  if (in_row > 0) {
+    pre = has_before ? op(carry_slot, before) : carry_slot;
+    has_pre = true;
+  }
+  // Outputs (an exclusive one is the inclusive one of the element before
+  // it), back through shared memory for coalesced stores.
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    M o;
+    if (inclusive) {
+      o = has_pre ? op(pre, v[j]) : v[j];
+    } else if (j == 0) {
+      o = has_pre ? pre : Op::init();
+    } else {
+      o = has_pre ? op(pre, v[j - 1]) : v[j - 1];
+    }
+    buf[slot(t * kItems + j)] = o;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int k = j * kThreads + t;
+    const int64_t p = base + k;
+    if (p < n) {
+      yr[reverse ? n - 1 - p : p] = cu::convert<Out>(buf[slot(k)]);
+    }
+  }
+}
+
+}  // namespace fluxion::scan_lookback
