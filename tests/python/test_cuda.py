@@ -184,6 +184,20 @@ def test_matmul_matches_cpu(dt, tol):
     np.testing.assert_allclose(host(g), host(h), rtol=tol, atol=tol * 10)
 
 
+@pytest.mark.parametrize("dt", [mx.float32, mx.float16, mx.bfloat16,
+                                mx.float64, mx.complex64])
+def test_addmm_with_an_empty_inner_dimension(dt):
+    # An empty sum: beta * c (cuBLASLt takes no K = 0; the GPU multiplies
+    # one zero column instead), with c broadcast and batched operands.
+    c = mx.array(np.arange(12.0).reshape(3, 4) - 5).astype(dt)
+    for a_shape, b_shape in [((3, 0), (0, 4)), ((2, 3, 0), (2, 0, 4))]:
+        a, b = mx.zeros(a_shape, dt), mx.zeros(b_shape, dt)
+        for beta in [1.0, 2.5, 0.0]:
+            g = host(mx.addmm(c, a, b, alpha=0.5, beta=beta, stream=G))
+            want = np.broadcast_to(beta * host(c), g.shape)
+            np.testing.assert_array_equal(g, want)
+
+
 def test_random_bits_identical_to_cpu():
     k = mx.random.key(7)
     for shape, dt in [((1001,), mx.uint32), ((3, 5), mx.uint8),

@@ -329,6 +329,16 @@ void gemm(const array& a, const array& b, array& out, float alpha, float beta,
   }
 }
 
+// A row-contiguous array of zeros in GPU memory.
+array zeros_on_gpu(const Shape& shape, Dtype t) {
+  array z(shape, t, nullptr, {});
+  cu::alloc(z);
+  z.set_status(array::Status::available);
+  cu::check(cudaMemsetAsync(cu::ptr(z), 0, z.nbytes(), cu::current_stream()),
+            "matmul");
+  return z;
+}
+
 void product(const array& a, const array& b, const array* c, array& out,
              float alpha, float beta) {
   if (beta == 0.0f) {
@@ -343,16 +353,20 @@ void product(const array& a, const array& b, const array* c, array& out,
     cu::copy_into(*c, out);
   }
   if (a.shape(-1) == 0) {
-    // An empty sum: zeros, or c (beta != 1 is scaled by a 1x0 product
-    // cuBLASLt does not take).
+    // An empty sum: zeros, c, or beta * c, which cuBLASLt computes as a
+    // product over one zero column (it takes no empty inner dimension).
     if (c == nullptr) {
       cu::check(cudaMemsetAsync(cu::ptr(out), 0, out.nbytes(),
                                 cu::current_stream()),
                 "matmul");
     } else if (beta != 1.0f) {
-      throw std::invalid_argument(
-          "[addmm] An empty inner dimension with beta != 1 is not supported "
-          "on the gpu yet.");
+      Shape sa = a.shape(), sb = b.shape();
+      sa.back() = 1;
+      sb[sb.size() - 2] = 1;
+      array za = zeros_on_gpu(sa, a.dtype()), zb = zeros_on_gpu(sb, b.dtype());
+      gemm(za, zb, out, alpha, beta, true);
+      cu::keep_alive(za);
+      cu::keep_alive(zb);
     }
     return;
   }
