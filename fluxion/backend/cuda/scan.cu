@@ -16,7 +16,7 @@
 //    running value from tile to tile; 32-thread blocks for rows of up to
 //    128. A few very long rows (one 256M cumsum) instead go through a
 //    single-pass scan with decoupled look-back: Fluxion's own
-//    (scan_lookback.cuh) for 4-byte accumulators of sum, product, max and
+//    (scan_tiles.cuh) for 4-byte accumulators of sum, product, max and
 //    min, CUB's device scan (one call per row) for the others.
 //  - inner > 1: one thread per column (o, j), consecutive threads on
 //    consecutive memory. With few columns and a long axis that leaves the
@@ -34,7 +34,7 @@
 
 #include "fluxion/backend/common/reduce_ops.h"
 #include "fluxion/backend/cuda/kernels.cuh"
-#include "fluxion/backend/cuda/scan_lookback.cuh"
+#include "fluxion/backend/cuda/scan_tiles.cuh"
 #include "fluxion/ops/sort.h"
 
 namespace fluxion {
@@ -50,10 +50,6 @@ struct Combine {
 };
 
 // --- Rows: one block per row -----------------------------------------------
-
-// Shared-memory slot of tile element k: one pad word per 32 elements, so
-// the blocked reads (thread t, items t * IPT + j) do not conflict.
-__device__ __forceinline__ int padded(int k) { return k + (k >> 5); }
 
 // Row r of x (n elements from r * n) scanned into y, in tiles of
 // THREADS * IPT: a striped load (coalesced, forwards or backwards) into
@@ -76,50 +72,16 @@ __global__ void __launch_bounds__(THREADS)
     Out* yr = y + r * n;
     M carry = Op::init();
     for (int64_t base = 0; base < n; base += kTile) {
-      // Scan position p is memory position p (forwards) or n - 1 - p.
-#pragma unroll
-      for (int j = 0; j < IPT; ++j) {
-        const int k = j * THREADS + t;
-        const int64_t p = base + k;
-        buf[padded(k)] =
-            p < n ? cu::convert<M>(xr[reverse ? n - 1 - p : p]) : Op::init();
-      }
-      __syncthreads();
       M v[IPT];
-#pragma unroll
-      for (int j = 0; j < IPT; ++j) {
-        v[j] = buf[padded(t * IPT + j)];
-      }
-#pragma unroll
-      for (int j = 1; j < IPT; ++j) {
-        v[j] = op(v[j - 1], v[j]);
-      }
+      scan_tiles::load_scanned<THREADS, IPT, Op>(xr, n, base, reverse, buf, v,
+                                                 op);
       M before, total;
       BlockScan(scan_tmp).ExclusiveScan(v[IPT - 1], before, op, total);
       // Thread 0's `before` is undefined (no initial value): the carry.
       const M prefix = t == 0 ? carry : op(carry, before);
-      // The exclusive output of an element is the inclusive one of the
-      // element before it (never op(x, identity): with a complex
-      // product, (inf, 0) * (1, 0) is not (inf, 0)).
-#pragma unroll
-      for (int j = 0; j < IPT; ++j) {
-        M o;
-        if (inclusive) {
-          o = op(prefix, v[j]);
-        } else {
-          o = j == 0 ? prefix : op(prefix, v[j - 1]);
-        }
-        buf[padded(t * IPT + j)] = o;
-      }
-      __syncthreads();
-#pragma unroll
-      for (int j = 0; j < IPT; ++j) {
-        const int k = j * THREADS + t;
-        const int64_t p = base + k;
-        if (p < n) {
-          yr[reverse ? n - 1 - p : p] = cu::convert<Out>(buf[padded(k)]);
-        }
-      }
+      M o[IPT];
+      scan_tiles::outputs<IPT, Op>(v, prefix, true, inclusive, o, op);
+      scan_tiles::store_tile<THREADS, IPT>(yr, n, base, reverse, buf, o);
       carry = op(carry, total);
       __syncthreads();  // buf and scan_tmp are reused by the next tile
     }
@@ -157,7 +119,7 @@ struct IsLogAddExp : std::false_type {};
 template <typename M>
 struct IsLogAddExp<detail::LogAddExpOp<M>> : std::true_type {};
 
-// Fluxion's own look-back scan (scan_lookback.cuh) for 4-byte accumulators
+// Fluxion's own look-back scan (scan_tiles.cuh) for 4-byte accumulators
 // of sum, product, max and min, all rows in one launch; false when it does
 // not apply.
 template <typename In, typename Out, typename M, typename Op>
@@ -166,7 +128,7 @@ bool lookback_rows(const In* x, Out* y, int64_t rows, int64_t n, bool reverse,
   if constexpr (sizeof(M) != 4 || IsLogAddExp<Op>::value) {
     return false;
   } else {
-    using namespace scan_lookback;
+    using namespace scan_tiles;
     const int64_t per_row = (n + kTile - 1) / kTile;
     const int64_t tiles = rows * per_row;
     if (tiles > INT_MAX) {
@@ -177,9 +139,10 @@ bool lookback_rows(const In* x, Out* y, int64_t rows, int64_t n, bool reverse,
     auto tmp = std::make_shared<Data>(bytes, Device{Device::gpu});
     Word* status = static_cast<Word*>(tmp->ptr());
     cu::check(cudaMemsetAsync(status, 0, bytes, s), "scan");
-    scan_tiles<In, Out, M, Op, Combine<M, Op>><<<static_cast<unsigned>(tiles), kThreads, 0, s>>>(
-        x, y, n, per_row, reverse, inclusive, status,
-        reinterpret_cast<unsigned*>(status + tiles));
+    lookback_scan<In, Out, M, Op, Combine<M, Op>>
+        <<<static_cast<unsigned>(tiles), kThreads, 0, s>>>(
+            x, y, n, per_row, reverse, inclusive, status,
+            reinterpret_cast<unsigned*>(status + tiles));
     cu::check_launch("scan");
     cu::keep_alive(tmp);
     return true;

@@ -1,4 +1,6 @@
-// A single-pass scan of a few long rows with decoupled look-back (the
+// Tiles of a scan in shared memory (load_scanned, store_tile: scan.cu's
+// block-per-row kernel and the look-back scan share them), and a
+// single-pass scan of a few long rows with decoupled look-back (the
 // method Merrill and Garland describe for CUB): each block scans one tile
 // of 4096 elements, publishes the tile's total at once, then looks back
 // over the tiles before it, 32 at a time, until it meets one whose
@@ -23,7 +25,85 @@
 
 #include "fluxion/backend/cuda/kernels.cuh"
 
-namespace fluxion::scan_lookback {
+namespace fluxion::scan_tiles {
+
+// Shared-memory slot of tile element k: one pad word per 32 elements, so
+// the blocked reads (thread t, items t * IPT + j) hit distinct banks.
+__device__ __forceinline__ int slot(int k) { return k + (k >> 5); }
+
+// Tile [base, base + THREADS * IPT) of a row of n elements (scan position
+// p at memory position p, or n - 1 - p in reverse; past the end the
+// identity), loaded with striped, coalesced reads through `buf` (THREADS
+// * IPT + THREADS * IPT / 32 values) and scanned in registers: v[j] of
+// thread t is the inclusive scan of its IPT consecutive elements through
+// t * IPT + j. Ends with `buf` free to reuse after a barrier.
+template <int THREADS, int IPT, typename Op, typename In, typename M,
+          typename C>
+__device__ __forceinline__ void load_scanned(const In* xr, int64_t n,
+                                             int64_t base, bool reverse,
+                                             M* buf, M (&v)[IPT], C op) {
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < IPT; ++j) {
+    const int k = j * THREADS + t;
+    const int64_t p = base + k;
+    buf[slot(k)] =
+        p < n ? cu::convert<M>(xr[reverse ? n - 1 - p : p]) : Op::init();
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < IPT; ++j) {
+    v[j] = buf[slot(t * IPT + j)];
+  }
+#pragma unroll
+  for (int j = 1; j < IPT; ++j) {
+    v[j] = op(v[j - 1], v[j]);
+  }
+}
+
+// The outputs of the tile's elements, o[j] of thread t for element t * IPT
+// + j, written back through `buf` as coalesced stores (positions as in
+// load_scanned). The caller syncs before reusing `buf`.
+template <int THREADS, int IPT, typename Out, typename M>
+__device__ __forceinline__ void store_tile(Out* yr, int64_t n, int64_t base,
+                                           bool reverse, M* buf,
+                                           const M (&o)[IPT]) {
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < IPT; ++j) {
+    buf[slot(t * IPT + j)] = o[j];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < IPT; ++j) {
+    const int k = j * THREADS + t;
+    const int64_t p = base + k;
+    if (p < n) {
+      yr[reverse ? n - 1 - p : p] = cu::convert<Out>(buf[slot(k)]);
+    }
+  }
+}
+
+// The outputs of one thread's elements given `pre`, the combination of
+// the row's elements before them (none when !has_pre): an exclusive
+// output is the inclusive one of the element before it (never
+// op(x, identity): with a complex product, (inf, 0) * (1, 0) is not
+// (inf, 0)).
+template <int IPT, typename Op, typename M, typename C>
+__device__ __forceinline__ void outputs(const M (&v)[IPT], M pre,
+                                        bool has_pre, bool inclusive,
+                                        M (&o)[IPT], C op) {
+#pragma unroll
+  for (int j = 0; j < IPT; ++j) {
+    if (inclusive) {
+      o[j] = has_pre ? op(pre, v[j]) : v[j];
+    } else if (j == 0) {
+      o[j] = has_pre ? pre : Op::init();
+    } else {
+      o[j] = has_pre ? op(pre, v[j - 1]) : v[j - 1];
+    }
+  }
+}
 
 constexpr int kThreads = 256;
 constexpr int kItems = 16;  // per thread
@@ -34,10 +114,6 @@ constexpr int kTile = kThreads * kItems;
 enum : unsigned { kEmpty = 0, kTotal = 1, kPrefix = 2 };
 
 using Word = unsigned long long;
-
-// Shared-memory slot of tile element k: one pad word per 32 elements, so
-// the blocked reads (thread t, items t * kItems + j) hit distinct banks.
-__device__ __forceinline__ int slot(int k) { return k + (k >> 5); }
 
 template <typename M>
 __device__ __forceinline__ Word pack(unsigned state, M v) {
@@ -107,8 +183,8 @@ __device__ M look_back(Word* status, int64_t tile, int64_t first, C op) {
 // Op gives the identity (Op::init()), C combines two M.
 template <typename In, typename Out, typename M, typename Op, typename C>
 __global__ void __launch_bounds__(kThreads)
-    scan_tiles(const In* x, Out* y, int64_t n, int64_t tiles_per_row,
-               bool reverse, bool inclusive, Word* status, unsigned* next) {
+    lookback_scan(const In* x, Out* y, int64_t n, int64_t tiles_per_row,
+                  bool reverse, bool inclusive, Word* status, unsigned* next) {
   __shared__ M buf[kTile + kTile / 32];
   __shared__ M warp_total[kThreads / 32];
   __shared__ unsigned tile_slot;
@@ -126,25 +202,8 @@ __global__ void __launch_bounds__(kThreads)
   Out* yr = y + row * n;
   const int64_t base = in_row * kTile;
 
-  // Striped, coalesced loads into shared memory in scan order.
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    const int k = j * kThreads + t;
-    const int64_t p = base + k;
-    buf[slot(k)] =
-        p < n ? cu::convert<M>(xr[reverse ? n - 1 - p : p]) : Op::init();
-  }
-  __syncthreads();
-  // Each thread's kItems consecutive elements, scanned in registers.
   M v[kItems];
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    v[j] = buf[slot(t * kItems + j)];
-  }
-#pragma unroll
-  for (int j = 1; j < kItems; ++j) {
-    v[j] = op(v[j - 1], v[j]);
-  }
+  load_scanned<kThreads, kItems, Op>(xr, n, base, reverse, buf, v, op);
   // The threads' totals scanned across the warp, then across the warps.
   M s = v[kItems - 1];
 #pragma unroll
@@ -197,29 +256,9 @@ __global__ void __launch_bounds__(kThreads)
     pre = has_before ? op(carry_slot, before) : carry_slot;
     has_pre = true;
   }
-  // Outputs (an exclusive one is the inclusive one of the element before
-  // it), back through shared memory for coalesced stores.
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    M o;
-    if (inclusive) {
-      o = has_pre ? op(pre, v[j]) : v[j];
-    } else if (j == 0) {
-      o = has_pre ? pre : Op::init();
-    } else {
-      o = has_pre ? op(pre, v[j - 1]) : v[j - 1];
-    }
-    buf[slot(t * kItems + j)] = o;
-  }
-  __syncthreads();
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    const int k = j * kThreads + t;
-    const int64_t p = base + k;
-    if (p < n) {
-      yr[reverse ? n - 1 - p : p] = cu::convert<Out>(buf[slot(k)]);
-    }
-  }
+  M o[kItems];
+  outputs<kItems, Op>(v, pre, has_pre, inclusive, o, op);
+  store_tile<kThreads, kItems>(yr, n, base, reverse, buf, o);
 }
 
-}  // namespace fluxion::scan_lookback
+}  // namespace fluxion::scan_tiles
