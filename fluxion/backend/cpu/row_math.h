@@ -1,6 +1,7 @@
-// What the CPU's row kernels share (fast_norm.cpp, fast_sdpa.cpp,
-// softmax.cpp): a row's sum with independent accumulators and exp of a
-// row in place through the vector kernel.
+// What the CPU's row kernels share (fast_norm.cpp, fast_norm_vjp.cpp,
+// fast_sdpa.cpp, softmax.cpp): a row's sum (and sum of squares) with
+// independent accumulators and exp of a row in place through the vector
+// kernel.
 #pragma once
 
 #include <cmath>
@@ -27,6 +28,25 @@ M lane_sum(const M* p, int64_t n) {
   M s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
   for (; i < n; ++i) {
     s += p[i];
+  }
+  return s;
+}
+
+// Sum of (p[i] - shift)^2, the same way (a row's variance about its mean).
+template <typename M>
+M lane_sum_sq(const M* p, int64_t n, M shift) {
+  M a[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) {
+      M d = p[i + l] - shift;
+      a[l] += d * d;
+    }
+  }
+  M s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  for (; i < n; ++i) {
+    M d = p[i] - shift;
+    s += d * d;
   }
   return s;
 }
