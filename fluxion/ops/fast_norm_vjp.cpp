@@ -38,8 +38,7 @@ Dtype check_norm_vjp(const array& x, const std::optional<array>& weight,
   }
   if (g.shape() != x.shape()) {
     throw std::invalid_argument(tag + "The cotangent's shape " +
-                                shape_str(g.shape()) +
-                                " must be the input's " +
+                                shape_str(g.shape()) + " must be the input's " +
                                 shape_str(x.shape()) + ".");
   }
   if (has_bias && !layer) {
@@ -48,10 +47,10 @@ Dtype check_norm_vjp(const array& x, const std::optional<array>& weight,
   std::vector<array> all{x, g};
   if (weight) {
     if (weight->ndim() != 1 || weight->shape(0) != x.shape(-1)) {
-      throw std::invalid_argument(
-          tag + "weight must have shape (" + std::to_string(x.shape(-1)) +
-          ") (the last dimension of x) but has shape " +
-          shape_str(weight->shape()) + ".");
+      throw std::invalid_argument(tag + "weight must have shape (" +
+                                  std::to_string(x.shape(-1)) +
+                                  ") (the last dimension of x) but has shape " +
+                                  shape_str(weight->shape()) + ".");
     }
     all.push_back(*weight);
   }
@@ -144,8 +143,8 @@ bool NormVJP::is_equivalent(const Primitive& o) const {
     return false;
   }
   auto& p = static_cast<const NormVJP&>(o);
-  return p.eps_ == eps_ && p.layer_ == layer_ &&
-         p.has_weight_ == has_weight_ && p.has_bias_ == has_bias_;
+  return p.eps_ == eps_ && p.layer_ == layer_ && p.has_weight_ == has_weight_ &&
+         p.has_bias_ == has_bias_;
 }
 
 std::vector<Shape> NormVJP::output_shapes(const std::vector<array>& in) {
@@ -167,7 +166,7 @@ std::vector<array> NormVJP::vjp(const std::vector<array>& primals,
                                 const std::vector<int>& argnums,
                                 const std::vector<array>&) {
   return fluxion::detail::internal_vjp(composed_of(*this, stream()), primals,
-                              cotangents, argnums)
+                                       cotangents, argnums)
       .second;
 }
 

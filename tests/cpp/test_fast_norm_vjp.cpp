@@ -53,9 +53,9 @@ struct Variant {
            (weight ? " +w" : "") + (bias ? " +b" : "");
   }
 };
-const std::vector<Variant> kVariants{{true, true, true},   {true, true, false},
-                                     {true, false, true},  {true, false, false},
-                                     {false, true, false}, {false, false, false}};
+const std::vector<Variant> kVariants{
+    {true, true, true},   {true, true, false},  {true, false, true},
+    {true, false, false}, {false, true, false}, {false, false, false}};
 
 // The norm of `v` as a function of its primals (x, then w and b when the
 // variant has them), fused or composed.
@@ -126,9 +126,8 @@ void check_against_composed(const Variant& v, const array& x, const array& w,
   if (v.weight) {
     w64 = astype(w, float64);
   }
-  auto closed = fx::norm_vjp_composed(astype(x, float64), w64,
-                                      astype(c, float64), 1e-5f, v.layer,
-                                      v.bias);
+  auto closed = fx::norm_vjp_composed(
+      astype(x, float64), w64, astype(c, float64), 1e-5f, v.layer, v.bias);
   ASSERT_EQ(fused.size(), closed.size());
   for (size_t i = 0; i < fused.size(); ++i) {
     expect_close(fused[i], to_vector<double>(closed[i]), tol, tol,
@@ -147,9 +146,9 @@ TEST(NormVjp, MatchesComposedOverDtypesAndRowLengths) {
       auto b = randn({d}, 3 + d, t);
       auto c = randn({rows, d}, 4 + d, t);
       for (auto& v : kVariants) {
-        check_against_composed(v, x, w, b, c,
-                               std::string(dtype_name(t)) + " d=" +
-                                   std::to_string(d));
+        check_against_composed(
+            v, x, w, b, c,
+            std::string(dtype_name(t)) + " d=" + std::to_string(d));
       }
     }
   }
@@ -180,9 +179,12 @@ TEST(NormVjp, StridedTransposedAndBroadcastOperands) {
     auto cs = slice(randn({6, 40}, 24, t), {0, 3}, {6, 40});
     auto ws = slice(randn({74}, 25, t), {0}, {74}, {2});
     for (auto& v : kVariants) {
-      check_against_composed(v, x, w, b, c, std::string(dtype_name(t)) + " transposed");
-      check_against_composed(v, x, w, b, ones, std::string(dtype_name(t)) + " ones");
-      check_against_composed(v, xs, ws, ws, cs, std::string(dtype_name(t)) + " sliced");
+      check_against_composed(v, x, w, b, c,
+                             std::string(dtype_name(t)) + " transposed");
+      check_against_composed(v, x, w, b, ones,
+                             std::string(dtype_name(t)) + " ones");
+      check_against_composed(v, xs, ws, ws, cs,
+                             std::string(dtype_name(t)) + " sliced");
     }
   }
 }
@@ -219,7 +221,9 @@ TEST(NormVjp, OutputsDtypesAndErrors) {
   EXPECT_EQ(fx::norm_vjp(x, std::nullopt, c, 1e-5f, true, false).size(), 1u);
   EXPECT_EQ(fx::norm_vjp(x, std::nullopt, c, 1e-5f, true, true).size(), 2u);
   expect_error<std::invalid_argument>(
-      [&] { fx::norm_vjp(x, w, randn({3, 5}, 1), 1e-5f, true, true); },
+      [&] {
+        fx::norm_vjp(x, w, randn({3, 5}, 1), 1e-5f, true, true);
+      },
       "[norm_vjp] The cotangent's shape (3,5) must be the input's (3,4).");
   expect_error<std::invalid_argument>(
       [&] { fx::norm_vjp(x, randn({5}, 1), c, 1e-5f, true, true); },

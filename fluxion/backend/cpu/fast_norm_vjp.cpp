@@ -35,8 +35,8 @@ constexpr int64_t kRowGrain = 1 << 15;
 // rstd: 8 independent accumulators each, as cpu::lane_sum (vectorizable,
 // short dependency chains).
 template <typename M>
-void lane_dot_sums(const M* x, const M* g, const M* w, int64_t n, M mu,
-                   M rstd, M& s_gw, M& s_gwx) {
+void lane_dot_sums(const M* x, const M* g, const M* w, int64_t n, M mu, M rstd,
+                   M& s_gw, M& s_gwx) {
   M a[8] = {}, b[8] = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -148,8 +148,9 @@ void norm_vjp_kernel(const std::vector<array>& inputs,
       w[i] = static_cast<M>(wp[i]);
     }
   }
-  VjpRows<T, M> a{x.data<T>(), g.data<T>(), outputs[0].data<T>(), w.data(),
-                  D, static_cast<M>(eps), layer};
+  VjpRows<T, M> a{x.data<T>(), g.data<T>(), outputs[0].data<T>(),
+                  w.data(),    D,           static_cast<M>(eps),
+                  layer};
   // One chunk of rows per pool thread (one chunk for small work: rows of
   // at least kRowGrain elements between them).
   const int64_t chunks = std::max<int64_t>(

@@ -46,9 +46,9 @@ using cu::warp_sum;
 // a double takes two registers, so half as many).
 template <typename M>
 constexpr int kElems = sizeof(M) == 8 ? 8 : 16;
-constexpr int kWarps = 8;             // warps per block of the warp kernel
-constexpr int kBlockThreads = 512;    // most threads of a block per row
-constexpr int kLongThreads = 1024;    // threads of the long-row kernel
+constexpr int kWarps = 8;           // warps per block of the warp kernel
+constexpr int kBlockThreads = 512;  // most threads of a block per row
+constexpr int kLongThreads = 1024;  // threads of the long-row kernel
 
 // The operands of one launch. x, g and dx are rows of d elements,
 // row-contiguous; w (null without a weight) d contiguous elements. pw and
@@ -158,8 +158,8 @@ __device__ __forceinline__ void vjp_row(const VjpArgs<T, M>& a, int64_t r,
       Pk o;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        o.v[e] = cu::convert<T>(((q[k][e] - mean_gw) - v[k][e] * mean_gwx) *
-                                rstd);
+        o.v[e] =
+            cu::convert<T>(((q[k][e] - mean_gw) - v[k][e] * mean_gwx) * rstd);
       }
       dr[k * nt] = o;
     }
@@ -420,8 +420,7 @@ Plan<T, M> plan_for(int d) {
   // The fewest whole warps holding the row at P units each (at most
   // kBlockThreads, by the caller's bound on d).
   const int t = (units + P - 1) / P;
-  return {vjp_block<T, M, V, P>, static_cast<unsigned>((t + 31) / 32 * 32),
-          1};
+  return {vjp_block<T, M, V, P>, static_cast<unsigned>((t + 31) / 32 * 32), 1};
 }
 
 // Blocks of `kernel` (of `threads` threads) the GPU runs at once.
@@ -438,9 +437,8 @@ int64_t resident_blocks(const Plan<T, M>& p, int& sms) {
   return int64_t{sms} * std::max(per_sm, 1);
 }
 
-void norm_vjp_gpu(const std::vector<array>& inputs,
-                  std::vector<array>& outputs, float eps, bool layer,
-                  bool has_weight, bool has_bias) {
+void norm_vjp_gpu(const std::vector<array>& inputs, std::vector<array>& outputs,
+                  float eps, bool layer, bool has_weight, bool has_bias) {
   for (auto& o : outputs) {
     cu::alloc(o);
   }
@@ -492,8 +490,8 @@ void norm_vjp_gpu(const std::vector<array>& inputs,
       int sms = 1;
       const int64_t wave = resident_blocks(p, sms);
       const int64_t need = (a.rows + p.rows_per_block - 1) / p.rows_per_block;
-      parts = std::min({need, wave,
-                        std::max<int64_t>(sms, (a.rows + 15) / 16)});
+      parts =
+          std::min({need, wave, std::max<int64_t>(sms, (a.rows + 15) / 16)});
       parts = std::max<int64_t>(parts, 1);
       if (nsums > 0) {
         scratch = std::make_shared<Data>(
@@ -514,8 +512,7 @@ void norm_vjp_gpu(const std::vector<array>& inputs,
       T* o1 = nsums > 1 ? cu::ptr<T>(outputs[2]) : nullptr;
       const dim3 grid(static_cast<unsigned>((d + 31) / 32),
                       static_cast<unsigned>(nsums));
-      sum_partials<T, M><<<grid, dim3(32, 8), 0, s>>>(p0, p1, parts, d, o0,
-                                                       o1);
+      sum_partials<T, M><<<grid, dim3(32, 8), 0, s>>>(p0, p1, parts, d, o0, o1);
       cu::check_launch(op);
     }
     if (scratch) {
