@@ -481,7 +481,7 @@ void norm_vjp_gpu(const std::vector<array>& inputs, std::vector<array>& outputs,
         p = packed ? plan_for<T, M, V>(d) : plan_for<T, M, 1>(d);
       }
       if (!packed) {
-        a.w_packed = false;  // the element-by-element kernels read w so
+        a.w_packed = false;  // element by element, the weight too
       }
       // One wave of resident blocks, each looping over its share of the
       // rows: no more partial rows than that (and, for long rows of few
