@@ -225,6 +225,12 @@ const std::unordered_map<std::string, Factory>& factories() {
       return std::make_shared<fast::RMSNorm>(s, static_cast<float>(f64(a, 0, n)),
                                        b(a, 1, n));
     };
+    f["NormVJP"] = [](Stream s, const Args& a) {
+      const std::string n = "NormVJP";
+      return std::make_shared<fast::NormVJP>(
+          s, static_cast<float>(f64(a, 0, n)), b(a, 1, n), b(a, 2, n),
+          b(a, 3, n));
+    };
     f["RoPE"] = [](Stream s, const Args& a) {
       const std::string n = "RoPE";
       return std::make_shared<fast::RoPE>(s, i32(a, 0, n), b(a, 1, n),

@@ -136,6 +136,7 @@
   X(FFT, fft, 1, 1)                               \
   X(fast::LayerNorm, fast, 1, 1)                  \
   X(fast::RMSNorm, fast, 1, 1)                    \
+  X(fast::NormVJP, fast, 1, 1)                    \
   X(fast::RoPE, fast, 1, 1)                       \
   X(fast::ScaledDotProductAttention, fast, 1, 1)  \
   X(fast::CustomKernel, fast, 1, 0)               \

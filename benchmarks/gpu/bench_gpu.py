@@ -11,7 +11,9 @@ Sort, argsort and cumsum are printed against torch (and cumsum against the
 copy's bandwidth) without a target yet.
 The fused norms (layer_norm, rms_norm of 32768 x 4096): forward as a
 fraction of the copy's bandwidth and against torch's; forward + backward
-against torch's (our backward is composed from public ops).
+against torch's (mx.vjp, and value_and_grad of a loss as a training step
+runs it; the backward is one fused NormVJP kernel plus a small reduction of
+the weight and bias gradients), with the bandwidth it reaches.
 FFT (cuFFT on both sides): 1-D complex, batched rows, a 2-D real transform
 and a prime length against torch.fft on the same data, no target yet.
 """
@@ -307,6 +309,38 @@ def norms(g, dev):
                    cuda_time(fwd_bwd_fx, 5) / 2 * 1e3,
                    cuda_time(fwd_bwd_torch, 5) / 2 * 1e3, "ms", ref_name,
                    False)
+
+            # A training step's form: value_and_grad of a loss through the
+            # norm with weight (and bias). The bandwidth counts what a fused
+            # forward and backward must move: x read and y written, then x
+            # and the cotangent read and dx written (5 passes over x; the
+            # loss's own product and sum come on top).
+            def loss_fx(xx, ww, bb):
+                return mx.sum(fop(xx, ww, bb) * c)
+
+            vg = mx.value_and_grad(loss_fx, argnums=tuple(range(nprim)))
+
+            def step_fx():
+                outs = []
+                for _ in range(2):
+                    v, grads = vg(x, w, b)
+                    outs += [v, *grads]
+                mx.eval(outs)
+
+            def step_torch():
+                for _ in range(2):
+                    xg.grad = wg.grad = bg.grad = None
+                    y = (top(xg, wg, bg) if top is not None else
+                         F.layer_norm(xg, (d,), wg, bg, eps))
+                    (y * ct).sum().backward()
+                torch.cuda.current_stream().synchronize()
+            ours_s = cuda_time(step_fx, 5) / 2
+            theirs_s = cuda_time(step_torch, 5) / 2
+            report(f"{name} value_and_grad {dt} (ms)", ours_s * 1e3,
+                   theirs_s * 1e3, "ms", ref_name, False)
+            report(f"{name} value_and_grad {dt} (TB/s)",
+                   5 * x.nbytes / ours_s / 1e12,
+                   5 * x.nbytes / theirs_s / 1e12, "TB/s", ref_name, True)
         del x, c, xt, ct, yt
     rope_hadamard(g, dev)
 

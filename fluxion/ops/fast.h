@@ -63,6 +63,25 @@ array scaled_dot_product_attention(
     const std::optional<array>& mask = std::nullopt,
     const std::optional<array>& sinks = std::nullopt, StreamOrDevice s = {});
 
+// The gradients of layer_norm (`layer`) or rms_norm at x, given the
+// cotangent g of the norm's output, in one primitive (NormVJP): {dx, then
+// dweight when `weight` is given, then dbias when `has_bias` (layer_norm
+// only)}. dweight and dbias are summed over every row (all axes of x but
+// the last). x, weight and g (of x's shape) promote to one floating dtype,
+// which every output takes; the arithmetic is the forward's (float for
+// the half types, double for float64). This is what the norms' vjp rules
+// build; exposed for tests and for callers with their own backward pass.
+std::vector<array> norm_vjp(const array& x, const std::optional<array>& weight,
+                            const array& g, float eps, bool layer,
+                            bool has_bias, StreamOrDevice s = {});
+// The same gradients composed from public ops (the closed forms the norms'
+// rules used before NormVJP): the reference of the tests and what
+// NormVJP's own derivative and vmap rules differentiate.
+std::vector<array> norm_vjp_composed(const array& x,
+                                     const std::optional<array>& weight,
+                                     const array& g, float eps, bool layer,
+                                     bool has_bias, StreamOrDevice s = {});
+
 // The same operations composed from public ops (same validation).
 array layer_norm_composed(const array& x, const std::optional<array>& weight,
                           const std::optional<array>& bias, float eps,
@@ -80,8 +99,9 @@ array scaled_dot_product_attention_composed(
     const std::optional<array>& sinks = std::nullopt, StreamOrDevice s = {});
 
 // Inputs: x, then weight and bias when present (all of the output dtype).
-// Gradients in closed form; vmap folds batch axes into the leading ones
-// (a batched weight or bias is applied outside the primitive).
+// The vjp is one NormVJP node (the fused backward), the jvp a closed form
+// of public ops; vmap folds batch axes into the leading ones (a batched
+// weight or bias is applied outside the primitive).
 class LayerNorm : public Primitive {
  public:
   LayerNorm(Stream s, float eps, bool has_weight, bool has_bias)
@@ -106,7 +126,7 @@ class LayerNorm : public Primitive {
   bool has_bias_;
 };
 
-// Inputs: x, then weight when present.
+// Inputs: x, then weight when present. Rules as LayerNorm's.
 class RMSNorm : public Primitive {
  public:
   RMSNorm(Stream s, float eps, bool has_weight)
@@ -127,6 +147,42 @@ class RMSNorm : public Primitive {
  private:
   float eps_;
   bool has_weight_;
+};
+
+// Inputs: x, then weight when has_weight, then the cotangent g (one
+// floating dtype; g of x's shape). Outputs: dx, then dweight when
+// has_weight, then dbias when has_bias (each [D], summed over the rows).
+// One kernel reads each row of x and g once: the row's statistics, dx, and
+// per-block partial sums of dweight/dbias (reduced once more at the end).
+// Its own rules (second-order gradients of the norms, vmap of their
+// gradients) differentiate or vectorize norm_vjp_composed: correct rather
+// than fast.
+class NormVJP : public Primitive {
+ public:
+  NormVJP(Stream s, float eps, bool layer, bool has_weight, bool has_bias)
+      : Primitive(s),
+        eps_(eps),
+        layer_(layer),
+        has_weight_(has_weight),
+        has_bias_(has_bias) {}
+  FLUXION_DECLARE_EVAL
+  const char* name() const override { return "NormVJP"; }
+  std::vector<PrimitiveArg> state() const override {
+    return export_state(double{eps_}, layer_, has_weight_, has_bias_);
+  }
+  FLUXION_DECLARE_RULES
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override;
+  float eps() const { return eps_; }
+  bool layer() const { return layer_; }
+  bool has_weight() const { return has_weight_; }
+  bool has_bias() const { return has_bias_; }
+
+ private:
+  float eps_;
+  bool layer_;
+  bool has_weight_;
+  bool has_bias_;
 };
 
 // Inputs: x, offset (int32, size 1 or x.shape(0)), then freqs when present.
@@ -205,6 +261,13 @@ class ScaledDotProductAttention : public Primitive {
 };
 
 namespace detail {
+// The statistics of the norms' composed forms, in the compute dtype
+// (float32, float64 for float64): x itself, xhat = (x - mean) * rstd
+// (mean 0 for rms_norm) and rstd = 1 / sqrt(var + eps), kept as [..., 1].
+struct NormStats {
+  array xf, xhat, rstd;
+};
+NormStats norm_stats(const array& x, float eps, bool layer, Stream s);
 // The attention probabilities softmax(scale * q @ k^T + mask) of the
 // grouped layout: q [B, Hkv, R, Lq, D], k [B, Hkv, 1, Lk, D], mask [B, Hkv,
 // R, Lq, Lk] or absent, sinks [1, Hkv, R, 1, 1] or absent; computed in

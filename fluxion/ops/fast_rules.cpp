@@ -37,25 +37,62 @@ array batched_weight(const array& w, int axis, int rank, Stream s) {
   return reshape(wb, sh, s);
 }
 
-struct NormStats {
-  array xf, xhat, rstd;
-};
+}  // namespace
 
-NormStats layer_stats(const array& x, float eps, Stream s) {
+namespace detail {
+
+NormStats norm_stats(const array& x, float eps, bool layer, Stream s) {
   Dtype ct = compute_dtype(x.dtype());
   auto xf = astype(x, ct, s);
-  auto xc = subtract(xf, mean(xf, -1, true, s), s);
+  auto xc = layer ? subtract(xf, mean(xf, -1, true, s), s) : xf;
   auto rstd =
       rsqrt(add(mean(square(xc, s), -1, true, s), scalar(eps, ct), s), s);
   return {xf, multiply(xc, rstd, s), rstd};
 }
 
-NormStats rms_stats(const array& x, float eps, Stream s) {
-  Dtype ct = compute_dtype(x.dtype());
-  auto xf = astype(x, ct, s);
-  auto rstd =
-      rsqrt(add(mean(square(xf, s), -1, true, s), scalar(eps, ct), s), s);
-  return {xf, multiply(xf, rstd, s), rstd};
+}  // namespace detail
+
+namespace {
+
+// The norms' vjp: one NormVJP node whenever dx or dweight is asked (it
+// computes all of them from one read of x and g); dbias alone is a plain
+// sum of the cotangent over the rows.
+std::vector<array> norm_rule_vjp(const std::vector<array>& primals,
+                                 const array& cotangent,
+                                 const std::vector<int>& argnums, float eps,
+                                 bool layer, bool has_weight, bool has_bias,
+                                 Stream s) {
+  const array& x = primals[0];
+  Dtype t = x.dtype();
+  // Rules see cotangents of the output's dtype; the cast is a no-op then.
+  auto g = astype(cotangent, t, s);
+  bool fused = false;
+  for (int i : argnums) {
+    fused = fused || i == 0 || (i == 1 && has_weight);
+  }
+  std::vector<array> grads;
+  if (fused) {
+    std::optional<array> w;
+    if (has_weight) {
+      w = primals[1];
+    }
+    grads = norm_vjp(x, w, g, eps, layer, has_bias, s);
+  }
+  std::vector<array> out;
+  for (int i : argnums) {
+    if (i == 0) {
+      out.push_back(grads[0]);
+    } else if (i == 1 && has_weight) {
+      out.push_back(grads[1]);
+    } else if (fused) {
+      out.push_back(grads.back());  // dbias, NormVJP's last output
+    } else {
+      out.push_back(astype(sum(astype(g, compute_dtype(t), s),
+                               leading_axes(x.ndim()), false, s),
+                           t, s));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -66,28 +103,8 @@ std::vector<array> LayerNorm::vjp(const std::vector<array>& primals,
                                   const std::vector<array>& cotangents,
                                   const std::vector<int>& argnums,
                                   const std::vector<array>&) {
-  auto s = stream();
-  const array& x = primals[0];
-  Dtype t = x.dtype();
-  auto st = layer_stats(x, eps_, s);
-  auto g = astype(cotangents[0], st.xf.dtype(), s);
-  auto lead = leading_axes(x.ndim());
-  std::vector<array> out;
-  for (int i : argnums) {
-    if (i == 0) {
-      auto gx =
-          has_weight_ ? multiply(g, astype(primals[1], g.dtype(), s), s) : g;
-      auto dx = subtract(
-          subtract(gx, mean(gx, -1, true, s), s),
-          multiply(st.xhat, mean(multiply(gx, st.xhat, s), -1, true, s), s), s);
-      out.push_back(astype(multiply(dx, st.rstd, s), t, s));
-    } else if (i == 1 && has_weight_) {
-      out.push_back(astype(sum(multiply(g, st.xhat, s), lead, false, s), t, s));
-    } else {
-      out.push_back(astype(sum(g, lead, false, s), t, s));
-    }
-  }
-  return out;
+  return norm_rule_vjp(primals, cotangents[0], argnums, eps_, true,
+                       has_weight_, has_bias_, stream());
 }
 
 std::vector<array> LayerNorm::jvp(const std::vector<array>& primals,
@@ -96,7 +113,7 @@ std::vector<array> LayerNorm::jvp(const std::vector<array>& primals,
   auto s = stream();
   const array& x = primals[0];
   Dtype t = x.dtype();
-  auto st = layer_stats(x, eps_, s);
+  auto st = detail::norm_stats(x, eps_, true, s);
   Dtype ct = st.xf.dtype();
   std::optional<array> out;
   auto acc = [&](const array& v) { out = out ? add(*out, v, s) : v; };
@@ -156,28 +173,8 @@ std::vector<array> RMSNorm::vjp(const std::vector<array>& primals,
                                 const std::vector<array>& cotangents,
                                 const std::vector<int>& argnums,
                                 const std::vector<array>&) {
-  auto s = stream();
-  const array& x = primals[0];
-  Dtype t = x.dtype();
-  auto st = rms_stats(x, eps_, s);
-  auto g = astype(cotangents[0], st.xf.dtype(), s);
-  std::vector<array> out;
-  for (int i : argnums) {
-    if (i == 0) {
-      auto gx =
-          has_weight_ ? multiply(g, astype(primals[1], g.dtype(), s), s) : g;
-      // rstd * (gx - xhat * mean(gx * xhat))
-      auto dx = subtract(
-          gx, multiply(st.xhat, mean(multiply(gx, st.xhat, s), -1, true, s), s),
-          s);
-      out.push_back(astype(multiply(dx, st.rstd, s), t, s));
-    } else {
-      out.push_back(
-          astype(sum(multiply(g, st.xhat, s), leading_axes(x.ndim()), false, s),
-                 t, s));
-    }
-  }
-  return out;
+  return norm_rule_vjp(primals, cotangents[0], argnums, eps_, false,
+                       has_weight_, false, stream());
 }
 
 std::vector<array> RMSNorm::jvp(const std::vector<array>& primals,
@@ -185,7 +182,7 @@ std::vector<array> RMSNorm::jvp(const std::vector<array>& primals,
                                 const std::vector<int>& argnums) {
   auto s = stream();
   const array& x = primals[0];
-  auto st = rms_stats(x, eps_, s);
+  auto st = detail::norm_stats(x, eps_, false, s);
   Dtype ct = st.xf.dtype();
   std::optional<array> out;
   auto acc = [&](const array& v) { out = out ? add(*out, v, s) : v; };

@@ -1,7 +1,8 @@
 // Op-table cases of the fused mx.fast primitives: layer_norm, rms_norm,
-// rope and scaled_dot_product_attention (masks of each kind, grouped-query
-// attention, traditional rope, frequency tables, per-row offsets). Each
-// one's reference is its `*_composed` twin, built from public ops.
+// their backward pass (NormVJP), rope and scaled_dot_product_attention
+// (masks of each kind, grouped-query attention, traditional rope,
+// frequency tables, per-row offsets). Each one's reference is its
+// `*_composed` twin, built from public ops.
 #include "fluxion/ops/fast.h"
 #include "op_cases.h"
 
@@ -67,6 +68,47 @@ std::vector<OpCase> fast_cases() {
                      return rms(x[0], std::nullopt, k);
                    },
                    {normal({3, 1, 6})}));
+
+  // NormVJP (the norms' fused backward; its outputs dx, [dweight],
+  // [dbias]) against norm_vjp_composed in float64. Its derivatives are the
+  // norms' second (and, in Gradients' second order, third) derivatives,
+  // through its own rules.
+  auto nvjp = [](const std::string& name, bool layer, bool weight,
+                 bool bias, std::vector<In> in) {
+    auto call = [layer, weight, bias](const Arrays& x, bool composed) {
+      std::optional<array> w;
+      if (weight) {
+        w = x[1];
+      }
+      return composed ? fx::norm_vjp_composed(x[0], w, x.back(), 1e-5f, layer,
+                                              bias)
+                      : fx::norm_vjp(x[0], w, x.back(), 1e-5f, layer, bias);
+    };
+    OpCase k{name, [call](const Arrays& x) { return call(x, false); },
+             std::move(in)};
+    k.dtypes = {float64, float32, float16};
+    k.ref = [call](const Arrays& x) {
+      Arrays y;
+      for (auto& a : x) {
+        y.push_back(astype(a, float64));
+      }
+      return call(y, true);
+    };
+    k.fwd_tol = 1e-12;
+    // dweight and dbias sum over the rows and dx ends in a difference:
+    // devices (and the float64 reference) add in other orders, which moves
+    // a float result by more than the default 4 ulps of its magnitude.
+    k.fwd_ulps = 16;
+    return k;
+  };
+  c.push_back(nvjp("norm_vjp_layer", true, true, true,
+                   {normal(xs), normal({5}), normal(xs)}));
+  c.push_back(nvjp("norm_vjp_layer_bias_only", true, false, true,
+                   {normal({4, 3}), normal({4, 3})}));
+  c.push_back(nvjp("norm_vjp_rms", false, true, false,
+                   {normal(xs), normal({5}), normal(xs)}));
+  c.push_back(nvjp("norm_vjp_rms_plain", false, false, false,
+                   {normal({3, 1, 6}), normal({3, 1, 6})}));
 
   Shape rs{2, 2, 3, 6};
   c.push_back(twin("rope",

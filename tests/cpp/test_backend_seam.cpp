@@ -381,15 +381,16 @@ TEST(Registry, OneEntryPerPrimitive) {
 }
 
 // Every primitive a transformer or a language model needs (issue 29:
-// norms, RoPE, attention, sorting and selection, scans, quantized
-// products) has a CUDA kernel in a build with the CUDA backend.
+// norms and their backward pass, RoPE, attention, sorting and selection,
+// scans, quantized products) has a CUDA kernel in a build with the CUDA
+// backend.
 TEST(Registry, TransformerPathHasGpuKernels) {
   if (!gpu::backend_built()) {
     GTEST_SKIP() << "built without the CUDA backend";
   }
   for (const char* name :
-       {"LayerNorm", "RMSNorm", "RoPE", "ScaledDotProductAttention", "Sort",
-        "ArgSort", "Partition", "ArgPartition", "Scan", "SearchSorted",
+       {"LayerNorm", "RMSNorm", "NormVJP", "RoPE", "ScaledDotProductAttention",
+        "Sort", "ArgSort", "Partition", "ArgPartition", "Scan", "SearchSorted",
         "QuantizedMatmul", "Hadamard"}) {
     auto* p = find_primitive(name);
     ASSERT_NE(p, nullptr) << name;

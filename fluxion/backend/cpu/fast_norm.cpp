@@ -24,24 +24,7 @@ using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 constexpr int64_t kRowGrain = 1 << 15;
 
 using cpu::lane_sum;
-
-template <typename M>
-M lane_sum_sq(const M* p, int64_t n, M shift) {
-  M a[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int l = 0; l < 8; ++l) {
-      M d = p[i + l] - shift;
-      a[l] += d * d;
-    }
-  }
-  M s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-  for (; i < n; ++i) {
-    M d = p[i] - shift;
-    s += d * d;
-  }
-  return s;
-}
+using cpu::lane_sum_sq;
 
 // A parameter vector (weight or bias) as a dense array of T, or null.
 struct Param {

@@ -1,6 +1,7 @@
-// What the CPU's row kernels share (fast_norm.cpp, fast_sdpa.cpp,
-// softmax.cpp): a row's sum and max with independent accumulators and exp
-// of a row in place through the vector kernel.
+// What the CPU's row kernels share (fast_norm.cpp, fast_norm_vjp.cpp,
+// fast_sdpa.cpp, softmax.cpp): a row's sum (and sum of squares) and max
+// with independent accumulators and exp of a row in place through the
+// vector kernel.
 #pragma once
 
 #include <cmath>
@@ -63,6 +64,26 @@ M load_row_max(const T* src, M* buf, int64_t n) {
     nan |= v != v;
   }
   return nan ? std::numeric_limits<M>::quiet_NaN() : m;
+}
+
+// Sum of (p[i] - shift)^2 with 8 accumulators as lane_sum (a row's variance
+// about its mean).
+template <typename M>
+M lane_sum_sq(const M* p, int64_t n, M shift) {
+  M a[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) {
+      M d = p[i + l] - shift;
+      a[l] += d * d;
+    }
+  }
+  M s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  for (; i < n; ++i) {
+    M d = p[i] - shift;
+    s += d * d;
+  }
+  return s;
 }
 
 // exp of n values in place: the vector kernel where the CPU has one, else
