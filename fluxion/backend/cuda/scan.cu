@@ -15,9 +15,12 @@
 //    tiles (cub::BlockScan over per-thread partial scans), carrying the
 //    running value from tile to tile; 32-thread blocks for rows of up to
 //    128. A few very long rows (one 256M cumsum) instead go through a
-//    single-pass scan with decoupled look-back: Fluxion's own
-//    (scan_tiles.cuh) for 4-byte accumulators of sum, product, max and
-//    min, CUB's device scan (one call per row) for the others.
+//    single-pass scan with decoupled look-back: CUB's on raw pointers for
+//    a forward inclusive scan in the input's own type (measured faster on
+//    the H200: 2.27 against 2.01 TB/s for a 256M float32 cumsum), else
+//    Fluxion's own (scan_tiles.cuh) for 4-byte accumulators of sum,
+//    product, max and min (all rows in one launch; 2.22 TB/s reversed),
+//    else CUB through index-mapping iterators, one call per row.
 //  - inner > 1: one thread per column (o, j), consecutive threads on
 //    consecutive memory. With few columns and a long axis that leaves the
 //    GPU idle, the input is transposed so the axis is last, scanned as
@@ -188,9 +191,6 @@ __global__ void write_identity(Out* y, M v) {
 template <typename In, typename Out, typename M, typename Op>
 void device_scan_rows(const In* x, Out* y, int64_t rows, int64_t n,
                       bool reverse, bool inclusive, cudaStream_t s) {
-  if (lookback_rows<In, Out, M, Op>(x, y, rows, n, reverse, inclusive, s)) {
-    return;
-  }
   const int64_t items = inclusive ? n : n - 1;
   auto in_at = [&](const In* xr) {
     return thrust::make_transform_iterator(
@@ -226,6 +226,9 @@ void device_scan_rows(const In* x, Out* y, int64_t rows, int64_t n,
       cu::keep_alive(tmp);
       return;
     }
+  }
+  if (lookback_rows<In, Out, M, Op>(x, y, rows, n, reverse, inclusive, s)) {
+    return;
   }
   size_t bytes = 0;
   cu::check(cub::DeviceScan::InclusiveScan(nullptr, bytes, in_at(x), out_at(y),
