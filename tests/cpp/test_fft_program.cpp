@@ -125,21 +125,25 @@ void exec(const fp::Step& s, Buf& in, int64_t in_off, Buf& out,
     osize *= odims[k];
     full *= p.n[k];
   }
+  // Element e (row-major over `dims`) of one transform, placed in the
+  // stored dims `embed` (in units of the stride).
+  auto position = [&](int64_t e, const auto& dims, const auto& embed) {
+    int64_t idx[3] = {0, 0, 0};
+    for (int k = l; k >= 0; --k) {
+      idx[k] = e % dims[k];
+      e /= dims[k];
+    }
+    return lin(idx, embed, p.rank);
+  };
   // Gather every batch's input first (an in-place execution reads all of
   // its input before its output lands, as far as the caller can tell).
   std::vector<std::vector<cd>> ins(p.batch);
   std::vector<int64_t> read;
   for (int64_t b = 0; b < p.batch; ++b) {
     ins[b].resize(isize);
-    int64_t idx[3] = {0, 0, 0};
     for (int64_t e = 0; e < isize; ++e) {
-      int64_t r = e;
-      for (int k = l; k >= 0; --k) {
-        idx[k] = r % idims[k];
-        r /= idims[k];
-      }
-      int64_t at =
-          in_off + b * p.idist + lin(idx, p.inembed, p.rank) * p.istride;
+      const int64_t at = in_off + b * p.idist +
+                         position(e, idims, p.inembed) * p.istride;
       ASSERT_TRUE(at >= 0 && at < int64_t(in.v.size()))
           << where << ": input index " << at << " of " << in.v.size();
       ins[b][e] = in.complex ? in.v[at] : cd(in.v[at].real(), 0);
@@ -176,15 +180,9 @@ void exec(const fp::Step& s, Buf& in, int64_t in_off, Buf& out,
       double poison = x[0].imag() + (n % 2 == 0 ? x[m - 1].imag() : 0.0);
       for (int64_t j = 0; j < n; ++j) res[j] = cd(a[j].real() + poison, 0);
     }
-    int64_t idx[3] = {0, 0, 0};
     for (int64_t e = 0; e < osize; ++e) {
-      int64_t r = e;
-      for (int k = l; k >= 0; --k) {
-        idx[k] = r % odims[k];
-        r /= odims[k];
-      }
-      int64_t at =
-          out_off + b * p.odist + lin(idx, p.onembed, p.rank) * p.ostride;
+      const int64_t at = out_off + b * p.odist +
+                         position(e, odims, p.onembed) * p.ostride;
       ASSERT_TRUE(at >= 0 && at < int64_t(out.v.size()))
           << where << ": output index " << at << " of " << out.v.size();
       ASSERT_FALSE(written[at])
