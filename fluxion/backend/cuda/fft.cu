@@ -6,8 +6,9 @@
 //
 // Issue 31 item 2; tested on the H200 by tests/cpp/test_cuda_fft.cpp and
 // tests/python/test_cuda_fft.py. The steps (which cuFFT plans over which
-// buffers, the copies and the two small kernels) come from backend/common/fft_program.cpp, plain host code
-// that tests/cpp/test_fft_program.cpp runs without a GPU through an
+// buffers, the copies and the two small kernels) come from
+// backend/common/fft_program.cpp, plain host code that
+// tests/cpp/test_fft_program.cpp runs without a GPU through an
 // emulation of cuFFT's documented data layout; this file makes the plans
 // and runs the steps.
 //
