@@ -21,9 +21,7 @@ namespace {
 
 std::string dt(Dtype t) { return dtype_name(t); }
 
-// The compute dtype of the composed forms: float64 stays, the rest use
-// float32.
-Dtype compute_dtype(Dtype t) { return t == float64 ? float64 : float32; }
+using detail::compute_dtype;
 
 // Checks a norm's operands; returns the output dtype.
 Dtype check_norm(const char* op, const array& x,

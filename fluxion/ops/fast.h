@@ -261,6 +261,11 @@ class ScaledDotProductAttention : public Primitive {
 };
 
 namespace detail {
+// The compute dtype of the composed forms and the kernels: float64 stays,
+// the rest use float32.
+Dtype compute_dtype(Dtype t);
+// All axes but the last (the ones a weight's gradient sums over).
+std::vector<int> leading_axes(int ndim);
 // The statistics of the norms' composed forms, in the compute dtype
 // (float32, float64 for float64): x itself, xhat = (x - mean) * rstd
 // (mean 0 for rms_norm) and rstd = 1 / sqrt(var + eps), kept as [..., 1].

@@ -8,7 +8,6 @@
 //   dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))   (layer_norm)
 //   dx = rstd * (gw - xhat * mean(gw * xhat))              (rms_norm)
 //   dweight = sum over rows of g * xhat, dbias = sum over rows of g.
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -24,7 +23,7 @@ namespace fluxion::fast {
 
 namespace {
 
-Dtype compute_dtype(Dtype t) { return t == float64 ? float64 : float32; }
+using detail::compute_dtype;
 
 // Checks norm_vjp's operands; returns the dtype of the outputs.
 Dtype check_norm_vjp(const array& x, const std::optional<array>& weight,
@@ -107,8 +106,7 @@ std::vector<array> norm_vjp_composed(const array& x,
   auto centered = layer ? subtract(gw, mean(gw, -1, true, st), st) : gw;
   auto dx = multiply(subtract(centered, multiply(stats.xhat, inner, st), st),
                      stats.rstd, st);
-  std::vector<int> rows(x.ndim() - 1);
-  std::iota(rows.begin(), rows.end(), 0);
+  const std::vector<int> rows = detail::leading_axes(x.ndim());
   std::vector<array> out{astype(dx, t, st)};
   if (weight) {
     out.push_back(

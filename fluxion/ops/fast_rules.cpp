@@ -15,16 +15,22 @@
 
 namespace fluxion::fast {
 
-namespace {
+namespace detail {
 
 Dtype compute_dtype(Dtype t) { return t == float64 ? float64 : float32; }
 
-// All axes but the last (the ones a weight's gradient sums over).
 std::vector<int> leading_axes(int ndim) {
   std::vector<int> ax(ndim - 1);
   std::iota(ax.begin(), ax.end(), 0);
   return ax;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::compute_dtype;
+using detail::leading_axes;
 
 array scalar(double v, Dtype t) { return array(v, t); }
 
