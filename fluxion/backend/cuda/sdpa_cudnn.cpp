@@ -1,6 +1,7 @@
 // cuDNN's fused flash attention through its backend (graph) API. The
 // library is dlopen'ed (libcudnn.so.9, then the pip wheel's folders the
-// Python package lists in FLUXION_CUDNN_PIP_DIRS, then FLUXION_CUDNN_LIB)
+// Python package lists in FLUXION_CUDNN_PIP_DIRS, then the wheel of the
+// active virtual or conda environment, then FLUXION_CUDNN_LIB)
 // and its few entry points resolved with dlsym, their types from the
 // toolkit's cudnn_graph.h (a build without it compiles all of this out and
 // attention keeps sdpa.cu's kernels).
@@ -69,6 +70,7 @@ Status status() {
 
 #include <cudnn_graph.h>
 #include <dlfcn.h>
+#include <glob.h>
 
 #include <atomic>
 #include <cmath>
@@ -152,6 +154,24 @@ Lib::Lib() {
   std::vector<std::string> tries{"libcudnn.so.9"};
   for (auto& d : split_dirs(std::getenv("FLUXION_CUDNN_PIP_DIRS"))) {
     tries.push_back(d + "/libcudnn.so.9");
+  }
+  // Without Python's help (a C++ program): the wheel in the active
+  // virtual or conda environment.
+  for (const char* env : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
+    const char* prefix = std::getenv(env);
+    if (!prefix || !*prefix) {
+      continue;
+    }
+    glob_t g;
+    std::string pattern = std::string(prefix) +
+                          "/lib/python3*/site-packages/nvidia/cudnn/lib/"
+                          "libcudnn.so.9";
+    if (glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        tries.push_back(g.gl_pathv[i]);
+      }
+    }
+    globfree(&g);
   }
   if (const char* e = std::getenv("FLUXION_CUDNN_LIB"); e && *e) {
     std::string p = e;
