@@ -3,7 +3,8 @@ the GPU (backend/cuda/sdpa_cudnn.cpp): the forward and the fused backward
 (ScaledDotProductAttentionVJP) against the CPU, for causal and unmasked
 attention, head sizes 64 and 128, grouped-query heads, Lq != Lk, decoding
 and transposed layouts; that they ran on cuDNN (its call counters); that
-masks, float32 and head size 80 still take the other kernels and agree;
+masks, sinks, float32 and head size 84 still take the other kernels and
+agree;
 and FLUXION_CUDNN_SDPA=0. Skipped without a GPU; the cuDNN cases skip,
 with the loader's reason, where cuDNN cannot be loaded.
 """
@@ -66,6 +67,8 @@ SHAPES = [  # B, Hq, Hkv, Lq, Lk, D
     (2, 8, 2, 256, 256, 128),   # grouped-query heads
     (1, 4, 4, 100, 200, 64),    # Lq != Lk, lengths off the tile sizes
     (2, 4, 2, 64, 192, 128),
+    (1, 4, 4, 64, 96, 80),      # head sizes off the powers of two
+    (1, 2, 2, 64, 64, 256),
 ]
 
 
@@ -186,10 +189,10 @@ def test_value_and_grad_compiled_and_vmapped():
 
 
 @pytest.mark.parametrize("case", ["bool_mask", "additive_mask", "float32",
-                                  "head_80", "sinks", "causal_lq_gt_lk"])
+                                  "head_84", "sinks", "causal_lq_gt_lk"])
 def test_other_kernels_where_cudnn_does_not_apply(case):
     dt = mx.float32 if case == "float32" else mx.bfloat16
-    D = 80 if case == "head_80" else 64
+    D = 84 if case == "head_84" else 64  # cuDNN: multiples of 8
     Lq, Lk = (96, 40) if case == "causal_lq_gt_lk" else (64, 96)
     q = draw((2, 4, Lq, D), dt, 14)
     k = draw((2, 4, Lk, D), dt, 15)

@@ -10,7 +10,8 @@
 // SDPA engine recognizes (the one cudnn_frontend's SDPA nodes emit):
 //   forward:  S = Q K^T, S *= scale, [causal: row + Lk - Lq >= col, else
 //             -inf via gen_index, cmp_ge, binary_select], m = max(S),
-//             E = exp(S - m), l = sum(E), [Stats = m + log(l)],
+//             E = exp(S - m), l = sum(E), Stats = m + log(l) (a virtual
+//             tensor for inference),
 //             P = E / l (in the I/O type), O = P V;
 //   backward: Dsum = rowsum(dO * O) (float, scratch), P = exp(scale Q K^T
 //             - Stats) masked, dV = P^T dO, dS = P (dO V^T - Dsum) scale,
@@ -41,7 +42,7 @@ bool eligible(Dtype t, int B, int Hq, int Hkv, int Lq, int Lk, int D, int Dv,
     return !(e && std::strcmp(e, "0") == 0);
   }();
   return enabled && (t == float16 || t == bfloat16) && D == Dv && D % 8 == 0 &&
-         D >= 8 && D <= 128 && B > 0 && Hq > 0 && Hkv > 0 && Hq % Hkv == 0 &&
+         D >= 8 && D <= 256 && B > 0 && Hq > 0 && Hkv > 0 && Hq % Hkv == 0 &&
          Lq > 0 && Lk > 0 && (!causal || Lq <= Lk);
 }
 
@@ -228,8 +229,15 @@ Lib& lib() {
 
 std::atomic<int64_t> g_forward{0}, g_backward{0}, g_failed{0};
 
-// Up to this many queries, inference stays on sdpa.cu's split-key kernel.
-constexpr int kDecodeQueries = 8;
+// Up to this many queries (FLUXION_CUDNN_SDPA_DECODE_QUERIES), inference
+// stays on sdpa.cu's split-key kernel.
+int decode_queries() {
+  static const int n = [] {
+    const char* e = std::getenv("FLUXION_CUDNN_SDPA_DECODE_QUERIES");
+    return e && *e ? std::atoi(e) : 8;
+  }();
+  return n;
+}
 
 bool debug() {
   static const bool on = [] {
@@ -274,15 +282,15 @@ enum : int64_t {
   kDO, kDQ, kDK, kDV, kDsum, kDQAcc, kVirtual = 100
 };
 
-// Details cuDNN's documentation leaves open, tried in turn when a plan
-// fails: scalars as [1, 1, 1, 1] or [1], GEN_INDEX computed in float (what
-// cudnn_frontend sets today) or int32 (what it set before).
+// A detail cuDNN's documentation leaves open, tried in turn when a plan
+// fails: GEN_INDEX computed in float (what cudnn_frontend sets today, and
+// what cuDNN 9.14 took on the H200) or int32 (what it set before). By-value
+// scalars are [1, 1, 1, 1]: cuDNN refuses [1] against 4-d operands
+// ("xDesc.getNbDims() != bDesc.getNbDims()").
 struct Variant {
-  bool scalar4d;
   bool index_int;
 };
-constexpr Variant kVariants[] = {
-    {true, false}, {false, false}, {true, true}, {false, true}};
+constexpr Variant kVariants[] = {{false}, {true}};
 
 // Operations of one graph, built in order; the first failure is kept and
 // makes every later call a no-op, so a build reads straight through.
@@ -356,21 +364,7 @@ class Builder {
   // A host scalar passed by value at execution.
   Tensor scalar(cudnnDataType_t dt, int64_t uid) {
     static const int64_t ones[4] = {1, 1, 1, 1};
-    if (variant_.scalar4d) {
-      return tensor(dt, ones, ones, uid, true);
-    }
-    Tensor t{create(CUDNN_BACKEND_TENSOR_DESCRIPTOR)};
-    int64_t align = 16;
-    bool no = false, yes = true;
-    set(t.d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
-    set(t.d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 1, ones);
-    set(t.d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 1, ones);
-    set(t.d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    set(t.d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
-    set(t.d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &no);
-    set(t.d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes);
-    finalize(t.d, "scalar");
-    return t;
+    return tensor(dt, ones, ones, uid, true);
   }
 
   void pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t prec, Tensor x,
@@ -518,11 +512,13 @@ void build_forward(Builder& g, const Problem& p) {
   g.pointwise(CUDNN_POINTWISE_EXP, F, sub, e);
   Tensor sum = g.tensor(F, rl);
   g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, sum);
-  if (p.stats) {
-    Tensor lg = g.tensor(F, rl);
-    g.pointwise(CUDNN_POINTWISE_LOG, F, sum, lg);
-    g.pointwise(CUDNN_POINTWISE_ADD, F, mx, g.tensor(F, rl, kStats), lg);
-  }
+  // The engine matches the statistics' ops even for inference (without
+  // them heuristics offer no engine: seen with cuDNN 9.14), so they stay,
+  // into a virtual tensor then, as cudnn_frontend does.
+  Tensor lg = g.tensor(F, rl);
+  g.pointwise(CUDNN_POINTWISE_LOG, F, sum, lg);
+  g.pointwise(CUDNN_POINTWISE_ADD, F, mx,
+              p.stats ? g.tensor(F, rl, kStats) : g.tensor(F, rl), lg);
   // P in the I/O type: the second product's operand type.
   Tensor pr = g.tensor(p.dt, sl);
   g.pointwise(CUDNN_POINTWISE_DIV, F, e, pr, sum);
@@ -1018,40 +1014,53 @@ bool forward(const std::vector<array>& in, std::vector<array>& out,
   // Decoding (a few queries, no backward to feed): cuDNN makes a block per
   // 64 queries of each head, too few to fill the GPU; sdpa.cu's kernel
   // splits the keys over blocks instead.
-  if (!stats && q.shape(2) <= kDecodeQueries) {
+  if (!stats && q.shape(2) <= decode_queries()) {
     return false;
   }
   const int device = current_device();
   // The operands' own layouts when cuDNN reads them and a plan builds for
   // them, else row-contiguous ones (copies where needed).
-  Problem p = problem(q, k, scale, causal, stats, false);
-  std::shared_ptr<Plan> plan;
-  array qc = q, kc = k, vc = v;
   Layout lq, lk, lv;
-  if (layout_of(q, lq) && layout_of(k, lk) && layout_of(v, lv)) {
-    Problem own = p;
-    own.q = lq;
-    own.k = lk;
-    own.v = lv;
-    plan = plan_for(device, own);
-    if (plan && plan->plan) {
-      p = own;
+  const bool own_layout =
+      layout_of(q, lq) && layout_of(k, lk) && layout_of(v, lv);
+  bool copy = false;
+  auto find = [&](bool with_stats, Problem& p) -> std::shared_ptr<Plan> {
+    p = problem(q, k, scale, causal, with_stats, false);
+    if (own_layout) {
+      Problem own = p;
+      own.q = lq;
+      own.k = lk;
+      own.v = lv;
+      auto plan = plan_for(device, own);
+      if (plan && plan->plan) {
+        p = own;
+        copy = false;
+        return plan;
+      }
     }
+    copy = true;
+    auto plan = plan_for(device, p);
+    return plan && plan->plan ? plan : nullptr;
+  };
+  Problem p{};
+  auto plan = find(stats, p);
+  if (!plan && !stats) {
+    // No inference plan: the training one, its statistics into scratch.
+    plan = find(true, p);
   }
-  if (!plan || !plan->plan) {
-    plan = plan_for(device, p);
-    if (!plan || !plan->plan) {
-      return false;
-    }
-    qc = row_contiguous(q);
-    kc = row_contiguous(k);
-    vc = row_contiguous(v);
+  if (!plan) {
+    return false;
   }
+  array qc = copy ? row_contiguous(q) : q;
+  array kc = copy ? row_contiguous(k) : k;
+  array vc = copy ? row_contiguous(v) : v;
   cu::alloc(out[0]);
   void* lse = nullptr;
   if (stats) {
     cu::alloc(out[1]);
     lse = cu::ptr(out[1]);
+  } else if (p.stats) {
+    lse = scratch(size_t(p.B) * p.Hq * p.Lq * sizeof(float))->ptr();
   }
   Scalars sc{scale};
   sc.skv = p.Lk;
@@ -1060,7 +1069,7 @@ bool forward(const std::vector<array>& in, std::vector<array>& out,
                                               {kK, cu::ptr(kc)},
                                               {kV, cu::ptr(vc)},
                                               {kO, cu::ptr(out[0])}};
-  if (stats) {
+  if (p.stats) {
     ptrs.emplace_back(kStats, lse);
   }
   if (!execute(*plan, p, sc, std::move(ptrs), device)) {
