@@ -139,6 +139,7 @@
   X(fast::NormVJP, fast, 1, 1)                    \
   X(fast::RoPE, fast, 1, 1)                       \
   X(fast::ScaledDotProductAttention, fast, 1, 1)  \
+  X(fast::ScaledDotProductAttentionVJP, fast, 1, 1)\
   X(fast::CustomKernel, fast, 1, 0)               \
   X(Load, io, 1, 0)                               \
   X(QuantizedMatmul, quantized, 1, 1)             \

@@ -30,6 +30,15 @@ namespace fluxion {
 namespace {
 thread_local int t_trace_depth = 0;
 thread_local int t_retain_graph = 0;
+thread_local int t_grad_depth = 0;
+
+// Marks a vjp's trace of its function (detail::in_grad_tracing).
+struct GradTracing {
+  GradTracing() { ++t_grad_depth; }
+  ~GradTracing() { --t_grad_depth; }
+  GradTracing(const GradTracing&) = delete;
+  GradTracing& operator=(const GradTracing&) = delete;
+};
 
 Stream stream_of(const array& a) {
   return a.has_primitive() ? a.primitive().stream() : to_stream({});
@@ -58,6 +67,7 @@ namespace detail {
 // in_tracing() || retain_graph() in one call (fluxion/eager.h: the fast
 // path asks for every op built).
 bool graph_required() { return t_trace_depth > 0 || t_retain_graph > 0; }
+bool in_grad_tracing() { return t_grad_depth > 0; }
 }  // namespace detail
 
 namespace detail {
@@ -164,7 +174,10 @@ std::pair<std::vector<array>, std::vector<array>> internal_vjp(
     const std::vector<array>& cotangents, const std::vector<int>& argnums) {
   InTracing tracing;
   auto tracers = make_tracers(primals);
-  auto outputs = fun(tracers);
+  auto outputs = [&] {
+    GradTracing grad;
+    return fun(tracers);
+  }();
 
   // Pair outputs with cotangents, skipping stop_gradient outputs.
   std::vector<std::pair<int, int>> out_cotan;

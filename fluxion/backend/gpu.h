@@ -4,7 +4,9 @@
 // calls one or the other by the stream's device.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
@@ -65,5 +67,19 @@ bool event_is_signaled(const Event& e);
 // on `s` waits); a backend may use cheaper device-side fences for them.
 void fence_update(const Event& fence, Stream s);
 void fence_wait(const Event& fence, Stream s);
+
+// cuDNN's fused attention (backend/cuda/sdpa_cudnn.cpp), for tests and
+// benchmarks: whether it loads (`error` says why not; loading is tried on
+// first use, which this call makes), its version and library, and how
+// many forward and backward passes ran on it and how many shapes' plans
+// failed (those run the other kernels) in this process.
+struct CudnnSdpaInfo {
+  bool loaded = false;
+  int64_t version = 0;
+  std::string library;
+  std::string error;
+  int64_t forward_calls = 0, backward_calls = 0, failed_plans = 0;
+};
+CudnnSdpaInfo cudnn_sdpa_info();
 
 }  // namespace fluxion::gpu

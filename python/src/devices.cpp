@@ -337,6 +337,24 @@ Example:
       "_gpu_backend_built", [] { return fx::gpu::backend_built(); },
       "Whether a GPU backend (CUDA) was compiled in, visible GPU or not.");
   m.def(
+      "_cudnn_sdpa_info",
+      [] {
+        auto i = fx::gpu::cudnn_sdpa_info();
+        py::dict d;
+        d["loaded"] = i.loaded;
+        d["version"] = i.version;
+        d["library"] = i.library;
+        d["error"] = i.error;
+        d["forward_calls"] = i.forward_calls;
+        d["backward_calls"] = i.backward_calls;
+        d["failed_plans"] = i.failed_plans;
+        return d;
+      },
+      "cuDNN's fused attention in this process (private, for tests and "
+      "benchmarks): whether the library loaded (else why not), its version "
+      "and path, how many forward and backward passes ran on it, and how "
+      "many shapes' plans failed.");
+  m.def(
       "_kernels_missing",
       [](fx::Device::DeviceType t) { return fx::kernels_missing(t); },
       "device_type"_a,

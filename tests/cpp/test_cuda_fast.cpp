@@ -1,5 +1,6 @@
-// The GPU kernels of fast::LayerNorm, fast::RMSNorm, fast::RoPE and
-// Hadamard (backend/cuda/norm.cu, rope.cu, hadamard.cu) against the CPU's:
+// The GPU kernels of fast::LayerNorm, fast::RMSNorm, fast::RoPE, Hadamard
+// and attention's fused backward (backend/cuda/norm.cu, rope.cu,
+// hadamard.cu, sdpa_cudnn.cpp, sdpa_vjp.cpp) against the CPU's:
 // the same graph is built and evaluated with each device as the default,
 // and the results must agree to a few ulps of the dtype (NaN where the CPU
 // has NaN, the same infinities). Shapes cover each kernel's paths: a warp
@@ -375,5 +376,54 @@ TEST(CudaFastGpu, HadamardTransposeAndLayouts) {
                       hadamard_transform(zeros({0, n}))};
         },
         1, "hadamard vjp/layouts " + std::to_string(n));
+  }
+}
+
+// ------------------------------------------------------------- attention
+
+// The fused attention backward (fast::ScaledDotProductAttentionVJP) on the
+// GPU against the CPU's: cuDNN where it takes the inputs (bfloat16, head
+// size 64, when cuDNN loads), the host routine elsewhere (float32, head
+// size 80), both after the forward with its logsumexp. The gradients are
+// compared relative to their largest magnitude (they are not of order
+// one), within a few rounding steps of the dtype.
+TEST(CudaFastGpu, AttentionFusedBackward) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    Dtype t;
+    int Hq, Hkv, Lq, Lk, D;
+    bool causal;
+  };
+  for (const Case& c : {Case{bfloat16, 4, 2, 96, 160, 64, true},
+                        Case{bfloat16, 4, 4, 64, 64, 64, false},
+                        Case{float32, 4, 2, 33, 70, 80, true},
+                        Case{float16, 2, 2, 17, 17, 24, false}}) {
+    auto q = randn({2, c.Hq, c.Lq, c.D}, 41, c.t);
+    auto k = randn({2, c.Hkv, c.Lk, c.D}, 42, c.t);
+    auto v = randn({2, c.Hkv, c.Lk, c.D}, 43, c.t);
+    auto d_o = randn({2, c.Hq, c.Lq, c.D}, 44, c.t);
+    auto f = [&] {
+      auto s = default_stream(default_device());
+      auto ol = fx::detail::sdpa_with_lse(q, k, v, 0.2f, c.causal, s);
+      auto g = fx::detail::sdpa_vjp(q, k, v, ol[0], ol[1], d_o, 0.2f,
+                                    c.causal, s);
+      g.insert(g.begin(), ol.begin(), ol.end());
+      return g;
+    };
+    auto got = run_on(Device::gpu, f);
+    auto want = run_on(Device::cpu, f);
+    const double steps = c.t == float32 ? 256 : 6;
+    for (size_t i = 0; i < got.size(); ++i) {
+      auto g = to_vector<double>(got[i]);
+      auto w = to_vector<double>(want[i]);
+      ASSERT_EQ(g.size(), w.size());
+      double big = 1, err = 0;
+      for (size_t e = 0; e < w.size(); ++e) {
+        big = std::max(big, std::abs(w[e]));
+        err = std::max(err, std::abs(g[e] - w[e]));
+      }
+      EXPECT_LE(err, steps * res(c.t) * big)
+          << dtype_name(c.t) << " D" << c.D << " output " << i;
+    }
   }
 }

@@ -17,6 +17,7 @@ struct SdpaParams {
   const void* mask;   // [B, Hq, Lq, Lk] by ms, or null
   const void* sinks;  // [Hq] by sink_stride, or null
   void* out;          // [B, Hq, Lq, Dv], row-contiguous
+  void* lse;          // [B, Hq, Lq] in M (the logsumexp), or null
   void* part;         // nsplit > 1: [nsplit, B * Hq * Lq, Dv + 2] of M
   int64_t qs[4], ks[4], vs[4], ms[4];
   int64_t sink_stride;

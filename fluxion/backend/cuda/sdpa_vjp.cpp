@@ -1,0 +1,121 @@
+// The GPU side of attention's fused backward
+// (fast::ScaledDotProductAttentionVJP): cuDNN's flash-attention backward
+// (sdpa_cudnn.cpp) where it runs. Elsewhere (a dtype or head size cuDNN
+// does not take, cuDNN absent or refusing at run time: the op only builds
+// this primitive on the GPU after cuDNN built both passes' plans, so this
+// is the rare path, and the op table's GPU runs) the host routine of
+// backend/common/sdpa_vjp.cpp computes it: the stream is synchronized,
+// the operands copied to the host in float (double for float64), and the
+// gradients copied back.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/common/sdpa_vjp.h"
+#include "fluxion/backend/cuda/cuda.h"
+#include "fluxion/backend/cuda/sdpa_cudnn.h"
+#include "fluxion/backend/gpu.h"
+#include "fluxion/ops/fast.h"
+
+namespace fluxion {
+
+namespace {
+
+// `a` (row-contiguous on the GPU, after the stream ran) on the host in M.
+template <typename T, typename M>
+std::vector<M> to_host(const array& a) {
+  std::vector<T> raw(a.size());
+  cu::check(cudaMemcpy(raw.data(), cu::ptr(a), a.nbytes(), cudaMemcpyDefault),
+            "scaled_dot_product_attention_vjp");
+  std::vector<M> out(std::max<size_t>(a.size(), 1));
+  for (size_t i = 0; i < raw.size(); ++i) {
+    out[i] = static_cast<M>(raw[i]);
+  }
+  return out;
+}
+
+template <typename T>
+void host_vjp(const std::vector<array>& in, std::vector<array>& out,
+              float scale, bool causal) {
+  using M = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  cudaStream_t stream = cu::current_stream();
+  std::vector<array> c;
+  for (auto& a : in) {
+    c.push_back(cu::contiguous(a));
+  }
+  for (auto& o : out) {
+    cu::alloc(o);
+  }
+  cu::check(cudaStreamSynchronize(stream), "scaled_dot_product_attention_vjp");
+  auto q = to_host<T, M>(c[0]), k = to_host<T, M>(c[1]),
+       v = to_host<T, M>(c[2]), o = to_host<T, M>(c[3]),
+       d_o = to_host<T, M>(c[5]);
+  auto lse = to_host<M, M>(c[4]);
+  common::SdpaVjpDims dims{in[0].shape(0), in[0].shape(1), in[1].shape(1),
+                           in[0].shape(2), in[1].shape(2), in[0].shape(3),
+                           in[2].shape(3), causal,         scale};
+  std::vector<M> g[3];
+  for (int i = 0; i < 3; ++i) {
+    g[i].resize(std::max<size_t>(out[i].size(), 1));
+  }
+  common::sdpa_vjp_host<M>(dims, q.data(), k.data(), v.data(), o.data(),
+                           lse.data(), d_o.data(), g[0].data(), g[1].data(),
+                           g[2].data());
+  for (int i = 0; i < 3; ++i) {
+    std::vector<T> raw(out[i].size());
+    for (size_t e = 0; e < raw.size(); ++e) {
+      raw[e] = static_cast<T>(g[i][e]);
+    }
+    cu::check(cudaMemcpy(cu::ptr(out[i]), raw.data(), out[i].nbytes(),
+                         cudaMemcpyDefault),
+              "scaled_dot_product_attention_vjp");
+  }
+  // The copies went through the legacy stream; ours is non-blocking.
+  cu::check(cudaStreamSynchronize(cudaStreamLegacy),
+            "scaled_dot_product_attention_vjp");
+}
+
+}  // namespace
+
+void fast::ScaledDotProductAttentionVJP::eval_gpu(
+    const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (cu::cudnn_sdpa::backward(inputs, outputs, scale_, causal_)) {
+    return;
+  }
+  dispatch<FloatTypes>(inputs[0].dtype(), "scaled_dot_product_attention_vjp",
+                       [&](auto tag) {
+                         using T = typename decltype(tag)::type;
+                         host_vjp<T>(inputs, outputs, scale_, causal_);
+                       });
+}
+
+bool fast::ScaledDotProductAttentionVJP::use_fused(Stream s, const array& q,
+                                                   const array& k,
+                                                   const array& v, bool causal,
+                                                   float scale) {
+  if (s.device.type != Device::gpu || !gpu::is_available() ||
+      !cu::cudnn_sdpa::eligible(q.dtype(), q.shape(0), q.shape(1), k.shape(1),
+                                q.shape(2), k.shape(2), q.shape(3), v.shape(3),
+                                causal)) {
+    return false;
+  }
+  return cu::cudnn_sdpa::plans_ready(s.device.index, q.dtype(), q.shape(0),
+                                     q.shape(1), k.shape(1), q.shape(2),
+                                     k.shape(2), q.shape(3), causal, scale);
+}
+
+gpu::CudnnSdpaInfo gpu::cudnn_sdpa_info() {
+  auto s = cu::cudnn_sdpa::status();
+  CudnnSdpaInfo info;
+  info.loaded = s.loaded;
+  info.version = s.version;
+  info.library = s.library;
+  info.error = s.error;
+  info.forward_calls = s.forward_calls;
+  info.backward_calls = s.backward_calls;
+  info.failed_plans = s.failed_plans;
+  return info;
+}
+
+}  // namespace fluxion
