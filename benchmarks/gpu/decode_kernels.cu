@@ -234,6 +234,11 @@ bool check_qmv(int mode, int bits, int gs, int rows, int N, int K,
         mag += std::fabs(sv) * dqa + std::fabs(bv) * xsa;
       }
       const double got = from(out[size_t(m) * N + n]);
+      const double max_t = std::is_same_v<T, __half> ? 65504.0 : 3.38e38;
+      if (std::isinf(got) && std::fabs(ref) > 0.99 * max_t &&
+          (got > 0) == (ref > 0)) {
+        continue;  // the output's type overflows
+      }
       if (std::isnan(ref) || std::isnan(got)) {
         if (std::isnan(ref) != std::isnan(got)) {
           ok = false;
@@ -643,29 +648,33 @@ int run_checks() {
   return fails;
 }
 
-void run_bench() {
+void run_bench(const std::string& what) {
   bench_memory();
-  const int N = 14336, K = 4096;
-  bench_qmv<__nv_bfloat16>(kAffine, 4, 64, 1, N, K);
-  bench_qmv<__nv_bfloat16>(kAffine, 4, 64, 1, 4096, 14336);
-  bench_qmv<__half>(kAffine, 4, 64, 1, N, K);
-  bench_qmv<float>(kAffine, 4, 64, 1, N, K);
-  bench_qmv<__nv_bfloat16>(kAffine, 2, 64, 1, N, K);
-  bench_qmv<__nv_bfloat16>(kAffine, 8, 64, 1, N, K);
-  bench_qmv<__nv_bfloat16>(kMxfp4, 4, 32, 1, N, K);
-  bench_qmv<__nv_bfloat16>(kNvfp4, 4, 16, 1, N, K);
-  bench_qmv<__nv_bfloat16>(kMxfp8, 8, 32, 1, N, K);
-  for (int rows : {2, 4, 8}) {
-    bench_qmv<__nv_bfloat16>(kAffine, 4, 64, rows, N, K);
+  if (what != "bench_sdpa") {
+    const int N = 14336, K = 4096;
+    bench_qmv<__nv_bfloat16>(kAffine, 4, 64, 1, N, K);
+    bench_qmv<__nv_bfloat16>(kAffine, 4, 64, 1, 4096, 14336);
+    bench_qmv<__half>(kAffine, 4, 64, 1, N, K);
+    bench_qmv<float>(kAffine, 4, 64, 1, N, K);
+    bench_qmv<__nv_bfloat16>(kAffine, 2, 64, 1, N, K);
+    bench_qmv<__nv_bfloat16>(kAffine, 8, 64, 1, N, K);
+    bench_qmv<__nv_bfloat16>(kMxfp4, 4, 32, 1, N, K);
+    bench_qmv<__nv_bfloat16>(kNvfp4, 4, 16, 1, N, K);
+    bench_qmv<__nv_bfloat16>(kMxfp8, 8, 32, 1, N, K);
+    for (int rows : {2, 4, 8}) {
+      bench_qmv<__nv_bfloat16>(kAffine, 4, 64, rows, N, K);
+    }
   }
-  bench_sdpa<__nv_bfloat16>(1, 32, 8, 32768, 128);
-  bench_sdpa<__half>(1, 32, 8, 32768, 128);
-  bench_sdpa<float>(1, 32, 8, 32768, 128);
-  bench_sdpa<__nv_bfloat16>(1, 32, 32, 32768, 128);
-  bench_sdpa<__nv_bfloat16>(1, 64, 8, 32768, 128);
-  bench_sdpa<__nv_bfloat16>(8, 32, 8, 4096, 128);
-  bench_sdpa<__nv_bfloat16>(1, 32, 8, 32768, 64);
-  bench_sdpa<__nv_bfloat16>(1, 32, 8, 32768, 256);
+  if (what != "bench_qmv") {
+    bench_sdpa<__nv_bfloat16>(1, 32, 8, 32768, 128);
+    bench_sdpa<__half>(1, 32, 8, 32768, 128);
+    bench_sdpa<float>(1, 32, 8, 32768, 128);
+    bench_sdpa<__nv_bfloat16>(1, 32, 32, 32768, 128);
+    bench_sdpa<__nv_bfloat16>(1, 64, 8, 32768, 128);
+    bench_sdpa<__nv_bfloat16>(8, 32, 8, 4096, 128);
+    bench_sdpa<__nv_bfloat16>(1, 32, 8, 32768, 64);
+    bench_sdpa<__nv_bfloat16>(1, 32, 8, 32768, 256);
+  }
 }
 
 }  // namespace
@@ -676,8 +685,8 @@ int main(int argc, char** argv) {
   if (what == "check" || what == "all") {
     fails = run_checks();
   }
-  if (what == "bench" || what == "all") {
-    run_bench();
+  if (what.rfind("bench", 0) == 0 || what == "all") {
+    run_bench(what);
   }
   return fails ? 1 : 0;
 }

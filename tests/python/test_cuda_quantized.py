@@ -231,7 +231,9 @@ def test_fast_path_unaligned_weight_falls_back():
 
 def test_fast_path_nan_and_inf_propagate():
     # An mxfp8 NaN code poisons its output column (as the CPU's value
-    # table does); an infinite x poisons every column.
+    # table does); an infinite x makes every column non-finite (the CPU's
+    # adds 0 * sum(x) for the floating modes' zero bias, so its columns are
+    # nan where the GPU's may be +-inf).
     w = draw((16, 64), 44)
     wq, s = mx.quantize(w, mode="mxfp8", stream=C)
     raw = np.array(wq)
@@ -245,5 +247,4 @@ def test_fast_path_nan_and_inf_propagate():
     xi = np.array(x)
     xi[0, 5] = np.inf
     g, c = qmm_both(mx.array(xi), wq, s, None, transpose=True, mode="mxfp8")
-    np.testing.assert_array_equal(np.isnan(g), np.isnan(c))
-    np.testing.assert_array_equal(np.isinf(g), np.isinf(c))
+    assert not np.isfinite(g).any() and not np.isfinite(c).any()

@@ -8,30 +8,38 @@
 // bits) against a few kilobytes of x, so the kernel is built to keep the
 // memory busy and to spend few instructions per code:
 //  - a warp per output column (a fraction of one for rows shorter than
-//    512 bytes), each lane reading 16 bytes of packed weights per load and
-//    issuing kUnroll loads before the arithmetic that uses them: the old
-//    kernel's one dependent 4-byte load per lane kept ~8 KB in flight per
-//    SM, and Little's law asks for over 20 KB at HBM's latency;
-//  - x is staged once per block in shared memory as float, ordered so
-//    that lane c's four floats of a quad sit next to lane c + 1's
-//    (conflict-free 16-byte reads). For the affine codes each value is
-//    multiplied by 2^(-bits * j), j the code's position in its 16-bit half
-//    word: (h & mask_j) | 0x4B000000 read as a float is then 2^23 + q * 2^(bits
-//    j), one subtraction gives q * 2^(bits j) exactly, and a code costs one
-//    logic op, one add and one fma per row of x (int->float conversion is
-//    a quarter-rate instruction on sm_90, and the build's --fmad=false
-//    would split an unfused a * b + c);
+//    512 bytes), each lane reading 16 bytes of packed weights per load,
+//    kUnroll loads a step, and the next step's loads issued before this
+//    step's arithmetic (software pipelining; the first step's before x is
+//    staged): the old kernel's one dependent 4-byte load per lane kept ~8
+//    KB in flight per SM, and Little's law asks for over 20 KB at HBM's
+//    latency;
+//  - x is staged once per block in shared memory as float (16-byte loads,
+//    four in flight per thread), ordered so that lane c's four floats of
+//    a quad sit next to lane c + 1's (conflict-free 16-byte reads). For
+//    the affine codes each value is multiplied by 2^(-bits * j), j the
+//    code's position in its 16-bit half word: (h & mask_j) | 0x4B000000
+//    read as a float is then 2^23 + q * 2^(bits j), one subtraction gives
+//    q * 2^(bits j) exactly, and a code costs one logic op, one add and
+//    one fma per row of x (int->float conversion is a quarter-rate
+//    instruction on sm_90, and the build's --fmad=false would split an
+//    unfused a * b + c);
 //  - the CPU's order per group: s * (x . q) + b * sum(x), the sums of x
 //    precomputed while staging; a 32-bit word never straddles a group
 //    (16 codes at most, groups of 16 or more).
 // Blocks are persistent (as many as fit the GPU, each looping over groups
 // of columns) so x is staged once per block; when x does not fit the
 // shared-memory budget, a block stages it in tiles of K for each group.
+// On the H200 the first version (no pipelining, x staged one element per
+// load, the occupancy queried per launch) ran every width and mode in
+// 24-29 us for 1 x 4096 @ 4096 x 14336 (4 bits: 1.24 TB/s): its blocks
+// waited on the staging and the host on the runtime, not on the weights.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
 #include "fluxion/backend/cuda/kernels.cuh"
+#include "fluxion/backend/cuda/occupancy.cuh"
 #include "fluxion/backend/cuda/quantized.cuh"
 #include "fluxion/ops/quantized.h"
 
@@ -40,17 +48,20 @@ namespace fluxion::qmv {
 namespace {
 
 constexpr int kWarps = 8;  // columns (or column groups) per block step
-// 16-byte loads per lane in flight: four for one or two rows of x (the
-// memory-bound case); two for more rows, whose arithmetic per code (one
-// fma per row) bounds the kernel anyway and whose accumulators need the
-// registers.
-template <int M>
-constexpr int kUnroll = M <= 2 ? 4 : 2;
 // Shared memory for the staged x: at most this much per block, so that
 // two blocks (16 warps) still fit an SM.
 constexpr size_t kStageBudget = 96 * 1024;
 
 enum Scheme { kAffine2, kAffine4, kAffine8, kMxfp4, kNvfp4, kMxfp8 };
+
+// 16-byte loads per lane and step: four for one or two rows of x (the
+// memory-bound case); two for more rows, whose arithmetic per code (one
+// fma per row) bounds the kernel anyway and whose accumulators need the
+// registers, and for 2-bit codes (64 a load: four loads' decoded codes
+// spilled). With the next step's loads issued before this step's
+// arithmetic, a lane has up to twice as many in flight.
+template <int S, int M>
+constexpr int kUnroll = M <= 2 && S != kAffine2 ? 4 : 2;
 
 template <int S>
 struct SchemeOf {
@@ -81,6 +92,7 @@ struct Params {
   int kt;          // codes per staged tile, a multiple of 128
   int ntiles;
   int groups;  // column groups of kWarps * (32 >> lpc_log) columns
+  bool x_vec;  // x readable 16 bytes at a time
 };
 
 __device__ __forceinline__ __half2 half2_of_bits(uint32_t bits) {
@@ -89,11 +101,17 @@ __device__ __forceinline__ __half2 half2_of_bits(uint32_t bits) {
   return h;
 }
 
-// 2^(-bits * j) for code kk's position j in its 16-bit half word (affine).
+// 2^(-bits * j) for code kk's position j in its 16-bit half word (affine),
+// and its inverse.
 template <int bits>
 __device__ __forceinline__ float prescale(int kk) {
   const int j = kk % (16 / bits);
   return __int_as_float((127 - bits * j) << 23);
+}
+template <int bits>
+__device__ __forceinline__ float unscale(int kk) {
+  const int j = kk % (16 / bits);
+  return __int_as_float((127 + bits * j) << 23);
 }
 
 // The values of the cpw codes of word w, in code order: affine q *
@@ -180,38 +198,98 @@ __device__ __forceinline__ void load_scale(const Params<T>& p, int64_t g,
   }
 }
 
+// Shared-memory position (in floats) of code kk of a staged tile.
+template <int S>
+__device__ __forceinline__ int staged_at(int kk, int nct) {
+  constexpr int cc = SchemeOf<S>::cc;
+  return ((kk % cc / 4) * nct + kk / cc) * 4 + kk % 4;
+}
+
 // Codes [k0, k0 + kt) of x's M rows into shared memory (zeros past K and
 // past p.rows): xs[m][(quad * nct + chunk) * 4 + e], quad the code's
 // group of four in its chunk; for affine codes scaled by prescale, and
-// sums[m][unit * nct + chunk] the unit's sum of x.
+// sums[m][unit * nct + chunk] the unit's sum of x. x is read 16 bytes at a
+// time when aligned, four loads in flight per thread (the staging is the
+// blocks' first step, its latency nothing else hides but the weights'
+// first loads).
 template <typename T, int S, int M>
 __device__ void stage_x(const Params<T>& p, int k0, float* xs, float* sums) {
   using Sc = SchemeOf<S>;
+  constexpr int V = 16 / sizeof(T);
   const int nct = p.kt / Sc::cc;
-  for (int e = threadIdx.x; e < M * p.kt; e += blockDim.x) {
-    const int m = e / p.kt, pos = e % p.kt;
-    const int qc = pos >> 2;
-    const int kk = (qc % nct) * Sc::cc + (qc / nct) * 4 + (pos & 3);
-    const int k = k0 + kk;
-    float v = 0;
-    if (m < p.rows && k < p.K) {
-      v = cu::convert<float>(p.x[int64_t{m} * p.K + k]);
+  if (p.x_vec) {
+    const int per_row = p.kt / V;
+    const int total = M * per_row;
+    for (int v0 = threadIdx.x; v0 < total; v0 += 4 * blockDim.x) {
+      cu::Pack<T, V> pk[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int v = v0 + u * blockDim.x;
+        const int m = v / per_row, kk = v % per_row * V;
+        if (v < total && m < p.rows && k0 + kk < p.K) {
+          pk[u] = *reinterpret_cast<const cu::Pack<T, V>*>(
+              p.x + int64_t{m} * p.K + k0 + kk);
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            pk[u].v[e] = cu::convert<T>(0.0f);
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int v = v0 + u * blockDim.x;
+        if (v < total) {
+          const int m = v / per_row, kk = v % per_row * V;
+          // V consecutive codes: V / 4 whole quads of one chunk.
+#pragma unroll
+          for (int qd = 0; qd < V / 4; ++qd) {
+            float4 f;
+            float* fe = &f.x;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              fe[e] = cu::convert<float>(pk[u].v[qd * 4 + e]);
+              if constexpr (Sc::affine) {
+                fe[e] *= prescale<Sc::bits>(kk + qd * 4 + e);
+              }
+            }
+            *reinterpret_cast<float4*>(xs + m * p.kt +
+                                       staged_at<S>(kk + qd * 4, nct)) = f;
+          }
+        }
+      }
     }
-    if constexpr (Sc::affine) {
-      v *= prescale<Sc::bits>(kk);
+  } else {
+    for (int e = threadIdx.x; e < M * p.kt; e += blockDim.x) {
+      const int m = e / p.kt, kk = e % p.kt;
+      const int k = k0 + kk;
+      float v = 0;
+      if (m < p.rows && k < p.K) {
+        v = cu::convert<float>(p.x[int64_t{m} * p.K + k]);
+      }
+      if constexpr (Sc::affine) {
+        v *= prescale<Sc::bits>(kk);
+      }
+      xs[m * p.kt + staged_at<S>(kk, nct)] = v;
     }
-    xs[e] = v;
   }
   if constexpr (Sc::affine) {
+    // Each unit's sum of x, from the staged values (the scaling undone:
+    // powers of two, exact).
+    __syncthreads();
     const int units = p.kt / Sc::uc;
+    const float4* xs4 = reinterpret_cast<const float4*>(xs);
     for (int e = threadIdx.x; e < M * units; e += blockDim.x) {
       const int m = e / units, r = e % units;
-      const int kk = (r % nct) * Sc::cc + (r / nct) * Sc::uc;
+      const int c = r % nct, q0 = r / nct * (Sc::uc / 4);
       float s = 0;
-      if (m < p.rows) {
-        const T* xm = p.x + int64_t{m} * p.K;
-        for (int i = 0; i < Sc::uc && k0 + kk + i < p.K; ++i) {
-          s += cu::convert<float>(xm[k0 + kk + i]);
+#pragma unroll
+      for (int q = q0; q < q0 + Sc::uc / 4; ++q) {
+        const float4 f = xs4[m * (p.kt / 4) + q * nct + c];
+        const float* fe = &f.x;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          s = __fmaf_rn(fe[i], unscale<Sc::bits>(q * 4 + i), s);
         }
       }
       sums[e] = s;
@@ -273,114 +351,179 @@ __device__ __forceinline__ void accumulate(const uint4& w, const float* s,
   }
 }
 
-// One step of a lane: kUnroll chunks c = i0 + u * lpc of the tile whose
-// first chunk is c0 (all loads first). Guarded: some chunks may lie past
-// nc (the tile's chunks); unguarded steps let the compiler interleave the
-// chunks' arithmetic.
-template <bool Guarded, typename T, int S, int M>
-__device__ __forceinline__ void step(const Params<T>& p, const uint4* wrow,
-                                     int64_t sbase, float gscale, int c0,
-                                     int i0, int lpc, int nc, const float4* xs4,
-                                     const float* sums, int nct, float* acc,
-                                     uint32_t& nan_codes) {
+// A lane's packed weights and scales for one step: kUnroll chunks.
+template <int S, int M>
+struct StepData {
+  uint4 w[kUnroll<S, M>];
+  float s[kUnroll<S, M>][SchemeOf<S>::upc];
+  float b[kUnroll<S, M>][SchemeOf<S>::upc];
+};
+
+// Position of a block's threads in their common sequence of work: column
+// group g (every gridDim.x-th), tile t of K, step s of the tile (each lane
+// takes chunks sl + (s * kUnroll + u) * lpc). Every thread of the block
+// walks the same sequence, so the staging barriers match.
+struct Work {
+  int g, t, s;
+};
+
+template <typename T, int S, int M>
+struct Kernel {
   using Sc = SchemeOf<S>;
-  uint4 wv[kUnroll<M>];
-  float sv[kUnroll<M>][Sc::upc], bv[kUnroll<M>][Sc::upc];
-#pragma unroll
-  for (int u = 0; u < kUnroll<M>; ++u) {
-    const int c = i0 + u * lpc;
-    wv[u] = make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int uu = 0; uu < Sc::upc; ++uu) {
-      sv[u][uu] = bv[u][uu] = 0;
+  static constexpr int U = kUnroll<S, M>;
+  Params<T> p;
+  int lpc, sl, nct;
+  int64_t groups_per_row;
+  float gscale;
+
+  __device__ int chunks_in(int t) const {
+    return min(nct, p.row_chunks - t * nct);
+  }
+  __device__ int steps_in(int t) const {
+    return (chunks_in(t) + U * lpc - 1) / (U * lpc);
+  }
+  __device__ int column(int g) const {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    return ((g * kWarps + warp) << (5 - p.lpc_log)) + (lane >> p.lpc_log);
+  }
+  __device__ Work next(Work w) const {
+    if (++w.s == steps_in(w.t)) {
+      w.s = 0;
+      if (++w.t == p.ntiles) {
+        w.t = 0;
+        w.g += gridDim.x;
+      }
     }
-    if (!Guarded || c < nc) {
-      // Streamed once: evict-first, so x's lines and the scales stay.
-      wv[u] = __ldcs(wrow + c0 + c);
+    return w;
+  }
+  // Issues the loads of step w (nothing for a dead column, zeros past the
+  // tile's chunks).
+  __device__ void load(Work w, StepData<S, M>& d) const {
+    const int n = column(w.g);
+    const int nc = chunks_in(w.t), c0 = w.t * nct;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int c = sl + (w.s * U + u) * lpc;
+      d.w[u] = make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int uu = 0; uu < Sc::upc; ++uu) {
-        const int64_t k = int64_t{c0 + c} * Sc::cc + uu * Sc::uc;
-        load_scale<T, S>(p, sbase + (k >> p.lgs), gscale, sv[u][uu], bv[u][uu]);
+        d.s[u][uu] = d.b[u][uu] = 0;
+      }
+      if (n < p.N && c < nc) {
+        // Streamed once: evict-first, so x's lines and the scales stay.
+        d.w[u] = __ldcs(p.w + int64_t{n} * p.row_chunks + c0 + c);
+#pragma unroll
+        for (int uu = 0; uu < Sc::upc; ++uu) {
+          const int64_t k = int64_t{c0 + c} * Sc::cc + uu * Sc::uc;
+          load_scale<T, S>(p, n * groups_per_row + (k >> p.lgs), gscale,
+                           d.s[u][uu], d.b[u][uu]);
+        }
       }
     }
   }
+  // acc += step w's products. When every chunk of the step lies in the
+  // tile (the usual case) the chunks' arithmetic has no branches between
+  // them, so the compiler interleaves it.
+  __device__ void compute(Work w, const StepData<S, M>& d, const float4* xs4,
+                          const float* sums, float* acc,
+                          uint32_t& nan_codes) const {
+    if (column(w.g) >= p.N) {
+      return;
+    }
+    const int nc = chunks_in(w.t);
+    const int c_first = sl + w.s * U * lpc;
+    if (c_first + (U - 1) * lpc < nc) {
 #pragma unroll
-  for (int u = 0; u < kUnroll<M>; ++u) {
-    const int c = i0 + u * lpc;
-    if (!Guarded || c < nc) {
-      accumulate<S, M>(wv[u], sv[u], bv[u], xs4, sums, c, nct, p.kt, acc,
-                       nan_codes);
+      for (int u = 0; u < U; ++u) {
+        accumulate<S, M>(d.w[u], d.s[u], d.b[u], xs4, sums, c_first + u * lpc,
+                         nct, p.kt, acc, nan_codes);
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (c_first + u * lpc < nc) {
+          accumulate<S, M>(d.w[u], d.s[u], d.b[u], xs4, sums, c_first + u * lpc,
+                           nct, p.kt, acc, nan_codes);
+        }
+      }
     }
   }
-}
+};
 
 template <typename T, int S, int M>
+// At most 128 registers (two blocks per SM): the two steps' loads in
+// registers, the accumulators and the decoded codes fit without spills.
 __global__ void __launch_bounds__(kWarps * 32, 2) qmv_kernel(Params<T> p) {
   using Sc = SchemeOf<S>;
   extern __shared__ float4 smem[];
   const float4* xs4 = smem;
   float* xs = reinterpret_cast<float*>(smem);
   float* sums = xs + M * p.kt;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int lpc = 1 << p.lpc_log;
-  const int sl = lane & (lpc - 1);
-  const int nct = p.kt / Sc::cc;
-  const int64_t groups_per_row = p.K >> p.lgs;
-  float gscale = 1;
+  const int lane = threadIdx.x % 32;
+  Kernel<T, S, M> k{p,
+                    1 << p.lpc_log,
+                    lane & ((1 << p.lpc_log) - 1),
+                    p.kt / Sc::cc,
+                    p.K >> p.lgs,
+                    1.0f};
   if constexpr (S == kNvfp4) {
     if (p.global_scale) {
-      gscale = *p.global_scale / (448.0f * 6.0f);
+      k.gscale = *p.global_scale / (448.0f * 6.0f);
     }
   }
+  // Software pipelined: the loads of the next step are issued before the
+  // arithmetic of the current one, and the first step's loads before x is
+  // staged.
+  Work cur{static_cast<int>(blockIdx.x), 0, 0};
+  if (cur.g >= p.groups) {
+    return;  // the whole block (grids are capped at the groups anyway)
+  }
+  StepData<S, M> now, ahead;
+  k.load(cur, now);
+  float acc[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    acc[m] = 0;
+  }
+  uint32_t nan_codes = 0;
   bool staged = false;
-  for (int g = blockIdx.x; g < p.groups; g += gridDim.x) {
-    const int n =
-        ((g * kWarps + warp) << (5 - p.lpc_log)) + (lane >> p.lpc_log);
-    const bool live = n < p.N;
-    const uint4* wrow = p.w + int64_t{live ? n : 0} * p.row_chunks;
-    const int64_t sbase = (live ? n : 0) * groups_per_row;
-    float acc[M];
+  for (;;) {
+    if (cur.s == 0 && (!staged || p.ntiles > 1)) {
+      if (staged) {
+        __syncthreads();  // every warp is done with the last tile
+      }
+      stage_x<T, S, M>(p, cur.t * p.kt, xs, sums);
+      __syncthreads();
+      staged = true;
+    }
+    const Work nx = k.next(cur);
+    const bool more = nx.g < p.groups;
+    if (more) {
+      k.load(nx, ahead);
+    }
+    k.compute(cur, now, xs4, sums, acc, nan_codes);
+    if (nx.g != cur.g) {
+      // The column is done: sum its lanes and write it.
+      const int n = k.column(cur.g);
+      const bool nan_code = S == kMxfp8 && (nan_codes & 0x80808080u) != 0;
 #pragma unroll
-    for (int m = 0; m < M; ++m) {
-      acc[m] = 0;
-    }
-    uint32_t nan_codes = 0;
-    for (int t = 0; t < p.ntiles; ++t) {
-      // Every warp of the block reaches these barriers (dead columns too).
-      if (!staged || p.ntiles > 1) {
-        if (staged) {
-          __syncthreads();  // the last tile has been read
+      for (int m = 0; m < M; ++m) {
+        float v = nan_code ? __int_as_float(0x7fc00000) : acc[m];
+        for (int o = k.lpc >> 1; o > 0; o >>= 1) {
+          v += __shfl_xor_sync(0xffffffffu, v, o);
         }
-        stage_x<T, S, M>(p, t * p.kt, xs, sums);
-        __syncthreads();
-        staged = true;
-      }
-      if (!live) {
-        continue;
-      }
-      const int c0 = t * nct;
-      const int nc = min(nct, p.row_chunks - c0);
-      for (int i0 = sl; i0 < nc; i0 += kUnroll<M> * lpc) {
-        if (i0 + (kUnroll<M> - 1) * lpc < nc) {
-          step<false, T, S, M>(p, wrow, sbase, gscale, c0, i0, lpc, nc, xs4,
-                               sums, nct, acc, nan_codes);
-        } else {
-          step<true, T, S, M>(p, wrow, sbase, gscale, c0, i0, lpc, nc, xs4,
-                              sums, nct, acc, nan_codes);
+        if (n < p.N && k.sl == 0 && m < p.rows) {
+          p.out[int64_t{m} * p.N + n] = cu::convert<T>(v);
         }
+        acc[m] = 0;
       }
+      nan_codes = 0;
     }
-    const bool nan_code = S == kMxfp8 && (nan_codes & 0x80808080u) != 0;
-#pragma unroll
-    for (int m = 0; m < M; ++m) {
-      float v = nan_code ? __int_as_float(0x7fc00000) : acc[m];
-      for (int o = lpc >> 1; o > 0; o >>= 1) {
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-      }
-      if (live && sl == 0 && m < p.rows) {
-        p.out[int64_t{m} * p.N + n] = cu::convert<T>(v);
-      }
+    if (!more) {
+      break;
     }
+    cur = nx;
+    now = ahead;
   }
 }
 
@@ -410,6 +553,8 @@ bool launch(const Args& a, cudaStream_t stream) {
   while (p.lpc_log > 0 && (1 << p.lpc_log) > p.row_chunks) {
     --p.lpc_log;
   }
+  p.x_vec = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 &&
+            (int64_t{a.K} * sizeof(T)) % 16 == 0;
   // Bytes of staged x per code of K (values, plus unit sums if affine).
   const double per_code =
       M * sizeof(float) * (1.0 + (Sc::affine ? 1.0 / Sc::uc : 0.0));
@@ -429,16 +574,13 @@ bool launch(const Args& a, cudaStream_t stream) {
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(smem)) != cudaSuccess) {
+    cudaGetLastError();  // not taken: the generic kernel runs instead
     return false;
   }
-  int dev = 0, sms = 0, per_sm = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
-          cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, kernel, kWarps * 32, smem) != cudaSuccess ||
-      per_sm < 1) {
-    cudaGetLastError();  // not taken: the generic kernel runs instead
+  const int per_sm = cu::blocks_per_sm(reinterpret_cast<const void*>(kernel),
+                                       kWarps * 32, smem);
+  const int sms = cu::sm_count();
+  if (per_sm < 1 || sms < 1) {
     return false;
   }
   const int blocks =

@@ -4,27 +4,35 @@
 // same edge rules: sdpa.cuh).
 //
 // Decoding reads each key and value once and does ~2 flops per byte, so
-// the kernel is built around the memory:
+// the kernel is built around the memory and around the few instructions
+// it may spend per key:
 //  - a block per (batch, KV head, group of up to 8 query rows, key split)
 //    serves every query head of the KV head (grouped-query attention: 32
 //    query heads on 8 KV heads read K and V once, not four times); the
 //    rows are (query head, query) pairs as in sdpa.cu;
 //  - a key's row is read by LPK lanes, 16 bytes each (D = 128 bf16: 16
 //    lanes), so a warp takes 32 / LPK keys at a time; each lane issues the
-//    loads of kKeys keys (K and V) before any arithmetic on them, and the
-//    4 warps of ~4 blocks per SM keep > 20 KB in flight per SM;
-//  - scores: each lane's partial dot product with the query rows (held in
-//    registers, float), summed over the key's lanes by shuffles; the
-//    online softmax (running max, sum and unnormalized output per row, in
-//    float) advances kKeys keys at a time;
+//    loads of kKeys keys (K and V) before any arithmetic on them;
+//  - scores: each lane's partial dot products of its features with the
+//    query rows (held in registers, float); a reduce-scatter over the
+//    key's lanes leaves each lane the whole dot product of one or two
+//    (key, row) pairs, whose mask rules and exponentials only that lane
+//    computes, then shuffles hand every lane the scores and weights (the
+//    first version summed every pair in every lane and had all 16 lanes
+//    of a key repeat each pair's softmax: on the H200 it ran at a quarter
+//    of the bandwidth, bound by those instructions);
+//  - the online softmax (running max, sum and unnormalized output per
+//    row, in float) advances kKeys keys at a time;
 //  - the key range is split over blocks so that about one full wave of
-//    blocks runs; each split's partial (max, sum, output) goes to a
-//    scratch array and a second kernel merges them (a block per row).
+//    blocks runs (occupancy from the runtime, cached); each split's
+//    partial (max, sum, output) goes to a scratch array and a second
+//    kernel merges them (a block per output row).
 // Within a block the 4 x (32 / LPK) key groups each keep their own softmax
 // state, merged through shared memory at the end.
 #include <algorithm>
 #include <type_traits>
 
+#include "fluxion/backend/cuda/occupancy.cuh"
 #include "fluxion/backend/cuda/sdpa.cuh"
 
 namespace fluxion::fast::sdpa_detail {
@@ -55,6 +63,56 @@ __device__ __forceinline__ int64_t out_row(const SdpaParams& p, int b, int h,
   return (static_cast<int64_t>(b) * p.Hq + h) * p.Lq + i;
 }
 
+// Sums the P values of v over the LPK lanes of a key (lane gl of them),
+// scattered: afterwards lane gl holds in v[0 .. V) the sums of values
+// gl / REP * V .. + V (V = P / LPK when P > LPK, else 1; REP lanes hold
+// each sum when LPK > P). Each halving step sends the half the lane does
+// not keep: P - V values exchanged, against P log2(LPK) for an all-reduce.
+template <int P, int LPK>
+__device__ __forceinline__ void reduce_scatter(float* v, int gl) {
+  int n = P;
+#pragma unroll
+  for (int o = LPK / 2; o > 0; o >>= 1) {
+    if (n > 1) {
+      const int half = n / 2;
+      const bool upper = (gl & o) != 0;
+#pragma unroll
+      for (int i = 0; i < P / 2; ++i) {
+        if (i < half) {
+          const float send = upper ? v[i] : v[half + i];
+          const float keep = upper ? v[half + i] : v[i];
+          v[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+        }
+      }
+      n = half;
+    } else {
+      v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+    }
+  }
+}
+
+// out[k] for every pair k < P from its owner in the key's lanes (first at
+// lane `base`): lane base + k / V * REP, value k % V.
+template <int P, int V, int LPK>
+__device__ __forceinline__ void gather(const float* own, float* out, int base) {
+  constexpr int REP = LPK > P ? LPK / P : 1;
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    out[k] = __shfl_sync(0xffffffffu, own[k % V], base + k / V * REP);
+  }
+}
+// out[r] for every row from the owner of pair r (key 0, row r): its
+// per-pair values own[] hold a row's value at each pair.
+template <int ROWS, int P, int V, int LPK>
+__device__ __forceinline__ void gather_rows(const float* own, float* out,
+                                            int base) {
+  constexpr int REP = LPK > P ? LPK / P : 1;
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    out[r] = __shfl_sync(0xffffffffu, own[r % V], base + r / V * REP);
+  }
+}
+
 // LPK lanes per key, CPL units per lane (features u * VPC.. of units
 // u = gl + LPK * c), ROWS query rows per block.
 template <typename T, int LPK, int CPL, int ROWS>
@@ -64,8 +122,15 @@ __global__ void __launch_bounds__(kDecThreads)
   constexpr int EPL = CPL * VPC;       // features per lane
   constexpr int KPW = 32 / LPK;        // keys per warp at a time
   constexpr int G = kDecWarps * KPW;   // key groups per block
-  constexpr int kKeys = 4 / CPL;       // keys per group in flight
+  // Keys per group and step: 2 (K and V, 64 bytes a lane in flight). On
+  // the H200 the first version of this kernel ran 1.3x faster with 2 keys
+  // a step than with 4 (more blocks fit an SM; its steps are latency
+  // bound), for 4 query rows and for 1.
+  constexpr int kKeys = 2 / CPL;
   constexpr int DMAX = LPK * EPL;
+  constexpr int P = kKeys * ROWS;             // (key, row) pairs a step
+  constexpr int V = P > LPK ? P / LPK : 1;    // pairs a lane owns
+  constexpr int REP = LPK > P ? LPK / P : 1;  // lanes holding each pair
   __shared__ float sm_ml[G][ROWS][2];
   __shared__ float sm_acc[G][ROWS][DMAX];
   __shared__ float sm_w[ROWS][G];
@@ -73,6 +138,7 @@ __global__ void __launch_bounds__(kDecThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int grp = warp * KPW + lane / LPK;  // this lane's key group
   const int gl = lane % LPK;
+  const int own0 = gl / REP * V;  // this lane's first owned pair
   const int nunits = p.D / VPC;
 
   const int64_t bx = blockIdx.x;
@@ -152,8 +218,13 @@ __global__ void __launch_bounds__(kDecThreads)
         }
       }
     }
-    // Scores of the kKeys keys for every row.
-    float s[kKeys][ROWS];
+    // The step's P = kKeys x ROWS (key, row) pairs, pair t * ROWS + r:
+    // this lane's partial dot products, then a reduce-scatter over the
+    // key's LPK lanes, after which lane gl holds the whole dot products of
+    // pairs own0 .. own0 + V - 1 (every lane of the key otherwise doing
+    // the same masking and exponentials for every pair cost more than the
+    // products).
+    float d[P];
 #pragma unroll
     for (int t = 0; t < kKeys; ++t) {
       float kf[EPL];
@@ -166,53 +237,83 @@ __global__ void __launch_bounds__(kDecThreads)
       }
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
-        float d = 0;
+        float dot = 0;
 #pragma unroll
         for (int e = 0; e < EPL; ++e) {
-          d = fma_m(q[r][e], kf[e], d);
+          dot = fma_m(q[r][e], kf[e], dot);
         }
-#pragma unroll
-        for (int o = LPK / 2; o > 0; o >>= 1) {
-          d += __shfl_xor_sync(0xffffffffu, d, o);
-        }
-        const int j = j0 + grp + G * t;
-        s[t][r] = live[r] && j < kstop
-                      ? masked_score<T, float>(p, b, hs[r], is[r], vis[r], j,
-                                               d)
-                      : neg_inf<float>();  // no weight
+        d[t * ROWS + r] = dot;
       }
     }
-    // The online softmax over the step's keys, then P V.
-    float pr[kKeys][ROWS];
+    reduce_scatter<P, LPK>(d, gl);
+    // Scores of the owned pairs (the masks' rules), then every pair's
+    // score gathered from its owner.
+    float sc[P], own_s[V];
+    {
+      float* own = own_s;
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const int pair = own0 + i;
+        const int t = pair / ROWS, r = pair % ROWS;
+        const int rho = rg * ROWS + r;
+        const int j = j0 + grp + G * t;
+        int h, iq;
+        row_of(p, hk, rho < nrows ? rho : 0, h, iq);
+        own[i] = rho < nrows && j < kstop
+                     ? masked_score<T, float>(p, b, h, iq, visible(p, iq), j,
+                                              d[i])
+                     : neg_inf<float>();  // no weight
+      }
+      gather<P, V, LPK>(own, sc, lane - gl);
+    }
+    // The online softmax over the step's keys: the row maxima in every
+    // lane, each owner's exponentials (and the rescaling of its first
+    // pair's row) gathered the same way.
+    float mx[ROWS];
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
-      float mx = m[r];
+      mx[r] = m[r];
 #pragma unroll
       for (int t = 0; t < kKeys; ++t) {
-        mx = max_skip_nan(mx, s[t][r]);
+        mx[r] = max_skip_nan(mx[r], sc[t * ROWS + r]);
       }
-      float alpha = 1, sum = 0;
-      if (mx == neg_inf<float>()) {
+    }
+    float pr[P], alpha[ROWS];
+    {
+      float own[V], own_alpha[V];
 #pragma unroll
-        for (int t = 0; t < kKeys; ++t) {  // nothing finite seen yet
-          pr[t][r] = s[t][r] != s[t][r] ? s[t][r] : 0.0f;
+      for (int i = 0; i < V; ++i) {
+        const int r = (own0 + i) % ROWS;
+        float mr = mx[0], m_old = m[0];
+#pragma unroll
+        for (int rr = 1; rr < ROWS; ++rr) {  // (no runtime index: local memory)
+          mr = r == rr ? mx[rr] : mr;
+          m_old = r == rr ? m[rr] : m_old;
         }
-      } else {
-        alpha = exp_m(m[r] - mx);
-#pragma unroll
-        for (int t = 0; t < kKeys; ++t) {
-          pr[t][r] = exp_m(s[t][r] - mx);
+        const float si = own_s[i];
+        if (mr == neg_inf<float>()) {
+          own[i] = si != si ? si : 0.0f;  // nothing finite seen yet
+          own_alpha[i] = 1;
+        } else {
+          own[i] = exp_m(si - mr);
+          own_alpha[i] = exp_m(m_old - mr);
         }
       }
+      gather<P, V, LPK>(own, pr, lane - gl);
+      gather_rows<ROWS, P, V, LPK>(own_alpha, alpha, lane - gl);
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      float sum = 0;
 #pragma unroll
       for (int t = 0; t < kKeys; ++t) {
-        sum += pr[t][r];
+        sum += pr[t * ROWS + r];
       }
-      l[r] = l[r] * alpha + sum;
-      m[r] = mx;
+      l[r] = l[r] * alpha[r] + sum;
+      m[r] = mx[r];
 #pragma unroll
       for (int e = 0; e < EPL; ++e) {
-        acc[r][e] *= alpha;
+        acc[r][e] *= alpha[r];
       }
     }
 #pragma unroll
@@ -224,7 +325,8 @@ __global__ void __launch_bounds__(kDecThreads)
           const float vf = cu::convert<float>(vv[t][c].v[e]);
 #pragma unroll
           for (int r = 0; r < ROWS; ++r) {
-            acc[r][c * VPC + e] = fma_m(pr[t][r], vf, acc[r][c * VPC + e]);
+            acc[r][c * VPC + e] =
+                fma_m(pr[t * ROWS + r], vf, acc[r][c * VPC + e]);
           }
         }
       }
@@ -399,22 +501,18 @@ bool decode_plan(SdpaParams& p) {
       return false;
     }
     // Splits of the keys: enough blocks for one full wave.
-    int dev = 0, sms = 0, per_sm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
-            cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, kernel, kDecThreads, 0) != cudaSuccess ||
-        per_sm < 1) {
-      cudaGetLastError();  // not taken: sdpa.cu's kernels run instead
-      return false;
+    const int per_sm = cu::blocks_per_sm(kernel, kDecThreads, 0);
+    const int sms = cu::sm_count();
+    if (per_sm < 1 || sms < 1) {
+      return false;  // sdpa.cu's kernels run instead
     }
     const int64_t wave = int64_t{sms} * per_sm;
     int64_t nsplit = (wave + blocks - 1) / blocks;
     nsplit =
         std::min<int64_t>(nsplit, (p.Lk + kMinSplitKeys - 1) / kMinSplitKeys);
     nsplit = std::clamp<int64_t>(nsplit, 1, kMaxSplits);
-    // Whole steps of the block (4 warps x 32 lanes, 4 units per lane).
+    // Split lengths in whole steps of every block shape (at most 4 warps
+    // x 4 keys x 2 keys a step).
     constexpr int kStep = 128;
     int64_t len = (p.Lk + nsplit - 1) / nsplit;
     len = (len + kStep - 1) / kStep * kStep;
