@@ -16,9 +16,13 @@ runs it; the backward is one fused NormVJP kernel plus a small reduction of
 the weight and bias gradients), with the bandwidth it reaches.
 FFT (cuFFT on both sides): 1-D complex, batched rows, a 2-D real transform
 and a prime length against torch.fft on the same data, no target yet.
+The decode kernels (quantized matrix-vector product, attention decode):
+bytes read per second against the copy's bandwidth and against torch's
+nearest kernel; `bench_gpu.py decode` runs these rows alone.
 """
 import os
 import statistics
+import sys
 import time
 
 # JAX must not take most of the GPU's memory at import.
@@ -75,6 +79,15 @@ def main():
     assert torch is not None and torch.cuda.is_available()
     g = mx.gpu
     dev = torch.device("cuda")
+    if sys.argv[1:] == ["decode"]:
+        mx.set_default_device(g)
+        a = torch.ones(256 << 20, device=dev)
+        b = torch.empty_like(a)
+        copy_bw = 2 * a.nbytes / cuda_time(lambda: b.copy_(a)) / 1e12
+        print(f"d2d copy {copy_bw:.2f} TB/s (read + write)")
+        del a, b
+        decode(g, dev, copy_bw)
+        return
     # Batched launches of small elementwise kernels (batch.h) are on unless
     # FLUXION_GPU_BATCH=0: run once each way to compare.
     print(f"FLUXION_GPU_BATCH={os.environ.get('FLUXION_GPU_BATCH', '1')}")
@@ -158,6 +171,7 @@ def main():
     host_copies(g, dev)
     norms(g, dev)
     fft_bench(g, dev)
+    decode(g, dev, copy_bw)
 
     # Matmul 8192^3, bfloat16 and float32 (TF32 off on both sides).
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -185,6 +199,104 @@ def main():
         ref = flops / cuda_time(torch_k, 5) / 1e12
         report(f"matmul 8192^3 {dt} (TFLOP/s)", ours, ref, "TF/s", "torch",
                True)
+
+
+def per_op_time(fn, ops):
+    """Seconds per op of fn(), which runs `ops` ops and waits for them."""
+    return cuda_time(fn, 5) / ops
+
+
+def decode(g, dev, copy_bw):
+    """The memory-bound decoding kernels, as bytes read per second against
+    the copy's bandwidth (read + write: a kernel that only reads can pass
+    half of it) and against torch's nearest kernel in the same run:
+    - quantized matmul 1 x 4096 @ 4096 x 14336 (decoding through a 14336 x
+      4096 layer): packed weights, scales and biases per second, for
+      affine 4 bits (group 64, bfloat16 scales and biases; the target is
+      >= 0.75 of the copy) and 8 bits, mxfp4, nvfp4, mxfp8; torch: the
+      bfloat16 matrix-vector product with the dense weight (four times the
+      bytes of 4 bits), as bytes per second and as time;
+    - attention decode (1 query, 32 query heads on 8 KV heads, 32k keys,
+      D = 128, bfloat16): K and V per second (target >= 0.85 of the
+      read bandwidth); torch's scaled_dot_product_attention (enable_gqa).
+    Operands rotate over copies that together exceed the L2 (the H200's
+    50 MB would hold one 4-bit weight), and each timed call evaluates all
+    copies with one host wait, as torch's side runs them and synchronizes
+    once, so launch and wake-up costs are spread alike."""
+    K, N, copies = 4096, 14336, 8
+    x1 = mx.random.normal((1, K)).astype(mx.bfloat16)
+    ws = [mx.random.normal((N, K)).astype(mx.bfloat16) for _ in range(copies)]
+    mx.eval(x1, *ws)
+    xt = torch.randn(1, K, device=dev, dtype=torch.bfloat16)
+    wts = [torch.randn(N, K, device=dev, dtype=torch.bfloat16)
+           for _ in range(copies)]
+
+    def torch_gemv():
+        for w in wts:
+            xt @ w.t()
+        torch.cuda.current_stream().synchronize()
+
+    t_torch = per_op_time(torch_gemv, copies)
+    torch_bw = N * K * 2 / t_torch / 1e12
+    del wts
+    for mode, bits, gs in [("affine", 4, 64), ("affine", 8, 64),
+                           ("mxfp4", 4, 32), ("nvfp4", 4, 16),
+                           ("mxfp8", 8, 32)]:
+        qs = []
+        for w in ws:
+            if mode == "affine":
+                qs.append(list(mx.quantize(w, group_size=gs, bits=bits)))
+            else:
+                qs.append(list(mx.quantize(w, mode=mode)) + [None])
+        mx.eval(*[a for q in qs for a in q if a is not None])
+        packed = sum(a.nbytes for a in qs[0] if a is not None)
+
+        def ours():
+            mx.eval([mx.quantized_matmul(x1, q[0], q[1], q[2],
+                                         transpose=True, group_size=gs,
+                                         bits=bits, mode=mode) for q in qs])
+
+        t = per_op_time(ours, copies)
+        bw = packed / t / 1e12
+        name = f"qmm decode {mode} {bits}-bit (TB/s)"
+        report(name, bw, copy_bw, "TB/s", "d2d copy", True)
+        report(name, bw, torch_bw, "TB/s", "torch bf16 gemv", True)
+        print(f"  {mode} {bits}-bit: {t * 1e6:.1f} us a product, torch "
+              f"bf16 gemv {t_torch * 1e6:.1f} us")
+        del qs
+    del ws
+
+    Hq, Hkv, Lk, D, copies = 32, 8, 32768, 128, 4
+    q = mx.random.normal((1, Hq, 1, D)).astype(mx.bfloat16)
+    kvs = [(mx.random.normal((1, Hkv, Lk, D)).astype(mx.bfloat16),
+            mx.random.normal((1, Hkv, Lk, D)).astype(mx.bfloat16))
+           for _ in range(copies)]
+    mx.eval(q, *[a for kv in kvs for a in kv])
+
+    def ours_sdpa():
+        mx.eval([mx.fast.scaled_dot_product_attention(q, k, v, scale=0.088)
+                 for k, v in kvs])
+
+    t = per_op_time(ours_sdpa, copies)
+    nbytes = 2 * Hkv * Lk * D * 2
+    tq = torch.randn(1, Hq, 1, D, device=dev, dtype=torch.bfloat16)
+    tkvs = [(torch.randn(1, Hkv, Lk, D, device=dev, dtype=torch.bfloat16),
+             torch.randn(1, Hkv, Lk, D, device=dev, dtype=torch.bfloat16))
+            for _ in range(copies)]
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def torch_sdpa():
+        for k, v in tkvs:
+            sdpa(tq, k, v, enable_gqa=True)
+        torch.cuda.current_stream().synchronize()
+
+    tt = per_op_time(torch_sdpa, copies)
+    name = "attention decode 32k keys (TB/s)"
+    report(name, nbytes / t / 1e12, copy_bw / 2, "TB/s", "copy read", True)
+    report(name, nbytes / t / 1e12, nbytes / tt / 1e12, "TB/s", "torch",
+           True)
+    print(f"  attention decode: {t * 1e6:.1f} us, torch sdpa "
+          f"{tt * 1e6:.1f} us")
 
 
 def sort_and_scan(g, dev, copy_bw):

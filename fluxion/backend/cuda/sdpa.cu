@@ -12,7 +12,9 @@
 //
 // Few rows and many keys (decoding): the keys are split over several
 // blocks (`nsplit`), each writing its partial (m, l, output) to a scratch
-// array, and a second kernel merges the partial softmaxes.
+// array, and a second kernel merges the partial softmaxes. Decoding with
+// at most 4 queries in float16/bfloat16/float32 and 16-byte rows takes
+// sdpa_decode.cu's kernel (vectorized loads, many keys in flight) instead.
 //
 // Arithmetic is SIMT in float (double for float64), as the CPU computes:
 // in the score step lane j of a warp owns key j of the tile, in the
@@ -377,6 +379,21 @@ void sdpa_gpu(const std::vector<array>& in, array& out, array* lse,
     };
     p.vec = p.D % V == 0 && p.Dv % V == 0 && packable(p.k, p.ks) &&
             packable(p.v, p.vs);
+  }
+  // The decode kernel writes no logsumexp (asked for only while a vjp
+  // traces): the SIMT kernel below does.
+  if (!p.lse && decode_plan<T>(p)) {
+    std::shared_ptr<Data> part;
+    if (p.nsplit > 1) {
+      const int64_t n = int64_t{p.nsplit} * p.B * p.Hq * p.Lq * (p.Dv + 2);
+      part = std::make_shared<Data>(static_cast<size_t>(n) * sizeof(float),
+                                    Device{Device::gpu});
+      cu::keep_alive(part);
+      p.part = part->ptr();
+    }
+    sdpa_decode<T>(p, stream);
+    cu::check_launch("scaled_dot_product_attention");
+    return;
   }
   if constexpr (std::is_same_v<T, __half> ||
                 std::is_same_v<T, __nv_bfloat16>) {
