@@ -12,6 +12,8 @@
 #include "fluxion/backend/cuda/codegen_cuda.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <sstream>
 
 #include "fluxion/backend/common/codegen_parts.h"
@@ -286,6 +288,105 @@ FusedSource fused_kernel_source(const detail::Ir& tape) {
     r.entries[e] = g.entry(static_cast<FusedEntry>(e));
   }
   return r;
+}
+
+namespace {
+
+bool fits_int32(int64_t v) {
+  return v >= 0 && v <= std::numeric_limits<int32_t>::max();
+}
+
+template <typename T>
+std::vector<T> layout_param(const codegen::FusedLayout& l) {
+  const size_t nd = l.shape.size();
+  std::vector<T> p(1 + kFusedMaxDims * (1 + l.strides.size()), 0);
+  p[0] = static_cast<T>(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    p[1 + d] = static_cast<T>(l.shape[d]);
+    for (size_t k = 0; k < l.strides.size(); ++k) {
+      p[1 + kFusedMaxDims * (1 + k) + d] = static_cast<T>(l.strides[k][d]);
+    }
+  }
+  return p;
+}
+
+// Whether every offset the strided kernel computes fits in int32.
+bool strided_fits_int32(const codegen::FusedLayout& l, int64_t n) {
+  if (!fits_int32(n)) {
+    return false;
+  }
+  for (auto& s : l.strides) {
+    int64_t span = 0;
+    for (size_t d = 0; d < l.shape.size(); ++d) {
+      span += (l.shape[d] - 1) * (s[d] < 0 ? -s[d] : s[d]);
+    }
+    if (!fits_int32(span)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Blocks of a grid-stride entry point: about 4 elements a thread, at most
+// 2^30 blocks (the loop covers the rest).
+unsigned grid_stride_blocks(int64_t n) {
+  const int64_t per_block = int64_t(kFusedThreads) * 4;
+  return static_cast<unsigned>(
+      std::clamp<int64_t>((n + per_block - 1) / per_block, 1, 1 << 30));
+}
+
+}  // namespace
+
+void FusedLaunch::append_args(std::vector<void*>& args) {
+  args.push_back(wide() ? static_cast<void*>(&n64) : &n32);
+  if (entry == kStrided32) {
+    args.push_back(layout32.data());
+  } else if (entry == kStrided64) {
+    args.push_back(layout64.data());
+  }
+}
+
+FusedLaunch plan_launch(const FusedSource& src, const detail::Ir& tape,
+                        const codegen::FusedLayout& layout,
+                        const std::vector<const void*>& in,
+                        const std::vector<size_t>& itemsize, const void* out,
+                        size_t out_itemsize, int64_t n, bool wide) {
+  FusedLaunch l;
+  l.n32 = static_cast<uint32_t>(n);
+  l.n64 = static_cast<uint64_t>(n);
+  if (layout.kind == codegen::FusedLayout::kContiguous) {
+    const int v = src.pack;
+    auto aligned = [&](const void* p, size_t size) {
+      return reinterpret_cast<uintptr_t>(p) % (size * v) == 0;
+    };
+    bool packed = aligned(out, out_itemsize);
+    for (size_t k = 0; k < in.size(); ++k) {
+      packed = packed &&
+               (codegen::scalar_input(tape, k) || aligned(in[k], itemsize[k]));
+    }
+    const bool small = fits_int32(n) && !wide;
+    if (packed) {
+      l.entry = small ? kPacked32 : kPacked64;
+      // Each block covers kFusedThreads * unroll packs; the last one also
+      // the n % pack elements after them.
+      const int64_t per_block = int64_t(kFusedThreads) * src.unroll;
+      l.blocks = static_cast<unsigned>(
+          std::max<int64_t>(1, (n / v + per_block - 1) / per_block));
+    } else {
+      l.entry = small ? kFlat32 : kFlat64;
+      l.blocks = grid_stride_blocks(n);
+    }
+    return l;
+  }
+  const bool small = strided_fits_int32(layout, n) && !wide;
+  l.entry = small ? kStrided32 : kStrided64;
+  l.blocks = grid_stride_blocks(n);
+  if (small) {
+    l.layout32 = layout_param<int32_t>(layout);
+  } else {
+    l.layout64 = layout_param<int64_t>(layout);
+  }
+  return l;
 }
 
 std::string FusedSource::all() const {

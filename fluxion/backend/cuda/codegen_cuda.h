@@ -7,8 +7,11 @@
 // generator is testable on a machine without a GPU.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "fluxion/backend/common/fused_layout.h"
 #include "fluxion/compile_ir.h"
 
 namespace fluxion::cu {
@@ -70,5 +73,37 @@ struct FusedSource {
 // elementwise with a functor); inputs that codegen::scalar_input calls
 // broadcast scalars are read once by the packed and flat entry points.
 FusedSource fused_kernel_source(const detail::Ir& tape);
+
+// One call's launch: its entry point, its grid (of kFusedThreads-thread
+// blocks) and the values of its parameters after the data pointers.
+struct FusedLaunch {
+  FusedEntry entry = kPacked32;
+  unsigned blocks = 1;
+  uint32_t n32 = 0;
+  uint64_t n64 = 0;
+  // The strided entry points' layout parameter: {ndim, shape[kFusedMaxDims],
+  // strides[k][kFusedMaxDims]} in int32 (ndim, shape as uint32) or int64
+  // elements, the device struct's layout (every field one size: no
+  // padding).
+  std::vector<int32_t> layout32;
+  std::vector<int64_t> layout64;
+
+  bool wide() const { return entry % 2 == 1; }
+  // Appends pointers to n (and the layout), which cudaLaunchKernel reads:
+  // valid while this object lives, unmoved.
+  void append_args(std::vector<void*>& args);
+};
+
+// Plans a call over n > 0 elements of a row-contiguous output at `out`
+// (`out_itemsize` bytes each) reading the tape's inputs at `in` (with
+// `itemsize`) as `layout` says (not kUnfused, at most kFusedMaxDims
+// dimensions): packed when every array the packs touch is aligned to a
+// pack, 32-bit indices when the element count and every offset fit in
+// int32, unless `wide` (tests run the 64-bit variants on small arrays).
+FusedLaunch plan_launch(const FusedSource& src, const detail::Ir& tape,
+                        const codegen::FusedLayout& layout,
+                        const std::vector<const void*>& in,
+                        const std::vector<size_t>& itemsize, const void* out,
+                        size_t out_itemsize, int64_t n, bool wide = false);
 
 }  // namespace fluxion::cu

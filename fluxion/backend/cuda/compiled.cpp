@@ -12,7 +12,6 @@
 // until the stream has run them; the first such reason is logged once.
 #include <cstdint>
 #include <cstdio>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -89,44 +88,6 @@ struct GpuKernel {
   }
 };
 
-bool fits_int32(int64_t v) {
-  return v >= 0 && v <= std::numeric_limits<int32_t>::max();
-}
-
-// The strided entry point's layout parameter, {ndim, shape[kFusedMaxDims],
-// strides[k][kFusedMaxDims]}, in elements of T (int32_t or int64_t: every
-// field has the same size, so the device struct has no padding).
-template <typename T>
-std::vector<T> layout_param(const codegen::FusedLayout& l) {
-  const size_t nd = l.shape.size();
-  std::vector<T> p(1 + cu::kFusedMaxDims * (1 + l.strides.size()), 0);
-  p[0] = static_cast<T>(nd);
-  for (size_t d = 0; d < nd; ++d) {
-    p[1 + d] = static_cast<T>(l.shape[d]);
-    for (size_t k = 0; k < l.strides.size(); ++k) {
-      p[1 + cu::kFusedMaxDims * (1 + k) + d] = static_cast<T>(l.strides[k][d]);
-    }
-  }
-  return p;
-}
-
-// Whether every offset the strided kernel computes fits in int32.
-bool strided_fits_int32(const codegen::FusedLayout& l, int64_t n) {
-  if (!fits_int32(n)) {
-    return false;
-  }
-  for (auto& s : l.strides) {
-    int64_t span = 0;
-    for (size_t d = 0; d < l.shape.size(); ++d) {
-      span += (l.shape[d] - 1) * (s[d] < 0 ? -s[d] : s[d]);
-    }
-    if (!fits_int32(span)) {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 void Compiled::eval_gpu(const std::vector<array>& inputs,
@@ -172,59 +133,23 @@ void Compiled::eval_gpu(const std::vector<array>& inputs,
     return;
   }
   std::vector<const void*> ptrs;
+  std::vector<size_t> itemsize;
   for (auto& in : inputs) {
     ptrs.push_back(cu::ptr<const void>(in));
+    itemsize.push_back(in.itemsize());
   }
   void* po = cu::ptr<void>(out);
+  cu::FusedLaunch launch = cu::plan_launch(k.fused, tape(), layout, ptrs,
+                                           itemsize, po, out.itemsize(), n);
   std::vector<void*> args;
   for (auto& p : ptrs) {
     args.push_back(&p);
   }
   args.push_back(&po);
-  uint32_t n32 = static_cast<uint32_t>(n);
-  uint64_t n64 = static_cast<uint64_t>(n);
-  std::vector<int32_t> l32;
-  std::vector<int64_t> l64;
-  cu::FusedEntry entry;
-  unsigned blocks;
-  if (contiguous) {
-    const int v = k.fused.pack;
-    auto aligned = [&](const void* p, size_t itemsize) {
-      return reinterpret_cast<uintptr_t>(p) % (itemsize * v) == 0;
-    };
-    bool packed = aligned(po, out.itemsize());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      packed = packed && (codegen::scalar_input(tape(), i) ||
-                          aligned(ptrs[i], inputs[i].itemsize()));
-    }
-    const bool small = fits_int32(n);
-    if (packed) {
-      entry = small ? cu::kPacked32 : cu::kPacked64;
-      const int64_t per_block = int64_t(cu::kFusedThreads) * k.fused.unroll;
-      blocks = static_cast<unsigned>(
-          std::max<int64_t>(1, (n / v + per_block - 1) / per_block));
-    } else {
-      entry = small ? cu::kFlat32 : cu::kFlat64;
-      blocks = cu::blocks_for(n, 4);
-    }
-    args.push_back(small ? static_cast<void*>(&n32) : &n64);
-  } else {
-    const bool small = strided_fits_int32(layout, n);
-    entry = small ? cu::kStrided32 : cu::kStrided64;
-    blocks = cu::blocks_for(n, 4);
-    if (small) {
-      l32 = layout_param<int32_t>(layout);
-      args.push_back(&n32);
-      args.push_back(l32.data());
-    } else {
-      l64 = layout_param<int64_t>(layout);
-      args.push_back(&n64);
-      args.push_back(l64.data());
-    }
-  }
+  launch.append_args(args);
   std::string why;
   const cu::JitModule* m =
-      k.module(cu::device_arch(stream().device.index), entry, why);
+      k.module(cu::device_arch(stream().device.index), launch.entry, why);
   if (m == nullptr) {
     // Nothing was launched: the nodes one by one compute the output, whose
     // buffer the fallback replaces with theirs.
@@ -233,7 +158,7 @@ void Compiled::eval_gpu(const std::vector<array>& inputs,
     return;
   }
   cu::check(cudaLaunchKernel(reinterpret_cast<const void*>(m->kernels[0]),
-                             dim3(blocks), dim3(cu::kFusedThreads),
+                             dim3(launch.blocks), dim3(cu::kFusedThreads),
                              args.data(), 0, cu::current_stream()),
             "compile");
   cu::count_fused_launch();
