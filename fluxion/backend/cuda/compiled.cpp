@@ -157,10 +157,18 @@ void Compiled::eval_gpu(const std::vector<array>& inputs,
     fallback();
     return;
   }
-  cu::check(cudaLaunchKernel(reinterpret_cast<const void*>(m->kernels[0]),
-                             dim3(launch.blocks), dim3(cu::kFusedThreads),
-                             args.data(), 0, cu::current_stream()),
-            "compile");
+  cudaError_t err = cudaLaunchKernel(
+      reinterpret_cast<const void*>(m->kernels[0]), dim3(launch.blocks),
+      dim3(cu::kFusedThreads), args.data(), 0, cu::current_stream());
+  if (err != cudaSuccess) {
+    // Refused at launch (a configuration error is not sticky): nothing
+    // ran, so the nodes one by one still give the right result.
+    cudaGetLastError();
+    report_once(*this, std::string("cudaLaunchKernel: ") +
+                           cudaGetErrorString(err));
+    fallback();
+    return;
+  }
   cu::count_fused_launch();
 }
 

@@ -90,10 +90,17 @@ bool load(const std::string& image, const std::vector<std::string>& entries,
   std::vector<cudaKernel_t> kernels(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
     err = cudaLibraryGetKernel(&kernels[i], lib, entries[i].c_str());
+    // Modules load lazily (CUDA_MODULE_LOADING=LAZY is the default): the
+    // kernel's attributes load it into this device's context now, so an
+    // image the driver cannot use fails here, not at the launch.
+    cudaFuncAttributes attr;
+    if (err == cudaSuccess) {
+      err = cudaFuncGetAttributes(
+          &attr, reinterpret_cast<const void*>(kernels[i]));
+    }
     if (err != cudaSuccess) {
       cudaGetLastError();
-      why = "cudaLibraryGetKernel(" + entries[i] +
-            "): " + cudaGetErrorString(err);
+      why = "loading " + entries[i] + ": " + cudaGetErrorString(err);
       cudaLibraryUnload(lib);
       return false;
     }
