@@ -144,6 +144,7 @@ HostKernels build_on_host(const cu::FusedSource& src, const detail::Ir& tape,
                     " " + cpp.string() + " 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     error = "host build failed: " + cmd;
+    std::filesystem::remove_all(dir);
     return {};
   }
   HostKernels k;
