@@ -178,6 +178,12 @@ void fuse_ir(Ir& ir, bool shapeless) {
         continue;
       }
       int v = n.outputs[0];
+      // One group, one stream: its kernel runs on the root's stream, on
+      // that stream's device (a node the function put on the CPU stays
+      // there when the rest runs on the GPU).
+      if (n.prim->stream() != ir.nodes[r].prim->stream()) {
+        continue;
+      }
       if (is_output[v] || ir.values[v].shape != shape ||
           !(fusable(n, ir) || (!shapeless && is_view(n)))) {
         continue;

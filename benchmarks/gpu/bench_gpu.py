@@ -19,10 +19,17 @@ and a prime length against torch.fft on the same data, no target yet.
 The decode kernels (quantized matrix-vector product, attention decode):
 bytes read per second against the copy's bandwidth and against torch's
 nearest kernel; `bench_gpu.py decode` runs these rows alone.
+Compile (issue 30): GELU (tanh form) on 64M float32 compiled, in bytes read
+and written per second, against eager, torch.compile and jax.jit (target
+>= 3500 GB/s); and the first call of a compiled function in a fresh
+process with a cold and a warm kernel cache (NVRTC, $FLUXION_CACHE_DIR).
+Alone: python3 -c "import bench_gpu as b; b.compiled_gelu(); b.first_call()"
 """
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 # JAX must not take most of the GPU's memory at import.
@@ -166,6 +173,8 @@ def main():
                "copy read bw", True)
     del mtx, a, b
 
+    compiled_gelu()
+    first_call()
     sort_and_scan(g, dev, copy_bw)
     mlp_step(g, dev)
     host_copies(g, dev)
@@ -297,6 +306,79 @@ def decode(g, dev, copy_bw):
            True)
     print(f"  attention decode: {t * 1e6:.1f} us, torch sdpa "
           f"{tt * 1e6:.1f} us")
+
+
+def gelu(x, tanh):
+    return 0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+def compiled_gelu(n=64 << 20):
+    """GELU (tanh form) over n float32: 8 bytes read and written per
+    element, per second; compiled (one NVRTC kernel) against eager and the
+    compilers of torch and JAX in the same process."""
+    g, dev = mx.gpu, torch.device("cuda")
+    x = mx.random.normal((n,), stream=g)
+    mx.eval(x)
+    f = mx.compile(lambda v: gelu(v, mx.tanh))
+    mx.eval(f(x))
+    before = mx._gpu_fused_kernel_stats()
+    gbs = lambda fn: 8 * n / cuda_time(fn) / 1e9
+    ours = gbs(lambda: mx.eval(f(x)))
+    after = mx._gpu_fused_kernel_stats()
+    eager = gbs(lambda: mx.eval(gelu(x, mx.tanh)))
+    xt = torch.randn(n, device=dev)
+    tc = torch.compile(lambda v: gelu(v, torch.tanh))
+    tc(xt)
+    torch_c = gbs(lambda: tc(xt))
+    torch_e = gbs(lambda: gelu(xt, torch.tanh))
+    name = "GELU tanh 64M f32 compiled (GB/s)"
+    report(name, ours, torch_c, "GB/s", "torch.compile", True)
+    print(f"  fluxion eager {eager:.0f} GB/s, torch eager {torch_e:.0f} GB/s;"
+          f" generated-kernel launches {after['launches'] - before['launches']}"
+          f", fallbacks {after['fallbacks'] - before['fallbacks']}")
+    try:
+        import jax
+        import jax.numpy as jnp
+        xj = jax.device_put(jnp.asarray(np.asarray(x)), jax.devices("gpu")[0])
+        jf = jax.jit(lambda v: gelu(v, jnp.tanh))
+        jf(xj).block_until_ready()
+        report(name, ours, gbs(lambda: jf(xj).block_until_ready()), "GB/s",
+               "jax.jit", True)
+    except Exception as e:  # JAX without a GPU, or absent
+        print(f"GELU vs jax: skipped ({type(e).__name__}: {e})")
+
+
+FIRST_CALL = """
+import time
+import fluxion.core as mx
+x = mx.random.normal((1 << 20,), stream=mx.gpu)
+mx.eval(x)
+f = mx.compile(lambda x: 0.5 * x * (1 + mx.tanh(
+    0.7978845608 * (x + 0.044715 * x * x * x))))
+t = time.perf_counter(); mx.eval(f(x)); first = time.perf_counter() - t
+t = time.perf_counter(); mx.eval(f(x)); later = time.perf_counter() - t
+s = mx._gpu_fused_kernel_stats()
+print(first, later, s["compiles"], s["disk_hits"])
+"""
+
+
+def first_call():
+    """First call of a compiled GELU in a fresh process (the trace, the
+    NVRTC compile or the disk cache's read, the module's load, the run):
+    with an empty kernel cache, then with the cache that run left."""
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, FLUXION_CACHE_DIR=d)
+        runs = []
+        for _ in range(2):
+            r = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env,
+                               capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr
+            runs.append(r.stdout.split())
+    (cold, later, c0, _), (warm, _, c1, hits) = runs
+    print(f"compiled GELU first call: cold cache {float(cold) * 1e3:.1f} ms "
+          f"({c0} NVRTC compile), warm cache {float(warm) * 1e3:.1f} ms "
+          f"({c1} compiles, {hits} disk hits); a later call "
+          f"{float(later) * 1e3:.2f} ms")
 
 
 def sort_and_scan(g, dev, copy_bw):

@@ -82,4 +82,19 @@ struct CudnnSdpaInfo {
 };
 CudnnSdpaInfo cudnn_sdpa_info();
 
+// The generated kernels of compile on the GPU (backend/cuda/compiled.cpp),
+// counted since the process started: for tests (is a fused group one
+// kernel? did a second process reuse the disk cache?) and benchmarks.
+// Zeros without a GPU backend.
+struct FusedKernelStats {
+  uint64_t launches = 0;     // generated kernels launched
+  uint64_t fallbacks = 0;    // Compiled nodes run node by node: no kernel
+  uint64_t unfused = 0;      // ... with a kernel, for their inputs' layout
+  uint64_t compiles = 0;     // NVRTC compilations started
+  uint64_t disk_hits = 0;    // images read back from the disk cache
+  uint64_t disk_writes = 0;  // images written to the disk cache
+  uint64_t loads = 0;        // modules loaded onto the GPU
+};
+FusedKernelStats fused_kernel_stats();
+
 }  // namespace fluxion::gpu

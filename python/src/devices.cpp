@@ -355,6 +355,25 @@ Example:
       "and path, how many forward and backward passes ran on it, and how "
       "many shapes' plans failed.");
   m.def(
+      "_gpu_fused_kernel_stats",
+      [] {
+        auto s = fx::gpu::fused_kernel_stats();
+        py::dict d;
+        d["launches"] = s.launches;
+        d["fallbacks"] = s.fallbacks;
+        d["unfused"] = s.unfused;
+        d["compiles"] = s.compiles;
+        d["disk_hits"] = s.disk_hits;
+        d["disk_writes"] = s.disk_writes;
+        d["loads"] = s.loads;
+        return d;
+      },
+      "Counters of compile's generated GPU kernels since the process "
+      "started (tests, benchmarks): launches, fallbacks (Compiled nodes "
+      "run node by node for want of a kernel), unfused (... for their "
+      "inputs' layout), compiles (NVRTC runs), disk_hits, disk_writes, "
+      "loads. Zeros without a GPU backend.");
+  m.def(
       "_kernels_missing",
       [](fx::Device::DeviceType t) { return fx::kernels_missing(t); },
       "device_type"_a,
