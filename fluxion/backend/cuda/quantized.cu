@@ -163,10 +163,7 @@ __global__ void qmv(QParams p, const T* x, T* out, int N, int K) {
   }
 #pragma unroll
   for (int m = 0; m < M; ++m) {
-    C v = acc[m];
-    for (int o = 16; o > 0; o >>= 1) {
-      v += __shfl_xor_sync(0xffffffffu, v, o);
-    }
+    const C v = cu::warp_sum(acc[m]);
     if (lane == 0) {
       out[int64_t{m} * N + warp] = cu::convert<T>(v);
     }

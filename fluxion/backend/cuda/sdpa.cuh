@@ -45,19 +45,10 @@ __device__ __forceinline__ M max_skip_nan(M a, M b) {
 
 template <typename M>
 __device__ __forceinline__ M warp_max(M v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    v = max_skip_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
-  }
-  return v;
+  return cu::warp_all_reduce(v, [](M a, M b) { return max_skip_nan(a, b); });
 }
 
-template <typename M>
-__device__ __forceinline__ M warp_sum(M v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  }
-  return v;
-}
+using cu::warp_sum;
 
 __device__ __forceinline__ float exp_m(float x) { return expf(x); }
 __device__ __forceinline__ double exp_m(double x) { return exp(x); }

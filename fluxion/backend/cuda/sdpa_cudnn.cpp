@@ -60,12 +60,13 @@ bool forward(const std::vector<array>&, std::vector<array>&, float, bool) {
 bool backward(const std::vector<array>&, std::vector<array>&, float, bool) {
   return false;
 }
-Status status() {
-  Status s;
+}  // namespace fluxion::cu::cudnn_sdpa
+
+fluxion::gpu::CudnnSdpaInfo fluxion::gpu::cudnn_sdpa_info() {
+  CudnnSdpaInfo s;
   s.error = "Fluxion was built without cuDNN's headers (cudnn_graph.h)";
   return s;
 }
-}  // namespace fluxion::cu::cudnn_sdpa
 
 #else
 
@@ -942,24 +943,31 @@ int current_device() {
   return d;
 }
 
-Problem problem(const array& q, const array& k, float scale, bool causal,
-                bool stats, bool backward) {
+// The problem of row-contiguous operands of these shapes.
+Problem problem(Dtype t, int B, int Hq, int Hkv, int Lq, int Lk, int D,
+                bool causal, float scale, bool stats, bool backward) {
   Problem p{};
-  p.dt = cudnn_type(q.dtype());
-  p.B = q.shape(0);
-  p.Hq = q.shape(1);
-  p.Lq = q.shape(2);
-  p.D = q.shape(3);
-  p.Hkv = k.shape(1);
-  p.Lk = k.shape(2);
+  p.dt = cudnn_type(t);
+  p.B = B;
+  p.Hq = Hq;
+  p.Lq = Lq;
+  p.D = D;
+  p.Hkv = Hkv;
+  p.Lk = Lk;
   p.causal = causal;
   p.stats = stats;
   p.backward = backward;
   p.scale = scale;
-  p.q = rows(p.B, p.Hq, p.Lq, p.D);
-  p.k = p.v = rows(p.B, p.Hkv, p.Lk, p.D);
+  p.q = rows(B, Hq, Lq, D);
+  p.k = p.v = rows(B, Hkv, Lk, D);
   p.o = p.d_o = p.q;
   return p;
+}
+
+Problem problem(const array& q, const array& k, float scale, bool causal,
+                bool stats, bool backward) {
+  return problem(q.dtype(), q.shape(0), q.shape(1), k.shape(1), q.shape(2),
+                 k.shape(2), q.shape(3), causal, scale, stats, backward);
 }
 
 }  // namespace
@@ -974,22 +982,8 @@ bool plans_ready(int device, Dtype t, int B, int Hq, int Hkv, int Lq, int Lk,
     if (prev != device) {
       cu::check(cudaSetDevice(device), "scaled_dot_product_attention");
     }
-    // Shapes only: a stand-in array gives the dims.
-    Problem f{};
-    f.dt = cudnn_type(t);
-    f.B = B;
-    f.Hq = Hq;
-    f.Hkv = Hkv;
-    f.Lq = Lq;
-    f.Lk = Lk;
-    f.D = D;
-    f.causal = causal;
-    f.stats = true;
-    f.scale = scale;
-    f.q = f.o = f.d_o = rows(B, Hq, Lq, D);
-    f.k = f.v = rows(B, Hkv, Lk, D);
-    Problem b = f;
-    b.backward = true;
+    Problem f = problem(t, B, Hq, Hkv, Lq, Lk, D, causal, scale, true, false);
+    Problem b = problem(t, B, Hq, Hkv, Lq, Lk, D, causal, scale, true, true);
     bool ok = plan_for(device, f)->plan && plan_for(device, b)->plan;
     if (prev != device) {
       cu::check(cudaSetDevice(prev), "scaled_dot_product_attention");
@@ -1131,8 +1125,11 @@ bool backward(const std::vector<array>& in, std::vector<array>& out,
   return true;
 }
 
-Status status() {
-  Status s;
+}  // namespace fluxion::cu::cudnn_sdpa
+
+fluxion::gpu::CudnnSdpaInfo fluxion::gpu::cudnn_sdpa_info() {
+  using namespace fluxion::cu::cudnn_sdpa;
+  CudnnSdpaInfo s;
   auto& l = lib();
   s.loaded = l.handle != nullptr;
   s.version = l.version;
@@ -1143,7 +1140,5 @@ Status status() {
   s.failed_plans = g_failed.load();
   return s;
 }
-
-}  // namespace fluxion::cu::cudnn_sdpa
 
 #endif  // FLUXION_HAVE_CUDNN

@@ -41,13 +41,4 @@ bool forward(const std::vector<array>& in, std::vector<array>& out,
 bool backward(const std::vector<array>& in, std::vector<array>& out,
               float scale, bool causal);
 
-// What gpu::cudnn_sdpa_info reports.
-struct Status {
-  bool loaded = false;
-  int64_t version = 0;
-  std::string library, error;
-  int64_t forward_calls = 0, backward_calls = 0, failed_plans = 0;
-};
-Status status();
-
 }  // namespace fluxion::cu::cudnn_sdpa

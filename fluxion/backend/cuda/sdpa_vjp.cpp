@@ -105,17 +105,4 @@ bool fast::ScaledDotProductAttentionVJP::use_fused(Stream s, const array& q,
                                      k.shape(2), q.shape(3), causal, scale);
 }
 
-gpu::CudnnSdpaInfo gpu::cudnn_sdpa_info() {
-  auto s = cu::cudnn_sdpa::status();
-  CudnnSdpaInfo info;
-  info.loaded = s.loaded;
-  info.version = s.version;
-  info.library = s.library;
-  info.error = s.error;
-  info.forward_calls = s.forward_calls;
-  info.backward_calls = s.backward_calls;
-  info.failed_plans = s.failed_plans;
-  return info;
-}
-
 }  // namespace fluxion
