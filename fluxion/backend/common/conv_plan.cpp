@@ -297,7 +297,7 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
   // Kr..., Co] as DW [K=Co, C=A, Kr] (a packed scratch, then copied).
   Mapping b;
   b.op = Op::backward_filter;
-  bool filter_ok = groups == 1 && !flip && !row_contiguous(xs, xst);
+  bool filter_ok = groups == 1 && !flip;
   for (int i = 0; i < d && filter_ok; ++i) {
     const int64_t Kr = ys[i + 1];
     const int64_t S = kernel_dilation[i], D = stride[i];
@@ -335,10 +335,18 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
       elems *= v;
     }
     b.scratch_elems = elems;
-    out.push_back(std::move(b));
+  }
+  // A row-contiguous input is a forward convolution's; transposed views
+  // (the rule's weight gradient) are backward filter's.
+  const bool filter_first = !row_contiguous(xs, xst);
+  if (filter_ok && filter_first) {
+    out.push_back(b);
   }
   if (forward_ok) {
     out.push_back(std::move(f));
+  }
+  if (filter_ok && !filter_first) {
+    out.push_back(std::move(b));
   }
   return out;
 }

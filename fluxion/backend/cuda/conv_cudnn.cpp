@@ -184,8 +184,9 @@ bool acceptable(const Problem& p, cudnnBackendDescriptor_t cfg,
                 std::string& why) {
   std::vector<cudnnBackendNumericalNote_t> notes;
   if (!cudnn::numerical_notes(cfg, notes)) {
+    // Unknown: only float32 needs them (TF32 must be ruled out).
     why = "an engine without numerical notes";
-    return false;
+    return p.dt != CUDNN_DATA_FLOAT || p.tf32;
   }
   for (auto n : notes) {
     if (n == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
