@@ -422,7 +422,15 @@ TEST(ConvPlan, ChunkRowsBoundTheScratch) {
   const int64_t r = cp::chunk_rows(g, 4, int64_t{1} << 26);
   EXPECT_LE(r * g.cols() * 4, int64_t{1} << 26);
   EXPECT_GT((r + 1) * g.cols() * 4, int64_t{1} << 26);
-  EXPECT_EQ(cp::chunk_rows(g, 4, 1), 1);  // at least one row
+  // At least the rows that keep chunks 256-byte aligned (64 x 4 bytes
+  // per row: one row already is).
+  EXPECT_EQ(cp::chunk_rows(g, 4, 1), 1);
+  auto odd = cp::geometry({64, 56, 56, 64}, {3, 3, 3, 64}, {64, 56, 56, 3},
+                          {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, false);
+  EXPECT_EQ(cp::chunk_rows(odd, 2, 1), 128);  // 3 x 2 bytes a row
+  const int64_t ro = cp::chunk_rows(odd, 2, int64_t{1} << 20);
+  EXPECT_EQ(ro * 3 * 2 % 256, 0);
+  EXPECT_LE(ro * odd.cols() * 2, int64_t{1} << 20);
   EXPECT_EQ(cp::chunk_rows(g, 4, int64_t{1} << 40), g.rows());
 }
 

@@ -2,6 +2,7 @@
 #include "fluxion/backend/common/conv_plan.h"
 
 #include <algorithm>
+#include <numeric>
 #include <sstream>
 
 namespace fluxion::conv_plan {
@@ -36,9 +37,16 @@ Geometry geometry(const Shape& x, const Shape& w, const Shape& y,
 }
 
 int64_t chunk_rows(const Geometry& g, int64_t itemsize, int64_t max_bytes) {
+  const int64_t rows = std::max<int64_t>(g.rows(), 1);
   const int64_t per_row = std::max<int64_t>(g.groups * g.cols() * itemsize, 1);
-  return std::clamp<int64_t>(max_bytes / per_row, 1,
-                             std::max<int64_t>(g.rows(), 1));
+  int64_t r = std::clamp<int64_t>(max_bytes / per_row, 1, rows);
+  if (r < rows) {
+    // Every chunk's output rows start 256-byte aligned: m rows of cout
+    // elements are a multiple of 256 bytes.
+    const int64_t m = 256 / std::gcd<int64_t>(g.cout * itemsize, 256);
+    r = std::min(rows, std::max(m, r / m * m));
+  }
+  return r;
 }
 
 const char* op_name(Op op) {

@@ -205,7 +205,10 @@ FLUXION_HOST_DEVICE void direct_tile(const Geometry& g, I item, X x, W w,
 }
 
 // Rows of the unfolded matrix per chunk, so that the scratch of all groups
-// [groups, rows, cols] stays within `max_bytes` (at least one row).
+// [groups, rows, cols] stays within `max_bytes` (or holds the fewest rows
+// that keep the next rule), and every chunk's output rows start 256 bytes
+// apart from the output's start times a whole number (cuBLASLt's
+// algorithms assume 256-byte aligned operands).
 int64_t chunk_rows(const Geometry& g, int64_t itemsize, int64_t max_bytes);
 
 // ------------------------------------------------------------------ cuDNN

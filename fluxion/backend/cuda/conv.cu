@@ -5,11 +5,17 @@
 // backward-data and backward-filter operations chosen by
 // backend/common/conv_plan.cpp), unless FLUXION_CUDNN_CONV=0, cuDNN is not
 // loadable, or it has no plan for the shapes. Otherwise, and for float64,
-// the general path here, which takes every form of the primitive:
+// the general path here, which takes every form of the primitive, in the
+// compute type (float for the half types, as on the CPU; double for
+// float64):
 //  - one input channel per group (depthwise convolutions, and the input
-//    gradient of one): a direct kernel, one thread per output element
-//    summing over the taps in the compute type (float for the half types,
-//    as on the CPU; double for float64), in the CPU's tap order;
+//    gradient of one): a direct kernel, a thread per 4 outputs along the
+//    last axis of one channel (conv_plan::direct_tile), the taps summed in
+//    the CPU's order;
+//  - one output channel per group with sums of kLongSum terms or more
+//    (the weight gradient of a depthwise convolution: few outputs, each
+//    over the batch and every position): a block per output element
+//    splitting its sum, nothing written but the output;
 //  - otherwise im2col into a scratch from Fluxion's allocator, [groups,
 //    rows, taps * C_in/g] with conv_plan::im2col_source mapping each entry
 //    to its input element (dilations, padding, stride, flip), then one
@@ -166,10 +172,18 @@ array scratch(const Shape& shape, Dtype t) {
   return a;
 }
 
-// `a` row-contiguous in dtype t on the GPU (itself when it is).
-array prepared(const array& a, Dtype t) {
-  if (a.dtype() == t) {
-    return cu::contiguous(a);
+bool aligned256(const array& a) {
+  return reinterpret_cast<uintptr_t>(cu::ptr(a)) % 256 == 0;
+}
+
+// `a` row-contiguous in dtype t on the GPU (itself when it is), and with
+// `align`, 256-byte aligned: cuBLASLt's algorithms assume their operands
+// are (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*'s default), which a view with
+// an offset need not be.
+array prepared(const array& a, Dtype t, bool align) {
+  if (a.dtype() == t && a.flags().row_contiguous &&
+      (!align || aligned256(a))) {
+    return a;
   }
   array c = scratch(a.shape(), t);
   cu::copy_into(a, c);
@@ -188,8 +202,8 @@ array view(const array& a, const Shape& shape, const Strides& strides,
 void general_path(const array& xin, const array& win, array& out,
                   const Convolution& c) {
   const Dtype t = out.dtype();
-  array x = prepared(xin, t);
-  array w = prepared(win, t);
+  array x = prepared(xin, t, false);  // read by our kernels only...
+  array w = prepared(win, t, true);
   const Geometry g = conv_plan::geometry(
       x.shape(), w.shape(), out.shape(), c.stride(), c.padding_lo(),
       c.kernel_dilation(), c.input_dilation(), c.groups(), c.flip());
@@ -256,7 +270,9 @@ void general_path(const array& xin, const array& win, array& out,
     pointwise = g.s[a] == 1 && g.lo[a] == 0 && g.id[a] == 1 && g.O[a] == g.L[a];
   }
   if (pointwise) {
-    // The input [rows, C_in] is the unfolded matrix of every group.
+    // The input [rows, C_in] is the unfolded matrix of every group (...
+    // but here by cuBLASLt too).
+    x = prepared(x, t, true);
     array a = view(x, {i32(G), i32(rows), i32(g.cin_g)}, {g.cin_g, g.cin, 1},
                    0);
     array o = out_rows(0, rows);
