@@ -28,6 +28,11 @@ bool enabled() {
   return !(e && std::strcmp(e, "0") == 0);
 }
 
+bool offer_all() {
+  const char* e = std::getenv("FLUXION_CUDNN_CONV");
+  return e && std::strcmp(e, "all") == 0;
+}
+
 }  // namespace fluxion::cu::cudnn_conv
 
 #if !FLUXION_HAVE_CUDNN

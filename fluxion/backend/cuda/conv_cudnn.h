@@ -17,6 +17,9 @@ namespace fluxion::cu::cudnn_conv {
 // FLUXION_CUDNN_CONV is not "0". Read at every convolution, so a test can
 // run both paths in one process.
 bool enabled();
+// FLUXION_CUDNN_CONV is "all": cuDNN is offered even the convolutions the
+// general path keeps by default (conv.cu's long sums).
+bool offer_all();
 
 // Computes the convolution of x and w into `out` (allocated,
 // row-contiguous) on the current stream through cuDNN when it is enabled,
