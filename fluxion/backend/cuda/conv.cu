@@ -285,14 +285,17 @@ void general_path(const array& xin, const array& win, array& out,
     const int64_t n = std::min(R, rows - r0);
     const unsigned blocks =
         static_cast<unsigned>(std::min<int64_t>(G * n, 1 << 20));
+    // A block per row: as many threads as the row has entries, in warps.
+    const int threads =
+        static_cast<int>(std::clamp<int64_t>((cols + 31) / 32 * 32, 32, 256));
     cu::dispatch_gpu<TypeList<float, double, float16_t, bfloat16_t>>(
         t, "conv", [&](auto tag) {
           using T = typename decltype(tag)::type;
           if (cols < (int64_t{1} << 32)) {
-            im2col_kernel<T, uint32_t><<<blocks, cu::kThreads, 0, s>>>(
+            im2col_kernel<T, uint32_t><<<blocks, threads, 0, s>>>(
                 cu::ptr<const T>(x), cu::ptr<T>(col), g, r0, n);
           } else {
-            im2col_kernel<T, int64_t><<<blocks, cu::kThreads, 0, s>>>(
+            im2col_kernel<T, int64_t><<<blocks, threads, 0, s>>>(
                 cu::ptr<const T>(x), cu::ptr<T>(col), g, r0, n);
           }
         });
