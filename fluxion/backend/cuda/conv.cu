@@ -29,6 +29,7 @@
 // any sum) gives zeros.
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -202,7 +203,9 @@ array view(const array& a, const Shape& shape, const Strides& strides,
 void general_path(const array& xin, const array& win, array& out,
                   const Convolution& c) {
   const Dtype t = out.dtype();
-  array x = prepared(xin, t, false);  // read by our kernels only...
+  // x is read by our kernels (the 1x1 case below, which hands it to
+  // cuBLASLt, aligns it); w always goes to cuBLASLt or our kernels.
+  array x = prepared(xin, t, false);
   array w = prepared(win, t, true);
   const Geometry g = conv_plan::geometry(
       x.shape(), w.shape(), out.shape(), c.stride(), c.padding_lo(),
@@ -265,13 +268,12 @@ void general_path(const array& xin, const array& win, array& out,
     return view(out, {i32(G), i32(R), i32(g.cout_g)}, {g.cout_g, g.cout, 1},
                 r0 * g.cout);
   };
-  bool pointwise = g.taps() == 1;
+  bool pointwise = g.taps() == 1 && rows <= INT32_MAX;
   for (int a = 0; a < 3 && pointwise; ++a) {
     pointwise = g.s[a] == 1 && g.lo[a] == 0 && g.id[a] == 1 && g.O[a] == g.L[a];
   }
   if (pointwise) {
-    // The input [rows, C_in] is the unfolded matrix of every group (...
-    // but here by cuBLASLt too).
+    // The input [rows, C_in] is the unfolded matrix of every group.
     x = prepared(x, t, true);
     array a = view(x, {i32(G), i32(rows), i32(g.cin_g)}, {g.cin_g, g.cin, 1},
                    0);
