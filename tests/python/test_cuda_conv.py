@@ -7,6 +7,7 @@ general path), vmap and compile, and a training step of the Fashion-MNIST
 CNN of examples/ (loss, gradients and the parameters after SGD steps).
 The C++ suite (test_cuda_conv.cpp) covers strided and misaligned operands,
 empty shapes and the chunked general path."""
+import importlib.util
 import os
 
 import numpy as np
@@ -149,24 +150,16 @@ def test_vmap_and_compile(path):
           TOL[mx.float32])
 
 
-# The Fashion-MNIST CNN of examples/fashion_mnist_cnn.py, without dropout
-# (its random masks are not the point here).
-class CNN(nn.Module):
-    def __init__(self, c1=16, c2=32, hidden=128):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, c1, kernel_size=3, padding=1)
-        self.bn1 = nn.BatchNorm(c1)
-        self.conv2 = nn.Conv2d(c1, c2, kernel_size=3, padding=1)
-        self.bn2 = nn.BatchNorm(c2)
-        self.pool = nn.MaxPool2d(kernel_size=2, stride=2)
-        self.fc1 = nn.Linear(7 * 7 * c2, hidden)
-        self.fc2 = nn.Linear(hidden, 10)
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
-    def __call__(self, x):
-        x = self.pool(nn.relu(self.bn1(self.conv1(x))))
-        x = self.pool(nn.relu(self.bn2(self.conv2(x))))
-        x = x.reshape(x.shape[0], -1)
-        return self.fc2(nn.relu(self.fc1(x)))
+
+def cnn_example():
+    """examples/fashion_mnist_cnn.py as a module (its CNN and loss)."""
+    spec = importlib.util.spec_from_file_location(
+        "fashion_mnist_cnn", os.path.join(EXAMPLES, "fashion_mnist_cnn.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def fashion_batch(n=64):
@@ -187,19 +180,20 @@ def fashion_batch(n=64):
 
 
 def test_fashion_mnist_cnn_training_step(path):
+    # The example's model and loss, without dropout (its random masks are
+    # not the point here).
+    ex = cnn_example()
     xb, yb = fashion_batch()
     mx.random.seed(3)
-    base = CNN()
+    base = ex.CNN(dropout=0.0)
     mx.eval(base.parameters())
     params = base.parameters()
-
-    def loss_fn(model, x, y):
-        return nn.losses.cross_entropy(model(x), y, reduction="mean")
+    loss_fn = ex.loss_fn
 
     results = {}
     for dev in (G, C):
         with mx.stream(dev):
-            model = CNN()
+            model = ex.CNN(dropout=0.0)
             model.update(params)
             # SGD: Adam's normalization would turn rounding-level
             # differences of near-zero gradients into whole steps.
