@@ -132,7 +132,7 @@
   X(Partition, sort, 1, 1)                        \
   X(ArgPartition, sort, 1, 1)                     \
   X(Scan, sort, 1, 1)                             \
-  X(Convolution, conv, 1, 0)                      \
+  X(Convolution, conv, 1, 1)                      \
   X(FFT, fft, 1, 1)                               \
   X(fast::LayerNorm, fast, 1, 1)                  \
   X(fast::RMSNorm, fast, 1, 1)                    \

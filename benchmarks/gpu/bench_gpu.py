@@ -16,6 +16,13 @@ runs it; the backward is one fused NormVJP kernel plus a small reduction of
 the weight and bias gradients), with the bandwidth it reaches.
 FFT (cuFFT on both sides): 1-D complex, batched rows, a 2-D real transform
 and a prime length against torch.fft on the same data, no target yet.
+Convolutions (issue 31): conv2d 3x3, N=64, 56x56, 64 -> 64 forward and
+forward + backward in float32 and bfloat16 (target <= 1.1x torch), the
+depthwise 3x3 of 256 channels (target <= 1.2x torch), channels-last on
+both sides, TF32 off on both unless FLUXION_ENABLE_TF32=1, and which path
+ran (cuDNN's operations or the general path, mx._gpu_conv_stats);
+`bench_gpu.py conv` runs these rows alone (FLUXION_CUDNN_CONV=0 times the
+general path).
 The decode kernels (quantized matrix-vector product, attention decode):
 bytes read per second against the copy's bandwidth and against torch's
 nearest kernel; `bench_gpu.py decode` runs these rows alone.
@@ -86,6 +93,9 @@ def main():
     assert torch is not None and torch.cuda.is_available()
     g = mx.gpu
     dev = torch.device("cuda")
+    if sys.argv[1:] == ["conv"]:
+        conv_bench(g, dev)
+        return
     if sys.argv[1:] == ["decode"]:
         mx.set_default_device(g)
         a = torch.ones(256 << 20, device=dev)
@@ -180,6 +190,7 @@ def main():
     host_copies(g, dev)
     norms(g, dev)
     fft_bench(g, dev)
+    conv_bench(g, dev)
     decode(g, dev, copy_bw)
 
     # Matmul 8192^3, bfloat16 and float32 (TF32 off on both sides).
@@ -618,6 +629,103 @@ def fft_bench(g, dev):
         ref = cuda_time(ref_fn)
         report(f"{name} (ms)", ours * 1e3, ref * 1e3, "ms", "torch", False)
         del a, t
+
+
+def conv_bench(g, dev):
+    """Convolutions against torch (cuDNN on both sides by default) on the
+    same data, channels-last (MLX's layout; torch's channels_last memory
+    format): forward, and forward + both gradients (mx.vjp against
+    torch.autograd.grad with the same cotangent). JAX (lax.conv, highest
+    precision) in the same run when it has a GPU."""
+    tf32 = os.environ.get("FLUXION_ENABLE_TF32") == "1"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = False
+    F = torch.nn.functional
+    rng = np.random.default_rng(0)
+    cases = [
+        ("conv2d 3x3 64->64 N64 56^2", (64, 56, 56, 64), (64, 3, 3, 64), 1),
+        ("depthwise 3x3 256ch N64 56^2", (64, 56, 56, 256),
+         (256, 3, 3, 1), 256),
+    ]
+    for name, xs, ws, groups in cases:
+        for dt, tdt in [(mx.float32, torch.float32),
+                        (mx.bfloat16, torch.bfloat16)]:
+            xn = rng.standard_normal(xs).astype(np.float32)
+            wn = (rng.standard_normal(ws) * 0.1).astype(np.float32)
+            cn = rng.standard_normal(xs[:3] + (ws[0],)).astype(np.float32)
+            x = mx.array(xn).astype(dt)
+            w = mx.array(wn).astype(dt)
+            ct = mx.array(cn).astype(dt)
+            mx.eval(x, w, ct)
+
+            def f(a, b):
+                return mx.conv2d(a, b, padding=1, groups=groups, stream=g)
+
+            def fwd():
+                mx.eval(f(x, w))
+
+            def fwd_bwd():
+                outs, grads = mx.vjp(f, [x, w], [ct])
+                mx.eval(outs, grads)
+
+            # NHWC data as torch's NCHW in channels_last memory.
+            xt = torch.from_numpy(xn).to(dev, tdt).permute(0, 3, 1, 2)
+            wt = torch.from_numpy(wn).to(dev, tdt).permute(0, 3, 1, 2)
+            ctt = torch.from_numpy(cn).to(dev, tdt).permute(0, 3, 1, 2)
+            xt.requires_grad_(True)
+            wt.requires_grad_(True)
+
+            def t_fwd():
+                with torch.no_grad():
+                    F.conv2d(xt, wt, padding=1, groups=groups)
+                torch.cuda.current_stream().synchronize()
+
+            def t_fwd_bwd():
+                y = F.conv2d(xt, wt, padding=1, groups=groups)
+                torch.autograd.grad(y, [xt, wt], ctt)
+                torch.cuda.current_stream().synchronize()
+
+            before = mx._gpu_conv_stats()
+            ours_f = cuda_time(fwd)
+            ours_fb = cuda_time(fwd_bwd)
+            after = mx._gpu_conv_stats()
+            paths = ", ".join(
+                f"{k} {after[k] - before[k]}" for k in
+                ("cudnn_forward", "cudnn_backward_data",
+                 "cudnn_backward_filter", "direct", "reduce", "im2col")
+                if after[k] != before[k])
+            report(f"{name} {dt} fwd (ms)", ours_f * 1e3,
+                   cuda_time(t_fwd) * 1e3, "ms", "torch", False)
+            report(f"{name} {dt} fwd+bwd (ms)", ours_fb * 1e3,
+                   cuda_time(t_fwd_bwd) * 1e3, "ms", "torch", False)
+            print(f"  paths: {paths or 'none'}"
+                  f"{'' if after['cudnn_loaded'] else ' (cuDNN: ' + after['cudnn_error'] + ')'}")
+            try:
+                import jax
+                import jax.numpy as jnp
+                jd = jax.devices("gpu")[0]
+                jdt = jnp.float32 if dt == mx.float32 else jnp.bfloat16
+                xj = jax.device_put(jnp.asarray(xn, jdt), jd)
+                wj = jax.device_put(
+                    jnp.asarray(wn.transpose(1, 2, 3, 0), jdt), jd)
+                cj = jax.device_put(jnp.asarray(cn, jdt), jd)
+
+                def jconv(a, b):
+                    return jax.lax.conv_general_dilated(
+                        a, b, (1, 1), ((1, 1), (1, 1)),
+                        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                        feature_group_count=groups,
+                        precision=jax.lax.Precision.HIGHEST)
+
+                jfb = jax.jit(lambda a, b, c: jax.vjp(jconv, a, b)[1](c))
+
+                def j_fwd_bwd():
+                    jax.block_until_ready(jfb(xj, wj, cj))
+                report(f"{name} {dt} fwd+bwd (ms)", ours_fb * 1e3,
+                       cuda_time(j_fwd_bwd) * 1e3, "ms", "jax", False)
+            except Exception as e:  # JAX without a GPU, or absent
+                print(f"  vs jax: skipped ({type(e).__name__}: {e})")
+            del x, w, ct, xt, wt, ctt
 
 
 def chain_parts(g, dev):

@@ -82,6 +82,23 @@ struct CudnnSdpaInfo {
 };
 CudnnSdpaInfo cudnn_sdpa_info();
 
+// The Convolution primitive's GPU paths in this process (backend/cuda/
+// conv.cu, conv_cudnn.cpp), for tests and benchmarks: whether cuDNN loads
+// for it (`cudnn_error` says why not; asking loads it), how many
+// convolutions ran as each cuDNN operation, how many shapes' cuDNN plans
+// failed (those run the general path), and how many ran each kernel of
+// the general path: direct (one input channel per group), reduce (one
+// output channel per group, long sums) or im2col + matmul.
+struct ConvStats {
+  bool cudnn_loaded = false;
+  int64_t cudnn_version = 0;
+  std::string cudnn_error;
+  int64_t cudnn_forward = 0, cudnn_backward_data = 0,
+          cudnn_backward_filter = 0, cudnn_failed_plans = 0;
+  int64_t direct = 0, reduce = 0, im2col = 0;
+};
+ConvStats conv_stats();
+
 // The generated kernels of compile on the GPU (backend/cuda/compiled.cpp),
 // counted since the process started: for tests (is a fused group one
 // kernel? did a second process reuse the disk cache?) and benchmarks.

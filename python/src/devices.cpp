@@ -355,6 +355,28 @@ Example:
       "and path, how many forward and backward passes ran on it, and how "
       "many shapes' plans failed.");
   m.def(
+      "_gpu_conv_stats",
+      [] {
+        auto i = fx::gpu::conv_stats();
+        py::dict d;
+        d["cudnn_loaded"] = i.cudnn_loaded;
+        d["cudnn_version"] = i.cudnn_version;
+        d["cudnn_error"] = i.cudnn_error;
+        d["cudnn_forward"] = i.cudnn_forward;
+        d["cudnn_backward_data"] = i.cudnn_backward_data;
+        d["cudnn_backward_filter"] = i.cudnn_backward_filter;
+        d["cudnn_failed_plans"] = i.cudnn_failed_plans;
+        d["direct"] = i.direct;
+        d["reduce"] = i.reduce;
+        d["im2col"] = i.im2col;
+        return d;
+      },
+      "The Convolution primitive's GPU paths in this process (private, for "
+      "tests and benchmarks): whether cuDNN loaded (else why not), how many "
+      "convolutions ran as each cuDNN operation, how many shapes' cuDNN "
+      "plans failed, and how many ran each kernel of the general path "
+      "(direct, reduce, im2col + matmul).");
+  m.def(
       "_gpu_fused_kernel_stats",
       [] {
         auto s = fx::gpu::fused_kernel_stats();

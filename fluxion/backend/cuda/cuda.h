@@ -93,10 +93,18 @@ void fill(const array& value, array& out);
 // A row-contiguous version of `a` on the GPU (itself when it is one).
 array contiguous(const array& a);
 
+// FLUXION_ENABLE_TF32=1 (read once): float32 products and convolutions
+// may use TF32 tensor cores (MLX's convention); otherwise they compute in
+// float32.
+bool tf32_enabled();
+
 // out = a @ b through cuBLASLt, into out's row-contiguous GPU memory
 // (already allocated): a and b are views with out's batch dims (stride 0
 // where broadcast) and any row/column-major last two dims. For kernels
 // that multiply a temporary (the dequantized matrix of QuantizedMatmul).
+// `out` may also be a view of such memory whose last dim has stride 1 and
+// whose rows are at least that dim's size apart (a convolution writes each
+// group's columns of its output so).
 void matmul_into(const array& a, const array& b, array& out);
 
 // Out-of-range indices. A kernel cannot raise, and checking indices on the

@@ -1,10 +1,7 @@
 // cuDNN's fused flash attention through its backend (graph) API. The
-// library is dlopen'ed (libcudnn.so.9, then the pip wheel's folders the
-// Python package lists in FLUXION_CUDNN_PIP_DIRS, then the wheel of the
-// active virtual or conda environment, then FLUXION_CUDNN_LIB)
-// and its few entry points resolved with dlsym, their types from the
-// toolkit's cudnn_graph.h (a build without it compiles all of this out and
-// attention keeps sdpa.cu's kernels).
+// library is dlopen'ed by cudnn_loader.cpp (shared with the convolutions),
+// its types from cudnn_graph.h (a build without it compiles all of this
+// out and attention keeps sdpa.cu's kernels).
 //
 // A pass is one operation graph in the pattern cuDNN's runtime-fusion
 // SDPA engine recognizes (the one cudnn_frontend's SDPA nodes emit):
@@ -25,13 +22,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "fluxion/backend/cuda/cudnn_loader.h"
 #include "fluxion/backend/gpu.h"
-
-#if __has_include(<cudnn_graph.h>)
-#define FLUXION_HAVE_CUDNN 1
-#else
-#define FLUXION_HAVE_CUDNN 0
-#endif
 
 namespace fluxion::cu::cudnn_sdpa {
 
@@ -70,10 +62,6 @@ fluxion::gpu::CudnnSdpaInfo fluxion::gpu::cudnn_sdpa_info() {
 
 #else
 
-#include <cudnn_graph.h>
-#include <dlfcn.h>
-#include <glob.h>
-
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -88,145 +76,9 @@ namespace fluxion::cu::cudnn_sdpa {
 
 namespace {
 
-// ---------------------------------------------------------------- library
-
-#define FLUXION_CUDNN_FUNCTIONS(X)                                       \
-  X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnGetLastErrorString)   \
-  X(cudnnCreate) X(cudnnSetStream) X(cudnnBackendCreateDescriptor)       \
-  X(cudnnBackendDestroyDescriptor) X(cudnnBackendSetAttribute)           \
-  X(cudnnBackendGetAttribute) X(cudnnBackendFinalize)                    \
-  X(cudnnBackendExecute)
-
-struct Lib {
-  void* handle = nullptr;
-  std::string path, error;
-  int64_t version = 0;
-#define FLUXION_CUDNN_DECLARE(NAME) decltype(&::NAME) NAME = nullptr;
-  FLUXION_CUDNN_FUNCTIONS(FLUXION_CUDNN_DECLARE)
-#undef FLUXION_CUDNN_DECLARE
-  Lib();
-};
-
-std::vector<std::string> split_dirs(const char* list) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (const char* c = list ? list : ""; ; ++c) {
-    if (*c == ':' || *c == '\0') {
-      if (!cur.empty()) {
-        out.push_back(cur);
-      }
-      cur.clear();
-      if (*c == '\0') {
-        break;
-      }
-    } else {
-      cur += *c;
-    }
-  }
-  return out;
-}
-
-// libcudnn.so.9 is a shim that dlopens its parts (and the runtime-compiled
-// engines dlopen NVRTC) by soname: from a folder outside the loader's path
-// (a pip wheel) they are loaded first from that folder, so those dlopens
-// find them already loaded.
-void preload_parts(const std::string& dir) {
-  for (const char* part :
-       {"libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9",
-        "libcudnn_engines_runtime_compiled.so.9", "libcudnn_heuristic.so.9",
-        "libcudnn_ops.so.9"}) {
-    dlopen((dir + "/" + part).c_str(), RTLD_NOW | RTLD_GLOBAL);
-  }
-  // NVRTC: the loader's, else the toolkit's, else a pip wheel's beside
-  // cuDNN's (site-packages/nvidia/<pkg>/lib).
-  if (dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_GLOBAL) ||
-      dlopen("/usr/local/cuda/lib64/libnvrtc.so.13", RTLD_NOW | RTLD_GLOBAL)) {
-    return;
-  }
-  const std::string nvidia = dir + "/../..";
-  for (const char* rel : {"/cu13/lib/libnvrtc.so.13",
-                          "/cuda_nvrtc/lib/libnvrtc.so.13"}) {
-    if (dlopen((nvidia + rel).c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-      return;
-    }
-  }
-}
-
-Lib::Lib() {
-  std::vector<std::string> tries{"libcudnn.so.9"};
-  for (auto& d : split_dirs(std::getenv("FLUXION_CUDNN_PIP_DIRS"))) {
-    tries.push_back(d + "/libcudnn.so.9");
-  }
-  // Without Python's help (a C++ program): the wheel in the active
-  // virtual or conda environment.
-  for (const char* env : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
-    const char* prefix = std::getenv(env);
-    if (!prefix || !*prefix) {
-      continue;
-    }
-    glob_t g;
-    std::string pattern = std::string(prefix) +
-                          "/lib/python3*/site-packages/nvidia/cudnn/lib/"
-                          "libcudnn.so.9";
-    if (glob(pattern.c_str(), 0, nullptr, &g) == 0) {
-      for (size_t i = 0; i < g.gl_pathc; ++i) {
-        tries.push_back(g.gl_pathv[i]);
-      }
-    }
-    globfree(&g);
-  }
-  if (const char* e = std::getenv("FLUXION_CUDNN_LIB"); e && *e) {
-    std::string p = e;
-    // A folder or the library itself.
-    tries.push_back(p.find(".so") == std::string::npos ? p + "/libcudnn.so.9"
-                                                       : p);
-  }
-  std::string first;
-  for (auto& t : tries) {
-    const auto slash = t.rfind('/');
-    if (slash != std::string::npos) {
-      preload_parts(t.substr(0, slash));
-    } else {
-      dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_GLOBAL);
-    }
-    handle = dlopen(t.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle) {
-      path = t;
-      break;
-    }
-    if (first.empty()) {
-      const char* e = dlerror();
-      first = e ? e : t;
-    }
-  }
-  if (!handle) {
-    error = "cannot load libcudnn.so.9 (" + first + ")";
-    return;
-  }
-#define FLUXION_CUDNN_RESOLVE(NAME)                                        \
-  NAME = reinterpret_cast<decltype(&::NAME)>(dlsym(handle, #NAME));        \
-  if (!NAME && error.empty()) {                                            \
-    error = path + " lacks " #NAME " (Fluxion needs cuDNN 9)";             \
-  }
-  FLUXION_CUDNN_FUNCTIONS(FLUXION_CUDNN_RESOLVE)
-#undef FLUXION_CUDNN_RESOLVE
-  if (error.empty()) {
-    version = static_cast<int64_t>(cudnnGetVersion());
-    if (version < 90000) {
-      error = path + " is cuDNN " + std::to_string(version) +
-              " (Fluxion needs 9 or later)";
-    }
-  }
-  if (!error.empty()) {
-    dlclose(handle);
-    handle = nullptr;
-  }
-}
-
-Lib& lib() {
-  static Lib* l = new Lib();  // never unloaded: plans live to exit
-  return *l;
-}
+using cudnn::lib;
+using cudnn::Plan;
+using cudnn::status_text;
 
 std::atomic<int64_t> g_forward{0}, g_backward{0}, g_failed{0};
 
@@ -248,24 +100,7 @@ bool debug() {
   return on;
 }
 
-std::string status_text(cudnnStatus_t s) {
-  auto& l = lib();
-  std::string r = l.cudnnGetErrorString(s);
-  char last[1024] = {0};
-  l.cudnnGetLastErrorString(last, sizeof(last));
-  if (last[0]) {
-    r += ": ";
-    r += last;
-  }
-  return r;
-}
-
 // ---------------------------------------------------------------- graphs
-
-struct DescDeleter {
-  void operator()(void* d) const { lib().cudnnBackendDestroyDescriptor(d); }
-};
-using Desc = std::unique_ptr<void, DescDeleter>;
 
 struct Tensor {
   cudnnBackendDescriptor_t d = nullptr;
@@ -295,48 +130,9 @@ constexpr Variant kVariants[] = {{false}, {true}};
 
 // Operations of one graph, built in order; the first failure is kept and
 // makes every later call a no-op, so a build reads straight through.
-class Builder {
+class Builder : public cudnn::GraphBuilder {
  public:
   explicit Builder(Variant v) : variant_(v) {}
-  std::vector<Desc> keep;
-  std::vector<cudnnBackendDescriptor_t> ops;
-  std::string error;
-  bool ok() const { return error.empty(); }
-
-  cudnnBackendDescriptor_t create(cudnnBackendDescriptorType_t t) {
-    if (!ok()) {
-      return nullptr;
-    }
-    cudnnBackendDescriptor_t d = nullptr;
-    cudnnStatus_t s = lib().cudnnBackendCreateDescriptor(t, &d);
-    if (s != CUDNN_STATUS_SUCCESS) {
-      fail("create descriptor " + std::to_string(t), s);
-      return nullptr;
-    }
-    keep.emplace_back(d);
-    return d;
-  }
-  void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t n,
-           cudnnBackendAttributeType_t t, int64_t count, const void* v) {
-    if (ok()) {
-      cudnnStatus_t s = lib().cudnnBackendSetAttribute(d, n, t, count, v);
-      if (s != CUDNN_STATUS_SUCCESS) {
-        fail("set attribute " + std::to_string(n), s);
-      }
-    }
-  }
-  void finalize(cudnnBackendDescriptor_t d, const char* what) {
-    if (ok()) {
-      cudnnStatus_t s = lib().cudnnBackendFinalize(d);
-      if (s != CUDNN_STATUS_SUCCESS) {
-        fail(std::string("finalize ") + what, s);
-      }
-    }
-  }
-  void set_desc(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t n,
-                cudnnBackendDescriptor_t v) {
-    set(d, n, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v);
-  }
 
   Tensor tensor(cudnnDataType_t dt, const int64_t* dims, const int64_t* st,
                 int64_t uid = -1, bool by_value = false) {
@@ -451,17 +247,6 @@ class Builder {
   }
 
  private:
-  void fail(const std::string& what, cudnnStatus_t s) {
-    if (error.empty()) {
-      error = what + ": " + status_text(s);
-    }
-  }
-  void add_op(cudnnBackendDescriptor_t op, const char* what) {
-    finalize(op, what);
-    if (ok()) {
-      ops.push_back(op);
-    }
-  }
   Variant variant_;
   int64_t next_virtual_ = kVirtual;
 };
@@ -608,125 +393,6 @@ void build_backward(Builder& g, const Problem& p) {
 
 // ---------------------------------------------------------------- plans
 
-struct Plan {
-  std::vector<Desc> keep;  // the graph's descriptors, alive with the plan
-  Desc plan;
-  int64_t workspace = 0;
-  std::string error;
-};
-
-// Handles are per device; executions on one handle are serialized (its
-// stream is set for each).
-struct Handles {
-  std::mutex mu;
-  std::map<int, cudnnHandle_t> by_device;
-};
-Handles& handles() {
-  static auto* h = new Handles();  // leaked: used to exit
-  return *h;
-}
-
-// The current device's handle (created on first use), or null.
-cudnnHandle_t handle_for(int device, std::string& error) {
-  auto& h = handles();
-  std::lock_guard<std::mutex> lk(h.mu);
-  auto it = h.by_device.find(device);
-  if (it != h.by_device.end()) {
-    return it->second;
-  }
-  cudnnHandle_t handle = nullptr;
-  cudnnStatus_t s = lib().cudnnCreate(&handle);
-  if (s != CUDNN_STATUS_SUCCESS) {
-    error = "cudnnCreate: " + status_text(s);
-    return nullptr;
-  }
-  h.by_device[device] = handle;
-  return handle;
-}
-
-// Operation graph, heuristics (mode A), then the first engine config that
-// finalizes into an execution plan.
-void make_plan(cudnnHandle_t handle, Builder& g, Plan& p) {
-  auto og = g.create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  g.set(og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-        static_cast<int64_t>(g.ops.size()), g.ops.data());
-  g.set(og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-  g.finalize(og, "operation graph");
-  auto heur = g.create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  g.set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, og);
-  cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  g.set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-  g.finalize(heur, "engine heuristics");
-  if (!g.ok()) {
-    p.error = g.error;
-    return;
-  }
-  auto& l = lib();
-  int64_t count = 0;
-  cudnnStatus_t s = l.cudnnBackendGetAttribute(
-      heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-      &count, nullptr);
-  if (s != CUDNN_STATUS_SUCCESS || count <= 0) {
-    p.error = s != CUDNN_STATUS_SUCCESS ? "heuristics: " + status_text(s)
-                                        : "no engine supports the graph";
-    return;
-  }
-  std::vector<cudnnBackendDescriptor_t> cfgs(count);
-  for (auto& c : cfgs) {
-    c = g.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-  }
-  if (!g.ok()) {
-    p.error = g.error;
-    return;
-  }
-  s = l.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count,
-                                 cfgs.data());
-  if (s != CUDNN_STATUS_SUCCESS) {
-    p.error = "heuristics' results: " + status_text(s);
-    return;
-  }
-  std::string first;
-  for (int64_t i = 0; i < count; ++i) {
-    cudnnBackendDescriptor_t raw = nullptr;
-    s = l.cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
-                                       &raw);
-    if (s != CUDNN_STATUS_SUCCESS) {
-      p.error = "execution plan: " + status_text(s);
-      return;
-    }
-    Desc plan(raw);
-    s = l.cudnnBackendSetAttribute(raw, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
-                                   CUDNN_TYPE_HANDLE, 1, &handle);
-    if (s == CUDNN_STATUS_SUCCESS) {
-      s = l.cudnnBackendSetAttribute(
-          raw, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-          CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[i]);
-    }
-    if (s == CUDNN_STATUS_SUCCESS) {
-      s = l.cudnnBackendFinalize(raw);
-    }
-    int64_t n = 0, ws = 0;
-    if (s == CUDNN_STATUS_SUCCESS) {
-      s = l.cudnnBackendGetAttribute(raw,
-                                     CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                     CUDNN_TYPE_INT64, 1, &n, &ws);
-    }
-    if (s != CUDNN_STATUS_SUCCESS) {
-      if (first.empty()) {
-        first = status_text(s);
-      }
-      continue;
-    }
-    p.plan = std::move(plan);
-    p.workspace = ws;
-    p.keep = std::move(g.keep);
-    return;
-  }
-  p.error = "no engine config finalized (" + std::to_string(count) +
-            " tried; the first: " + first + ")";
-}
-
 // The cache key: every number a plan depends on.
 struct Key {
   std::vector<int64_t> v;
@@ -781,7 +447,7 @@ std::shared_ptr<Plan> plan_for(int device, const Problem& p) {
   }
   auto plan = std::make_shared<Plan>();
   std::string error;
-  cudnnHandle_t handle = handle_for(device, error);
+  cudnnHandle_t handle = cudnn::handle_for(device, error);
   if (!handle) {
     plan->error = error;
   } else {
@@ -790,7 +456,7 @@ std::shared_ptr<Plan> plan_for(int device, const Problem& p) {
       p.backward ? build_backward(g, p) : build_forward(g, p);
       Plan attempt;
       if (g.ok()) {
-        make_plan(handle, g, attempt);
+        cudnn::make_plan(handle, g, attempt);
       } else {
         attempt.error = g.error;
       }
@@ -860,12 +526,7 @@ array row_contiguous(const array& a) {
   return c;
 }
 
-std::shared_ptr<Data> scratch(size_t bytes) {
-  auto d = std::make_shared<Data>(std::max<size_t>(bytes, 16),
-                                  Device{Device::gpu});
-  cu::keep_alive(d);
-  return d;
-}
+using cudnn::scratch;
 
 struct Scalars {
   float scale, neg_inf = -INFINITY, one = 1.0f;
@@ -876,7 +537,6 @@ struct Scalars {
 // host scalars added here). False when cuDNN refuses.
 bool execute(const Plan& plan, const Problem& p, Scalars& sc,
              std::vector<std::pair<int64_t, void*>> ptrs, int device) {
-  auto& l = lib();
   ptrs.emplace_back(kScale, &sc.scale);
   if (p.backward) {
     ptrs.emplace_back(kOne, &sc.one);
@@ -888,59 +548,17 @@ bool execute(const Plan& plan, const Problem& p, Scalars& sc,
       ptrs.emplace_back(kSq, &sc.sq);
     }
   }
-  std::vector<int64_t> uids;
-  std::vector<void*> data;
-  for (auto& [u, d] : ptrs) {
-    uids.push_back(u);
-    data.push_back(d);
-  }
-  void* ws = plan.workspace > 0
-                 ? scratch(static_cast<size_t>(plan.workspace))->ptr()
-                 : nullptr;
-  cudnnBackendDescriptor_t raw = nullptr;
-  cudnnStatus_t s =
-      l.cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &raw);
-  if (s != CUDNN_STATUS_SUCCESS) {
-    return false;
-  }
-  Desc pack(raw);
-  const int64_t n = static_cast<int64_t>(uids.size());
-  s = l.cudnnBackendSetAttribute(raw, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
-                                 CUDNN_TYPE_INT64, n, uids.data());
-  if (s == CUDNN_STATUS_SUCCESS) {
-    s = l.cudnnBackendSetAttribute(raw, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
-                                   CUDNN_TYPE_VOID_PTR, n, data.data());
-  }
-  if (s == CUDNN_STATUS_SUCCESS) {
-    s = l.cudnnBackendSetAttribute(raw, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
-                                   CUDNN_TYPE_VOID_PTR, 1, &ws);
-  }
-  if (s == CUDNN_STATUS_SUCCESS) {
-    s = l.cudnnBackendFinalize(raw);
-  }
-  if (s == CUDNN_STATUS_SUCCESS) {
-    std::string error;
-    cudnnHandle_t h = handle_for(device, error);
-    if (!h) {
-      return false;
-    }
-    std::lock_guard<std::mutex> lk(handles().mu);
-    s = l.cudnnSetStream(h, cu::current_stream());
-    if (s == CUDNN_STATUS_SUCCESS) {
-      s = l.cudnnBackendExecute(h, plan.plan.get(), raw);
-    }
-  }
-  if (s != CUDNN_STATUS_SUCCESS && debug()) {
+  std::string error;
+  const bool ok = cudnn::execute(plan, ptrs, device, error);
+  if (!ok && debug()) {
     std::fprintf(stderr, "[fluxion] cuDNN attention execution failed: %s\n",
-                 status_text(s).c_str());
+                 error.c_str());
   }
-  return s == CUDNN_STATUS_SUCCESS;
+  return ok;
 }
 
 int current_device() {
-  int d = 0;
-  cu::check(cudaGetDevice(&d), "scaled_dot_product_attention");
-  return d;
+  return cudnn::current_device("scaled_dot_product_attention");
 }
 
 // The problem of row-contiguous operands of these shapes.
