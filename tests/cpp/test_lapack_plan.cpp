@@ -177,6 +177,8 @@ TEST(LapackPlan, BatchingDecisions) {
   EXPECT_FALSE(plan::batched_svd(33, 8, 2));  // gesvdjBatched: <= 32
   EXPECT_TRUE(plan::batched_eigh(64, 4096));
   EXPECT_FALSE(plan::batched_eigh(4096, 1));
+  EXPECT_EQ(plan::eigh_batch_chunk(64), ((int64_t{1} << 31) - 1) / 4096);
+  EXPECT_GE(plan::eigh_batch_chunk(8) * 64, int64_t{10000} * 64);
   EXPECT_TRUE(plan::svd_direct(3, 5));
   EXPECT_FALSE(plan::svd_direct(5, 3));
 }

@@ -53,6 +53,12 @@ inline bool batched_trsm(int64_t n, int64_t batch) {
 inline bool batched_eigh(int64_t n, int64_t batch) {
   return batch > 1 && n <= kEighBatchedMaxN;
 }
+// syevBatched's limit: n * lda * batch < 2^31 per call.
+inline int64_t eigh_batch_chunk(int64_t n) {
+  const int64_t per = n * n > 0 ? n * n : 1;
+  const int64_t c = ((int64_t{1} << 31) - 1) / per;
+  return c > 0 ? c : 1;
+}
 inline bool batched_svd(int64_t m, int64_t n, int64_t batch) {
   return batch > 1 && m <= kSvdBatchedMaxN && n <= kSvdBatchedMaxN;
 }

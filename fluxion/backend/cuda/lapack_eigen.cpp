@@ -119,15 +119,22 @@ void Eigh::eval_gpu(const std::vector<array>& inputs,
       upper_ ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
   size_t dev = 0, host = 0;
   if (plan::batched_eigh(n, batch)) {
+    // syevBatched indexes the batch with 32-bit integers: chunks of at most
+    // eigh_batch_chunk(n) matrices.
+    const int64_t chunk = std::min(batch, plan::eigh_batch_chunk(n));
     check(cusolverDnXsyevBatched_bufferSize(h.dn, h.params, jobz, uplo, n, dt,
                                             w.data, n, dw, pw, dt, &dev, &host,
-                                            batch),
+                                            chunk),
           op, "cusolverDnXsyevBatched_bufferSize");
     void* dws = device_buffer(dev);
     void* hws = host_buffer(host);
-    check(cusolverDnXsyevBatched(h.dn, h.params, jobz, uplo, n, dt, w.data, n,
-                                 dw, pw, dt, dws, dev, hws, host, info, batch),
-          op, "cusolverDnXsyevBatched");
+    for (int64_t i = 0; i < batch; i += chunk) {
+      check(cusolverDnXsyevBatched(h.dn, h.params, jobz, uplo, n, dt,
+                                   at(w.data, i, n * n, t), n, dw,
+                                   at(pw, i, n, rt), dt, dws, dev, hws, host,
+                                   info + i, std::min(chunk, batch - i)),
+            op, "cusolverDnXsyevBatched");
+    }
   } else {
     check(cusolverDnXsyevd_bufferSize(h.dn, h.params, jobz, uplo, n, dt,
                                       w.data, n, dw, pw, dt, &dev, &host),

@@ -178,8 +178,10 @@ Work stage(const array& x, Dtype t, bool transpose, bool conj) {
   w.bad = device_zeros(std::max<int64_t>(batch, 1));
   lapack::copy_matrices(cu::ptr<const void>(c), c.dtype(), w.data, t, batch,
                         rows, cols, transpose, conj, w.bad);
-  // The identity's diagonal is the same read either way round.
-  lapack::identity_where(w.data, t, batch, rows, cols, w.bad);
+  // A unit diagonal in the stored (row-major) shape: any finite matrix
+  // would do (its outputs become NaN), this one factors without a pivot.
+  lapack::identity_where(w.data, t, batch, transpose ? cols : rows,
+                         transpose ? rows : cols, w.bad);
   cu::keep_alive(c);
   return w;
 }
