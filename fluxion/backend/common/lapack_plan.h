@@ -94,6 +94,34 @@ FLUXION_HOST_DEVICE inline int64_t lu_row_position(const I* ipiv, int64_t k,
   return pos;
 }
 
+// --- Q of a QR from its reflectors ------------------------------------------
+
+// Column c of Q (m, k), row-major with leading dimension ldq, from geqrf's
+// column-major (m, n) result `a` (leading dimension m: reflector j is 1 at
+// row j and a[i + j * m] below it) and `tau`: Q e_c = H_0 ... H_{k-1} e_c
+// with H_j = I - tau_j v_j v_j^T. The reflectors after c leave e_c alone
+// (v_j is zero above row j > c), so the product starts at H_c. One device
+// thread per column (the batched path, where cuSOLVER has no orgqr).
+template <typename T>
+FLUXION_HOST_DEVICE inline void form_q_column(const T* a, const T* tau,
+                                              int64_t m, int64_t c, T* q,
+                                              int64_t ldq) {
+  for (int64_t i = 0; i < m; ++i) {
+    q[i * ldq + c] = T(i == c ? 1 : 0);
+  }
+  for (int64_t j = c; j >= 0; --j) {
+    T s = q[j * ldq + c];
+    for (int64_t i = j + 1; i < m; ++i) {
+      s += a[i + j * m] * q[i * ldq + c];
+    }
+    s *= tau[j];
+    q[j * ldq + c] -= s;
+    for (int64_t i = j + 1; i < m; ++i) {
+      q[i * ldq + c] -= s * a[i + j * m];
+    }
+  }
+}
+
 // --- eig of a real matrix -------------------------------------------------
 
 // geev's real output for a real matrix: eigenvalues (wr[j], wi[j]); a

@@ -149,30 +149,14 @@ __global__ void extract_r_kernel(const T* w, T* r, int64_t total, int64_t m,
   }
 }
 
-// Column c of Q = H_0 ... H_{k-1} e_c: the reflectors after c leave e_c
-// alone (v_j is zero above row j > c), so the product starts at H_c.
+// Column c of each Q (lapack_plan.h, form_q_column).
 template <typename T>
 __global__ void form_q_kernel(const T* w, const T* tau, T* q, int64_t total,
                               int64_t m, int64_t n, int64_t k) {
   FLUXION_GRID_LOOP(idx, total) {
     const int64_t b = idx / k, c = idx % k;
-    const T* a = w + b * m * n;
-    const T* t = tau + b * k;
-    T* out = q + b * m * k;
-    for (int64_t i = 0; i < m; ++i) {
-      out[i * k + c] = T(i == c ? 1 : 0);
-    }
-    for (int64_t j = c; j >= 0; --j) {
-      T s = out[j * k + c];
-      for (int64_t i = j + 1; i < m; ++i) {
-        s += a[i + j * m] * out[i * k + c];
-      }
-      s *= t[j];
-      out[j * k + c] -= s;
-      for (int64_t i = j + 1; i < m; ++i) {
-        out[i * k + c] -= s * a[i + j * m];
-      }
-    }
+    lapack_plan::form_q_column(w + b * m * n, tau + b * k, m, c, q + b * m * k,
+                               k);
   }
 }
 
