@@ -303,6 +303,13 @@ TEST(CudaLinalg, TenThousandSmall) {
                  la::solve_triangular(a, b, false, kCpu), tol, "trsm");
     expect_match(la::cholesky(p, false, kGpu), la::cholesky(p, false, kCpu),
                  tol, "cholesky");
+    // Cholesky solve: L y = b, L^T x = y (L^T a transposed view).
+    auto chol_solve = [&](Device d) {
+      auto l = la::cholesky(p, false, d);
+      auto y = la::solve_triangular(l, b, false, d);
+      return la::solve_triangular(swapaxes(l, -1, -2, d), y, true, d);
+    };
+    expect_match(chol_solve(kGpu), chol_solve(kCpu), tol, "cholesky solve");
     auto f = la::lu(a, kGpu);
     auto fc = la::lu(a, kCpu);
     expect_match(f[0], fc[0], 0, "p");
@@ -343,6 +350,10 @@ TEST(CudaLinalg, Large) {
                1e-4, "cholesky");
   expect_match(la::solve_triangular(a, b, true, kGpu),
                la::solve_triangular(a, b, true, kCpu), 1e-4, "trsm");
+  // A transposed view goes to trsm in place (op T).
+  expect_match(la::solve_triangular(mT(a), b, false, kGpu),
+               la::solve_triangular(mT(a), b, false, kCpu), 1e-4,
+               "trsm of a transposed view");
   auto f = la::lu(a, kGpu);
   expect_match(f[0], la::lu(a, kCpu)[0], 0, "p");
   auto [q, r] = la::qr(a, kGpu);

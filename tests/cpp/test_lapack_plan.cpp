@@ -383,3 +383,29 @@ TEST(LapackPlan, FormQMatchesOrgqrAndTheCpu) {
         EXPECT_NEAR(c >= r ? w[r + c * m] : 0.0, rv[r * n + c], 1e-12);
   }
 }
+
+TEST(LapackPlan, ColumnMajorMatrices) {
+  auto strides_of = [](const array& x) { return x.strides(); };
+  auto a = zeros({3, 4, 4}, float32, Device::cpu);
+  auto t = swapaxes(a, -1, -2, Device::cpu);
+  t.eval();
+  EXPECT_TRUE(plan::column_major_matrices(t.shape(), strides_of(t),
+                                          t.flags().contiguous));
+  a.eval();
+  EXPECT_FALSE(plan::column_major_matrices(a.shape(), strides_of(a),
+                                           a.flags().contiguous));
+  // Batch dims moved, or broadcast: not one packed batch.
+  auto p = transpose(zeros({4, 3, 4}, float32, Device::cpu), {1, 2, 0},
+                     Device::cpu);
+  p.eval();
+  EXPECT_FALSE(plan::column_major_matrices(p.shape(), strides_of(p),
+                                           p.flags().contiguous));
+  auto b = broadcast_to(swapaxes(zeros({4, 4}, float32, Device::cpu), 0, 1,
+                                 Device::cpu),
+                        {2, 4, 4}, Device::cpu);
+  b.eval();
+  EXPECT_FALSE(plan::column_major_matrices(b.shape(), strides_of(b),
+                                           b.flags().contiguous));
+  EXPECT_TRUE(plan::column_major_matrices({4, 4}, {1, 4}, true));
+  EXPECT_TRUE(plan::column_major_matrices({1, 4, 4}, {99, 1, 4}, true));
+}

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "fluxion/backend/common/math.h"
 
@@ -71,6 +72,33 @@ inline bool batched_svd(int64_t m, int64_t n, int64_t batch) {
 // With M > N (tall A) gesvd (m >= n only) needs A itself: the input is
 // transposed first and both factors transposed back.
 inline bool svd_direct(int64_t m, int64_t n) { return n >= m; }
+
+// True when `shape` (..., n, n) with `strides` is a batch of column-major
+// matrices packed one after the other (the transposed view of a
+// row-contiguous batch: strides (..., n * n, 1, n)), which the libraries
+// can read in place with op T. `contiguous`: the array's data is packed
+// (no broadcast batch dims).
+inline bool column_major_matrices(const std::vector<int>& shape,
+                                  const std::vector<int64_t>& strides,
+                                  bool contiguous) {
+  const size_t nd = shape.size();
+  if (nd < 2 || !contiguous) {
+    return false;
+  }
+  const int64_t n = shape[nd - 1];
+  if (shape[nd - 2] != n || n < 2 || strides[nd - 2] != 1 ||
+      strides[nd - 1] != n) {
+    return false;
+  }
+  int64_t expect = n * n;
+  for (size_t d = nd - 2; d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != expect) {
+      return false;
+    }
+    expect *= shape[d];
+  }
+  return true;
+}
 
 // --- pivots -------------------------------------------------------------
 

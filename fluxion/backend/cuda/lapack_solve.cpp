@@ -161,7 +161,11 @@ void SolveTriangular::eval_gpu(const std::vector<array>& inputs,
     return;
   }
   const Handles& h = handles(op);
-  const array a = cu::contiguous(inputs[0]);
+  // A transposed view (the rules' and cholesky-solve's L^T) is column-major
+  // already: trsm reads it with op T and the triangle as stored, no copy.
+  const bool col_major = plan::column_major_matrices(
+      inputs[0].shape(), inputs[0].strides(), inputs[0].flags().contiguous);
+  const array a = col_major ? inputs[0] : cu::contiguous(inputs[0]);
   const array b = cu::contiguous(inputs[1]);
   cu::keep_alive(a);
   cu::keep_alive(b);
@@ -173,18 +177,21 @@ void SolveTriangular::eval_gpu(const std::vector<array>& inputs,
                       false, bad);
   int* info = device_array<int>(batch);
   kern::diagonal_zero_info(cu::ptr<const void>(a), t, batch, n, info);
-  // Row-major lower A is column-major upper A^T.
+  // Row-major lower A is column-major upper A^T, which trsm takes as it
+  // is (op N); a column-major A is stored as itself: op T, same triangle.
+  const bool lower_stored = col_major ? !upper_ : upper_;
   const cublasFillMode_t uplo =
-      upper_ ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
+      lower_stored ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
+  const cublasOperation_t trans = col_major ? CUBLAS_OP_T : CUBLAS_OP_N;
   void* pa = const_cast<void*>(cu::ptr<const void>(a));
   if (plan::batched_trsm(n, batch)) {
     void** ppa = pointer_array(pa, n * n * t.size, batch);
     void** ppb = pointer_array(o, n * k * t.size, batch);
-    trsm_batched(h, t, CUBLAS_SIDE_RIGHT, uplo, k, n, ppa, n, ppb, k, batch,
-                 op);
+    trsm_batched(h, t, CUBLAS_SIDE_RIGHT, uplo, trans, k, n, ppa, n, ppb, k,
+                 batch, op);
   } else {
     for (int64_t i = 0; i < batch; ++i) {
-      trsm(h, t, CUBLAS_SIDE_RIGHT, uplo, k, n, at(pa, i, n * n, t), n,
+      trsm(h, t, CUBLAS_SIDE_RIGHT, uplo, trans, k, n, at(pa, i, n * n, t), n,
            at(o, i, n * k, t), k, op);
     }
   }

@@ -273,18 +273,18 @@ void getrs_batched(const Handles& h, Dtype t, cublasOperation_t trans, int n,
 }
 
 void trsm(const Handles& h, Dtype t, cublasSideMode_t side,
-          cublasFillMode_t uplo, int m, int n, const void* a, int lda,
-          void* b, int ldb, const char* op) {
+          cublasFillMode_t uplo, cublasOperation_t trans, int m, int n,
+          const void* a, int lda, void* b, int ldb, const char* op) {
   typed<false>(t, op, [&](auto v) {
     using T = decltype(v);
     const T one = 1;
     if constexpr (is_f<T>) {
-      check(cublasStrsm(h.blas, side, uplo, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+      check(cublasStrsm(h.blas, side, uplo, trans, CUBLAS_DIAG_NON_UNIT,
                         m, n, &one, static_cast<const T*>(a), lda,
                         static_cast<T*>(b), ldb),
             op, "cublasStrsm");
     } else {
-      check(cublasDtrsm(h.blas, side, uplo, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+      check(cublasDtrsm(h.blas, side, uplo, trans, CUBLAS_DIAG_NON_UNIT,
                         m, n, &one, static_cast<const T*>(a), lda,
                         static_cast<T*>(b), ldb),
             op, "cublasDtrsm");
@@ -293,18 +293,19 @@ void trsm(const Handles& h, Dtype t, cublasSideMode_t side,
 }
 
 void trsm_batched(const Handles& h, Dtype t, cublasSideMode_t side,
-                  cublasFillMode_t uplo, int m, int n, void** a, int lda,
-                  void** b, int ldb, int batch, const char* op) {
+                  cublasFillMode_t uplo, cublasOperation_t trans, int m,
+                  int n, void** a, int lda, void** b, int ldb, int batch,
+                  const char* op) {
   typed<false>(t, op, [&](auto v) {
     using T = decltype(v);
     const T one = 1;
     if constexpr (is_f<T>) {
-      check(cublasStrsmBatched(h.blas, side, uplo, CUBLAS_OP_N,
+      check(cublasStrsmBatched(h.blas, side, uplo, trans,
                                CUBLAS_DIAG_NON_UNIT, m, n, &one,
                                as<const T>(a), lda, as<T>(b), ldb, batch),
             op, "cublasStrsmBatched");
     } else {
-      check(cublasDtrsmBatched(h.blas, side, uplo, CUBLAS_OP_N,
+      check(cublasDtrsmBatched(h.blas, side, uplo, trans,
                                CUBLAS_DIAG_NON_UNIT, m, n, &one,
                                as<const T>(a), lda, as<T>(b), ldb, batch),
             op, "cublasDtrsmBatched");

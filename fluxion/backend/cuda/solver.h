@@ -92,13 +92,14 @@ void getri_batched(const Handles& h, Dtype t, int n, void** a, int lda,
 void getrs_batched(const Handles& h, Dtype t, cublasOperation_t trans, int n,
                    int nrhs, void** a, int lda, const int* piv, void** b,
                    int ldb, int batch, const char* op);
-// alpha = 1.
+// alpha = 1, a non-unit diagonal.
 void trsm(const Handles& h, Dtype t, cublasSideMode_t side,
-          cublasFillMode_t uplo, int m, int n, const void* a, int lda,
-          void* b, int ldb, const char* op);
+          cublasFillMode_t uplo, cublasOperation_t trans, int m, int n,
+          const void* a, int lda, void* b, int ldb, const char* op);
 void trsm_batched(const Handles& h, Dtype t, cublasSideMode_t side,
-                  cublasFillMode_t uplo, int m, int n, void** a, int lda,
-                  void** b, int ldb, int batch, const char* op);
+                  cublasFillMode_t uplo, cublasOperation_t trans, int m,
+                  int n, void** a, int lda, void** b, int ldb, int batch,
+                  const char* op);
 void geqrf_batched(const Handles& h, Dtype t, int m, int n, void** a, int lda,
                    void** tau, int batch, const char* op);
 void potrf_batched(const Handles& h, Dtype t, cublasFillMode_t uplo, int n,
