@@ -117,15 +117,15 @@
   X(Arange, creation, 1, 1)                       \
   X(Matmul, linalg, 1, 1)                         \
   X(AddMM, linalg, 1, 1)                          \
-  X(linalg::Inverse, lapack, 1, 0)                \
-  X(linalg::Solve, lapack, 1, 0)                  \
-  X(linalg::SolveTriangular, lapack, 1, 0)        \
-  X(linalg::Cholesky, lapack, 1, 0)               \
-  X(linalg::QRF, lapack, 1, 0)                    \
-  X(linalg::SVD, lapack, 1, 0)                    \
-  X(linalg::Eigh, lapack, 1, 0)                   \
-  X(linalg::Eig, lapack, 1, 0)                    \
-  X(linalg::LUF, lapack, 1, 0)                    \
+  X(linalg::Inverse, lapack, 1, 1)                \
+  X(linalg::Solve, lapack, 1, 1)                  \
+  X(linalg::SolveTriangular, lapack, 1, 1)        \
+  X(linalg::Cholesky, lapack, 1, 1)               \
+  X(linalg::QRF, lapack, 1, 1)                    \
+  X(linalg::SVD, lapack, 1, 1)                    \
+  X(linalg::Eigh, lapack, 1, 1)                   \
+  X(linalg::Eig, lapack, 1, 1)                    \
+  X(linalg::LUF, lapack, 1, 1)                    \
   X(random::RandomBits, random, 1, 1)             \
   X(Sort, sort, 1, 1)                             \
   X(ArgSort, sort, 1, 1)                          \

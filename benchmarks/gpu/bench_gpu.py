@@ -14,6 +14,10 @@ fraction of the copy's bandwidth and against torch's; forward + backward
 against torch's (mx.vjp, and value_and_grad of a loss as a training step
 runs it; the backward is one fused NormVJP kernel plus a small reduction of
 the weight and bias gradients), with the bandwidth it reaches.
+Linear algebra (cuSOLVER / cuBLAS on both sides): batched cholesky + solve
+of 4096 matrices of 64 x 64 (target <= torch.linalg), svd of 2048^2 and
+eigh of 4096^2 float32 (target <= 1.2x torch.linalg); `bench_gpu.py linalg`
+runs these rows alone.
 FFT (cuFFT on both sides): 1-D complex, batched rows, a 2-D real transform
 and a prime length against torch.fft on the same data, no target yet.
 Convolutions (issue 31): conv2d 3x3, N=64, 56x56, 64 -> 64 forward and
@@ -105,6 +109,9 @@ def main():
         del a, b
         decode(g, dev, copy_bw)
         return
+    if sys.argv[1:] == ["linalg"]:
+        linalg_bench(g, dev)
+        return
     # Batched launches of small elementwise kernels (batch.h) are on unless
     # FLUXION_GPU_BATCH=0: run once each way to compare.
     print(f"FLUXION_GPU_BATCH={os.environ.get('FLUXION_GPU_BATCH', '1')}")
@@ -191,6 +198,7 @@ def main():
     norms(g, dev)
     fft_bench(g, dev)
     conv_bench(g, dev)
+    linalg_bench(g, dev)
     decode(g, dev, copy_bw)
 
     # Matmul 8192^3, bfloat16 and float32 (TF32 off on both sides).
@@ -726,6 +734,60 @@ def conv_bench(g, dev):
             except Exception as e:  # JAX without a GPU, or absent
                 print(f"  vs jax: skipped ({type(e).__name__}: {e})")
             del x, w, ct, xt, wt, ctt
+def linalg_bench(g, dev):
+    """mx.linalg against torch.linalg (both through cuSOLVER / cuBLAS) on the
+    same data (issue 31's targets): a batched Cholesky factorization and
+    solve of 4096 SPD matrices of 64 x 64 float32 (cholesky, then the two
+    triangular solves; torch: cholesky + cholesky_solve), the same batch
+    through the general solve (ours factors float32 in float64, as the
+    CPU), svd of 2048 x 2048 float32 (both gesvdj) and eigh of 4096 x 4096
+    float32 (both syevd). Both sides include their info checks: torch
+    synchronizes to read them, ours folds them into the stream's next
+    host mark. `bench_gpu.py linalg` runs these rows alone."""
+    rng = np.random.default_rng(0)
+    la = mx.linalg
+    m = rng.standard_normal((4096, 64, 64)).astype(np.float32)
+    spd = (m @ np.swapaxes(m, -1, -2) / 64 + np.eye(64)).astype(np.float32)
+    rhs = rng.standard_normal((4096, 64, 1)).astype(np.float32)
+    big = rng.standard_normal((2048, 2048)).astype(np.float32)
+    sym = rng.standard_normal((4096, 4096)).astype(np.float32)
+    sym = (sym + sym.T) / 2
+
+    def chol_solve(a, b):
+        lo = la.cholesky(a, stream=g)
+        y = la.solve_triangular(lo, b, upper=False, stream=g)
+        return la.solve_triangular(mx.swapaxes(lo, -1, -2), y, upper=True,
+                                   stream=g)
+
+    def torch_chol_solve(a, b):
+        lo = torch.linalg.cholesky(a)
+        return torch.cholesky_solve(b, lo)
+
+    cases = [
+        ("cholesky+solve 4096x64^2 f32", (spd, rhs), chol_solve,
+         torch_chol_solve),
+        ("cholesky 4096x64^2 f32", (spd,),
+         lambda a: la.cholesky(a, stream=g), torch.linalg.cholesky),
+        ("solve 4096x64^2 f32", (spd, rhs),
+         lambda a, b: la.solve(a, b, stream=g), torch.linalg.solve),
+        ("svd 2048^2 f32", (big,), lambda a: la.svd(a, stream=g),
+         lambda t: torch.linalg.svd(t)),
+        ("eigh 4096^2 f32", (sym,), lambda a: la.eigh(a, stream=g),
+         torch.linalg.eigh),
+    ]
+    for name, data, ours_fn, torch_fn in cases:
+        args = [mx.array(d) for d in data]
+        mx.eval(*args)
+        targs = [torch.from_numpy(d).to(dev) for d in data]
+        reps = 3 if data[0].shape[-1] >= 2048 else REPS
+        ours = cuda_time(lambda: mx.eval(ours_fn(*args)), reps)
+
+        def ref_fn():
+            torch_fn(*targs)
+            torch.cuda.current_stream().synchronize()
+        ref = cuda_time(ref_fn, reps)
+        report(f"{name} (ms)", ours * 1e3, ref * 1e3, "ms", "torch", False)
+        del args, targs
 
 
 def chain_parts(g, dev):

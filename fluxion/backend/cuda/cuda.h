@@ -140,6 +140,18 @@ struct HostFault {
 HostFault host_fault(const char* op);
 void report_fault(const HostFault& f, std::exception_ptr e);
 
+// A failure a library reports per matrix in device memory (cuSOLVER's and
+// cuBLAS's info arrays: > 0 a singular or not positive definite matrix,
+// or no convergence; < 0 a rejected argument). Reading the array on the
+// host would cost a synchronization per call: a kernel folds it into the
+// slot this returns instead (report_status in kernels.cuh: `value` the
+// first nonzero info), and the stream's next host mark raises, as the
+// CPU's LAPACK kernels do, std::runtime_error("[op] " + failure) for a
+// positive value and "[op] The solver rejected argument N." for a
+// negative one, on the kernel's outputs and their dependents as an index
+// fault. `op` and `failure` are string literals (kept, not copied).
+IndexFault* status_fault(const char* op, const char* failure);
+
 // Keep `a`'s buffer alive until the work queued so far on the current
 // stream has finished (temporaries of a kernel).
 void keep_alive(const array& a);
