@@ -28,6 +28,43 @@ std::vector<int64_t> strides_against(const array& in, const Shape& shape) {
   return s;
 }
 
+// A column tape: blocks of kColumnBlock columns over the threads, each block all of
+// its rows (so a column's fold order is the eager one on one thread). The
+// kernel reads row-contiguous inputs only: any other layout runs the
+// nodes one by one (false).
+bool run_columns(const detail::Ir& tape, const Kernel& kernel, size_t m,
+                 const Shape& row, const std::vector<array>& inputs,
+                 array& out) {
+  int64_t N = 1, C = 1;
+  for (size_t d = 0; d < row.size(); ++d) {
+    (d < m ? N : C) *= row[d];
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    size_t traced = 1;
+    for (auto d : tape.values[tape.inputs[k]].shape) traced *= d;
+    const array& in = inputs[k];
+    if (in.size() != traced ||
+        (traced > 1 && !in.flags().row_contiguous)) {
+      return false;
+    }
+  }
+  out.set_data(std::max<size_t>(out.nbytes(), 1));
+  if (N * C == 0 || out.size() == 0) {
+    return true;
+  }
+  std::vector<void*> ptrs;
+  for (auto& in : inputs) ptrs.push_back(in.raw_data());
+  void* dst = out.raw_data();
+  const int64_t W = kColumnBlock;
+  const int64_t blocks = (C + W - 1) / W;
+  const int64_t grain =
+      std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(N * W, 1));
+  parallel_for(blocks, grain, [&](int64_t b, int64_t e) {
+    kernel.cols(ptrs.data(), dst, N, C, b * W, std::min(C, e * W));
+  });
+  return true;
+}
+
 }  // namespace
 
 bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
@@ -41,6 +78,9 @@ bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
     }
   }
   const bool all_axes = reduce->axes().size() == row.size();
+  if (kernel.cols) {
+    return run_columns(tape, kernel, reduce->axes().size(), row, inputs, out);
+  }
   int64_t n = 1;
   for (auto d : row) n *= d;
   if (kernel.total && all_axes) {
