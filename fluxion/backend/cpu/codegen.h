@@ -49,11 +49,9 @@ using FinishKernel = void (*)(void* const* in, const double* slots,
 // of C values.
 using ColumnsKernel = void (*)(void* const* in, void* out, int64_t N,
                                int64_t C, int64_t col_begin, int64_t col_end);
-// The columns a ColumnsKernel folds side by side (its accumulators): 64
-// floats are four AVX-512 vectors a row, and a block's rows are 256 bytes
-// apart in memory runs the prefetcher follows (16 and 256 measured no
-// better on 4096 x 1024 float32).
-constexpr int64_t kColumnBlock = 64;
+// The most columns a ColumnsKernel folds side by side (its accumulators,
+// on the stack); run_columns gives each thread one run of columns.
+constexpr int64_t kColumnBlock = 4096;
 
 struct Kernel {
   ContiguousKernel contiguous = nullptr;

@@ -98,7 +98,8 @@ bool open_kernel(const std::filesystem::path& lib, Kernel& k) {
   k.finish = reinterpret_cast<FinishKernel>(dlsym(h, "fx_finish"));
   k.cols = reinterpret_cast<ColumnsKernel>(dlsym(h, "fx_cols"));
   // Libraries stay loaded for the life of the process, like the kernels.
-  return (k.contiguous && k.strided) || k.rows || (k.total && k.finish);
+  return (k.contiguous && k.strided) || k.rows || (k.total && k.finish) ||
+         k.cols;
 }
 
 // Compiles `source` into `lib`; writes go to unique temporary names that
