@@ -146,6 +146,21 @@ struct Plan {
 
   std::string name(int v) const { return tagged("v", v); }
 
+  // Each node's producer, and whether it depends on j (as any input does;
+  // a reduction's output does not), once the inputs' jdep is set. False
+  // when a node has no expression.
+  bool classify_nodes() {
+    for (size_t i = 0; i < tape.nodes.size(); ++i) {
+      auto& n = tape.nodes[i];
+      int o = n.outputs[0];
+      producer[o] = static_cast<int>(i);
+      if (dynamic_cast<const Reduce*>(n.prim.get())) continue;
+      if (expr(n, tape).empty()) return false;
+      for (int v : n.inputs) jdep[o] = jdep[o] || jdep[v];
+    }
+    return true;
+  }
+
   // Values a pass kept in a row buffer (b<value>[j]) for later passes.
   std::vector<bool> buffered;
 
@@ -239,14 +254,7 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
     }
     p.jdep[v] = kind[k] == 2;
   }
-  for (size_t i = 0; i < tape.nodes.size(); ++i) {
-    auto& n = tape.nodes[i];
-    int o = n.outputs[0];
-    p.producer[o] = static_cast<int>(i);
-    if (dynamic_cast<const Reduce*>(n.prim.get())) continue;
-    if (expr(n, tape).empty()) return "";
-    for (int v : n.inputs) p.jdep[o] = p.jdep[o] || p.jdep[v];
-  }
+  if (!p.classify_nodes()) return "";
   const int result = tape.outputs[0];
   const Dtype out_t = tape.values[result].dtype;
   auto ct = [&](int v) { return compute_type(tape.values[v].dtype); };
@@ -393,14 +401,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     p.input_index[v] = static_cast<int>(k);
     p.jdep[v] = p.total ? size_of(s) > 1 : (!s.empty() && s.back() == R);
   }
-  for (size_t i = 0; i < tape.nodes.size(); ++i) {
-    auto& n = tape.nodes[i];
-    int o = n.outputs[0];
-    p.producer[o] = static_cast<int>(i);
-    if (dynamic_cast<const Reduce*>(n.prim.get())) continue;
-    if (expr(n, tape).empty()) return "";
-    for (int v : n.inputs) p.jdep[o] = p.jdep[o] || p.jdep[v];
-  }
+  if (!p.classify_nodes()) return "";
   int result = tape.outputs[0];
   Dtype out_t = tape.values[result].dtype;
 
