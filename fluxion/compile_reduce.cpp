@@ -4,11 +4,15 @@
 // row), reductions over the last axis of an S-shaped value (shape Sr: S
 // with the last axis 1), elementwise nodes of shape Sr or of Sr without
 // its last axis (per row; keepdims=False), the squeezes and expand_dims
-// between those two, and the broadcasts from Sr to S. One generated kernel then walks each row in as
-// many passes as the chain of reductions needs (softmax: max, exp-sum,
-// write), so nothing of shape S is materialized. A reduction over all the
-// axes of a value of several dims fuses only with its prologue: its
-// partial sums cross rows, so nothing may consume them inside the kernel.
+// between those two, and the broadcasts from Sr to S. One generated kernel
+// then walks each row in as many passes as the chain of reductions needs
+// (softmax: max, exp-sum, write), so nothing of shape S is materialized.
+// A column group is the same over the leading axes: reductions over axes
+// 0..m-1 of S (a batch's statistics, a bias gradient), per-column nodes of
+// Sr = S with those axes 1 or of S[m:], and broadcasts back; its kernel
+// walks blocks of columns over every row. A reduction over all the axes of
+// a value of several dims fuses only with its prologue: its partial sums
+// cross rows, so nothing may consume them inside the kernel.
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
@@ -27,8 +31,9 @@ bool is_float(Dtype t) {
 }
 
 // How a Reduce node may fuse: not at all, over the last axis (a row
-// reduction), or over all axes of a value of two or more dims (a total).
-enum class ReduceKind { None, Row, Total };
+// reduction), over leading axes 0..m-1 with m < ndim (a column one), or
+// over all axes of a value of two or more dims (a total).
+enum class ReduceKind { None, Row, Column, Total };
 
 ReduceKind reduce_kind(const IrNode& n, const Ir& ir) {
   auto* r = dynamic_cast<const Reduce*>(n.prim.get());
@@ -59,7 +64,16 @@ ReduceKind reduce_kind(const IrNode& n, const Ir& ir) {
     for (auto d : in.shape) size *= d;
     return size == 1 ? ReduceKind::None : ReduceKind::Total;
   }
-  return ReduceKind::None;  // non-trailing axes: the eager kernel
+  // Leading axes (axes are sorted): columns, unless every reduced axis is
+  // 1 (S and Sr would then be one shape).
+  int64_t reduced = 1;
+  for (int i = 0; i < static_cast<int>(axes.size()); ++i) {
+    if (axes[i] != i) {
+      return ReduceKind::None;  // other axes: the eager kernel
+    }
+    reduced *= in.shape[i];
+  }
+  return reduced > 1 ? ReduceKind::Column : ReduceKind::None;
 }
 
 // An elementwise node the generated kernels compute (fuse_ir's test), not
@@ -81,17 +95,38 @@ bool is_reshaping(const IrNode& n) {
           dynamic_cast<const Reshape*>(p));
 }
 
-// Sr without its last axis: the per-row values of keepdims=False.
-Shape squeezed(const Shape& s_red) {
-  return Shape(s_red.begin(), s_red.end() - 1);
-}
+// The shapes of a group, fixed by its first reduction: S (the reduction's
+// input), Sr (its output, reduced axes kept as 1) and Sr without the
+// reduced axes (the per-row or per-column values of keepdims=False).
+struct GroupShapes {
+  bool known = false;
+  bool column = false;  // leading axes reduced (else the last one)
+  Shape row, red, squeezed;
 
-// A value of the squeezed shape that a broadcast to S (or a read against
-// S) would align with the row's own axis: kept out of groups. (A scalar,
-// the squeezed form of a 1-D row's Sr, or a last axis of 1 is harmless.)
-bool misaligned(const Shape& s, const Shape& s_red) {
-  return s == squeezed(s_red) && s != s_red && !s.empty() && s.back() != 1;
-}
+  void set(const IrNode& reduce, const Ir& ir, bool is_column) {
+    known = true;
+    column = is_column;
+    row = ir.values[reduce.inputs[0]].shape;
+    red = ir.values[reduce.outputs[0]].shape;
+    size_t m = static_cast<const Reduce*>(reduce.prim.get())->axes().size();
+    squeezed = column ? Shape(red.begin() + m, red.end())
+                      : Shape(red.begin(), red.end() - 1);
+  }
+  // Whether a reduction node of this kind fits the group.
+  bool fits(const IrNode& reduce, const Ir& ir, bool is_column) const {
+    return column == is_column && ir.values[reduce.inputs[0]].shape == row &&
+           ir.values[reduce.outputs[0]].shape == red;
+  }
+  // A value of the squeezed shape that a broadcast to S (or a read against
+  // S) would align with the row's own axis: kept out of row groups. (A
+  // scalar, the squeezed form of a 1-D row's Sr, or a last axis of 1 is
+  // harmless.) Column groups have none: their squeezed values align with
+  // S's trailing axes, where they belong.
+  bool misaligned(const Shape& s) const {
+    return known && !column && s == squeezed && s != red && !s.empty() &&
+           s.back() != 1;
+  }
+};
 
 bool on_cpu(const IrNode& n) {
   return n.prim->stream().device.type == Device::cpu;
@@ -168,19 +203,20 @@ void fuse_reductions(Ir& ir) {
     }
     // S and Sr, fixed by the first reduction met (the root's own shape is
     // one of them).
-    bool known = false;
-    Shape s_row, s_red;
+    GroupShapes g;
     const Shape& root_shape = ir.values[root.outputs[0]].shape;
+    auto grouping = [](ReduceKind k) {
+      return k == ReduceKind::Row || k == ReduceKind::Column;
+    };
     if (root_kind != ReduceKind::None) {
-      known = true;
-      s_row = ir.values[root.inputs[0]].shape;
-      s_red = root_shape;
+      g.set(root, ir, root_kind == ReduceKind::Column);
     }
-    if (!known) {
-      // An elementwise root: the nearest row reduction upstream (through
-      // nodes that could join) whose input or output has the root's shape
-      // fixes S, so that per-row nodes between them (log_softmax's log of
-      // the sum) can join before that reduction is reached.
+    if (!g.known) {
+      // An elementwise root: the nearest row or column reduction upstream
+      // (through nodes that could join) whose input or output has the
+      // root's shape fixes S, so that per-row nodes between them
+      // (log_softmax's log of the sum) can join before that reduction is
+      // reached.
       std::vector<int> stack{r};
       std::vector<bool> seen(count, false);
       int best = -1;
@@ -192,11 +228,11 @@ void fuse_reductions(Ir& ir) {
           if (q < 0 || seen[q] || grouped[q]) continue;
           seen[q] = true;
           auto& n = ir.nodes[q];
-          if (reduce_kind(n, ir) == ReduceKind::Row) {
-            const Shape& in = ir.values[n.inputs[0]].shape;
-            const Shape& out = ir.values[n.outputs[0]].shape;
-            if ((in == root_shape || out == root_shape ||
-                 squeezed(out) == root_shape) &&
+          if (grouping(reduce_kind(n, ir))) {
+            GroupShapes c;
+            c.set(n, ir, reduce_kind(n, ir) == ReduceKind::Column);
+            if ((c.row == root_shape || c.red == root_shape ||
+                 c.squeezed == root_shape) &&
                 q > best) {
               best = q;
             }
@@ -207,21 +243,20 @@ void fuse_reductions(Ir& ir) {
         }
       }
       if (best >= 0) {
-        known = true;
-        s_row = ir.values[ir.nodes[best].inputs[0]].shape;
-        s_red = ir.values[ir.nodes[best].outputs[0]].shape;
+        auto& n = ir.nodes[best];
+        g.set(n, ir, reduce_kind(n, ir) == ReduceKind::Column);
       }
     }
     const bool total = root_kind == ReduceKind::Total;
     auto shape_ok = [&](const Shape& s) {
-      return known ? (s == s_row ||
-                      (!total && (s == s_red || s == squeezed(s_red))))
-                   : s == root_shape;
+      return g.known ? (s == g.row ||
+                        (!total && (s == g.red || s == g.squeezed)))
+                     : s == root_shape;
     };
     // Per-row values of the squeezed shape are internal only (an outside
     // value of that shape would read as per-element when its size is R).
     auto per_row_shape = [&](const Shape& s) {
-      return known && !total && (s == s_red || s == squeezed(s_red));
+      return g.known && !total && (s == g.red || s == g.squeezed);
     };
     std::vector<int> members{r};
     std::vector<bool> in_group(count, false), shared_view(count, false);
@@ -245,15 +280,15 @@ void fuse_reductions(Ir& ir) {
       const Shape& out_shape = ir.values[n.outputs[0]].shape;
       ReduceKind kind = reduce_kind(n, ir);
       bool accept = false;
-      if (kind == ReduceKind::Row && !total) {
+      if (grouping(kind) && !total) {
         const Shape& in_shape = ir.values[n.inputs[0]].shape;
-        if (!known && (out_shape == root_shape || in_shape == root_shape)) {
-          known = true;
-          s_row = in_shape;
-          s_red = out_shape;
+        const bool column = kind == ReduceKind::Column;
+        if (!g.known && (out_shape == root_shape || in_shape == root_shape)) {
+          g.set(n, ir, column);
         }
-        accept = known && in_shape == s_row && out_shape == s_red;
-      } else if (kind == ReduceKind::None) {
+        accept = g.known && g.fits(n, ir, column);
+      } else if (kind == ReduceKind::None && !n.inputs.empty()) {
+        // (A node without inputs, a constant's creation, stays outside.)
         const Shape& in0 = ir.values[n.inputs[0]].shape;
         bool internal_in = producer[n.inputs[0]] >= 0;
         if (is_reshaping(n)) {
@@ -262,7 +297,7 @@ void fuse_reductions(Ir& ir) {
         } else if (is_broadcast_node(n)) {
           // From a per-row value only in the keepdims form: a squeezed one
           // would broadcast along the row's own axis.
-          accept = shape_ok(out_shape) && !(known && misaligned(in0, s_red));
+          accept = shape_ok(out_shape) && !g.misaligned(in0);
         } else {
           accept = elementwise(n, ir) && shape_ok(out_shape);
         }
@@ -312,9 +347,16 @@ void fuse_reductions(Ir& ir) {
       for (int v : ir.nodes[k].inputs) {
         if (!local.count(v) && (producer[v] < 0 || !in_group[producer[v]])) {
           // Outside values are read broadcast against S (their shapes
-          // broadcast to S or Sr, which broadcasts to S).
+          // broadcast to S or Sr, which broadcasts to S). The column
+          // kernel reads S, Sr, its squeezed form and scalars only.
           const Shape& s = ir.values[v].shape;
-          ok = ok && s.size() <= s_row.size() && !misaligned(s, s_red);
+          ok = ok && s.size() <= g.row.size() && !g.misaligned(s);
+          if (g.column) {
+            size_t size = 1;
+            for (auto d : s) size *= d;
+            ok = ok && (s == g.row || s == g.red || s == g.squeezed ||
+                        size == 1);
+          }
           tape.inputs.push_back(value(v));
           outer_inputs.push_back(v);
         }
@@ -324,7 +366,7 @@ void fuse_reductions(Ir& ir) {
       n.outputs.push_back(value(ir.nodes[k].outputs[0]));
       tape.nodes.push_back(std::move(n));
     }
-    if (!ok || !known) {
+    if (!ok || !g.known) {
       continue;
     }
     tape.outputs.push_back(local.at(root.outputs[0]));

@@ -71,6 +71,31 @@ def bench_layer_norm(n=4096):
     report("layer norm 4096^2 (compiled)", res)
 
 
+def bench_batch_norm(shape=(64, 28, 28, 128)):
+    # Statistics over the leading axes (NHWC): compiled, the mean, the
+    # variance's sum and the output are one column kernel.
+    xn = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    x = mx.array(xn)
+    w = mx.ones((shape[-1],))
+    axes = tuple(range(len(shape) - 1))
+
+    def bn(x, w):
+        mu = mx.mean(x, axis=axes, keepdims=True)
+        var = mx.var(x, axis=axes, keepdims=True)
+        return (x - mu) * mx.rsqrt(var + 1e-5) * w
+
+    cbn = mx.compile(bn)
+
+    def np_bn():
+        mu = xn.mean(axes, keepdims=True)
+        return (xn - mu) / np.sqrt(xn.var(axes, keepdims=True) + 1e-5)
+
+    res = {"fluxion": median_time(lambda: mx.eval(cbn(x, w))),
+           "eager": median_time(lambda: mx.eval(bn(x, w))),
+           "numpy": median_time(np_bn)}
+    report("batch norm 64x28x28x128 (compiled)", res)
+
+
 def bench_softmax(n=4096):
     # Composed softmax: compiled it is one fused kernel (max pass, exp-sum
     # pass, write pass per row); eager it is five nodes and three
@@ -167,6 +192,7 @@ def bench_compile_latency():
 def main():
     bench_gelu()
     bench_layer_norm()
+    bench_batch_norm()
     bench_softmax()
     bench_mse()
     bench_mlp_step()

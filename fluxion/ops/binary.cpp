@@ -19,23 +19,35 @@ namespace fluxion {
 
 namespace {
 
-// An operand broadcast to `shape` (already checked compatible). An
-// available one-element constant (a Python scalar) outside of any
-// transformation becomes an all-stride-0 view of its buffer at once, what
-// the Broadcast kernel would make of it, instead of a Broadcast node that
-// eval must schedule (issue 18: `x + 1.0` built two nodes per op). Any
-// other operand, and any operand inside a trace (so rules and compile see
-// the graph unchanged), keeps the Broadcast node and its shared view
-// kernel.
+// The Broadcast primitive of a scalar's view: one per thread for the
+// last stream and shape (primitives are immutable; nodes may share one, as
+// eager.h's node_primitive shares those without parameters).
+std::shared_ptr<Broadcast> scalar_broadcast(Stream st, const Shape& shape) {
+  thread_local std::shared_ptr<Broadcast> last;
+  if (!last || last->stream() != st || last->shape() != shape) {
+    last = std::make_shared<Broadcast>(st, shape);
+  }
+  return last;
+}
+
+// An operand broadcast to `shape` (already checked compatible), as MLX
+// builds it: a Broadcast node. A one-element computed operand (a Python
+// scalar) outside of any transformation is an all-stride-0 view of its
+// buffer, made at once whatever the size (what the Broadcast kernel would
+// make of it): on a CPU stream as a computed Broadcast node (eager.h), so
+// the graph shows MLX's node (issue 33) while eval has nothing to schedule
+// for it (issue 18: `x + 1.0` cost two scheduled nodes per op); on a GPU
+// stream without a node (the GPU path has not been measured with one).
+// Other operands become their view at once when small and computed (the
+// fast path, eager.h), so that the op itself can run at once; inside a
+// trace every operand keeps a lazy Broadcast node.
 array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   if (a.shape() == shape) {
     return a;
   }
   if (a.size() != 1 || a.status() != array::Status::available ||
-      a.has_primitive() || a.data_shared_ptr() == nullptr || in_tracing() ||
-      retain_graph()) {
-    // A small computed operand becomes its view at once too (the fast
-    // path, fluxion/eager.h), so that the op itself can run at once.
+      a.data_shared_ptr() == nullptr || in_tracing() || retain_graph() ||
+      (st.device != Device::cpu && a.has_primitive())) {
     auto b = broadcast_to(a, shape, st);
     detail::eval_if_small(b);
     return b;
@@ -48,8 +60,15 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
     return broadcast_to(a, shape, st);
   }
   Strides zero(shape.size(), 0);
+  auto flags = layout_flags(shape, zero, 1);
+  if (st.device == Device::cpu) {
+    array out(shape, a.dtype(), scalar_broadcast(st, shape), {a});
+    out.copy_shared_buffer(a, zero, flags, 1);
+    out.set_status(array::Status::available);
+    return out;
+  }
   array out(shape, a.dtype(), nullptr, {});
-  out.copy_shared_buffer(a, zero, layout_flags(shape, zero, 1), 1);
+  out.copy_shared_buffer(a, zero, flags, 1);
   out.set_status(array::Status::available);
   return out;
 }

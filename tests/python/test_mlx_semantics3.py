@@ -36,6 +36,28 @@ def test_small_ops_keep_their_graph_until_eval():
     assert y.tolist() == [4.0, 6.0, 8.0]
 
 
+def test_a_python_scalar_is_broadcast_by_a_node_as_in_mlx():
+    # MLX broadcasts the scalar's array to the other operand's shape with a
+    # Broadcast node; Fluxion did it without one (a view made at once).
+    for n in (3, 5000):  # the fast path's size and a plainly lazy one
+        x = mx.zeros((n,))
+        mx.eval(x)
+        dot = _dot(x + 1.0)
+        assert dot.count('label="Broadcast"') == 1
+        assert dot.count('label="Add"') == 1
+        # 1 -> Broadcast -> b; x, b -> Add -> out
+        assert dot.count("->") == 5
+        # Two scalars, two broadcasts; values unchanged and eval detaches.
+        y = 2.0 * x + 1.0
+        assert _dot(y).count('label="Broadcast"') == 2
+        mx.eval(y)
+        assert "label=" not in _dot(y)
+        assert np.array(y).tolist() == [1.0] * n
+    # Same shape: nothing to broadcast.
+    s = mx.array(2.0)
+    assert 'label="Broadcast"' not in _dot(s * 3.0)
+
+
 def test_eval_detaches_the_computed_ancestors_too():
     x = mx.array([1.0, 2.0])
     y = x * 2

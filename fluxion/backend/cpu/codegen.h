@@ -42,6 +42,16 @@ using TotalKernel = void (*)(void* const* in, double* slot, int64_t begin,
                              int64_t end);
 using FinishKernel = void (*)(void* const* in, const double* slots,
                               int64_t n, void* out);
+// Columns (a tape whose reductions are over the leading axes of S):
+// columns [col_begin, col_end) of the [N, C] view of S (N the product of
+// the reduced axes), every row; inputs row-contiguous of S, contiguous
+// per-column values, or one element; the output row-contiguous, of S or
+// of C values.
+using ColumnsKernel = void (*)(void* const* in, void* out, int64_t N,
+                               int64_t C, int64_t col_begin, int64_t col_end);
+// The most columns a ColumnsKernel folds side by side (its accumulators,
+// on the stack); run_columns gives each thread one run of columns.
+constexpr int64_t kColumnBlock = 4096;
 
 struct Kernel {
   ContiguousKernel contiguous = nullptr;
@@ -49,13 +59,14 @@ struct Kernel {
   RowsKernel rows = nullptr;
   TotalKernel total = nullptr;
   FinishKernel finish = nullptr;
+  ColumnsKernel cols = nullptr;
 };
 
 // Whether `tape` holds a Reduce node (fuse_reductions made it).
 bool has_reduction(const detail::Ir& tape);
 
 // The source of a kernel for a tape with reductions: entry point fx_rows,
-// and for a total fx_total and fx_finish. Empty when a node has no
+// for a total fx_total and fx_finish, for columns fx_cols. Empty when a node has no
 // functor or a dtype is not computed.
 std::string reduce_kernel_source(const detail::Ir& tape);
 

@@ -81,8 +81,10 @@ bool open_kernel(const std::filesystem::path& lib, Kernel& k) {
   k.rows = reinterpret_cast<RowsKernel>(dlsym(h, "fx_rows"));
   k.total = reinterpret_cast<TotalKernel>(dlsym(h, "fx_total"));
   k.finish = reinterpret_cast<FinishKernel>(dlsym(h, "fx_finish"));
+  k.cols = reinterpret_cast<ColumnsKernel>(dlsym(h, "fx_cols"));
   // Libraries stay loaded for the life of the process, like the kernels.
-  return (k.contiguous && k.strided) || k.rows || (k.total && k.finish);
+  return (k.contiguous && k.strided) || k.rows || (k.total && k.finish) ||
+         k.cols;
 }
 
 // Compiles `source` into `lib`; writes go to unique temporary names that

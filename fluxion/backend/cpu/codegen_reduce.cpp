@@ -19,6 +19,7 @@
 // sign comes out. A total splits the flat elements into the same chunks
 // as the eager kernel (one per thread, 2^16 elements at least) and
 // combines the chunks' partials as the same tree.
+#include <algorithm>
 #include <sstream>
 
 #include "fluxion/backend/common/kernel_source.h"
@@ -145,6 +146,21 @@ struct Plan {
 
   std::string name(int v) const { return tagged("v", v); }
 
+  // Each node's producer, and whether it depends on j (as any input does;
+  // a reduction's output does not), once the inputs' jdep is set. False
+  // when a node has no expression.
+  bool classify_nodes() {
+    for (size_t i = 0; i < tape.nodes.size(); ++i) {
+      auto& n = tape.nodes[i];
+      int o = n.outputs[0];
+      producer[o] = static_cast<int>(i);
+      if (dynamic_cast<const Reduce*>(n.prim.get())) continue;
+      if (expr(n, tape).empty()) return false;
+      for (int v : n.inputs) jdep[o] = jdep[o] || jdep[v];
+    }
+    return true;
+  }
+
   // Values a pass kept in a row buffer (b<value>[j]) for later passes.
   std::vector<bool> buffered;
 
@@ -191,6 +207,160 @@ struct Plan {
   }
 };
 
+// A column tape (its reductions over the leading axes 0..m-1 of S): fx_cols
+// takes its columns of the [N, C] view of S in blocks of up to FX_W (N the product
+// of the reduced axes, C of the others); per-column values are arrays over
+// the block, computed once; each reduction is one pass over the N rows
+// folding the block's columns side by side (e = r * C + c: contiguous,
+// so the lanes vectorize), in the eager kernel's order for a contiguous
+// input on one thread (acc = op(acc, x) row after row, from the init); an
+// S-shaped output is a last pass. Inputs are S-shaped and row-contiguous
+// (per element), of Sr or Sr's squeezed form and contiguous (per column),
+// or one element (run_reduction checks the layouts; fuse_reductions admits
+// no other shape).
+std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
+  const detail::IrNode* first = nullptr;
+  for (auto& n : tape.nodes) {
+    if (dynamic_cast<const Reduce*>(n.prim.get())) {
+      first = &n;
+      break;
+    }
+  }
+  const Shape& S = tape.values[first->inputs[0]].shape;
+  size_t nv = tape.values.size();
+  size_t nin = tape.inputs.size();
+  p.jdep.assign(nv, false);
+  p.producer.assign(nv, -1);
+  p.input_index.assign(nv, -1);
+  p.buffered.assign(nv, false);
+  // Per input: 0 a scalar, 1 per column, 2 per element.
+  std::vector<int> kind(nin, 0);
+  Shape cols(S.begin() + m, S.end());
+  for (size_t k = 0; k < nin; ++k) {
+    int v = tape.inputs[k];
+    const Shape& s = tape.values[v].shape;
+    p.input_index[v] = static_cast<int>(k);
+    if (s == S) {
+      kind[k] = 2;
+    } else if (size_of(s) == 1) {
+      kind[k] = 0;
+    } else {
+      Shape trimmed = s;
+      while (trimmed.size() > cols.size() && trimmed.front() == 1) {
+        trimmed.erase(trimmed.begin());
+      }
+      if (trimmed != cols) return "";
+      kind[k] = 1;
+    }
+    p.jdep[v] = kind[k] == 2;
+  }
+  if (!p.classify_nodes()) return "";
+  const int result = tape.outputs[0];
+  const Dtype out_t = tape.values[result].dtype;
+  auto ct = [&](int v) { return compute_type(tape.values[v].dtype); };
+  auto col = [&](int v) { return tagged("cv", v); };
+  // Inside a column loop: the per-column values so far as scalars (the
+  // closures name them v<id>).
+  std::vector<int> defined;
+  auto aliases = [&](const char* indent) {
+    std::string a;
+    for (int v : defined) {
+      a += cat(indent, "const ", ct(v), " ", tagged("v", v), " = ", col(v),
+               "[c];\n");
+    }
+    return a;
+  };
+  auto elem = [&](size_t k) {
+    auto ks = std::to_string(k);
+    return kind[k] == 2 ? cat("p", ks, "[e]") : cat("p", ks, "[0]");
+  };
+  // A pass over the rows running `body` for each column of the block: a
+  // full block's count is a constant (the lanes vectorize whole and the
+  // accumulators may stay in registers), a ragged last block's is w.
+  auto rows_pass = [](const std::string& body) {
+    auto loop = [&](const char* n) {
+      return cat("      for (long long r = 0; r < N; ++r) {\n",
+                 "        for (int c = 0; c < ", n, "; ++c) {\n",
+                 "          const long long e = r * C + c0 + c;\n", body,
+                 "        }\n      }\n");
+    };
+    return cat("      if (w == FX_W) {\n", loop("FX_W"), "      } else {\n",
+               loop("w"), "      }\n");
+  };
+  // The block: as wide as the per-column arrays (a value's, an
+  // accumulator's) allow within 256 KB of the running thread's stack, so
+  // that a row's part is one long run (few blocks of a wide row, each
+  // read whole: 64-column blocks of 4 KB rows cost a TLB miss a row).
+  int64_t per_column = 8;  // an accumulator
+  for (size_t v = 0; v < nv; ++v) {
+    if (!p.jdep[v]) per_column += tape.values[v].dtype == float64 ? 8 : 4;
+  }
+  const int64_t block =
+      std::clamp<int64_t>((int64_t{256} << 10) / per_column / 16 * 16, 16,
+                          kColumnBlock);
+  std::ostringstream src;
+  src << "// Generated by Fluxion's compile: a fused column reduction.\n"
+         "#define FLUXION_GENERATED_KERNEL 1\n"
+      << detail::kernel_functor_source() << kBase << kFold
+      << "#define FX_W " << block << "\n"
+      << "extern \"C\" void fx_cols(void* const* in, void* out, long long "
+         "N, long long C, long long col_begin, long long col_end) {\n";
+  for (size_t k = 0; k < nin; ++k) {
+    const char* st = storage_type(tape.values[tape.inputs[k]].dtype);
+    src << "  const " << st << "* p" << k << " = (const " << st << "*)in["
+        << k << "];\n";
+  }
+  src << "  " << storage_type(out_t) << "* po = (" << storage_type(out_t)
+      << "*)out;\n"
+      << "  for (long long c0 = col_begin; c0 < col_end; c0 += FX_W) {\n"
+      << "    const int w = (int)(col_end - c0 < FX_W ? col_end - c0 : FX_W);\n";
+  for (size_t k = 0; k < nin; ++k) {
+    int v = tape.inputs[k];
+    if (kind[k] == 2) continue;
+    auto ks = std::to_string(k);
+    src << "    " << ct(v) << " " << col(v) << "[FX_W];\n"
+        << "    for (int c = 0; c < w; ++c) " << col(v) << "[c] = "
+        << load(kind[k] == 1 ? cat("p", ks, "[c0 + c]") : cat("p", ks, "[0]"),
+                tape.values[v].dtype)
+        << ";\n";
+    defined.push_back(v);
+  }
+  for (auto& n : tape.nodes) {
+    int o = n.outputs[0];
+    Dtype ot = tape.values[o].dtype;
+    if (auto* r = dynamic_cast<const Reduce*>(n.prim.get())) {
+      int u = n.inputs[0];
+      ReduceInfo info = reduce_info(*r, tape.values[u].dtype, ot);
+      if (info.op.empty()) return "";
+      src << "    " << ct(o) << " " << col(o) << "[FX_W];\n    {\n"
+          << "      " << info.acc << " acc[FX_W];\n"
+          << "      for (int c = 0; c < FX_W; ++c) acc[c] = " << info.init
+          << ";\n"
+          << rows_pass(cat(aliases("          "), p.closure(u, elem),
+                           "          acc[c] = ", info.op, "(acc[c], (",
+                           info.acc, ")(", tagged("v", u), "));\n"))
+          << "      for (int c = 0; c < w; ++c) " << col(o) << "[c] = "
+          << round_half(cat("(", ct(o), ")(acc[c])"), ot) << ";\n    }\n";
+      defined.push_back(o);
+    } else if (!p.jdep[o] && p.input_index[o] < 0) {
+      src << "    " << ct(o) << " " << col(o) << "[FX_W];\n"
+          << "    for (int c = 0; c < w; ++c) {\n" << aliases("      ")
+          << "      " << col(o) << "[c] = " << expr(n, tape) << ";\n    }\n";
+      defined.push_back(o);
+    }
+  }
+  if (p.jdep[result]) {
+    src << rows_pass(cat(aliases("          "), p.closure(result, elem),
+                         "          po[e] = ", store(tagged("v", result), out_t),
+                         ";\n"));
+  } else {
+    src << "    for (int c = 0; c < w; ++c) po[c0 + c] = "
+        << store(cat(col(result), "[c]"), out_t) << ";\n";
+  }
+  src << "  }\n}\n";
+  return src.str();
+}
+
 }  // namespace
 
 bool has_reduction(const detail::Ir& tape) {
@@ -209,6 +379,10 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   const detail::IrNode* last_reduce = nullptr;
   for (auto& n : tape.nodes) {
     if (auto* r = dynamic_cast<const Reduce*>(n.prim.get())) {
+      size_t nd = tape.values[n.inputs[0]].shape.size();
+      if (r->axes().size() < nd && r->axes().back() != int(nd) - 1) {
+        return columns_source(tape, p, r->axes().size());
+      }
       p.row = tape.values[n.inputs[0]].shape;
       p.total = r->axes().size() == p.row.size() && p.row.size() > 1;
       ++reductions;
@@ -227,14 +401,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     p.input_index[v] = static_cast<int>(k);
     p.jdep[v] = p.total ? size_of(s) > 1 : (!s.empty() && s.back() == R);
   }
-  for (size_t i = 0; i < tape.nodes.size(); ++i) {
-    auto& n = tape.nodes[i];
-    int o = n.outputs[0];
-    p.producer[o] = static_cast<int>(i);
-    if (dynamic_cast<const Reduce*>(n.prim.get())) continue;
-    if (expr(n, tape).empty()) return "";
-    for (int v : n.inputs) p.jdep[o] = p.jdep[o] || p.jdep[v];
-  }
+  if (!p.classify_nodes()) return "";
   int result = tape.outputs[0];
   Dtype out_t = tape.values[result].dtype;
 
