@@ -44,9 +44,7 @@ const cu::JitModule* kernel_module(const CustomKernelSpec& spec,
   }
   std::string no_headers;
   cu::JitOptions options;
-  options.nvrtc_options = cu::nvrtc::toolkit_includes(&no_headers);
-  // MLX's kernels compile so: unannotated header functions are __device__.
-  options.nvrtc_options.push_back("--device-as-default-execution-space");
+  options.nvrtc_options = cu::nvrtc::user_kernel_options(&no_headers);
   options.program = entry + ".cu";
   cu::JitError error;
   const cu::JitModule* m = cu::jit_module(source, arch, {entry}, options,

@@ -195,6 +195,12 @@ const std::vector<std::string>& toolkit_includes(std::string* why) {
   return inc->options;
 }
 
+std::vector<std::string> user_kernel_options(std::string* why) {
+  std::vector<std::string> o = toolkit_includes(why);
+  o.push_back("--device-as-default-execution-space");
+  return o;
+}
+
 bool compile(const std::string& source, int arch, Image& image,
              std::string& error, const std::vector<std::string>& extra,
              const std::string& program, bool* source_error) {

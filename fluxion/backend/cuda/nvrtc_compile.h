@@ -55,4 +55,9 @@ const std::vector<std::string>& options();
 // where it looked). Found once per process.
 const std::vector<std::string>& toolkit_includes(std::string* why = nullptr);
 
+// The extra options of user kernels (mx.fast.cuda_kernel): the toolkit's
+// include paths and, as MLX compiles them, --device-as-default-execution-
+// space (unannotated functions in a kernel's header are device functions).
+std::vector<std::string> user_kernel_options(std::string* why = nullptr);
+
 }  // namespace fluxion::cu::nvrtc
