@@ -144,6 +144,14 @@ void CustomKernel::eval_gpu(const std::vector<array>& inputs,
     const array& x = in[i];
     p.ptr(cu::ptr<const void>(x));
     auto lp = layout_params(spec_, i, static_cast<int>(x.ndim()));
+    // The call checks this too; an imported node's inputs may differ.
+    if ((lp.shape || lp.strides) && x.ndim() > kCustomKernelMaxDims) {
+      throw std::invalid_argument(
+          "[cuda_kernel] Kernel '" + spec_.name + "': input '" +
+          spec_.input_names[i] + "' has " + std::to_string(x.ndim()) +
+          " dimensions; its shape and strides pass at most " +
+          std::to_string(kCustomKernelMaxDims) + ".");
+    }
     if (lp.shape) {
       p.dims(p.shapes, x.shape());
     }
