@@ -108,6 +108,35 @@ TEST(CudaKernelSource, SpecChecksNames) {
                std::invalid_argument);
 }
 
+// Export's state round-trips every field of a CUDA kernel; a state without
+// the fields the CUDA kinds added (an older file) is a Metal kernel.
+TEST(CudaKernelState, RoundTripAndOlderFiles) {
+  auto s = cuda_kernel_spec("k", {"a"}, {"o"}, "o[0] = a[0];", "// h", false,
+                            true, 4096);
+  KernelLaunch launch{{8, 1, 1}, {4, 1, 1}, {targ("T", 'd', 0, bfloat16)},
+                      2.5, {{'f', 1.5}, {'b', 1}}};
+  Stream st(-1, Device(Device::gpu));
+  CustomKernel p(st, s, launch);
+  auto state = p.state();
+  auto back = custom_kernel_from_state(st, state);
+  EXPECT_TRUE(p.is_equivalent(*back));
+  auto& q = static_cast<const CustomKernel&>(*back);
+  EXPECT_EQ(q.spec().kind, KernelKind::cuda);
+  EXPECT_EQ(q.spec().shared_memory, 4096);
+  EXPECT_TRUE(q.spec().atomic_outputs);
+  EXPECT_EQ(q.launch().scalars.size(), 2u);
+  EXPECT_EQ(*q.launch().init_value, 2.5);
+  // Without kind, shared memory and scalars: a Metal kernel.
+  state.resize(state.size() - 7);
+  auto old = custom_kernel_from_state(st, state);
+  EXPECT_EQ(static_cast<const CustomKernel&>(*old).spec().kind,
+            KernelKind::metal);
+  // A kind that is none of the three is refused.
+  state = p.state();
+  state[state.size() - 7] = std::string("x");
+  EXPECT_THROW(custom_kernel_from_state(st, state), std::invalid_argument);
+}
+
 #if FLUXION_TEST_CUDA
 
 namespace {
