@@ -140,7 +140,7 @@
   X(fast::RoPE, fast, 1, 1)                       \
   X(fast::ScaledDotProductAttention, fast, 1, 1)  \
   X(fast::ScaledDotProductAttentionVJP, fast, 1, 1)\
-  X(fast::CustomKernel, fast, 1, 0)               \
+  X(fast::CustomKernel, fast, 1, 1)               \
   X(Load, io, 1, 0)                               \
   X(QuantizedMatmul, quantized, 1, 1)             \
   X(Compiled, compile, 1, 1)                      \

@@ -394,7 +394,8 @@ Example:
       "started (tests, benchmarks): launches, fallbacks (Compiled nodes "
       "run node by node for want of a kernel), unfused (... for their "
       "inputs' layout), compiles (NVRTC runs), disk_hits, disk_writes, "
-      "loads. Zeros without a GPU backend.");
+      "loads; the last four count mx.fast.cuda_kernel's modules too. "
+      "Zeros without a GPU backend.");
   m.def(
       "_kernels_missing",
       [](fx::Device::DeviceType t) { return fx::kernels_missing(t); },

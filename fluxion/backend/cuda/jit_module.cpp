@@ -32,10 +32,14 @@ Counters& counters() {
   return *c;
 }
 
-std::string cache_key(const std::string& source, int arch) {
+std::string cache_key(const std::string& source, int arch,
+                      const JitOptions& jo) {
   std::string key = source;
   key += "\n// arch " + std::to_string(arch) + ", NVRTC " + nvrtc::version();
   for (auto& o : nvrtc::options()) {
+    key += " " + o;
+  }
+  for (auto& o : jo.nvrtc_options) {
     key += " " + o;
   }
   return key;
@@ -116,16 +120,17 @@ struct Slot {
   JitModule module;
   bool ok = false;
   std::string why;
+  bool source_error = false;
 };
 
 void build(Slot& slot, const std::string& source, int arch,
-           const std::vector<std::string>& entries) {
+           const std::vector<std::string>& entries, const JitOptions& jo) {
   std::string why;
   if (!nvrtc::available(&why)) {
     slot.why = why;
     return;
   }
-  const std::string key = cache_key(source, arch);
+  const std::string key = cache_key(source, arch, jo);
   const uint64_t check = codegen::fnv1a(key, kCheckBasis);
   const auto path = codegen::cache_root() / kCacheFolder /
                     (codegen::hex(codegen::fnv1a(key)) + ".bin");
@@ -140,7 +145,8 @@ void build(Slot& slot, const std::string& source, int arch,
   }
   nvrtc::Image fresh;
   counters().compiles++;
-  if (!nvrtc::compile(source, arch, fresh, slot.why)) {
+  if (!nvrtc::compile(source, arch, fresh, slot.why, jo.nvrtc_options,
+                      jo.program, &slot.source_error)) {
     return;
   }
   if (!load(fresh.bytes, entries, slot.module, slot.why)) {
@@ -150,28 +156,76 @@ void build(Slot& slot, const std::string& source, int arch,
   write_cached(path, check, fresh.bytes);
 }
 
+// The slot of `key`, made on first use. Modules stay loaded for the life
+// of the process, like Fluxion's own kernels.
+std::shared_ptr<Slot> slot_of(const std::string& key) {
+  static std::mutex mu;
+  static auto* slots =
+      new std::unordered_map<std::string, std::shared_ptr<Slot>>();
+  std::lock_guard<std::mutex> lk(mu);
+  auto& s = (*slots)[key];
+  if (!s) {
+    s = std::make_shared<Slot>();
+  }
+  return s;
+}
+
+// The entries in a key: one image may be asked for under other names.
+std::string entries_key(const std::vector<std::string>& entries) {
+  std::string k;
+  for (auto& e : entries) {
+    k += e + "\n";
+  }
+  return k;
+}
+
 }  // namespace
 
 const JitModule* jit_module(const std::string& source, int arch,
                             const std::vector<std::string>& entries,
-                            std::string* why) {
-  static std::mutex mu;
-  static auto* slots =
-      new std::unordered_map<std::string, std::shared_ptr<Slot>>();
-  std::shared_ptr<Slot> slot;
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    auto& s = (*slots)[std::to_string(arch) + "\n" + source];
-    if (!s) {
-      s = std::make_shared<Slot>();
-    }
-    slot = s;
+                            const JitOptions& options, JitError& error) {
+  std::string key = "nvrtc\n" + std::to_string(arch) + "\n";
+  for (auto& o : options.nvrtc_options) {
+    key += o + "\n";
   }
-  // Modules stay loaded for the life of the process, like Fluxion's own
-  // kernels.
-  std::call_once(slot->once, [&] { build(*slot, source, arch, entries); });
-  if (!slot->ok && why) {
-    *why = slot->why;
+  auto slot = slot_of(key + entries_key(entries) + source);
+  std::call_once(slot->once,
+                 [&] { build(*slot, source, arch, entries, options); });
+  if (!slot->ok) {
+    error.why = slot->why;
+    error.source_error = slot->source_error;
+  }
+  return slot->ok ? &slot->module : nullptr;
+}
+
+const JitModule* jit_module(const std::string& source, int arch,
+                            const std::vector<std::string>& entries,
+                            std::string* why) {
+  JitError error;
+  const JitModule* m = jit_module(source, arch, entries, JitOptions{}, error);
+  if (!m && why) {
+    *why = error.why;
+  }
+  return m;
+}
+
+const JitModule* image_module(const std::string& image,
+                              const std::vector<std::string>& entries,
+                              std::string& why) {
+  auto slot = slot_of("image\n" + entries_key(entries) + image);
+  std::call_once(slot->once, [&] {
+    // PTX is text the driver reads up to its NUL, which bytes read from a
+    // .ptx file lack; CUBIN (ELF) and fatbins are taken as they are.
+    const bool elf = image.rfind("\x7f" "ELF", 0) == 0;
+    const bool fatbin = image.rfind("\x50\xed\x55\xba", 0) == 0;
+    if (!elf && !fatbin && (image.empty() || image.back() != '\0')) {
+      slot->ok = load(image + '\0', entries, slot->module, slot->why);
+    } else {
+      slot->ok = load(image, entries, slot->module, slot->why);
+    }
+  });
+  if (!slot->ok) {
+    why = slot->why;
   }
   return slot->ok ? &slot->module : nullptr;
 }

@@ -8,6 +8,7 @@
 #include <nvrtc.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 
@@ -124,8 +125,88 @@ const std::vector<std::string>& options() {
   return *o;
 }
 
+namespace {
+
+// A folder with the toolkit's headers, or "".
+std::string toolkit_dir(const std::filesystem::path& include) {
+  std::error_code ec;
+  return std::filesystem::exists(include / "cooperative_groups.h", ec)
+             ? include.string()
+             : "";
+}
+
+struct Includes {
+  std::vector<std::string> options;
+  std::string why;
+  Includes() {
+    std::vector<std::filesystem::path> tried;
+    for (const char* env : {"CUDA_HOME", "CUDA_PATH"}) {
+      if (const char* p = std::getenv(env); p && *p) {
+        tried.push_back(std::filesystem::path(p) / "include");
+      }
+    }
+    // Beside the NVRTC that compiles: <root>/lib64/libnvrtc.so ->
+    // <root>/include (also targets/<arch>/lib -> targets/<arch>/include).
+    Lib& l = lib();
+    Dl_info info;
+    if (l.nvrtcVersion &&
+        dladdr(reinterpret_cast<void*>(l.nvrtcVersion), &info) &&
+        info.dli_fname) {
+      auto so = std::filesystem::path(info.dli_fname);
+      std::error_code ec;
+      auto real = std::filesystem::canonical(so, ec);
+      for (auto& f : {so, ec ? so : real}) {
+        tried.push_back(f.parent_path().parent_path() / "include");
+      }
+    }
+#ifdef FLUXION_CUDA_TOOLKIT_INCLUDE
+    tried.push_back(FLUXION_CUDA_TOOLKIT_INCLUDE);
+#endif
+    tried.push_back("/usr/local/cuda/include");
+    for (auto& t : tried) {
+      std::string dir = toolkit_dir(t);
+      if (dir.empty()) {
+        continue;
+      }
+      options.push_back("--include-path=" + dir);
+      std::error_code ec;
+      // CUDA 13 keeps libcu++ (cuda/std/...), which the headers include,
+      // in include/cccl.
+      if (std::filesystem::is_directory(t / "cccl", ec)) {
+        options.push_back("--include-path=" + (t / "cccl").string());
+      }
+      return;
+    }
+    why = "CUDA's headers (cooperative_groups.h) were not found in";
+    for (auto& t : tried) {
+      why += " " + t.string();
+    }
+    why += "; set CUDA_HOME to the toolkit's folder";
+  }
+};
+
+}  // namespace
+
+const std::vector<std::string>& toolkit_includes(std::string* why) {
+  static const auto* inc = new Includes();
+  if (why) {
+    *why = inc->why;
+  }
+  return inc->options;
+}
+
+std::vector<std::string> user_kernel_options(std::string* why) {
+  std::vector<std::string> o = toolkit_includes(why);
+  o.push_back("--device-as-default-execution-space");
+  return o;
+}
+
 bool compile(const std::string& source, int arch, Image& image,
-             std::string& error) {
+             std::string& error, const std::vector<std::string>& extra,
+             const std::string& program, bool* source_error) {
+  if (source_error) {
+    *source_error = false;
+  }
   Lib& l = lib();
   if (!l.error.empty()) {
     error = l.error;
@@ -146,6 +227,7 @@ bool compile(const std::string& source, int arch, Image& image,
   const bool cubin = target == arch;
   image.target = (cubin ? "sm_" : "compute_") + std::to_string(target);
   std::vector<std::string> opts = options();
+  opts.insert(opts.end(), extra.begin(), extra.end());
   opts.push_back("--gpu-architecture=" + image.target);
   std::vector<const char*> argv;
   for (auto& o : opts) {
@@ -153,8 +235,7 @@ bool compile(const std::string& source, int arch, Image& image,
   }
   nvrtcProgram prog = nullptr;
   nvrtcResult r = l.nvrtcCreateProgram(&prog, source.c_str(),
-                                       "fluxion_fused.cu", 0, nullptr,
-                                       nullptr);
+                                       program.c_str(), 0, nullptr, nullptr);
   if (r != NVRTC_SUCCESS) {
     error = std::string("nvrtcCreateProgram: ") + l.nvrtcGetErrorString(r);
     return false;
@@ -171,6 +252,9 @@ bool compile(const std::string& source, int arch, Image& image,
     }
     error = std::string("nvrtcCompileProgram (") + image.target + "): " +
             l.nvrtcGetErrorString(r) + (log.empty() ? "" : "\n" + log);
+    if (source_error) {
+      *source_error = r == NVRTC_ERROR_COMPILATION;
+    }
     l.nvrtcDestroyProgram(&prog);
     return false;
   }
