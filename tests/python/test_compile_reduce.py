@@ -309,6 +309,19 @@ def test_column_reductions_match_eager(dtype):
             rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
 
 
+def test_column_result_broadcast_back_to_the_full_shape():
+    # The group's result has S's shape but no value of it depends on the
+    # row (a per-column value broadcast back): every row is written (the
+    # kernel once wrote only the first row's C values; the fuzzer found it
+    # through grad of a batch centering).
+    x = arr((3, 4), mx.float64)
+    f = lambda a: mx.broadcast_to(mx.sum(-a, axis=0) / 3.0, a.shape) + 1.0
+    np.testing.assert_array_equal(np.array(mx.compile(f)(x)), np.array(f(x)))
+    y = arr((3, 4), mx.float64, 1)
+    loss = lambda a: mx.sum((a - mx.mean(a * a, axis=0, keepdims=True)) * y)
+    close(mx.compile(mx.grad(loss))(x), mx.grad(loss)(x), mx.float64)
+
+
 def test_column_kernel_runs_in_row_order():
     # The fused column kernel folds each column row after row, as NumPy's
     # axis-0 sum does; eager Fluxion splits these rows over its threads

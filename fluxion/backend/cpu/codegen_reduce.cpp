@@ -349,7 +349,9 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
       defined.push_back(o);
     }
   }
-  if (p.jdep[result]) {
+  // An S-shaped result is written whole even when no value of it depends
+  // on the row (a per-column value broadcast back): by shape, not jdep.
+  if (tape.values[result].shape == S) {
     src << rows_pass(cat(aliases("          "), p.closure(result, elem),
                          "          po[e] = ", store(tagged("v", result), out_t),
                          ";\n"));
