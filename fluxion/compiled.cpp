@@ -2,6 +2,7 @@
 #include "fluxion/compiled.h"
 
 #include <algorithm>
+#include <atomic>
 #include <queue>
 #include <unordered_set>
 
@@ -265,9 +266,16 @@ void fuse_ir(Ir& ir, bool shapeless) {
 }
 
 }  // namespace detail
+namespace {
+std::atomic<uint64_t> g_fallbacks{0};
+}  // namespace
+
+uint64_t detail::compiled_fallbacks() { return g_fallbacks.load(); }
+
 void Compiled::eval_fallback(
     const std::vector<array>& inputs, array& out,
     const std::function<void(array&, std::vector<array>&)>& eval_node) {
+  ++g_fallbacks;
   auto result = replay(inputs)[0];
   // Post-order over the replayed nodes, evaluated in place.
   std::vector<std::pair<array, size_t>> stack{{result, 0}};

@@ -7,6 +7,7 @@
 // fused nodes, so grad, jvp and vmap see through it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 #include <memory>
@@ -70,5 +71,12 @@ class Compiled : public Primitive {
   };
   mutable Slot kernels_[2];  // cpu, gpu
 };
+
+namespace detail {
+// How many times a Compiled node ran its nodes one by one for want of a
+// generated kernel (any backend), since the process started: tests use it
+// to tell a fused kernel from its fallback, whose values are the same.
+uint64_t compiled_fallbacks();
+}  // namespace detail
 
 }  // namespace fluxion

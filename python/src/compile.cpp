@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "fluxion/compiled.h"
 #include "python/src/gil_release.h"
 #include "python/src/transform_utils.h"
 #include "python/src/trees.h"
@@ -239,6 +240,10 @@ Example:
   // records held by compile's caches, for the leak tests.
   m.def("_compile_cache_size",
         [] { return fx::detail::compile_cache_size(); });
+  // Test hook: how many Compiled nodes ran node by node (no generated
+  // kernel), so tests can tell a fused kernel from its fallback.
+  m.def("_compiled_fallbacks",
+        [] { return fx::detail::compiled_fallbacks(); });
   py::class_<CompileToken>(m, "_CompileToken",
                            "The cache key of one compiled wrapper (private).");
   m.def(

@@ -309,19 +309,59 @@ def test_column_reductions_match_eager(dtype):
             rtol=TOL[dtype] * 8, atol=TOL[dtype] * 8)
 
 
-def test_column_kernel_runs_in_row_order():
-    # The fused column kernel folds each column row after row, as NumPy's
-    # axis-0 sum does; eager Fluxion splits these rows over its threads
-    # (on a machine with more than one), so this equality also tells that
-    # the kernel ran rather than the node-by-node fallback.
+def test_column_result_broadcast_back_to_the_full_shape():
+    # The group's result has S's shape but no value of it depends on the
+    # row (a per-column value broadcast back): every row is written (the
+    # kernel once wrote only the first row's C values; the fuzzer found it
+    # through grad of a batch centering).
+    x = arr((3, 4), mx.float64)
+    f = lambda a: mx.broadcast_to(mx.sum(-a, axis=0) / 3.0, a.shape) + 1.0
+    np.testing.assert_array_equal(np.array(mx.compile(f)(x)), np.array(f(x)))
+    y = arr((3, 4), mx.float64, 1)
+    loss = lambda a: mx.sum((a - mx.mean(a * a, axis=0, keepdims=True)) * y)
+    close(mx.compile(mx.grad(loss))(x), mx.grad(loss)(x), mx.float64)
+
+
+def fused(f, *args):
+    """f compiled and evaluated, asserting that its Compiled nodes ran
+    their generated kernels (the fallback gives the same values)."""
+    before = mx._compiled_fallbacks()
+    out = mx.compile(f)(*args)
+    mx.eval(out)
+    assert mx._compiled_fallbacks() == before, "ran node by node"
+    return out
+
+
+def test_column_kernels_run_and_fold_in_order():
     xn = np.random.default_rng(0).standard_normal((40000, 64)).astype(
         np.float32)
-    got = mx.compile(lambda a: mx.sum(a * 2, axis=0))(mx.array(xn))
-    assert np.array_equal(np.array(got), np.sum(xn * 2, axis=0))
-    mean = mx.compile(lambda a: mx.mean(a, axis=(0, 1)))(
-        mx.array(xn.reshape(200, 200, 64)))
-    assert np.array_equal(np.array(mean),
-                          np.sum(xn, axis=0) / np.float32(40000))
+    x = mx.array(xn)
+    # A chain of reductions folds each column row after row (NumPy's
+    # axis-0 order; eager Fluxion splits these rows over its threads).
+    var = fused(lambda a: mx.sum(mx.square(a - mx.mean(a, axis=0)), axis=0),
+                x)
+    mean = np.sum(xn, axis=0) / np.float32(40000)
+    assert np.array_equal(np.array(var),
+                          np.sum(np.square(xn - mean), axis=0))
+    # One reduction over few columns splits its rows as the eager kernel
+    # does (chunks of whole rows, partials combined as a tree): the eager
+    # sum bit for bit, whatever the thread count.
+    f = lambda a: mx.sum(a * 2, axis=0)
+    assert np.array_equal(np.array(fused(f, x)), np.array(f(x)))
+    g = lambda a: mx.max(mx.abs(a), axis=0) * 3.0
+    assert np.array_equal(np.array(fused(g, x)), np.array(g(x)))
+    x3 = mx.array(xn.reshape(200, 200, 64))
+    h = lambda a: mx.mean(a * a, axis=(0, 1))
+    close(fused(h, x3), h(x3), mx.float32)
+    for dt in (mx.float16, mx.bfloat16, mx.float64):
+        xd = x.astype(dt)
+        close(fused(lambda a: mx.mean(a, axis=0), xd), mx.mean(xd, axis=0),
+              dt)
+    # Wide rows: the columns are shared instead; batch norm is a chain.
+    xw = mx.array(xn.reshape(2500, 1024))
+    close(fused(f, xw), f(xw), mx.float32, 20)  # 2500-term sums
+    w = arr((64,), mx.float32, 3)
+    close(fused(batch_norm, x, w), batch_norm(x, w), mx.float32, 4)
 
 
 def test_column_reductions_edge_cases():

@@ -63,6 +63,9 @@ STEPS = {
     "stop_gradient_mix": lambda h, x, k: h + mx.stop_gradient(h) * 0.0,
     "broadcast": lambda h, x, k: h + mx.sum(h, axis=0),
     "var": lambda h, x, k: h * mx.var(h, axis=1, keepdims=True),
+    # Column reductions (compile fuses them with their neighbours).
+    "batch_center": lambda h, x, k: h - mx.mean(h * x, axis=0, keepdims=True),
+    "col_norm": lambda h, x, k: h * mx.rsqrt(mx.mean(h * h, axis=0) + 1.0),
 }
 
 

@@ -49,6 +49,17 @@ using FinishKernel = void (*)(void* const* in, const double* slots,
 // of C values.
 using ColumnsKernel = void (*)(void* const* in, void* out, int64_t N,
                                int64_t C, int64_t col_begin, int64_t col_end);
+// A column tape with one reduction and a per-column result may also split
+// its rows: part(in, slice, C, r0, r1, col_begin, col_end) folds rows
+// [r0, r1) into slice[c] (the accumulator as a double), finish(in, slices,
+// n, C, out, col_begin, col_end) combines n slices of C values as a tree
+// and computes the nodes after the reduction.
+using ColumnsPartKernel = void (*)(void* const* in, double* slice, int64_t C,
+                                   int64_t r0, int64_t r1, int64_t col_begin,
+                                   int64_t col_end);
+using ColumnsFinishKernel = void (*)(void* const* in, const double* slices,
+                                     int64_t n, int64_t C, void* out,
+                                     int64_t col_begin, int64_t col_end);
 // The most columns a ColumnsKernel folds side by side (its accumulators,
 // on the stack); run_columns gives each thread one run of columns.
 constexpr int64_t kColumnBlock = 4096;
@@ -60,6 +71,8 @@ struct Kernel {
   TotalKernel total = nullptr;
   FinishKernel finish = nullptr;
   ColumnsKernel cols = nullptr;
+  ColumnsPartKernel cols_part = nullptr;
+  ColumnsFinishKernel cols_finish = nullptr;
 };
 
 // Whether `tape` holds a Reduce node (fuse_reductions made it).

@@ -82,6 +82,9 @@ bool open_kernel(const std::filesystem::path& lib, Kernel& k) {
   k.total = reinterpret_cast<TotalKernel>(dlsym(h, "fx_total"));
   k.finish = reinterpret_cast<FinishKernel>(dlsym(h, "fx_finish"));
   k.cols = reinterpret_cast<ColumnsKernel>(dlsym(h, "fx_cols"));
+  k.cols_part = reinterpret_cast<ColumnsPartKernel>(dlsym(h, "fx_cols_part"));
+  k.cols_finish =
+      reinterpret_cast<ColumnsFinishKernel>(dlsym(h, "fx_cols_finish"));
   // Libraries stay loaded for the life of the process, like the kernels.
   return (k.contiguous && k.strided) || k.rows || (k.total && k.finish) ||
          k.cols;

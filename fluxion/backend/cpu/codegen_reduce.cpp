@@ -277,9 +277,12 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
   // A pass over the rows running `body` for each column of the block: a
   // full block's count is a constant (the lanes vectorize whole and the
   // accumulators may stay in registers), a ragged last block's is w.
+  // A pass over rows [R0, R1) running `body` for each column of the
+  // block: a full block's count is a constant (the lanes vectorize whole
+  // and the accumulators may stay in registers), a ragged last block's w.
   auto rows_pass = [](const std::string& body) {
     auto loop = [&](const char* n) {
-      return cat("      for (long long r = 0; r < N; ++r) {\n",
+      return cat("      for (long long r = R0; r < R1; ++r) {\n",
                  "        for (int c = 0; c < ", n, "; ++c) {\n",
                  "          const long long e = r * C + c0 + c;\n", body,
                  "        }\n      }\n");
@@ -298,66 +301,128 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
   const int64_t block =
       std::clamp<int64_t>((int64_t{256} << 10) / per_column / 16 * 16, 16,
                           kColumnBlock);
+  int reductions = 0;
+  for (auto& n : tape.nodes) {
+    reductions += dynamic_cast<const Reduce*>(n.prim.get()) != nullptr;
+  }
+  // One reduction whose result is per column may split its rows: fx_cols_part
+  // folds rows [R0, R1) into a slice of partials (as doubles: a float
+  // accumulator converts exactly both ways), fx_cols_finish combines the
+  // slices as a tree and computes the nodes after the reduction.
+  const bool splits = reductions == 1 && tape.values[result].shape != S;
+  enum Mode { kFull, kPart, kFinish };
+  auto function = [&](Mode mode) -> std::string {
+    std::ostringstream src;
+    defined.clear();
+    if (mode == kFull) {
+      src << "extern \"C\" void fx_cols(void* const* in, void* out, long long "
+             "N, long long C, long long col_begin, long long col_end) {\n"
+             "  const long long R0 = 0, R1 = N;\n";
+    } else if (mode == kPart) {
+      src << "extern \"C\" void fx_cols_part(void* const* in, double* part, "
+             "long long C, long long R0, long long R1, long long col_begin, "
+             "long long col_end) {\n";
+    } else {
+      src << "extern \"C\" void fx_cols_finish(void* const* in, const double* "
+             "parts, long long nparts, long long C, void* out, long long "
+             "col_begin, long long col_end) {\n";
+    }
+    for (size_t k = 0; k < nin; ++k) {
+      const char* st = storage_type(tape.values[tape.inputs[k]].dtype);
+      src << "  const " << st << "* p" << k << " = (const " << st << "*)in["
+          << k << "];\n";
+    }
+    if (mode != kPart) {
+      src << "  " << storage_type(out_t) << "* po = (" << storage_type(out_t)
+          << "*)out;\n";
+    }
+    src << "  for (long long c0 = col_begin; c0 < col_end; c0 += FX_W) {\n"
+        << "    const int w = (int)(col_end - c0 < FX_W ? col_end - c0 : "
+           "FX_W);\n";
+    for (size_t k = 0; k < nin; ++k) {
+      int v = tape.inputs[k];
+      if (kind[k] == 2) continue;
+      auto ks = std::to_string(k);
+      src << "    " << ct(v) << " " << col(v) << "[FX_W];\n"
+          << "    for (int c = 0; c < w; ++c) " << col(v) << "[c] = "
+          << load(kind[k] == 1 ? cat("p", ks, "[c0 + c]")
+                               : cat("p", ks, "[0]"),
+                  tape.values[v].dtype)
+          << ";\n";
+      defined.push_back(v);
+    }
+    for (auto& n : tape.nodes) {
+      int o = n.outputs[0];
+      Dtype ot = tape.values[o].dtype;
+      if (auto* r = dynamic_cast<const Reduce*>(n.prim.get())) {
+        int u = n.inputs[0];
+        ReduceInfo info = reduce_info(*r, tape.values[u].dtype, ot);
+        if (info.op.empty()) return "";
+        src << "    " << ct(o) << " " << col(o) << "[FX_W];\n    {\n";
+        if (mode == kFinish) {
+          // The partials of each column combined as a tree (the eager
+          // kernel's combine of its row chunks).
+          src << "      for (int c = 0; c < w; ++c) {\n"
+              << "        " << info.acc << " a[64];\n"
+              << "        const long long n = nparts < 64 ? nparts : 64;\n"
+              << "        for (long long t = 0; t < n; ++t) a[t] = ("
+              << info.acc << ")parts[t * C + c0 + c];\n"
+              << "        for (long long s = 1; s < n; s *= 2)\n"
+              << "          for (long long t = 0; t + s < n; t += 2 * s) "
+                 "a[t] = "
+              << info.op << "(a[t], a[t + s]);\n"
+              << "        " << col(o) << "[c] = "
+              << round_half(cat("(", ct(o), ")(a[0])"), ot) << ";\n"
+              << "      }\n    }\n";
+          defined.push_back(o);
+          continue;
+        }
+        src << "      " << info.acc << " acc[FX_W];\n"
+            << "      for (int c = 0; c < FX_W; ++c) acc[c] = " << info.init
+            << ";\n"
+            << rows_pass(cat(aliases("          "), p.closure(u, elem),
+                             "          acc[c] = ", info.op, "(acc[c], (",
+                             info.acc, ")(", tagged("v", u), "));\n"));
+        if (mode == kPart) {
+          src << "      for (int c = 0; c < w; ++c) part[c0 + c] = "
+                 "(double)acc[c];\n    }\n  }\n}\n";
+          return src.str();
+        }
+        src << "      for (int c = 0; c < w; ++c) " << col(o) << "[c] = "
+            << round_half(cat("(", ct(o), ")(acc[c])"), ot) << ";\n    }\n";
+        defined.push_back(o);
+      } else if (!p.jdep[o] && p.input_index[o] < 0) {
+        src << "    " << ct(o) << " " << col(o) << "[FX_W];\n"
+            << "    for (int c = 0; c < w; ++c) {\n" << aliases("      ")
+            << "      " << col(o) << "[c] = " << expr(n, tape)
+            << ";\n    }\n";
+        defined.push_back(o);
+      }
+    }
+    // An S-shaped result is written whole even when no value of it depends
+    // on the row (a per-column value broadcast back): by shape, not jdep.
+    if (tape.values[result].shape == S) {
+      src << rows_pass(cat(aliases("          "), p.closure(result, elem),
+                           "          po[e] = ",
+                           store(tagged("v", result), out_t), ";\n"));
+    } else {
+      src << "    for (int c = 0; c < w; ++c) po[c0 + c] = "
+          << store(cat(col(result), "[c]"), out_t) << ";\n";
+    }
+    src << "  }\n}\n";
+    return src.str();
+  };
+  std::string full = function(kFull);
+  if (full.empty()) return "";
   std::ostringstream src;
   src << "// Generated by Fluxion's compile: a fused column reduction.\n"
          "#define FLUXION_GENERATED_KERNEL 1\n"
       << detail::kernel_functor_source() << kBase << kFold
       << "#define FX_W " << block << "\n"
-      << "extern \"C\" void fx_cols(void* const* in, void* out, long long "
-         "N, long long C, long long col_begin, long long col_end) {\n";
-  for (size_t k = 0; k < nin; ++k) {
-    const char* st = storage_type(tape.values[tape.inputs[k]].dtype);
-    src << "  const " << st << "* p" << k << " = (const " << st << "*)in["
-        << k << "];\n";
+      << full;
+  if (splits) {
+    src << function(kPart) << function(kFinish);
   }
-  src << "  " << storage_type(out_t) << "* po = (" << storage_type(out_t)
-      << "*)out;\n"
-      << "  for (long long c0 = col_begin; c0 < col_end; c0 += FX_W) {\n"
-      << "    const int w = (int)(col_end - c0 < FX_W ? col_end - c0 : FX_W);\n";
-  for (size_t k = 0; k < nin; ++k) {
-    int v = tape.inputs[k];
-    if (kind[k] == 2) continue;
-    auto ks = std::to_string(k);
-    src << "    " << ct(v) << " " << col(v) << "[FX_W];\n"
-        << "    for (int c = 0; c < w; ++c) " << col(v) << "[c] = "
-        << load(kind[k] == 1 ? cat("p", ks, "[c0 + c]") : cat("p", ks, "[0]"),
-                tape.values[v].dtype)
-        << ";\n";
-    defined.push_back(v);
-  }
-  for (auto& n : tape.nodes) {
-    int o = n.outputs[0];
-    Dtype ot = tape.values[o].dtype;
-    if (auto* r = dynamic_cast<const Reduce*>(n.prim.get())) {
-      int u = n.inputs[0];
-      ReduceInfo info = reduce_info(*r, tape.values[u].dtype, ot);
-      if (info.op.empty()) return "";
-      src << "    " << ct(o) << " " << col(o) << "[FX_W];\n    {\n"
-          << "      " << info.acc << " acc[FX_W];\n"
-          << "      for (int c = 0; c < FX_W; ++c) acc[c] = " << info.init
-          << ";\n"
-          << rows_pass(cat(aliases("          "), p.closure(u, elem),
-                           "          acc[c] = ", info.op, "(acc[c], (",
-                           info.acc, ")(", tagged("v", u), "));\n"))
-          << "      for (int c = 0; c < w; ++c) " << col(o) << "[c] = "
-          << round_half(cat("(", ct(o), ")(acc[c])"), ot) << ";\n    }\n";
-      defined.push_back(o);
-    } else if (!p.jdep[o] && p.input_index[o] < 0) {
-      src << "    " << ct(o) << " " << col(o) << "[FX_W];\n"
-          << "    for (int c = 0; c < w; ++c) {\n" << aliases("      ")
-          << "      " << col(o) << "[c] = " << expr(n, tape) << ";\n    }\n";
-      defined.push_back(o);
-    }
-  }
-  if (p.jdep[result]) {
-    src << rows_pass(cat(aliases("          "), p.closure(result, elem),
-                         "          po[e] = ", store(tagged("v", result), out_t),
-                         ";\n"));
-  } else {
-    src << "    for (int c = 0; c < w; ++c) po[c0 + c] = "
-        << store(cat(col(result), "[c]"), out_t) << ";\n";
-  }
-  src << "  }\n}\n";
   return src.str();
 }
 

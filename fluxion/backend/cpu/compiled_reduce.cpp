@@ -30,9 +30,9 @@ std::vector<int64_t> strides_against(const array& in, const Shape& shape) {
 
 // A column tape: a run of columns per thread (multiples of 16), each
 // walked over all rows (so a column's fold order is the eager one on one
-// thread). The
-// kernel reads row-contiguous inputs only: any other layout runs the
-// nodes one by one (false).
+// thread), or, for one reduction with too few columns to share, chunks of
+// rows. The kernel reads row-contiguous inputs only: any other layout runs
+// the nodes one by one (false).
 bool run_columns(const detail::Ir& tape, const Kernel& kernel, size_t m,
                  const Shape& row, const std::vector<array>& inputs,
                  array& out) {
@@ -60,11 +60,31 @@ bool run_columns(const detail::Ir& tape, const Kernel& kernel, size_t m,
   // row: with narrower runs two threads' neighbouring parts of a row (their
   // stores above all) fight over cache lines, and NHWC batch norm with
   // C = 128 took 9.0 ms on 2 threads against 5.5 ms on one. Few columns
-  // therefore mean one thread (splitting the rows would need a combine
-  // between a chain's passes: not done yet).
-  const int64_t threads = std::min<int64_t>(
-      {num_threads(), std::max<int64_t>(1, N * C / kElementwiseGrain),
-       std::max<int64_t>(1, C / 256)});
+  // therefore mean one thread for a chain of reductions (splitting its
+  // rows would need a combine between the passes: not done yet).
+  const int64_t work_threads = std::min<int64_t>(
+      num_threads(), std::max<int64_t>(1, N * C / kReduceGrain));
+  const int64_t threads =
+      std::min<int64_t>(work_threads, std::max<int64_t>(1, C / 256));
+  if (threads < work_threads && kernel.cols_part && kernel.cols_finish &&
+      N >= 8 * work_threads) {
+    // Too few columns for the threads, and one reduction: the rows split
+    // instead, as the eager kernel splits them (chunks of whole rows,
+    // partials combined as a tree).
+    const int64_t chunks = std::min<int64_t>(work_threads, 64);
+    const int64_t step = (N + chunks - 1) / chunks;
+    std::vector<double> slices(static_cast<size_t>(chunks * C));
+    parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t r0 = std::min(N, t * step);
+        const int64_t r1 = std::min(N, r0 + step);
+        kernel.cols_part(ptrs.data(), slices.data() + t * C, C, r0, r1, 0,
+                         C);
+      }
+    });
+    kernel.cols_finish(ptrs.data(), slices.data(), chunks, C, dst, 0, C);
+    return true;
+  }
   const int64_t W = (C + threads * 16 - 1) / (threads * 16) * 16;
   const int64_t blocks = (C + W - 1) / W;
   parallel_for(blocks, 1, [&](int64_t b, int64_t e) {
