@@ -60,15 +60,10 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
     return broadcast_to(a, shape, st);
   }
   Strides zero(shape.size(), 0);
-  auto flags = layout_flags(shape, zero, 1);
-  if (st.device == Device::cpu) {
-    array out(shape, a.dtype(), scalar_broadcast(st, shape), {a});
-    out.copy_shared_buffer(a, zero, flags, 1);
-    out.set_status(array::Status::available);
-    return out;
-  }
-  array out(shape, a.dtype(), nullptr, {});
-  out.copy_shared_buffer(a, zero, flags, 1);
+  array out = st.device == Device::cpu
+                  ? array(shape, a.dtype(), scalar_broadcast(st, shape), {a})
+                  : array(shape, a.dtype(), nullptr, {});
+  out.copy_shared_buffer(a, zero, layout_flags(shape, zero, 1), 1);
   out.set_status(array::Status::available);
   return out;
 }

@@ -79,8 +79,9 @@ struct Kernel {
 bool has_reduction(const detail::Ir& tape);
 
 // The source of a kernel for a tape with reductions: entry point fx_rows,
-// for a total fx_total and fx_finish, for columns fx_cols. Empty when a node has no
-// functor or a dtype is not computed.
+// for a total fx_total and fx_finish, for columns fx_cols (and, for one
+// reduction with a per-column result, fx_cols_part and fx_cols_finish).
+// Empty when a node has no functor or a dtype is not computed.
 std::string reduce_kernel_source(const detail::Ir& tape);
 
 // Evaluates a reduction tape with its kernel (backend/cpu/

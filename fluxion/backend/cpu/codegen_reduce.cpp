@@ -207,23 +207,24 @@ struct Plan {
   }
 };
 
-// A column tape (its reductions over the leading axes 0..m-1 of S): fx_cols
-// takes its columns of the [N, C] view of S in blocks of up to FX_W (N the product
-// of the reduced axes, C of the others); per-column values are arrays over
-// the block, computed once; each reduction is one pass over the N rows
-// folding the block's columns side by side (e = r * C + c: contiguous,
-// so the lanes vectorize), in the eager kernel's order for a contiguous
-// input on one thread (acc = op(acc, x) row after row, from the init); an
-// S-shaped output is a last pass. Inputs are S-shaped and row-contiguous
-// (per element), of Sr or Sr's squeezed form and contiguous (per column),
-// or one element (run_reduction checks the layouts; fuse_reductions admits
-// no other shape).
+// A column tape (its reductions over the leading axes 0..m-1 of S):
+// fx_cols takes its columns of the [N, C] view of S in blocks of up to
+// FX_W (N the product of the reduced axes, C of the others); per-column
+// values are arrays over the block, computed once; each reduction is one
+// pass over the N rows folding the block's columns side by side (e = r * C
+// + c: contiguous, so the lanes vectorize), in the eager kernel's order
+// for a contiguous input on one thread (acc = op(acc, x) row after row,
+// from the init); an S-shaped output is a last pass. Inputs are S-shaped
+// and row-contiguous (per element), of Sr or Sr's squeezed form and
+// contiguous (per column), or one element (run_reduction checks the
+// layouts; fuse_reductions admits no other shape).
 std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
   const detail::IrNode* first = nullptr;
+  int reductions = 0;
   for (auto& n : tape.nodes) {
     if (dynamic_cast<const Reduce*>(n.prim.get())) {
-      first = &n;
-      break;
+      first = first ? first : &n;
+      ++reductions;
     }
   }
   const Shape& S = tape.values[first->inputs[0]].shape;
@@ -233,26 +234,26 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
   p.producer.assign(nv, -1);
   p.input_index.assign(nv, -1);
   p.buffered.assign(nv, false);
-  // Per input: 0 a scalar, 1 per column, 2 per element.
-  std::vector<int> kind(nin, 0);
+  enum InputKind { kScalar, kPerColumn, kPerElement };
+  std::vector<InputKind> kind(nin, kScalar);
   Shape cols(S.begin() + m, S.end());
   for (size_t k = 0; k < nin; ++k) {
     int v = tape.inputs[k];
     const Shape& s = tape.values[v].shape;
     p.input_index[v] = static_cast<int>(k);
     if (s == S) {
-      kind[k] = 2;
+      kind[k] = kPerElement;
     } else if (size_of(s) == 1) {
-      kind[k] = 0;
+      kind[k] = kScalar;
     } else {
       Shape trimmed = s;
       while (trimmed.size() > cols.size() && trimmed.front() == 1) {
         trimmed.erase(trimmed.begin());
       }
       if (trimmed != cols) return "";
-      kind[k] = 1;
+      kind[k] = kPerColumn;
     }
-    p.jdep[v] = kind[k] == 2;
+    p.jdep[v] = kind[k] == kPerElement;
   }
   if (!p.classify_nodes()) return "";
   const int result = tape.outputs[0];
@@ -272,11 +273,9 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
   };
   auto elem = [&](size_t k) {
     auto ks = std::to_string(k);
-    return kind[k] == 2 ? cat("p", ks, "[e]") : cat("p", ks, "[0]");
+    return kind[k] == kPerElement ? cat("p", ks, "[e]")
+                                  : cat("p", ks, "[0]");
   };
-  // A pass over the rows running `body` for each column of the block: a
-  // full block's count is a constant (the lanes vectorize whole and the
-  // accumulators may stay in registers), a ragged last block's is w.
   // A pass over rows [R0, R1) running `body` for each column of the
   // block: a full block's count is a constant (the lanes vectorize whole
   // and the accumulators may stay in registers), a ragged last block's w.
@@ -301,10 +300,6 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
   const int64_t block =
       std::clamp<int64_t>((int64_t{256} << 10) / per_column / 16 * 16, 16,
                           kColumnBlock);
-  int reductions = 0;
-  for (auto& n : tape.nodes) {
-    reductions += dynamic_cast<const Reduce*>(n.prim.get()) != nullptr;
-  }
   // One reduction whose result is per column may split its rows: fx_cols_part
   // folds rows [R0, R1) into a slice of partials (as doubles: a float
   // accumulator converts exactly both ways), fx_cols_finish combines the
@@ -341,12 +336,12 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
            "FX_W);\n";
     for (size_t k = 0; k < nin; ++k) {
       int v = tape.inputs[k];
-      if (kind[k] == 2) continue;
+      if (kind[k] == kPerElement) continue;
       auto ks = std::to_string(k);
       src << "    " << ct(v) << " " << col(v) << "[FX_W];\n"
           << "    for (int c = 0; c < w; ++c) " << col(v) << "[c] = "
-          << load(kind[k] == 1 ? cat("p", ks, "[c0 + c]")
-                               : cat("p", ks, "[0]"),
+          << load(kind[k] == kPerColumn ? cat("p", ks, "[c0 + c]")
+                                        : cat("p", ks, "[0]"),
                   tape.values[v].dtype)
           << ";\n";
       defined.push_back(v);
