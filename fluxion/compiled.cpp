@@ -225,24 +225,59 @@ void fuse_ir(Ir& ir, bool shapeless) {
       }
     };
     push_inputs(r);
+    auto joins = [&](int k) {
+      auto& n = ir.nodes[k];
+      return !in_group[k] && group_of[k] == -1 && n.outputs.size() == 1 &&
+             ir.values[n.outputs[0]].shape == shape && fusable(n, ir);
+    };
+    // The readers of `v` before the root, and theirs (siblings of the
+    // group reading one value: `t = f(x); return g(t), h(t)`), when all
+    // can join: a few fusable nodes of the group's shape.
+    auto early_readers = [&](int v, std::vector<int>& take) {
+      std::vector<int> todo{v};
+      while (!todo.empty()) {
+        int u = todo.back();
+        todo.pop_back();
+        for (int c : uses.consumers[u]) {
+          if (reads_inside[c] || c > r ||
+              std::find(take.begin(), take.end(), c) != take.end()) {
+            continue;
+          }
+          if (!joins(c) || take.size() >= 16) {
+            return false;
+          }
+          take.push_back(c);
+          todo.push_back(ir.nodes[c].outputs[0]);
+        }
+      }
+      return true;
+    };
     while (!frontier.empty()) {
       int k = frontier.top();
       frontier.pop();
       auto& n = ir.nodes[k];
-      if (in_group[k] || group_of[k] != -1 || n.outputs.size() != 1) {
+      const bool view = !shapeless && is_view(n);
+      if (!(joins(k) ||
+            (view && !in_group[k] && group_of[k] == -1 &&
+             ir.values[n.outputs[0]].shape == shape))) {
         continue;
       }
       int v = n.outputs[0];
-      const bool view = !shapeless && is_view(n);
-      if (ir.values[v].shape != shape || !(fusable(n, ir) || view)) {
-        continue;
-      }
       bool inside = !uses.read_outside(v, reads_inside);
       // A computed value also read outside joins as one more output of
       // the group (written once, by the same loop), when its readers come
-      // after the root; a view is copied in instead.
+      // after the root, or before it but can join too (then outputs
+      // themselves); a view is copied in instead.
       if (!inside && !view && !uses.read_after(v, r, reads_inside)) {
-        continue;
+        std::vector<int> readers;
+        if (!early_readers(v, readers)) {
+          continue;
+        }
+        for (int c : readers) {
+          in_group[c] = reads_inside[c] = true;
+          members.push_back(c);
+          push_inputs(c);
+        }
       }
       in_group[k] = true;
       members.push_back(k);
