@@ -233,7 +233,12 @@ std::string kernel_source(const detail::Ir& tape) {
           << load(tagged("p", k) + "[0]", v.dtype) << ";\n";
     }
   }
-  src << "  for (long long i = begin; i < end; ++i) {\n    "
+  // ivdep: no iteration reads what another writes (an output shares a
+  // donated input's buffer at the same index only, read first), which GCC
+  // cannot prove for several output pointers (it then does not vectorize:
+  // AdamW's three outputs ran 1.7x slower than three one-output kernels).
+  src << "#pragma GCC ivdep\n"
+         "  for (long long i = begin; i < end; ++i) {\n    "
       << call(
              [&](size_t k) {
                auto& v = tape.values[tape.inputs[k]];
@@ -261,7 +266,8 @@ std::string kernel_source(const detail::Ir& tape) {
     src << "    const long long t" << k << " = strides[" << k
         << " * ndim + ndim - 1];\n";
   }
-  src << "    for (long long j = 0; j < inner; ++j) {\n      "
+  src << "#pragma GCC ivdep\n"
+         "    for (long long j = 0; j < inner; ++j) {\n      "
       << call(
              [&](size_t k) {
                auto ks = std::to_string(k);

@@ -181,8 +181,9 @@ struct Plan {
     return true;
   }
 
-  // Values a pass kept in a row buffer (b<value>[j]) for later passes.
-  std::vector<bool> buffered;
+  // Where a pass kept a value for later passes (a row buffer's
+  // "b<value>[j]", or the output it was stored to); empty: recomputed.
+  std::vector<std::string> buffer_at;
 
   // The per-element values `vs` need (themselves included), stopping at
   // buffered ones.
@@ -194,7 +195,7 @@ struct Plan {
       stack.pop_back();
       if (!jdep[u] || need[u]) continue;
       need[u] = true;
-      if (producer[u] >= 0 && !buffered[u]) {
+      if (producer[u] >= 0 && buffer_at[u].empty()) {
         for (int w : tape.nodes[producer[u]].inputs) stack.push_back(w);
       }
     }
@@ -219,7 +220,7 @@ struct Plan {
       if (need[u] && input_index[u] < 0) {
         s << "      const " << compute_type(tape.values[u].dtype) << " "
           << name(u) << " = "
-          << (buffered[u] ? tagged("b", u) + "[j]" : expr(n, tape))
+          << (buffer_at[u].empty() ? expr(n, tape) : buffer_at[u])
           << ";\n";
       }
     }
@@ -264,7 +265,7 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
   p.jdep.assign(nv, false);
   p.producer.assign(nv, -1);
   p.input_index.assign(nv, -1);
-  p.buffered.assign(nv, false);
+  p.buffer_at.assign(nv, "");
   enum InputKind { kScalar, kPerColumn, kPerElement };
   std::vector<InputKind> kind(nin, kScalar);
   Shape cols(S.begin() + m, S.end());
@@ -549,11 +550,15 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     }
   }
   if (!whole.empty()) targets.push_back(whole);
-  p.buffered.assign(nv, false);
+  p.buffer_at.assign(nv, "");
+  auto is_whole = [&](int v) {
+    return std::find(whole.begin(), whole.end(), v) != whole.end();
+  };
   if (!p.total && R <= 16384) {
     for (size_t i = 0; i + 1 < targets.size(); ++i) {
       int u = targets[i][0];  // a reduction's input
-      if (!p.jdep[u] || p.input_index[u] >= 0) continue;
+      // (An output is stored by its pass, and read back from there.)
+      if (!p.jdep[u] || p.input_index[u] >= 0 || is_whole(u)) continue;
       for (size_t later = i + 1; later < targets.size(); ++later) {
         if (p.needs(targets[later])[u]) to_buffer[u] = true;
       }
@@ -570,6 +575,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   if (buffer_bytes > (int64_t{256} << 10)) {
     to_buffer.assign(nv, false);
   }
+  std::vector<std::pair<int, std::string>> stored;
   auto row_body = [&](auto scalar, auto elem, const std::string& span,
                       std::string* fold_result) {
     std::ostringstream s;
@@ -588,9 +594,21 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         int u = n.inputs[0];
         ReduceInfo info = reduce_info(*r, tape.values[u].dtype, ot);
         if (info.op.empty()) return std::string();
+        // Row-shaped outputs this pass computes first are stored by it
+        // (not by a last pass computing them again), then read back.
+        std::string stores;
+        std::vector<bool> need = p.needs({u});
+        for (size_t i = 0; i < whole.size() && !fold_result; ++i) {
+          int w = whole[i];
+          if (!need[w] || !p.buffer_at[w].empty()) continue;
+          std::string at = cat(tagged("po", whole_index[i]), "[r * R + j]");
+          stores += cat("      ", at, " = ",
+                        store(p.name(w), tape.values[w].dtype), ";\n");
+          stored.push_back({w, load(at, tape.values[w].dtype)});
+        }
         s << "    " << compute_type(ot) << " " << p.name(o) << ";\n    {\n"
           << "      auto f = [&](long long j) -> " << info.acc << " {\n"
-          << p.closure({u}, elem)
+          << p.closure({u}, elem) << stores
           << (to_buffer[u] && !fold_result
                   ? cat("      ", tagged("b", u), "[j] = ", p.name(u), ";\n")
                   : std::string())
@@ -607,7 +625,11 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         s << "      " << p.name(o) << " = "
           << round_half(cat("(", compute_type(ot), ")(acc)"), ot)
           << ";\n    }\n";
-        if (to_buffer[u] && !fold_result) p.buffered[u] = true;
+        if (to_buffer[u] && !fold_result) {
+          p.buffer_at[u] = cat(tagged("b", u), "[j]");
+        }
+        for (auto& [w, at] : stored) p.buffer_at[w] = at;
+        stored.clear();
       } else if (is_gather(n)) {
         // The row's element at the index (wrapped once, as eager's
         // gather); an index out of range is reported, never read.
@@ -649,7 +671,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     // input (stride 1: loads the compiler vectorizes), and any strides.
     auto rows_loop = [&](bool unit) {
       std::ostringstream l;
-      p.buffered.assign(nv, false);
+      p.buffer_at.assign(nv, "");
       l << "  for (long long r = row_begin; r < row_end; ++r) {\n"
         << "    long long off[" << nin + 1 << "] = {0};\n"
         << "    long long rem = r;\n"
@@ -674,12 +696,22 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
           << store(p.name(per_row[i]), tape.values[per_row[i]].dtype)
           << ";\n";
       }
-      if (!whole.empty()) {
-        l << "    for (long long j = 0; j < R; ++j) {\n"
-          << p.closure(whole, elem);
-        for (size_t i = 0; i < whole.size(); ++i) {
-          l << "      " << tagged("po", whole_index[i]) << "[r * R + j] = "
-            << store(p.name(whole[i]), tape.values[whole[i]].dtype)
+      // The row-shaped outputs no pass stored: a last pass.
+      std::vector<int> last, last_index;
+      for (size_t i = 0; i < whole.size(); ++i) {
+        if (p.buffer_at[whole[i]].empty()) {
+          last.push_back(whole[i]);
+          last_index.push_back(whole_index[i]);
+        }
+      }
+      if (!last.empty()) {
+        // (Fresh output buffers: no iteration reads what another writes.)
+        l << "#pragma GCC ivdep\n"
+             "    for (long long j = 0; j < R; ++j) {\n"
+          << p.closure(last, elem);
+        for (size_t i = 0; i < last.size(); ++i) {
+          l << "      " << tagged("po", last_index[i]) << "[r * R + j] = "
+            << store(p.name(last[i]), tape.values[last[i]].dtype)
             << ";\n";
         }
         l << "    }\n";
@@ -696,7 +728,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     src << ";\n  if (unit) {\n" << unit_loop << "  } else {\n" << any_loop
         << "  }\n  return bad;\n}\n";
   }
-  p.buffered.assign(nv, false);
+  p.buffer_at.assign(nv, "");
   // A total: one reduction whose result only per-row nodes consume (a
   // 1-D mean's squeeze and divide), over row-contiguous inputs, flat
   // index j. fx_finish combines the partials, then computes those nodes.
