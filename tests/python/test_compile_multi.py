@@ -215,24 +215,40 @@ def test_a_value_read_after_its_group_is_written_once():
     close(out, f(x, y))
 
 
+def siblings(w):
+    def f(a):
+        h = a @ w
+        t = mx.tanh(h) * 0.5
+        return t + h, mx.exp(t), t - 1
+    return f
+
+
 def test_siblings_and_donated_inputs():
     # t is read by three nodes, each a root of its own (returned): they
     # join t's group as its outputs. h (a matmul's result, read only by
     # the fused node) is donatable: one output may take its buffer, the
     # others get their own.
     a, w = arr((33, 16)), arr((16, 16), seed=1)
-
-    def f(a):
-        h = a @ w
-        t = mx.tanh(h) * 0.5
-        return t + h, mx.exp(t), t - 1
-
+    f = siblings(w)
     cf = mx.compile(f)
     for _ in range(3):
         outs = cf(a)
         assert [n for _, n in fused(*outs)] == [3]
         for got, want in zip(outs, f(a)):
             close(got, want)
+    # The donation happens: h (4 MB) and two new outputs at the peak, not
+    # three.
+    a, f = arr((1024, 32)), siblings(arr((32, 1024), seed=1))
+    cf = mx.compile(f)
+    mx.eval(cf(a))
+    mx.clear_cache()
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    outs = cf(a)
+    mx.eval(outs)
+    assert mx.get_peak_memory() - base < 4 * (4 << 20)
+    for got, want in zip(outs, f(a)):
+        close(got, want)
 
 
 def test_grad_vmap_and_shapeless_through_several_outputs():
