@@ -17,18 +17,11 @@ import fluxion.core as mx
 import fluxion.nn as nn
 import fluxion.optimizers as optim
 from fluxion.utils import tree_flatten
+from compile_support import TOL, arr, close, kernels_ran_fixture, node_names
 
 # Out-of-range targets make the fused node run its nodes one by one (which
 # raises eager's error): that test counts its fallbacks itself.
-FALLBACK_BY_DESIGN = {"test_cross_entropy_out_of_range_targets"}
-
-
-@pytest.fixture(autouse=True)
-def kernels_ran(request):
-    before = mx._compiled_fallbacks()
-    yield
-    if request.node.originalname not in FALLBACK_BY_DESIGN:
-        assert mx._compiled_fallbacks() == before, "a fused node fell back"
+kernels_ran = kernels_ran_fixture({"test_cross_entropy_out_of_range_targets"})
 
 
 def fused(*outs):
@@ -42,29 +35,6 @@ def fused(*outs):
         if m:
             nodes.append((m.group(1), line.split(" = ")[0].count("[")))
     return nodes
-
-
-def all_names(*outs):
-    buf = io.StringIO()
-    mx.export_to_dot(buf, *outs)
-    return re.findall(r'label="([A-Za-z]+)', buf.getvalue())
-
-
-TOL = {mx.float32: 2e-5, mx.float64: 1e-12, mx.float16: 2e-3,
-       mx.bfloat16: 2e-2}
-
-
-def close(a, b, dtype=mx.float32, scale=1.0):
-    assert a.dtype == b.dtype and a.shape == b.shape, (a, b)
-    t = TOL[dtype] * scale
-    np.testing.assert_allclose(np.array(a.astype(mx.float64)),
-                               np.array(b.astype(mx.float64)), rtol=t,
-                               atol=t, equal_nan=True)
-
-
-def arr(shape, dtype=mx.float32, seed=0):
-    x = np.random.default_rng(seed).standard_normal(shape)
-    return mx.array(x.astype(np.float32)).astype(dtype)
 
 
 B1, B2, LR, EPS, WD = 0.9, 0.999, 1e-3, 1e-8, 0.01
@@ -91,7 +61,7 @@ def test_adamw_is_one_node_per_parameter():
     nodes = fused(*outs)
     assert len(nodes) == 4, nodes
     assert all(n == 3 and "Sqrt" in name for name, n in nodes), nodes
-    names = all_names(*outs)
+    names = node_names(*outs)
     assert "Sqrt" not in names and "Multiply" not in names, names
     for got, want in zip(outs, adamw(ps, gs, ms, vs)):
         close(got, want)
@@ -207,7 +177,7 @@ def test_a_value_read_after_its_group_is_written_once():
         return (b @ w) + mx.sum(a, -1, keepdims=True)
 
     out = mx.compile(f)(x, y)
-    names = all_names(out)
+    names = node_names(out)
     # exp is computed once: in the node that writes a and b.
     assert sum(n.count("Exp") for n in names) == 1, names
     assert ("CompiledExpMultiplyBroadcastAddTanh", 2) in fused(out), \
@@ -385,7 +355,7 @@ def test_cross_entropy_picks_inside_the_row_kernel(dtype):
         assert nodes[0][0].endswith("GatherAxisSqueezeSubtract"), nodes
         assert len(nodes) == 1 or (len(nodes) == 2 and
                                    "Divide" in nodes[1][0]), nodes
-        names = all_names(out)
+        names = node_names(out)
         for op in ("GatherAxis", "Exp", "Max", "Subtract", "Log"):
             assert op not in names, names
         close(out, mx.mean(cross_entropy(x, y)), dtype, 4)

@@ -4,9 +4,7 @@ graph's names), and that the fused kernels equal the eager graph for
 dtypes, shapes, strided inputs, empty and NaN rows, and under grad, vmap
 and shapeless compile."""
 
-import io
 import os
-import re
 import subprocess
 import sys
 
@@ -14,29 +12,20 @@ import numpy as np
 import pytest
 
 import fluxion.core as mx
+from compile_support import TOL, arr, close, kernels_ran_fixture
+from compile_support import node_names as graph_names
 
 
 # Tests whose cases include inputs a generated kernel does not take (a
 # total over strided inputs, a transposed input to a column kernel): their
 # Compiled nodes run node by node there, by design. Every other test must
-# run its fused nodes' kernels: the fallback gives the same values, so
-# only this count tells a kernel that failed to build or load.
-FALLBACK_BY_DESIGN = {"test_strided_and_broadcast_inputs",
-                      "test_column_reductions_edge_cases"}
-
-
-@pytest.fixture(autouse=True)
-def kernels_ran(request):
-    before = mx._compiled_fallbacks()
-    yield
-    if request.node.originalname not in FALLBACK_BY_DESIGN:
-        assert mx._compiled_fallbacks() == before, "a fused node fell back"
+# run its fused nodes' kernels.
+kernels_ran = kernels_ran_fixture({"test_strided_and_broadcast_inputs",
+                                   "test_column_reductions_edge_cases"})
 
 
 def node_names(f, *args):
-    buf = io.StringIO()
-    mx.export_to_dot(buf, f(*args))
-    return re.findall(r'label="([A-Za-z]+)', buf.getvalue())
+    return graph_names(f(*args))
 
 
 def compiled_names(f, *args):
@@ -69,23 +58,6 @@ def sum_exp(x, y):
 
 def max_abs(x, y):
     return mx.max(mx.abs(x), axis=-1)
-
-
-TOL = {mx.float32: 2e-5, mx.float64: 1e-12, mx.float16: 2e-3,
-       mx.bfloat16: 2e-2}
-
-
-def close(a, b, dtype, scale=1.0):
-    assert a.dtype == b.dtype and a.shape == b.shape
-    t = TOL[dtype] * scale
-    np.testing.assert_allclose(np.array(a.astype(mx.float64)),
-                               np.array(b.astype(mx.float64)), rtol=t,
-                               atol=t, equal_nan=True)
-
-
-def arr(shape, dtype, seed=0):
-    x = np.random.default_rng(seed).standard_normal(shape)
-    return mx.array(x.astype(np.float32)).astype(dtype)
 
 
 def test_what_fuses():
