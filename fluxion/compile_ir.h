@@ -86,9 +86,11 @@ Ir group_tape(const Ir& ir, const IrUses& uses, const std::vector<int>& members,
 void fuse_ir(Ir& ir, bool shapeless);
 
 // Row reductions (over the last axis) of float values on CPU streams,
-// fused with the elementwise nodes feeding them and consuming them, and
+// fused with the elementwise nodes feeding them and consuming them (and a
+// take_along_axis of one index per row), column reductions likewise, and
 // totals (over all axes) with the nodes feeding them: one `Compiled` node
-// each (compile_reduce.cpp says which). Needs the traced shapes, so it is
+// each, with an output for each member read outside, a total's excepted
+// (compile_reduce.cpp says which). Needs the traced shapes, so it is
 // not run for shapeless compiles; nodes on GPU streams are left as they
 // are (the CUDA Compiled evaluates elementwise tapes only).
 void fuse_reductions(Ir& ir);

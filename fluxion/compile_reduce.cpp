@@ -180,10 +180,6 @@ void fold_element_counts(Ir& ir) {
   ir.nodes = std::move(kept);
 }
 
-}  // namespace
-
-namespace {
-
 // A group's root: a reduction, or an elementwise node whose shapes come
 // from the nearest row or column reduction upstream.
 struct Root {

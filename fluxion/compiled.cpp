@@ -252,6 +252,8 @@ void fuse_ir(Ir& ir, bool shapeless) {
       }
       return true;
     };
+    const bool several_outputs =
+        ir.nodes[r].prim->stream().device.type == Device::cpu;
     while (!frontier.empty()) {
       int k = frontier.top();
       frontier.pop();
@@ -267,7 +269,12 @@ void fuse_ir(Ir& ir, bool shapeless) {
       // A computed value also read outside joins as one more output of
       // the group (written once, by the same loop), when its readers come
       // after the root, or before it but can join too (then outputs
-      // themselves); a view is copied in instead.
+      // themselves); a view is copied in instead. Only on CPU streams for
+      // now: the CUDA Compiled's eval of several outputs has not run on a
+      // GPU yet, so GPU groups keep one output, as before.
+      if (!inside && !view && !several_outputs) {
+        continue;
+      }
       if (!inside && !view && !uses.read_after(v, r, reads_inside)) {
         std::vector<int> readers;
         if (!early_readers(v, readers)) {

@@ -8,7 +8,7 @@ namespace fluxion {
 
 void Compiled::eval_gpu(const std::vector<array>& inputs,
                         std::vector<array>& outputs) {
-  eval_fallback(inputs, outputs,
+  eval_fallback(inputs, outputs[0],
                 [](array& node, std::vector<array>& outs) {
                   node.primitive().eval_gpu(node.inputs(), outs);
                   for (auto& o : outs) {
