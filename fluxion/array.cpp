@@ -171,18 +171,17 @@ array::ArrayDesc::~ArrayDesc() {
 
 array::array(void* ptr, Shape shape, Dtype dtype, Data::Deleter deleter,
              Device device)
-    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
-  desc_->data =
-      std::make_shared<Data>(ptr, nbytes(), std::move(deleter), device);
+    : desc_(detail::make_small_shared<ArrayDesc>(std::move(shape), dtype)) {
+  desc_->data = detail::make_small_shared<Data>(ptr, nbytes(),
+                                                std::move(deleter), device);
   desc_->data_ptr = ptr;
   desc_->data_size = size();
 }
 
 array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
              std::vector<array> inputs)
-    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype,
-                                        std::move(primitive),
-                                        std::move(inputs))) {}
+    : desc_(detail::make_small_shared<ArrayDesc>(
+          std::move(shape), dtype, std::move(primitive), std::move(inputs))) {}
 
 std::vector<array> array::make_arrays(std::vector<Shape> shapes,
                                       const std::vector<Dtype>& dtypes,
@@ -336,7 +335,11 @@ void array::attach_event(Event e) const {
 }
 
 bool array::is_tracer() const {
-  return (desc_->is_tracer && in_tracing()) || retain_graph();
+  if (!detail::any_trace_scope()) {
+    return false;
+  }
+  auto& state = detail::trace_state();
+  return (desc_->is_tracer && state.trace_depth > 0) || state.retain_graph > 0;
 }
 
 bool array::is_available() const {
@@ -439,7 +442,7 @@ void* array::data_on(Device d) const {
 }
 
 void array::set_data(size_t nbytes, Device device) {
-  desc_->data = std::make_shared<Data>(nbytes, device);
+  desc_->data = detail::make_small_shared<Data>(nbytes, device);
   desc_->data_ptr = desc_->data->ptr();
   desc_->data_size = size();
   desc_->strides = row_major_strides(desc_->shape);
@@ -456,13 +459,13 @@ void array::set_data(std::shared_ptr<Data> data, size_t data_size,
   desc_->flags = flags;
 }
 
-void array::copy_shared_buffer(const array& other, const Strides& strides,
+void array::copy_shared_buffer(const array& other, Strides strides,
                                Flags flags, size_t data_size, int64_t offset) {
   desc_->data = other.desc_->data;
   desc_->data_ptr =
       static_cast<char*>(other.desc_->data_ptr) + offset * itemsize();
   desc_->data_size = data_size;
-  desc_->strides = strides;
+  desc_->strides = std::move(strides);
   desc_->flags = flags;
 }
 

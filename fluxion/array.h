@@ -15,6 +15,7 @@
 #include "fluxion/allocator.h"
 #include "fluxion/dtype.h"
 #include "fluxion/event.h"
+#include "fluxion/small_block.h"
 
 namespace fluxion {
 
@@ -141,6 +142,15 @@ class array {
   array& operator=(array&&) &;
   ~array();
 
+  // A handle made with `new` (the Python binding holds each array so, one
+  // per result) comes from the small-block cache, as nodes do.
+  static void* operator new(size_t bytes) {
+    return detail::small_block_alloc(bytes);
+  }
+  static void operator delete(void* p, size_t bytes) noexcept {
+    detail::small_block_free(p, bytes);
+  }
+
   // Metadata.
   Dtype dtype() const { return desc_->dtype; }
   const Shape& shape() const { return desc_->shape; }
@@ -255,7 +265,7 @@ class array {
   void set_data(std::shared_ptr<Data> data, size_t data_size, Strides strides,
                 Flags flags, int64_t offset_elems = 0);
   // Make this array a view of `other`'s buffer.
-  void copy_shared_buffer(const array& other, const Strides& strides,
+  void copy_shared_buffer(const array& other, Strides strides,
                           Flags flags, size_t data_size, int64_t offset = 0);
   void copy_shared_buffer(const array& other);
   // Take over `other`'s buffer (donation): same layout as `other`.
@@ -322,20 +332,20 @@ void convert_elements(const void* src, Dtype src_dtype, void* dst,
 
 template <HasDtype T>
 array::array(T val, Dtype dtype)
-    : desc_(std::make_shared<ArrayDesc>(Shape{}, dtype)) {
+    : desc_(detail::make_small_shared<ArrayDesc>(Shape{}, dtype)) {
   init_from(&val, dtype_of<T>);
 }
 
 template <typename T>
 array::array(std::initializer_list<T> data, Dtype dtype)
-    : desc_(std::make_shared<ArrayDesc>(
+    : desc_(detail::make_small_shared<ArrayDesc>(
           Shape{static_cast<int32_t>(data.size())}, dtype)) {
   init(data.begin());
 }
 
 template <typename T>
 array::array(std::initializer_list<T> data, Shape shape, Dtype dtype)
-    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+    : desc_(detail::make_small_shared<ArrayDesc>(std::move(shape), dtype)) {
   if (data.size() != size()) {
     throw std::invalid_argument(
         "[array] Data size (" + std::to_string(data.size()) +
@@ -347,7 +357,7 @@ array::array(std::initializer_list<T> data, Shape shape, Dtype dtype)
 
 template <typename It>
 array::array(It data, Shape shape, Dtype dtype)
-    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+    : desc_(detail::make_small_shared<ArrayDesc>(std::move(shape), dtype)) {
   init(data);
 }
 

@@ -16,16 +16,16 @@ namespace fluxion {
 
 namespace {
 
-thread_local bool t_shapeless_trace = false;
-
 // Sets this thread's shapeless-trace flag for one trace (a nested trace of
 // another compiled function sets its own, then restores this one).
 struct ShapelessTraceScope {
+  detail::TraceScope scope;
   bool saved;
-  explicit ShapelessTraceScope(bool on) : saved(t_shapeless_trace) {
-    t_shapeless_trace = on;
+  explicit ShapelessTraceScope(bool on)
+      : saved(detail::trace_state().shapeless) {
+    detail::trace_state().shapeless = on;
   }
-  ~ShapelessTraceScope() { t_shapeless_trace = saved; }
+  ~ShapelessTraceScope() { detail::trace_state().shapeless = saved; }
 };
 
 std::atomic<bool>& enabled_flag() {
@@ -315,7 +315,6 @@ Ir trace_to_ir(const Fn& fun, const std::vector<array>& inputs,
 }  // namespace detail
 
 namespace detail {
-bool in_shapeless_trace() { return t_shapeless_trace; }
 }  // namespace detail
 
 void disable_compile() { enabled_flag() = false; }

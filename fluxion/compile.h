@@ -48,10 +48,6 @@ FnWithExtra compile_with_extra(FnWithExtra fun, std::uintptr_t fun_id,
 // Drops every trace of `fun_id` (they are destroyed after the cache's lock
 // is released, so a destructor may call compile again).
 void compile_erase(std::uintptr_t fun_id);
-// True while this thread traces a shapeless compile (not an export):
-// ops then record how their operands' broadcast shapes follow their
-// partners (BroadcastAxes), as MLX's in_dynamic_tracing.
-bool in_shapeless_trace();
 
 // Traces held by the cache (all functions): the soak tests check that it
 // does not grow and that a function's traces go with it.

@@ -58,15 +58,39 @@ void simplify_ir(Ir& ir, bool shapeless);
 // dtypes.
 bool fusable(const IrNode& n, const Ir& ir);
 
-// Runs of elementwise nodes become one `Compiled` node (compiled.h).
+// Who produces and who reads each value of a tape, for the fusion passes.
+struct IrUses {
+  std::vector<int> producer;                // node index, or -1
+  std::vector<std::vector<int>> consumers;  // node indices
+  std::vector<bool> is_output;              // a function output
+  explicit IrUses(const Ir& ir);
+  // Whether `v` is a function output or read by a node not `inside`.
+  bool read_outside(int v, const std::vector<bool>& inside) const;
+  // Whether every reader of `v` not `inside` a group comes after its root
+  // `r`: then `v` may be one more output of the group.
+  bool read_after(int v, int r, const std::vector<bool>& inside) const;
+};
+
+// The tape of a fused group: `members` (sorted node indices, one output
+// each; `in_group` marks them), values renumbered, values made outside
+// the group its inputs (their indices in `ir` appended to `outer_inputs`),
+// and `outputs` (values of `ir`) its outputs.
+Ir group_tape(const Ir& ir, const IrUses& uses, const std::vector<int>& members,
+              const std::vector<bool>& in_group,
+              const std::vector<int>& outputs, std::vector<int>& outer_inputs);
+
+// Runs of elementwise nodes become one `Compiled` node (compiled.h), with
+// an output for the last node and for each member read outside the group.
 // Unless shapeless, reductions with their elementwise neighbours are
 // fused first (fuse_reductions).
 void fuse_ir(Ir& ir, bool shapeless);
 
 // Row reductions (over the last axis) of float values on CPU streams,
-// fused with the elementwise nodes feeding them and consuming them, and
+// fused with the elementwise nodes feeding them and consuming them (and a
+// take_along_axis of one index per row), column reductions likewise, and
 // totals (over all axes) with the nodes feeding them: one `Compiled` node
-// each (compile_reduce.cpp says which). Needs the traced shapes, so it is
+// each, with an output for each member read outside, a total's excepted
+// (compile_reduce.cpp says which). Needs the traced shapes, so it is
 // not run for shapeless compiles; nodes on GPU streams are left as they
 // are (the CUDA Compiled evaluates elementwise tapes only).
 void fuse_reductions(Ir& ir);

@@ -19,6 +19,7 @@
 
 #include "fluxion/compile_ir.h"
 #include "fluxion/compiled.h"
+#include "fluxion/ops/indexing.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
 
@@ -95,6 +96,25 @@ bool is_reshaping(const IrNode& n) {
           dynamic_cast<const Reshape*>(p));
 }
 
+// take_along_axis over the last axis with one index per row (a
+// cross-entropy's pick of the target's logit): inside a row group a
+// per-row value read from the row in hand. (The kernel checks the index:
+// one out of range makes the node run its nodes one by one, which raises
+// eager's error.)
+bool is_row_gather(const IrNode& n, const Ir& ir) {
+  auto* g = dynamic_cast<const GatherAxis*>(n.prim.get());
+  if (!g || n.inputs.size() != 2 || n.outputs.size() != 1) {
+    return false;
+  }
+  const auto& src = ir.values[n.inputs[0]];
+  const auto& idx = ir.values[n.inputs[1]];
+  const auto& out = ir.values[n.outputs[0]];
+  int nd = static_cast<int>(src.shape.size());
+  return nd > 0 && g->axis() == nd - 1 && is_integral(idx.dtype) &&
+         !is_complex(src.dtype) && idx.shape.back() == 1 &&
+         out.shape == idx.shape && out.dtype == src.dtype;
+}
+
 // The shapes of a group, fixed by its first reduction: S (the reduction's
 // input), Sr (its output, reduced axes kept as 1) and Sr without the
 // reduced axes (the per-row or per-column values of keepdims=False).
@@ -160,19 +180,20 @@ void fold_element_counts(Ir& ir) {
   ir.nodes = std::move(kept);
 }
 
+// A group's root: a reduction, or an elementwise node whose shapes come
+// from the nearest row or column reduction upstream.
+struct Root {
+  ReduceKind kind = ReduceKind::None;
+  GroupShapes g;
+};
+
 }  // namespace
 
 void fuse_reductions(Ir& ir) {
   fold_element_counts(ir);
   int count = static_cast<int>(ir.nodes.size());
-  std::vector<int> producer(ir.values.size(), -1);
-  std::vector<std::vector<int>> consumers(ir.values.size());
-  for (int i = 0; i < count; ++i) {
-    for (int v : ir.nodes[i].outputs) producer[v] = i;
-    for (int v : ir.nodes[i].inputs) consumers[v].push_back(i);
-  }
-  std::vector<bool> is_output(ir.values.size(), false);
-  for (int v : ir.outputs) is_output[v] = true;
+  IrUses uses(ir);
+  const auto& producer = uses.producer;
   // Whether a row reduction lies upstream through nodes that could join
   // a group: elementwise roots without one are skipped at once (a long
   // elementwise chain would otherwise be searched from every node).
@@ -183,70 +204,91 @@ void fuse_reductions(Ir& ir) {
       reaches[i] = true;
       continue;
     }
-    if (!elementwise(n, ir) && !is_broadcast_node(n) && !is_reshaping(n)) {
+    if (!elementwise(n, ir) && !is_broadcast_node(n) && !is_reshaping(n) &&
+        !is_row_gather(n, ir)) {
       continue;
     }
     for (int v : n.inputs) {
       reaches[i] = reaches[i] || (producer[v] >= 0 && reaches[producer[v]]);
     }
   }
+  auto grouping = [](ReduceKind k) {
+    return k == ReduceKind::Row || k == ReduceKind::Column;
+  };
   std::vector<bool> grouped(count, false);
-  std::vector<std::optional<IrNode>> replacement(count);
-  for (int r = count - 1; r >= 0; --r) {
-    auto& root = ir.nodes[r];
-    if (grouped[r] || !reaches[r] || !on_cpu(root)) {
-      continue;
+  // The root r's kind and shapes, from its nodes not yet grouped.
+  auto find_root = [&](int r) {
+    Root root;
+    auto& n = ir.nodes[r];
+    root.kind = reduce_kind(n, ir);
+    if (root.kind != ReduceKind::None) {
+      root.g.set(n, ir, root.kind == ReduceKind::Column);
+      return root;
     }
-    ReduceKind root_kind = reduce_kind(root, ir);
-    if (root_kind == ReduceKind::None && !elementwise(root, ir)) {
-      continue;
-    }
-    // S and Sr, fixed by the first reduction met (the root's own shape is
-    // one of them).
-    GroupShapes g;
-    const Shape& root_shape = ir.values[root.outputs[0]].shape;
-    auto grouping = [](ReduceKind k) {
-      return k == ReduceKind::Row || k == ReduceKind::Column;
-    };
-    if (root_kind != ReduceKind::None) {
-      g.set(root, ir, root_kind == ReduceKind::Column);
-    }
-    if (!g.known) {
-      // An elementwise root: the nearest row or column reduction upstream
-      // (through nodes that could join) whose input or output has the
-      // root's shape fixes S, so that per-row nodes between them
-      // (log_softmax's log of the sum) can join before that reduction is
-      // reached.
-      std::vector<int> stack{r};
-      std::vector<bool> seen(count, false);
-      int best = -1;
-      while (!stack.empty()) {
-        int k = stack.back();
-        stack.pop_back();
-        for (int v : ir.nodes[k].inputs) {
-          int q = producer[v];
-          if (q < 0 || seen[q] || grouped[q]) continue;
-          seen[q] = true;
-          auto& n = ir.nodes[q];
-          if (grouping(reduce_kind(n, ir))) {
-            GroupShapes c;
-            c.set(n, ir, reduce_kind(n, ir) == ReduceKind::Column);
-            if ((c.row == root_shape || c.red == root_shape ||
-                 c.squeezed == root_shape) &&
-                q > best) {
-              best = q;
-            }
-          } else if (reaches[q] && (elementwise(n, ir) ||
-                                    is_broadcast_node(n) || is_reshaping(n))) {
-            stack.push_back(q);
+    // An elementwise root: the nearest row or column reduction upstream
+    // (through nodes that could join) whose input or output has the
+    // root's shape fixes S, so that per-row nodes between them
+    // (log_softmax's log of the sum) can join before that reduction is
+    // reached.
+    const Shape& root_shape = ir.values[n.outputs[0]].shape;
+    std::vector<int> stack{r};
+    std::vector<bool> seen(count, false);
+    int best = -1;
+    while (!stack.empty()) {
+      int k = stack.back();
+      stack.pop_back();
+      for (int v : ir.nodes[k].inputs) {
+        int q = producer[v];
+        if (q < 0 || seen[q] || grouped[q]) continue;
+        seen[q] = true;
+        auto& m = ir.nodes[q];
+        if (grouping(reduce_kind(m, ir))) {
+          GroupShapes c;
+          c.set(m, ir, reduce_kind(m, ir) == ReduceKind::Column);
+          if ((c.row == root_shape || c.red == root_shape ||
+               c.squeezed == root_shape) &&
+              q > best) {
+            best = q;
           }
+        } else if (reaches[q] &&
+                   (elementwise(m, ir) || is_broadcast_node(m) ||
+                    is_reshaping(m) || is_row_gather(m, ir))) {
+          stack.push_back(q);
         }
       }
-      if (best >= 0) {
-        auto& n = ir.nodes[best];
-        g.set(n, ir, reduce_kind(n, ir) == ReduceKind::Column);
-      }
     }
+    if (best >= 0) {
+      auto& m = ir.nodes[best];
+      root.g.set(m, ir, reduce_kind(m, ir) == ReduceKind::Column);
+    }
+    return root;
+  };
+  // Roots over the largest rows first, then (as fuse_ir) from the end: a
+  // value of a small row that is per row for a larger one (cross-entropy's
+  // loss per row, before its mean) joins the larger row's group, whose
+  // kernel has the row in hand, not the small row's.
+  std::vector<std::pair<size_t, int>> order;
+  for (int r = 0; r < count; ++r) {
+    auto& n = ir.nodes[r];
+    if (!reaches[r] || !on_cpu(n) ||
+        (reduce_kind(n, ir) == ReduceKind::None && !elementwise(n, ir))) {
+      continue;
+    }
+    size_t size = 1;
+    for (auto d : find_root(r).g.row) size *= d;
+    order.emplace_back(size, r);
+  }
+  std::sort(order.rbegin(), order.rend());
+  std::vector<std::optional<IrNode>> replacement(count);
+  for (auto [size, r] : order) {
+    auto& root = ir.nodes[r];
+    if (grouped[r]) {
+      continue;
+    }
+    Root found = find_root(r);
+    ReduceKind root_kind = found.kind;
+    GroupShapes& g = found.g;
+    const Shape& root_shape = ir.values[root.outputs[0]].shape;
     const bool total = root_kind == ReduceKind::Total;
     auto shape_ok = [&](const Shape& s) {
       return g.known ? (s == g.row ||
@@ -259,8 +301,10 @@ void fuse_reductions(Ir& ir) {
       return g.known && !total && (s == g.red || s == g.squeezed);
     };
     std::vector<int> members{r};
-    std::vector<bool> in_group(count, false), shared_view(count, false);
-    in_group[r] = true;
+    // reads_inside: members whose reads count as the group's (not a
+    // broadcast copied in, whose original stays for outside readers).
+    std::vector<bool> in_group(count, false), reads_inside(count, false);
+    in_group[r] = reads_inside[r] = true;
     int reductions = root_kind != ReduceKind::None;
     std::priority_queue<int> frontier;
     auto push_inputs = [&](int k) {
@@ -273,8 +317,7 @@ void fuse_reductions(Ir& ir) {
       int k = frontier.top();
       frontier.pop();
       auto& n = ir.nodes[k];
-      if (in_group[k] || grouped[k] || n.outputs.size() != 1 || !on_cpu(n) ||
-          is_output[n.outputs[0]]) {
+      if (in_group[k] || grouped[k] || n.outputs.size() != 1 || !on_cpu(n)) {
         continue;
       }
       const Shape& out_shape = ir.values[n.outputs[0]].shape;
@@ -287,6 +330,10 @@ void fuse_reductions(Ir& ir) {
           g.set(n, ir, column);
         }
         accept = g.known && g.fits(n, ir, column);
+      } else if (is_row_gather(n, ir)) {
+        // From a value of the row, by an index per row: row groups only.
+        accept = g.known && !g.column && !total &&
+                 ir.values[n.inputs[0]].shape == g.row && out_shape == g.red;
       } else if (kind == ReduceKind::None && !n.inputs.empty()) {
         // (A node without inputs, a constant's creation, stays outside.)
         const Shape& in0 = ir.values[n.inputs[0]].shape;
@@ -306,75 +353,60 @@ void fuse_reductions(Ir& ir) {
         continue;
       }
       int v = n.outputs[0];
-      bool inside = std::all_of(
-          consumers[v].begin(), consumers[v].end(),
-          [&](int c) { return in_group[c] && !shared_view[c]; });
+      bool inside = !uses.read_outside(v, reads_inside);
       // A broadcast read elsewhere too is copied in (as fuse_ir does); any
-      // other node with an outside consumer would be computed twice.
-      if (!inside && !is_broadcast_node(n)) {
+      // other node read after the group joins as one more output (a total
+      // has one: its partial sums are all it computes per element).
+      if (!inside && !is_broadcast_node(n) &&
+          (total || !uses.read_after(v, r, reads_inside))) {
         continue;
       }
       in_group[k] = true;
       members.push_back(k);
       reductions += kind != ReduceKind::None;
-      if (inside) {
+      if (inside || !is_broadcast_node(n)) {
+        reads_inside[k] = true;
         push_inputs(k);
-      } else {
-        shared_view[k] = true;
       }
     }
     int ops = 0;
     for (int k : members) {
       ops += !is_broadcast_node(ir.nodes[k]) && !is_reshaping(ir.nodes[k]);
     }
-    if (reductions == 0 || ops < 2) {
+    if (reductions == 0 || ops < 2 || !g.known) {
       continue;  // a lone reduction is the eager kernel's
     }
     std::sort(members.begin(), members.end());
-    Ir tape;
-    std::unordered_map<int, int> local;
-    std::vector<int> outer_inputs;
-    auto value = [&](int v) {
-      auto it = local.find(v);
-      if (it != local.end()) return it->second;
-      int l = static_cast<int>(tape.values.size());
-      tape.values.push_back({ir.values[v].shape, ir.values[v].dtype, {}});
-      local[v] = l;
-      return l;
-    };
-    bool ok = true;
+    std::vector<int> outputs;
     for (int k : members) {
-      for (int v : ir.nodes[k].inputs) {
-        if (!local.count(v) && (producer[v] < 0 || !in_group[producer[v]])) {
-          // Outside values are read broadcast against S (their shapes
-          // broadcast to S or Sr, which broadcasts to S). The column
-          // kernel reads S, Sr, its squeezed form and scalars only.
-          const Shape& s = ir.values[v].shape;
-          ok = ok && s.size() <= g.row.size() && !g.misaligned(s);
-          if (g.column) {
-            size_t size = 1;
-            for (auto d : s) size *= d;
-            ok = ok && (s == g.row || s == g.red || s == g.squeezed ||
-                        size == 1);
-          }
-          tape.inputs.push_back(value(v));
-          outer_inputs.push_back(v);
-        }
+      int v = ir.nodes[k].outputs[0];
+      if (k == r || (reads_inside[k] && uses.read_outside(v, reads_inside))) {
+        outputs.push_back(v);
       }
-      IrNode n{ir.nodes[k].prim, {}, {}};
-      for (int v : ir.nodes[k].inputs) n.inputs.push_back(value(v));
-      n.outputs.push_back(value(ir.nodes[k].outputs[0]));
-      tape.nodes.push_back(std::move(n));
     }
-    if (!ok || !g.known) {
+    std::vector<int> outer_inputs;
+    Ir tape = group_tape(ir, uses, members, in_group, outputs, outer_inputs);
+    // Outside values are read broadcast against S (their shapes broadcast
+    // to S or Sr, which broadcasts to S). The column kernel reads S, Sr,
+    // its squeezed form and scalars only.
+    bool ok = true;
+    for (int v : outer_inputs) {
+      const Shape& s = ir.values[v].shape;
+      ok = ok && s.size() <= g.row.size() && !g.misaligned(s);
+      if (g.column) {
+        size_t n = 1;
+        for (auto d : s) n *= d;
+        ok = ok && (s == g.row || s == g.red || s == g.squeezed || n == 1);
+      }
+    }
+    if (!ok) {
       continue;
     }
-    tape.outputs.push_back(local.at(root.outputs[0]));
     auto prim = std::make_shared<Compiled>(root.prim->stream(), std::move(tape));
     for (int k : members) {
-      if (!shared_view[k]) grouped[k] = true;
+      if (reads_inside[k]) grouped[k] = true;
     }
-    replacement[r] = IrNode{prim, outer_inputs, root.outputs};
+    replacement[r] = IrNode{prim, outer_inputs, outputs};
   }
   std::vector<IrNode> nodes;
   for (int i = 0; i < count; ++i) {

@@ -43,14 +43,22 @@ std::vector<Shape> Compiled::output_shapes(const std::vector<array>& inputs) {
     same = same && inputs[i].shape() == tape_.values[tape_.inputs[i]].shape;
   }
   if (same) {
-    return {tape_.values[tape_.outputs[0]].shape};
+    std::vector<Shape> shapes;
+    for (int v : tape_.outputs) {
+      shapes.push_back(tape_.values[v].shape);
+    }
+    return shapes;
   }
   // New shapes (a shapeless trace replaying this group): the sub-tape's own
   // shape rules decide, since the inputs need not broadcast together (a
   // group that absorbed a reshape reads a (2, 6) input next to a (3, 4)
   // one; broadcasting them raised, found by the transformation fuzzer).
   // Builds the replay's nodes without evaluating them.
-  return {replay(inputs)[0].shape()};
+  std::vector<Shape> shapes;
+  for (auto& out : replay(inputs)) {
+    shapes.push_back(out.shape());
+  }
+  return shapes;
 }
 
 bool Compiled::is_equivalent(const Primitive& other) const {
@@ -93,7 +101,8 @@ std::vector<array> Compiled::jvp(const std::vector<array>& primals,
 std::pair<std::vector<array>, std::vector<int>> Compiled::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   auto f = [this](const std::vector<array>& x) { return replay(x); };
-  return {fluxion::vmap(f, axes, {0})(inputs), {0}};
+  std::vector<int> out_axes(tape_.outputs.size(), 0);
+  return {fluxion::vmap(f, axes, out_axes)(inputs), out_axes};
 }
 
 namespace detail {
@@ -128,25 +137,68 @@ bool is_view(const IrNode& n) { return is_view_primitive(*n.prim); }
 
 }  // namespace
 
+IrUses::IrUses(const Ir& ir)
+    : producer(ir.values.size(), -1),
+      consumers(ir.values.size()),
+      is_output(ir.values.size(), false) {
+  for (int i = 0; i < static_cast<int>(ir.nodes.size()); ++i) {
+    for (int v : ir.nodes[i].outputs) producer[v] = i;
+    for (int v : ir.nodes[i].inputs) consumers[v].push_back(i);
+  }
+  for (int v : ir.outputs) is_output[v] = true;
+}
+
+// Every edge out of a group then goes to a node after its root r: a group
+// reads only nodes and groups before its root, its readers come after it,
+// so the fused nodes replace their groups at their roots in topological
+// order and no group waits on another that waits on it.
+bool IrUses::read_after(int v, int r, const std::vector<bool>& inside) const {
+  return std::all_of(consumers[v].begin(), consumers[v].end(),
+                     [&](int c) { return inside[c] || c > r; });
+}
+
+bool IrUses::read_outside(int v, const std::vector<bool>& inside) const {
+  return is_output[v] ||
+         !std::all_of(consumers[v].begin(), consumers[v].end(),
+                      [&](int c) { return inside[c]; });
+}
+
+Ir group_tape(const Ir& ir, const IrUses& uses, const std::vector<int>& members,
+              const std::vector<bool>& in_group,
+              const std::vector<int>& outputs, std::vector<int>& outer_inputs) {
+  Ir tape;
+  std::unordered_map<int, int> local;
+  auto value = [&](int v) {
+    auto it = local.find(v);
+    if (it != local.end()) return it->second;
+    int l = static_cast<int>(tape.values.size());
+    tape.values.push_back({ir.values[v].shape, ir.values[v].dtype, {}});
+    local[v] = l;
+    return l;
+  };
+  for (int k : members) {
+    for (int v : ir.nodes[k].inputs) {
+      int p = uses.producer[v];
+      if (!local.count(v) && (p < 0 || !in_group[p])) {
+        tape.inputs.push_back(value(v));
+        outer_inputs.push_back(v);
+      }
+    }
+    IrNode n{ir.nodes[k].prim, {}, {}};
+    for (int v : ir.nodes[k].inputs) n.inputs.push_back(value(v));
+    n.outputs.push_back(value(ir.nodes[k].outputs[0]));
+    tape.nodes.push_back(std::move(n));
+  }
+  for (int v : outputs) tape.outputs.push_back(local.at(v));
+  return tape;
+}
+
 void fuse_ir(Ir& ir, bool shapeless) {
   if (!shapeless) {
     fuse_reductions(ir);
   }
   int count = static_cast<int>(ir.nodes.size());
-  std::vector<int> producer(ir.values.size(), -1);
-  std::vector<std::vector<int>> consumers(ir.values.size());
-  for (int i = 0; i < count; ++i) {
-    for (int v : ir.nodes[i].outputs) {
-      producer[v] = i;
-    }
-    for (int v : ir.nodes[i].inputs) {
-      consumers[v].push_back(i);
-    }
-  }
-  std::vector<bool> is_output(ir.values.size(), false);
-  for (int v : ir.outputs) {
-    is_output[v] = true;
-  }
+  IrUses uses(ir);
   std::vector<int> group_of(count, -1);  // root index of a node's group
   std::vector<std::optional<IrNode>> replacement(count);
   for (int r = count - 1; r >= 0; --r) {
@@ -159,50 +211,93 @@ void fuse_ir(Ir& ir, bool shapeless) {
     // copied into it (MLX fuses a shared broadcast in), while the original
     // stays for its other consumers. Their input is read by the group
     // directly, so their producers are not absorbed through them.
-    std::vector<bool> shared_view(count, false);
     std::vector<bool> in_group(count, false);
-    in_group[r] = true;
+    // Members whose reads count as the group's: all but the shared views,
+    // whose originals read their inputs outside.
+    std::vector<bool> reads_inside(count, false);
+    in_group[r] = reads_inside[r] = true;
     std::priority_queue<int> frontier;
     auto push_inputs = [&](int k) {
       for (int v : ir.nodes[k].inputs) {
-        if (producer[v] >= 0) {
-          frontier.push(producer[v]);
+        if (uses.producer[v] >= 0) {
+          frontier.push(uses.producer[v]);
         }
       }
     };
     push_inputs(r);
+    // One group, one stream: its kernel runs on the root's stream, on
+    // that stream's device (a node the function put on the CPU stays
+    // there when the rest runs on the GPU).
+    auto same_stream = [&](int k) {
+      return ir.nodes[k].prim->stream() == ir.nodes[r].prim->stream();
+    };
+    auto joins = [&](int k) {
+      auto& n = ir.nodes[k];
+      return !in_group[k] && group_of[k] == -1 && n.outputs.size() == 1 &&
+             same_stream(k) && ir.values[n.outputs[0]].shape == shape &&
+             fusable(n, ir);
+    };
+    // The readers of `v` before the root, and theirs (siblings of the
+    // group reading one value: `t = f(x); return g(t), h(t)`), when all
+    // can join: a few fusable nodes of the group's shape.
+    auto early_readers = [&](int v, std::vector<int>& take) {
+      std::vector<int> todo{v};
+      while (!todo.empty()) {
+        int u = todo.back();
+        todo.pop_back();
+        for (int c : uses.consumers[u]) {
+          if (reads_inside[c] || c > r ||
+              std::find(take.begin(), take.end(), c) != take.end()) {
+            continue;
+          }
+          if (!joins(c) || take.size() >= 16) {
+            return false;
+          }
+          take.push_back(c);
+          todo.push_back(ir.nodes[c].outputs[0]);
+        }
+      }
+      return true;
+    };
+    const bool several_outputs =
+        ir.nodes[r].prim->stream().device.type == Device::cpu;
     while (!frontier.empty()) {
       int k = frontier.top();
       frontier.pop();
       auto& n = ir.nodes[k];
-      if (in_group[k] || group_of[k] != -1 || n.outputs.size() != 1) {
+      const bool view = !shapeless && is_view(n);
+      if (!(joins(k) ||
+            (view && !in_group[k] && group_of[k] == -1 && same_stream(k) &&
+             ir.values[n.outputs[0]].shape == shape))) {
         continue;
       }
       int v = n.outputs[0];
-      // One group, one stream: its kernel runs on the root's stream, on
-      // that stream's device (a node the function put on the CPU stays
-      // there when the rest runs on the GPU).
-      if (n.prim->stream() != ir.nodes[r].prim->stream()) {
+      bool inside = !uses.read_outside(v, reads_inside);
+      // A computed value also read outside joins as one more output of
+      // the group (written once, by the same loop), when its readers come
+      // after the root, or before it but can join too (then outputs
+      // themselves); a view is copied in instead. Only on CPU streams for
+      // now: the CUDA Compiled's eval of several outputs has not run on a
+      // GPU yet, so GPU groups keep one output, as before.
+      if (!inside && !view && !several_outputs) {
         continue;
       }
-      if (is_output[v] || ir.values[v].shape != shape ||
-          !(fusable(n, ir) || (!shapeless && is_view(n)))) {
-        continue;
-      }
-      // A shared view's copy does not count: its original stays outside.
-      bool inside = std::all_of(consumers[v].begin(), consumers[v].end(),
-                                [&](int c) {
-                                  return in_group[c] && !shared_view[c];
-                                });
-      if (!inside && !(!shapeless && is_view(n))) {
-        continue;
+      if (!inside && !view && !uses.read_after(v, r, reads_inside)) {
+        std::vector<int> readers;
+        if (!early_readers(v, readers)) {
+          continue;
+        }
+        for (int c : readers) {
+          in_group[c] = reads_inside[c] = true;
+          members.push_back(c);
+          push_inputs(c);
+        }
       }
       in_group[k] = true;
       members.push_back(k);
-      if (inside) {
+      if (inside || !view) {
+        reads_inside[k] = true;
         push_inputs(k);
-      } else {
-        shared_view[k] = true;
       }
     }
     int ops = 0;
@@ -213,46 +308,27 @@ void fuse_ir(Ir& ir, bool shapeless) {
       continue;  // nothing to fuse
     }
     std::sort(members.begin(), members.end());
-    // The fused tape: values renumbered, outside values become inputs.
-    Ir tape;
-    std::unordered_map<int, int> local;
-    std::vector<int> outer_inputs;
-    auto value = [&](int v) {
-      auto it = local.find(v);
-      if (it != local.end()) {
-        return it->second;
-      }
-      int l = static_cast<int>(tape.values.size());
-      tape.values.push_back({ir.values[v].shape, ir.values[v].dtype, {}});
-      local[v] = l;
-      return l;
-    };
+    // Outputs: the root and every member read outside, in tape order.
+    std::vector<int> outputs;
     for (int k : members) {
-      for (int v : ir.nodes[k].inputs) {
-        if (!local.count(v) && (producer[v] < 0 || !in_group[producer[v]])) {
-          tape.inputs.push_back(value(v));
-          outer_inputs.push_back(v);
-        }
+      int v = ir.nodes[k].outputs[0];
+      if (k == r || (reads_inside[k] && uses.read_outside(v, reads_inside))) {
+        outputs.push_back(v);
       }
-      IrNode n{ir.nodes[k].prim, {}, {}};
-      for (int v : ir.nodes[k].inputs) {
-        n.inputs.push_back(value(v));
-      }
-      n.outputs.push_back(value(ir.nodes[k].outputs[0]));
-      tape.nodes.push_back(std::move(n));
     }
-    tape.outputs.push_back(local.at(ir.nodes[r].outputs[0]));
+    std::vector<int> outer_inputs;
+    Ir tape = group_tape(ir, uses, members, in_group, outputs, outer_inputs);
     auto prim =
         std::make_shared<Compiled>(ir.nodes[r].prim->stream(), std::move(tape));
     if (!prim->consistent()) {
       continue;
     }
     for (int k : members) {
-      if (!shared_view[k]) {
+      if (reads_inside[k]) {
         group_of[k] = r;
       }
     }
-    replacement[r] = IrNode{prim, outer_inputs, ir.nodes[r].outputs};
+    replacement[r] = IrNode{prim, outer_inputs, outputs};
   }
   std::vector<IrNode> nodes;
   for (int i = 0; i < count; ++i) {
@@ -273,12 +349,15 @@ std::atomic<uint64_t> g_fallbacks{0};
 uint64_t detail::compiled_fallbacks() { return g_fallbacks.load(); }
 
 void Compiled::eval_fallback(
-    const std::vector<array>& inputs, array& out,
+    const std::vector<array>& inputs, std::vector<array>& outputs,
     const std::function<void(array&, std::vector<array>&)>& eval_node) {
   ++g_fallbacks;
-  auto result = replay(inputs)[0];
+  auto results = replay(inputs);
   // Post-order over the replayed nodes, evaluated in place.
-  std::vector<std::pair<array, size_t>> stack{{result, 0}};
+  std::vector<std::pair<array, size_t>> stack;
+  for (auto it = results.rbegin(); it != results.rend(); ++it) {
+    stack.emplace_back(*it, 0);
+  }
   std::unordered_set<uintptr_t> done;
   for (auto& in : inputs) {
     done.insert(in.id());
@@ -303,7 +382,9 @@ void Compiled::eval_fallback(
       done.insert(o.id());
     }
   }
-  out.copy_shared_buffer(result);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].copy_shared_buffer(results[i]);
+  }
 }
 
 }  // namespace fluxion

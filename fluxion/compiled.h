@@ -1,8 +1,10 @@
 // The `Compiled` primitive: a fused run of elementwise nodes from a
-// compiled function's tape. It is backend-neutral: which nodes fuse is
-// decided by the primitives' elementwise_functor trait (fuse_ir), and each
-// backend's eval builds its own kernel source from the tape (the CPU's:
-// backend/cpu/codegen.h), kept here once built. Without a working
+// compiled function's tape, with one output or several (a fused value
+// also read outside the group is written by the same loop, not
+// recomputed; CPU streams only so far). It is backend-neutral: which nodes
+// fuse is decided by the primitives' elementwise_functor trait (fuse_ir),
+// and each backend's eval builds its own kernel source from the tape (the
+// CPU's: backend/cpu/codegen.h), kept here once built. Without a working
 // compiler the fused nodes are evaluated one by one. Its rules replay the
 // fused nodes, so grad, jvp and vmap see through it.
 #pragma once
@@ -22,7 +24,7 @@ namespace fluxion {
 class Compiled : public Primitive {
  public:
   // `tape`: the fused nodes, with the fused region's inputs as its inputs
-  // and one output.
+  // and its outputs (the node's, in order).
   Compiled(Stream s, detail::Ir tape);
 
   FLUXION_DECLARE_EVAL
@@ -59,8 +61,16 @@ class Compiled : public Primitive {
   // Without a generated kernel: the fused nodes evaluated one by one, each
   // by `eval_node(node, outputs)` (the backend's kernel of its primitive).
   void eval_fallback(
-      const std::vector<array>& inputs, array& out,
+      const std::vector<array>& inputs, std::vector<array>& outputs,
       const std::function<void(array&, std::vector<array>&)>& eval_node);
+  // One output: the CUDA Compiled's call (its groups keep one output until
+  // the GPU has run the several-output path; fuse_ir says so).
+  void eval_fallback(
+      const std::vector<array>& inputs, array& out,
+      const std::function<void(array&, std::vector<array>&)>& eval_node) {
+    std::vector<array> outputs{out};
+    eval_fallback(inputs, outputs, eval_node);
+  }
 
   detail::Ir tape_;
   bool consistent_ = true;

@@ -20,6 +20,7 @@
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
+#include "fluxion/trace_state.h"
 
 namespace fluxion::detail {
 
@@ -50,9 +51,6 @@ std::shared_ptr<P> node_primitive(Stream st, Args... args) {
 // kernel. Stops at lazy nodes, tracers and arrays without a primitive.
 void detach_computed(const std::vector<array>& outputs);
 
-// True while a transformation traces or its rules run on this thread:
-// ops must then build their nodes (in_tracing() || retain_graph()).
-bool graph_required();
 
 // The largest output (in elements) the fast path computes at once; 0 turns
 // it off. The default, 4096, is set by FLUXION_EAGER_MAX_SIZE when given.

@@ -25,11 +25,7 @@
 
 namespace fluxion {
 
-// --- tracing state (per thread) ---
-
 namespace {
-thread_local int t_trace_depth = 0;
-thread_local int t_retain_graph = 0;
 thread_local int t_grad_depth = 0;
 
 // Marks a vjp's trace of its function (detail::in_grad_tracing).
@@ -60,21 +56,22 @@ bool is_stop_gradient(const array& a) {
 }
 }  // namespace
 
-bool in_tracing() { return t_trace_depth > 0; }
-bool retain_graph() { return t_retain_graph > 0; }
+// --- tracing state (per thread; fluxion/trace_state.h) ---
 
 namespace detail {
-// in_tracing() || retain_graph() in one call (fluxion/eager.h: the fast
-// path asks for every op built).
-bool graph_required() { return t_trace_depth > 0 || t_retain_graph > 0; }
 bool in_grad_tracing() { return t_grad_depth > 0; }
-}  // namespace detail
 
-namespace detail {
-InTracing::InTracing() { ++t_trace_depth; }
-InTracing::~InTracing() { --t_trace_depth; }
-RetainGraph::RetainGraph() { ++t_retain_graph; }
-RetainGraph::~RetainGraph() { --t_retain_graph; }
+std::atomic<int> g_open_trace_scopes{0};
+
+TraceState& trace_state() {
+  thread_local TraceState state;
+  return state;
+}
+
+InTracing::InTracing() { ++trace_state().trace_depth; }
+InTracing::~InTracing() { --trace_state().trace_depth; }
+RetainGraph::RetainGraph() { ++trace_state().retain_graph; }
+RetainGraph::~RetainGraph() { --trace_state().retain_graph; }
 }  // namespace detail
 
 // --- vjp ---

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fluxion/array.h"
+#include "fluxion/trace_state.h"
 
 namespace fluxion {
 
@@ -126,10 +127,6 @@ std::pair<std::vector<array>, std::vector<array>> hvp(
     const Fn& fun, const std::vector<array>& primals,
     const std::vector<array>& tangents);
 
-// True while a transformation traces a function on this thread.
-bool in_tracing();
-// True while transformation rules run: graphs must be kept, not detached.
-bool retain_graph();
 
 namespace detail {
 // True while a vjp (grad, value_and_grad, a rule that differentiates a
@@ -151,6 +148,8 @@ std::pair<std::vector<array>, std::vector<array>> internal_vjp(
 
 // Scoped tracing marks (thread-local: threads transform independently).
 class InTracing {
+  TraceScope scope_;  // constructed first, destroyed last
+
  public:
   InTracing();
   ~InTracing();
@@ -159,6 +158,8 @@ class InTracing {
 };
 
 class RetainGraph {
+  TraceScope scope_;
+
  public:
   RetainGraph();
   ~RetainGraph();

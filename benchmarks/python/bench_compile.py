@@ -3,6 +3,8 @@
 warm kernel cache (fresh processes).
 
 Run: PYTHONPATH=build/python /usr/bin/python3 benchmarks/python/bench_compile.py
+[names: gelu, adamw, cross_entropy, ... to run only those]; threads:
+FLUXION_NUM_THREADS (torch, when importable, is given as many).
 """
 
 import math
@@ -163,6 +165,120 @@ def bench_mlp_step(batch=256, sizes=(784, 512, 512, 10)):
     report("mlp step b256 gelu (compiled)", res)
 
 
+def torch_threads():
+    """torch with as many threads as Fluxion, or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(int(os.environ.get("FLUXION_NUM_THREADS",
+                                             os.cpu_count())))
+    return torch
+
+
+def bench_adamw(layers=4, size=1024):
+    # AdamW over a parameter tree (a 4-layer MLP's weights): compiled, one
+    # fused node per parameter reads p, g, m, v once and writes p, m, v
+    # (112 MB here); eager writes a dozen intermediates per parameter.
+    rng = np.random.default_rng(5)
+    shape = (size, size)
+    tree = {k: [rng.standard_normal(shape).astype(np.float32)
+                for _ in range(layers)] for k in ("p", "g", "m")}
+    tree["v"] = [np.abs(a) for a in tree["g"]]
+    b1, b2, lr, eps, wd = 0.9, 0.999, 1e-3, 1e-8, 0.01
+
+    def update(ps, gs, ms, vs, sqrt=mx.sqrt):
+        out = []
+        for p, g, m, v in zip(ps, gs, ms, vs):
+            m = b1 * m + (1 - b1) * g
+            v = b2 * v + (1 - b2) * g * g
+            out += [p * (1 - lr * wd) - lr * m / (sqrt(v) + eps), m, v]
+        return out
+
+    args = [[mx.array(a) for a in tree[k]] for k in "pgmv"]
+    cupdate = mx.compile(update)
+    np_args = [tree[k] for k in "pgmv"]
+    # One fused node per output (what single-output groups gave): m and v
+    # written by their own nodes, both read back for p, g read twice.
+    cm = mx.compile(lambda m, g: b1 * m + (1 - b1) * g)
+    cv = mx.compile(lambda v, g: b2 * v + (1 - b2) * g * g)
+    cp = mx.compile(lambda p, m, v: p * (1 - lr * wd) - lr * m /
+                    (mx.sqrt(v) + eps))
+
+    def split(ps, gs, ms, vs):
+        out = []
+        for p, g, m, v in zip(ps, gs, ms, vs):
+            m, v = cm(m, g), cv(v, g)
+            out += [cp(p, m, v), m, v]
+        return out
+
+    res = {"fluxion": median_time(lambda: mx.eval(cupdate(*args))),
+           "node per output": median_time(lambda: mx.eval(split(*args))),
+           "eager": median_time(lambda: mx.eval(update(*args))),
+           "numpy": median_time(lambda: update(*np_args, sqrt=np.sqrt))}
+    torch = torch_threads()
+    if torch is not None:
+        tp = [torch.tensor(a, requires_grad=True) for a in tree["p"]]
+        opt = torch.optim.AdamW(tp, lr=lr, betas=(b1, b2), eps=eps,
+                                weight_decay=wd)
+        for t, g in zip(tp, tree["g"]):
+            t.grad = torch.tensor(g)
+        res["torch AdamW"] = median_time(opt.step)
+    report(f"adamw {layers}x{size}^2 f32 (compiled)", res)
+    gbs = 7 * layers * size * size * 4 / res["fluxion"] / 1e9
+    print(f"{'':34}compiled moves {gbs:.1f} GB/s (7 arrays read or written)")
+
+
+def bench_cross_entropy(n=1024, classes=32000):
+    # mean(logsumexp(x) - x[i, y_i]): compiled, one row kernel (max pass,
+    # exp-sum pass, the target's logit picked from the row) and the mean.
+    rng = np.random.default_rng(6)
+    xn = rng.standard_normal((n, classes)).astype(np.float32)
+    yn = rng.integers(0, classes, n)
+    x, y = mx.array(xn), mx.array(yn)
+
+    def ce(x, y):
+        picked = mx.take_along_axis(x, y[:, None], -1).squeeze(-1)
+        return mx.mean(mx.logsumexp(x, -1) - picked)
+
+    def np_ce():
+        m = xn.max(-1, keepdims=True)
+        lse = m[:, 0] + np.log(np.exp(xn - m).sum(-1))
+        return np.mean(lse - xn[np.arange(n), yn])
+
+    cce = mx.compile(ce)
+    # The gather outside the row kernel (as before it joined): logsumexp's
+    # row node, the gather, the subtraction and mean.
+    clse = mx.compile(lambda x: mx.logsumexp(x, -1))
+    cmean = mx.compile(lambda a, b: mx.mean(a - b))
+
+    def split(x, y):
+        return cmean(clse(x), mx.take_along_axis(x, y[:, None], -1)[:, 0])
+
+    res = {"fluxion": median_time(lambda: mx.eval(cce(x, y))),
+           "gather apart": median_time(lambda: mx.eval(split(x, y))),
+           "eager": median_time(lambda: mx.eval(ce(x, y))),
+           "numpy": median_time(np_ce)}
+    torch = torch_threads()
+    if torch is not None:
+        tx, ty = torch.from_numpy(xn), torch.from_numpy(yn)
+        res["torch"] = median_time(
+            lambda: torch.nn.functional.cross_entropy(tx, ty))
+    report(f"cross-entropy {n}x{classes} (compiled)", res)
+    grad = mx.grad(ce)
+    cgrad = mx.compile(grad)
+    res = {"fluxion": median_time(lambda: mx.eval(cgrad(x, y))),
+           "eager": median_time(lambda: mx.eval(grad(x, y)))}
+    if torch is not None:
+        tx.requires_grad_(True)
+
+        def torch_grad():
+            torch.nn.functional.cross_entropy(tx, ty).backward()
+            tx.grad = None
+        res["torch"] = median_time(torch_grad)
+    report("  its gradient (compiled)", res)
+
+
 LATENCY = """
 import time, fluxion.core as mx
 x = mx.ones((1 << 10,))
@@ -190,13 +306,13 @@ def bench_compile_latency():
 
 
 def main():
-    bench_gelu()
-    bench_layer_norm()
-    bench_batch_norm()
-    bench_softmax()
-    bench_mse()
-    bench_mlp_step()
-    bench_compile_latency()
+    benches = [bench_gelu, bench_layer_norm, bench_batch_norm, bench_softmax,
+               bench_mse, bench_mlp_step, bench_adamw, bench_cross_entropy,
+               bench_compile_latency]
+    chosen = sys.argv[1:]
+    for bench in benches:
+        if not chosen or bench.__name__[len("bench_"):] in chosen:
+            bench()
 
 
 if __name__ == "__main__":

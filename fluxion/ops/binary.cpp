@@ -60,10 +60,11 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
     return broadcast_to(a, shape, st);
   }
   Strides zero(shape.size(), 0);
+  auto flags = layout_flags(shape, zero, 1);
   array out = st.device == Device::cpu
                   ? array(shape, a.dtype(), scalar_broadcast(st, shape), {a})
                   : array(shape, a.dtype(), nullptr, {});
-  out.copy_shared_buffer(a, zero, layout_flags(shape, zero, 1), 1);
+  out.copy_shared_buffer(a, std::move(zero), flags, 1);
   out.set_status(array::Status::available);
   return out;
 }

@@ -4,9 +4,7 @@ graph's names), and that the fused kernels equal the eager graph for
 dtypes, shapes, strided inputs, empty and NaN rows, and under grad, vmap
 and shapeless compile."""
 
-import io
 import os
-import re
 import subprocess
 import sys
 
@@ -14,29 +12,20 @@ import numpy as np
 import pytest
 
 import fluxion.core as mx
+from compile_support import TOL, arr, close, kernels_ran_fixture
+from compile_support import node_names as graph_names
 
 
 # Tests whose cases include inputs a generated kernel does not take (a
 # total over strided inputs, a transposed input to a column kernel): their
 # Compiled nodes run node by node there, by design. Every other test must
-# run its fused nodes' kernels: the fallback gives the same values, so
-# only this count tells a kernel that failed to build or load.
-FALLBACK_BY_DESIGN = {"test_strided_and_broadcast_inputs",
-                      "test_column_reductions_edge_cases"}
-
-
-@pytest.fixture(autouse=True)
-def kernels_ran(request):
-    before = mx._compiled_fallbacks()
-    yield
-    if request.node.originalname not in FALLBACK_BY_DESIGN:
-        assert mx._compiled_fallbacks() == before, "a fused node fell back"
+# run its fused nodes' kernels.
+kernels_ran = kernels_ran_fixture({"test_strided_and_broadcast_inputs",
+                                   "test_column_reductions_edge_cases"})
 
 
 def node_names(f, *args):
-    buf = io.StringIO()
-    mx.export_to_dot(buf, f(*args))
-    return re.findall(r'label="([A-Za-z]+)', buf.getvalue())
+    return graph_names(f(*args))
 
 
 def compiled_names(f, *args):
@@ -71,23 +60,6 @@ def max_abs(x, y):
     return mx.max(mx.abs(x), axis=-1)
 
 
-TOL = {mx.float32: 2e-5, mx.float64: 1e-12, mx.float16: 2e-3,
-       mx.bfloat16: 2e-2}
-
-
-def close(a, b, dtype, scale=1.0):
-    assert a.dtype == b.dtype and a.shape == b.shape
-    t = TOL[dtype] * scale
-    np.testing.assert_allclose(np.array(a.astype(mx.float64)),
-                               np.array(b.astype(mx.float64)), rtol=t,
-                               atol=t, equal_nan=True)
-
-
-def arr(shape, dtype, seed=0):
-    x = np.random.default_rng(seed).standard_normal(shape)
-    return mx.array(x.astype(np.float32)).astype(dtype)
-
-
 def test_what_fuses():
     x, y = arr((8, 100), mx.float32), arr((8, 100), mx.float32, 1)
     w, b = arr((100,), mx.float32, 2), arr((100,), mx.float32, 3)
@@ -111,8 +83,8 @@ def test_what_fuses():
 
 def test_logsumexp_and_cross_entropy():
     # logsumexp's stop-gradient max, the isinf guard and the log-sum form
-    # one node; cross-entropy's gather stays outside, its mean fuses the
-    # subtraction.
+    # one node; cross-entropy's gather of the target's logit and the
+    # subtraction join it (the row is in hand), and the mean is a second.
     rng = np.random.default_rng(5)
     xn = rng.standard_normal((16, 50)).astype(np.float32)
     x, t = mx.array(xn), mx.array(rng.integers(0, 50, 16))
@@ -127,8 +99,10 @@ def test_logsumexp_and_cross_entropy():
 
     names = node_names(mx.compile(ce), x, t)
     # The 1-D mean fuses its divide too (the squeezed total is a scalar).
-    assert "CompiledSubtractSumSqueezeDivide" in names
-    assert "Exp" not in names
+    assert [n for n in names if n.startswith("Compiled")] == [
+        "CompiledMaxStopGradientIsInfBroadcastSelectBroadcastSubtractExpSum"
+        "LogAddSqueezeGatherAxisSqueezeSubtract", "CompiledSumSqueezeDivide"]
+    assert "Exp" not in names and "GatherAxis" not in names
     m = xn.max(-1)
     ref = np.mean(m + np.log(np.exp(xn - m[:, None]).sum(-1))
                   - xn[np.arange(16), np.array(t)])
@@ -251,12 +225,12 @@ def test_nan_and_inf_propagate():
 def test_not_fused_where_it_must_not():
     x, y = arr((6, 40), mx.float32), arr((6, 40), mx.float32, 1)
 
-    def shared(a, b):  # the product is an output too: not recomputed
-        p = mx.exp(a) * b
+    def shared(a, b):  # the product is an output too: written by the
+        p = mx.exp(a) * b  # row kernel, not recomputed
         return p, mx.sum(p, -1)
 
     names = node_names(lambda a, b: mx.compile(shared)(a, b)[1], x, y)
-    assert "Sum" in names
+    assert "Sum" not in names and "CompiledExpMultiplySum" in names
     for u, v in zip(mx.compile(shared)(x, y), shared(x, y)):
         close(u, v, mx.float32)
     x3 = arr((4, 6, 40), mx.float32)

@@ -31,6 +31,12 @@ def sin_with_rule():
     return f
 
 
+def shared_value(h, x, k):
+    """A fused value also read after its group: one more output of it."""
+    a = mx.sin(h) * x
+    return (a + 1.0) @ k["w"] * 0.5 + a
+
+
 # Each step maps h (3, 4) to a new (3, 4) value, smoothly; x is the
 # program's input (reused, so gradients accumulate over several paths) and
 # k the step's constants (evaluated arrays: closures over them compile).
@@ -66,6 +72,11 @@ STEPS = {
     # Column reductions (compile fuses them with their neighbours).
     "batch_center": lambda h, x, k: h - mx.mean(h * x, axis=0, keepdims=True),
     "col_norm": lambda h, x, k: h * mx.rsqrt(mx.mean(h * h, axis=0) + 1.0),
+    # Fused groups with several outputs, and a pick along the row (a
+    # cross-entropy's) inside a row reduction.
+    "shared": shared_value,
+    "pick": lambda h, x, k: h + mx.logsumexp(h, axis=1, keepdims=True) -
+    mx.take_along_axis(h, k["pick"], axis=1),
 }
 
 
@@ -74,6 +85,7 @@ def constants(seed):
     k = {
         "w": mx.array(rng.standard_normal((4, 4)) * 0.5, mx.float64),
         "perm": mx.array(rng.permutation(4).astype(np.int32)),
+        "pick": mx.array(rng.integers(-4, 4, (3, 1)).astype(np.int32)),
         "g": mx.array(rng.standard_normal(4) + 1, mx.float64),
         "b": mx.array(rng.standard_normal(4), mx.float64),
         "c": mx.array(rng.standard_normal(SHAPE), mx.float64),

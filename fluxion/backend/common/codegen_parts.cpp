@@ -121,32 +121,74 @@ std::string node_expr(const detail::IrNode& n, const detail::Ir& tape) {
   return round_half(convert(call, out), out);
 }
 
-std::string elem_function(const detail::Ir& tape, const char* qualifiers) {
+namespace {
+
+// fx_elem's parameters (the inputs' loaded values, v<input>) and body
+// (every node's value computed in turn); false when a dtype is not
+// computed or a node has no functor.
+bool elem_parts(const detail::Ir& tape, std::string& params,
+                std::string& body) {
   for (auto& v : tape.values) {
     if (!storage_type(v.dtype)) {
-      return "";  // complex: never fused (fuse_ir)
+      return false;  // complex: never fused (fuse_ir)
     }
   }
   auto name = [](int v) { return tagged("v", v); };
-  std::ostringstream body;
+  std::ostringstream b;
   for (auto& n : tape.nodes) {
     std::string e = node_expr(n, tape);
     if (e.empty()) {
-      return "";
+      return false;
     }
-    body << "  " << compute_type(tape.values[n.outputs[0]].dtype) << " "
-         << name(n.outputs[0]) << " = " << e << ";\n";
+    b << "  " << compute_type(tape.values[n.outputs[0]].dtype) << " "
+      << name(n.outputs[0]) << " = " << e << ";\n";
+  }
+  std::ostringstream p;
+  for (size_t k = 0; k < tape.inputs.size(); ++k) {
+    int v = tape.inputs[k];
+    p << (k ? ", " : "") << compute_type(tape.values[v].dtype) << " "
+      << name(v);
+  }
+  params = p.str();
+  body = b.str();
+  return true;
+}
+
+}  // namespace
+
+std::string elem_function(const detail::Ir& tape, const char* qualifiers) {
+  std::string params, body;
+  if (tape.outputs.size() != 1 || !elem_parts(tape, params, body)) {
+    return "";
   }
   int result = tape.outputs[0];
   std::ostringstream src;
   src << qualifiers << " " << compute_type(tape.values[result].dtype)
-      << " fx_elem(";
-  for (size_t k = 0; k < tape.inputs.size(); ++k) {
-    int v = tape.inputs[k];
-    src << (k ? ", " : "") << compute_type(tape.values[v].dtype) << " "
-        << name(v);
+      << " fx_elem(" << params << ") {\n"
+      << body << "  return " << tagged("v", result) << ";\n}\n";
+  return src.str();
+}
+
+std::string elem_store_function(const detail::Ir& tape,
+                                const char* qualifiers) {
+  std::string params, body;
+  if (!elem_parts(tape, params, body)) {
+    return "";
   }
-  src << ") {\n" << body.str() << "  return " << name(result) << ";\n}\n";
+  std::ostringstream src;
+  src << qualifiers << " void fx_elem(" << params;
+  for (size_t o = 0; o < tape.outputs.size(); ++o) {
+    src << (o + tape.inputs.size() ? ", " : "")
+        << storage_type(tape.values[tape.outputs[o]].dtype) << "* "
+        << tagged("o", o);
+  }
+  src << ") {\n" << body;
+  for (size_t o = 0; o < tape.outputs.size(); ++o) {
+    int v = tape.outputs[o];
+    src << "  *" << tagged("o", o) << " = "
+        << store(tagged("v", v), tape.values[v].dtype) << ";\n";
+  }
+  src << "}\n";
   return src.str();
 }
 

@@ -31,9 +31,18 @@ std::string store(const std::string& x, Dtype t);
 // inputs' names, rounded to its dtype; "" when the node has no functor.
 std::string node_expr(const detail::IrNode& n, const detail::Ir& tape);
 // The fused computation on loaded values, `<qualifiers> <type> fx_elem(
-// <compute type> v<input>, ...)` returning the tape's output in its
-// compute type; "" when a dtype is not computed or a node has no functor.
+// <compute type> v<input>, ...)` returning the tape's one output in its
+// compute type (the CUDA generator's form: GPU groups keep one output,
+// fuse_ir); "" when a dtype is not computed, a node has no functor, or
+// the tape has several outputs.
 std::string elem_function(const detail::Ir& tape, const char* qualifiers);
+// The same computation for one output or several (the CPU generator's
+// form): `<qualifiers> void fx_elem(<compute type> v<input>, ...,
+// <storage type>* o<k>, ...)` storing output k through o<k>. Every input
+// is loaded, as an argument, before any store: an output may share a
+// donated input's buffer. "" as elem_function, whatever the outputs.
+std::string elem_store_function(const detail::Ir& tape,
+                                const char* qualifiers);
 // Whether tape input k is a broadcast scalar: one traced element feeding
 // a larger output. Generated contiguous kernels read it once; a tape whose
 // output is one element too reads every input as an array, so a shapeless

@@ -10,8 +10,8 @@ void AsType::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   auto& o = out[0];
   if (a.flags().contiguous) {
     // Keep the input's (dense) layout; convert element by element.
-    o.set_data(std::make_shared<Data>(std::max<size_t>(a.data_size(), 1) *
-                                      o.itemsize()),
+    o.set_data(detail::make_small_shared<Data>(
+                   std::max<size_t>(a.data_size(), 1) * o.itemsize()),
                a.data_size(), a.strides(), a.flags());
     cpu::copy_flat(a, o, static_cast<int64_t>(a.data_size()));
     return;

@@ -11,27 +11,34 @@
 
 namespace fluxion::cpu {
 
-// The source of a kernel computing `tape`'s single output (every node's
-// primitive names an elementwise functor: fuse_ir made the tape so); inputs
-// whose traced size is 1 are read as scalars by the contiguous entry
-// point. Empty when the tape holds a dtype kernels do not compute.
+// The source of a kernel computing `tape`'s outputs in one loop (every
+// node's primitive names an elementwise functor: fuse_ir made the tape
+// so); inputs whose traced size is 1 are read as scalars by the
+// contiguous entry point. Empty when the tape holds a dtype kernels do not
+// compute.
 std::string kernel_source(const detail::Ir& tape);
 
-// Contiguous: out[i] for i in [begin, end), every input either of the
-// output's size and row-contiguous, or (the scalars above) one element.
-using ContiguousKernel = void (*)(void* const* in, void* out, int64_t begin,
-                                  int64_t end);
-// Strided: rows [row_begin, row_end) of a row-contiguous output of `shape`
+// Contiguous: out[o][i] for each output o and i in [begin, end), every
+// input either of the outputs' size and row-contiguous, or (the scalars
+// above) one element.
+using ContiguousKernel = void (*)(void* const* in, void* const* out,
+                                  int64_t begin, int64_t end);
+// Strided: rows [row_begin, row_end) of row-contiguous outputs of `shape`
 // (`ndim` >= 1); input k's element strides are strides[k * ndim + d].
-using StridedKernel = void (*)(void* const* in, void* out, const int64_t* shape,
-                               const int64_t* strides, int ndim,
-                               int64_t row_begin, int64_t row_end);
+using StridedKernel = void (*)(void* const* in, void* const* out,
+                               const int64_t* shape, const int64_t* strides,
+                               int ndim, int64_t row_begin, int64_t row_end);
 
 // Reduction tapes (reduce_kernel_source). Rows: rows [row_begin, row_end)
 // of the row shape S (`shape`, `ndim` >= 1, the last axis reduced), input
-// k's element strides against S in strides[k * ndim + d]; the output is
-// row-contiguous, of shape S or S with the last axis 1.
-using RowsKernel = StridedKernel;
+// k's element strides against S in strides[k * ndim + d]; each output is
+// row-contiguous, of shape S (per element) or of one value per row.
+// Returns nonzero when a gathered index was out of range (the row's
+// values are then not the eager ones: the caller runs the nodes one by
+// one, which raises the eager error).
+using RowsKernel = int (*)(void* const* in, void* const* out,
+                           const int64_t* shape, const int64_t* strides,
+                           int ndim, int64_t row_begin, int64_t row_end);
 // Total (a tape with one reduction, over every axis, that only per-row
 // nodes consume): total(in, slot, begin, end) folds the flat elements
 // [begin, end) of row-contiguous inputs (or one-element ones) into *slot
@@ -46,8 +53,8 @@ using FinishKernel = void (*)(void* const* in, const double* slots,
 // columns [col_begin, col_end) of the [N, C] view of S (N the product of
 // the reduced axes), every row; inputs row-contiguous of S, contiguous
 // per-column values, or one element; the output row-contiguous, of S or
-// of C values.
-using ColumnsKernel = void (*)(void* const* in, void* out, int64_t N,
+// of C values (each output).
+using ColumnsKernel = void (*)(void* const* in, void* const* out, int64_t N,
                                int64_t C, int64_t col_begin, int64_t col_end);
 // A column tape with one reduction and a per-column result may also split
 // its rows: part(in, slice, C, r0, r1, col_begin, col_end) folds rows
@@ -58,7 +65,7 @@ using ColumnsPartKernel = void (*)(void* const* in, double* slice, int64_t C,
                                    int64_t r0, int64_t r1, int64_t col_begin,
                                    int64_t col_end);
 using ColumnsFinishKernel = void (*)(void* const* in, const double* slices,
-                                     int64_t n, int64_t C, void* out,
+                                     int64_t n, int64_t C, void* const* out,
                                      int64_t col_begin, int64_t col_end);
 // The most columns a ColumnsKernel folds side by side (its accumulators,
 // on the stack); run_columns gives each thread one run of columns.
@@ -86,9 +93,11 @@ std::string reduce_kernel_source(const detail::Ir& tape);
 
 // Evaluates a reduction tape with its kernel (backend/cpu/
 // compiled_reduce.cpp); false when these inputs need the node-by-node
-// fallback (a total over strided inputs), before anything is written.
+// fallback: a total over strided inputs (found before anything is
+// written), or a gathered index out of range (the fallback raises the
+// eager error; what the kernel wrote is dropped).
 bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
-                   const std::vector<array>& inputs, array& out);
+                   const std::vector<array>& inputs, std::vector<array>& outs);
 
 // The kernel for `source`, compiled once per process (or found in the disk
 // cache). Returns null when no compiler works: callers then fall back to

@@ -25,6 +25,7 @@
 #include "fluxion/backend/common/kernel_source.h"
 #include "fluxion/backend/cpu/codegen.h"
 #include "fluxion/backend/cpu/codegen_parts.h"
+#include "fluxion/ops/indexing.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
 
@@ -79,6 +80,21 @@ static A fx_fold(Op op, A init, const F& f, long long j0, long long n) {
 }
 )";
 
+// An index of a gather along a row of n elements: negative ones wrap once
+// (eager's take_along_axis); -1 when it is still out of range.
+const char* const kIndex = R"(
+template <typename I>
+static inline long long fx_index(I raw, long long n) {
+  if ((I)-1 > (I)0) {  // unsigned: no wrapping
+    return (unsigned long long)raw < (unsigned long long)n ? (long long)raw
+                                                            : -1;
+  }
+  long long v = (long long)raw;
+  if (v < 0) v += n;
+  return v >= 0 && v < n ? v : -1;
+}
+)";
+
 // Strings joined by appending: GCC 12's -Wrestrict misfires on chains of
 // `"x" + s + "y"` (GCC bug 105329; see tagged()).
 template <typename... S>
@@ -97,6 +113,10 @@ std::string expr(const detail::IrNode& n, const detail::Ir& tape) {
     return tagged("v", n.inputs[0]);
   }
   return node_expr(n, tape);
+}
+
+bool is_gather(const detail::IrNode& n) {
+  return dynamic_cast<const GatherAxis*>(n.prim.get()) != nullptr;
 }
 
 struct ReduceInfo {
@@ -147,45 +167,46 @@ struct Plan {
   std::string name(int v) const { return tagged("v", v); }
 
   // Each node's producer, and whether it depends on j (as any input does;
-  // a reduction's output does not), once the inputs' jdep is set. False
-  // when a node has no expression.
+  // a reduction's or a gather's output does not), once the inputs' jdep
+  // is set. False when a node has no expression.
   bool classify_nodes() {
     for (size_t i = 0; i < tape.nodes.size(); ++i) {
       auto& n = tape.nodes[i];
       int o = n.outputs[0];
       producer[o] = static_cast<int>(i);
-      if (dynamic_cast<const Reduce*>(n.prim.get())) continue;
+      if (dynamic_cast<const Reduce*>(n.prim.get()) || is_gather(n)) continue;
       if (expr(n, tape).empty()) return false;
       for (int v : n.inputs) jdep[o] = jdep[o] || jdep[v];
     }
     return true;
   }
 
-  // Values a pass kept in a row buffer (b<value>[j]) for later passes.
-  std::vector<bool> buffered;
+  // Where a pass kept a value for later passes (a row buffer's
+  // "b<value>[j]", or the output it was stored to); empty: recomputed.
+  std::vector<std::string> buffer_at;
 
-  // The per-element values `v` needs (itself included), stopping at
+  // The per-element values `vs` need (themselves included), stopping at
   // buffered ones.
-  std::vector<bool> needs(int v) const {
+  std::vector<bool> needs(const std::vector<int>& vs) const {
     std::vector<bool> need(tape.values.size(), false);
-    std::vector<int> stack{v};
+    std::vector<int> stack = vs;
     while (!stack.empty()) {
       int u = stack.back();
       stack.pop_back();
       if (!jdep[u] || need[u]) continue;
       need[u] = true;
-      if (producer[u] >= 0 && !buffered[u]) {
+      if (producer[u] >= 0 && buffer_at[u].empty()) {
         for (int w : tape.nodes[producer[u]].inputs) stack.push_back(w);
       }
     }
     return need;
   }
 
-  // Statements defining the per-element values `v` needs, in tape order;
+  // Statements defining the per-element values `vs` need, in tape order;
   // `elem(k)` is input k's element expression.
   template <typename Elem>
-  std::string closure(int v, Elem elem) const {
-    std::vector<bool> need = needs(v);
+  std::string closure(const std::vector<int>& vs, Elem elem) const {
+    std::vector<bool> need = needs(vs);
     std::ostringstream s;
     for (size_t k = 0; k < tape.inputs.size(); ++k) {
       int u = tape.inputs[k];
@@ -199,13 +220,24 @@ struct Plan {
       if (need[u] && input_index[u] < 0) {
         s << "      const " << compute_type(tape.values[u].dtype) << " "
           << name(u) << " = "
-          << (buffered[u] ? tagged("b", u) + "[j]" : expr(n, tape))
+          << (buffer_at[u].empty() ? expr(n, tape) : buffer_at[u])
           << ";\n";
       }
     }
     return s.str();
   }
 };
+
+// "T* po<i> = (T*)out[i];" for each output.
+std::string output_pointers(const detail::Ir& tape) {
+  std::string s;
+  for (size_t i = 0; i < tape.outputs.size(); ++i) {
+    const char* st = storage_type(tape.values[tape.outputs[i]].dtype);
+    s += cat("  ", st, "* ", tagged("po", i), " = (", st, "*)out[",
+             std::to_string(i), "];\n");
+  }
+  return s;
+}
 
 // A column tape (its reductions over the leading axes 0..m-1 of S):
 // fx_cols takes its columns of the [N, C] view of S in blocks of up to
@@ -233,7 +265,7 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
   p.jdep.assign(nv, false);
   p.producer.assign(nv, -1);
   p.input_index.assign(nv, -1);
-  p.buffered.assign(nv, false);
+  p.buffer_at.assign(nv, "");
   enum InputKind { kScalar, kPerColumn, kPerElement };
   std::vector<InputKind> kind(nin, kScalar);
   Shape cols(S.begin() + m, S.end());
@@ -256,8 +288,16 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
     p.jdep[v] = kind[k] == kPerElement;
   }
   if (!p.classify_nodes()) return "";
-  const int result = tape.outputs[0];
-  const Dtype out_t = tape.values[result].dtype;
+  // Outputs of S's shape are written by a last pass over the rows (by
+  // shape, not jdep: a per-column value broadcast back is written whole);
+  // the others, one value per column, from their column arrays.
+  std::vector<int> whole, whole_index, by_column, by_column_index;
+  for (size_t i = 0; i < tape.outputs.size(); ++i) {
+    int v = tape.outputs[i];
+    bool s_shaped = tape.values[v].shape == S;
+    (s_shaped ? whole : by_column).push_back(v);
+    (s_shaped ? whole_index : by_column_index).push_back(static_cast<int>(i));
+  }
   auto ct = [&](int v) { return compute_type(tape.values[v].dtype); };
   auto col = [&](int v) { return tagged("cv", v); };
   // Inside a column loop: the per-column values so far as scalars (the
@@ -304,14 +344,15 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
   // folds rows [R0, R1) into a slice of partials (as doubles: a float
   // accumulator converts exactly both ways), fx_cols_finish combines the
   // slices as a tree and computes the nodes after the reduction.
-  const bool splits = reductions == 1 && tape.values[result].shape != S;
+  const bool splits = reductions == 1 && whole.empty();
   enum Mode { kFull, kPart, kFinish };
   auto function = [&](Mode mode) -> std::string {
     std::ostringstream src;
     defined.clear();
     if (mode == kFull) {
-      src << "extern \"C\" void fx_cols(void* const* in, void* out, long long "
-             "N, long long C, long long col_begin, long long col_end) {\n"
+      src << "extern \"C\" void fx_cols(void* const* in, void* const* out, "
+             "long long N, long long C, long long col_begin, long long "
+             "col_end) {\n"
              "  const long long R0 = 0, R1 = N;\n";
     } else if (mode == kPart) {
       src << "extern \"C\" void fx_cols_part(void* const* in, double* part, "
@@ -319,8 +360,8 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
              "long long col_end) {\n";
     } else {
       src << "extern \"C\" void fx_cols_finish(void* const* in, const double* "
-             "parts, long long nparts, long long C, void* out, long long "
-             "col_begin, long long col_end) {\n";
+             "parts, long long nparts, long long C, void* const* out, long "
+             "long col_begin, long long col_end) {\n";
     }
     for (size_t k = 0; k < nin; ++k) {
       const char* st = storage_type(tape.values[tape.inputs[k]].dtype);
@@ -328,8 +369,7 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
           << k << "];\n";
     }
     if (mode != kPart) {
-      src << "  " << storage_type(out_t) << "* po = (" << storage_type(out_t)
-          << "*)out;\n";
+      src << output_pointers(tape);
     }
     src << "  for (long long c0 = col_begin; c0 < col_end; c0 += FX_W) {\n"
         << "    const int w = (int)(col_end - c0 < FX_W ? col_end - c0 : "
@@ -375,7 +415,7 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
         src << "      " << info.acc << " acc[FX_W];\n"
             << "      for (int c = 0; c < FX_W; ++c) acc[c] = " << info.init
             << ";\n"
-            << rows_pass(cat(aliases("          "), p.closure(u, elem),
+            << rows_pass(cat(aliases("          "), p.closure({u}, elem),
                              "          acc[c] = ", info.op, "(acc[c], (",
                              info.acc, ")(", tagged("v", u), "));\n"));
         if (mode == kPart) {
@@ -394,15 +434,22 @@ std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
         defined.push_back(o);
       }
     }
-    // An S-shaped result is written whole even when no value of it depends
-    // on the row (a per-column value broadcast back): by shape, not jdep.
-    if (tape.values[result].shape == S) {
-      src << rows_pass(cat(aliases("          "), p.closure(result, elem),
-                           "          po[e] = ",
-                           store(tagged("v", result), out_t), ";\n"));
-    } else {
-      src << "    for (int c = 0; c < w; ++c) po[c0 + c] = "
-          << store(cat(col(result), "[c]"), out_t) << ";\n";
+    if (!whole.empty()) {
+      std::string stores;
+      for (size_t i = 0; i < whole.size(); ++i) {
+        stores += cat("          ", tagged("po", whole_index[i]), "[e] = ",
+                      store(tagged("v", whole[i]),
+                            tape.values[whole[i]].dtype),
+                      ";\n");
+      }
+      src << rows_pass(
+          cat(aliases("          "), p.closure(whole, elem), stores));
+    }
+    for (size_t i = 0; i < by_column.size(); ++i) {
+      int v = by_column[i];
+      src << "    for (int c = 0; c < w; ++c) "
+          << tagged("po", by_column_index[i]) << "[c0 + c] = "
+          << store(cat(col(v), "[c]"), tape.values[v].dtype) << ";\n";
     }
     src << "  }\n}\n";
     return src.str();
@@ -462,24 +509,29 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     p.jdep[v] = p.total ? size_of(s) > 1 : (!s.empty() && s.back() == R);
   }
   if (!p.classify_nodes()) return "";
-  int result = tape.outputs[0];
-  Dtype out_t = tape.values[result].dtype;
+  // Outputs of S's shape are written by a last pass over the row, the
+  // others (one value per row) once the row's values are known.
+  std::vector<int> whole, whole_index, per_row, per_row_index;
+  bool gathers = false;
+  for (size_t i = 0; i < tape.outputs.size(); ++i) {
+    int v = tape.outputs[i];
+    bool s_shaped = tape.values[v].shape == p.row;
+    (s_shaped ? whole : per_row).push_back(v);
+    (s_shaped ? whole_index : per_row_index).push_back(static_cast<int>(i));
+  }
+  for (auto& n : tape.nodes) gathers = gathers || is_gather(n);
 
   std::ostringstream src;
   src << "// Generated by Fluxion's compile: a fused reduction kernel.\n"
          "#define FLUXION_GENERATED_KERNEL 1\n"
-      << detail::kernel_functor_source() << kBase << kFold;
+      << detail::kernel_functor_source() << kBase << kFold << kIndex;
   size_t nin = tape.inputs.size();
-  auto ptrs = [&](bool with_out) {
+  auto ptrs = [&]() {
     std::ostringstream s;
     for (size_t k = 0; k < nin; ++k) {
       const char* st = storage_type(tape.values[tape.inputs[k]].dtype);
       s << "  const " << st << "* p" << k << " = (const " << st << "*)in["
         << k << "];\n";
-    }
-    if (with_out) {
-      s << "  " << storage_type(out_t) << "* po = (" << storage_type(out_t)
-        << "*)out;\n";
     }
     return s.str();
   };
@@ -491,18 +543,22 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   // exp: one exp per element, not two), for rows of up to 16384 elements
   // (a buffer on the thread's stack, in cache).
   std::vector<bool> to_buffer(nv, false);
-  std::vector<int> targets;
+  std::vector<std::vector<int>> targets;  // what each pass computes
   for (auto& n : tape.nodes) {
     if (dynamic_cast<const Reduce*>(n.prim.get())) {
-      targets.push_back(n.inputs[0]);
+      targets.push_back({n.inputs[0]});
     }
   }
-  if (tape.values[result].shape == p.row) targets.push_back(result);
-  p.buffered.assign(nv, false);
+  if (!whole.empty()) targets.push_back(whole);
+  p.buffer_at.assign(nv, "");
+  auto is_whole = [&](int v) {
+    return std::find(whole.begin(), whole.end(), v) != whole.end();
+  };
   if (!p.total && R <= 16384) {
     for (size_t i = 0; i + 1 < targets.size(); ++i) {
-      int u = targets[i];
-      if (!p.jdep[u] || p.input_index[u] >= 0) continue;
+      int u = targets[i][0];  // a reduction's input
+      // (An output is stored by its pass, and read back from there.)
+      if (!p.jdep[u] || p.input_index[u] >= 0 || is_whole(u)) continue;
       for (size_t later = i + 1; later < targets.size(); ++later) {
         if (p.needs(targets[later])[u]) to_buffer[u] = true;
       }
@@ -519,6 +575,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   if (buffer_bytes > (int64_t{256} << 10)) {
     to_buffer.assign(nv, false);
   }
+  std::vector<std::pair<int, std::string>> stored;
   auto row_body = [&](auto scalar, auto elem, const std::string& span,
                       std::string* fold_result) {
     std::ostringstream s;
@@ -537,9 +594,21 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         int u = n.inputs[0];
         ReduceInfo info = reduce_info(*r, tape.values[u].dtype, ot);
         if (info.op.empty()) return std::string();
+        // Row-shaped outputs this pass computes first are stored by it
+        // (not by a last pass computing them again), then read back.
+        std::string stores;
+        std::vector<bool> need = p.needs({u});
+        for (size_t i = 0; i < whole.size() && !fold_result; ++i) {
+          int w = whole[i];
+          if (!need[w] || !p.buffer_at[w].empty()) continue;
+          std::string at = cat(tagged("po", whole_index[i]), "[r * R + j]");
+          stores += cat("      ", at, " = ",
+                        store(p.name(w), tape.values[w].dtype), ";\n");
+          stored.push_back({w, load(at, tape.values[w].dtype)});
+        }
         s << "    " << compute_type(ot) << " " << p.name(o) << ";\n    {\n"
           << "      auto f = [&](long long j) -> " << info.acc << " {\n"
-          << p.closure(u, elem)
+          << p.closure({u}, elem) << stores
           << (to_buffer[u] && !fold_result
                   ? cat("      ", tagged("b", u), "[j] = ", p.name(u), ";\n")
                   : std::string())
@@ -556,7 +625,22 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         s << "      " << p.name(o) << " = "
           << round_half(cat("(", compute_type(ot), ")(acc)"), ot)
           << ";\n    }\n";
-        if (to_buffer[u] && !fold_result) p.buffered[u] = true;
+        if (to_buffer[u] && !fold_result) {
+          p.buffer_at[u] = cat(tagged("b", u), "[j]");
+        }
+        for (auto& [w, at] : stored) p.buffer_at[w] = at;
+        stored.clear();
+      } else if (is_gather(n)) {
+        // The row's element at the index (wrapped once, as eager's
+        // gather); an index out of range is reported, never read.
+        int src_v = n.inputs[0];
+        s << "    " << compute_type(ot) << " " << p.name(o) << " = ("
+          << compute_type(ot) << ")0;\n    {\n"
+          << "      const long long j = fx_index(" << p.name(n.inputs[1])
+          << ", R);\n"
+          << "      if (j < 0) {\n        bad = 1;\n      } else {\n"
+          << p.closure({src_v}, elem) << "      " << p.name(o) << " = "
+          << p.name(src_v) << ";\n      }\n    }\n";
       } else if (!p.jdep[o] && p.input_index[o] < 0) {
         s << "    const " << compute_type(ot) << " " << p.name(o) << " = "
           << expr(n, tape) << ";\n";
@@ -566,10 +650,11 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   };
   if (!p.total) {
     // Rows: offsets of the row's start per input, as fx_strided computes.
-    src << "extern \"C\" void fx_rows(void* const* in, void* out, const "
-           "long long* shape, const long long* strides, int ndim, long long "
-           "row_begin, long long row_end) {\n"
-        << ptrs(true) << "  const long long R = shape[ndim - 1];\n";
+    src << "extern \"C\" int fx_rows(void* const* in, void* const* out, "
+           "const long long* shape, const long long* strides, int ndim, long "
+           "long row_begin, long long row_end) {\n"
+        << ptrs() << output_pointers(tape)
+        << "  const long long R = shape[ndim - 1];\n  int bad = 0;\n";
     for (size_t k = 0; k < nin; ++k) {
       src << "  const long long t" << k << " = strides[" << k
           << " * ndim + ndim - 1];\n";
@@ -586,7 +671,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     // input (stride 1: loads the compiler vectorizes), and any strides.
     auto rows_loop = [&](bool unit) {
       std::ostringstream l;
-      p.buffered.assign(nv, false);
+      p.buffer_at.assign(nv, "");
       l << "  for (long long r = row_begin; r < row_end; ++r) {\n"
         << "    long long off[" << nin + 1 << "] = {0};\n"
         << "    long long rem = r;\n"
@@ -606,12 +691,30 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
       std::string body = row_body(scalar, elem, "0, R", nullptr);
       if (body.empty()) return std::string();
       l << body;
-      if (tape.values[result].shape == p.row) {
-        l << "    for (long long j = 0; j < R; ++j) {\n"
-          << p.closure(result, elem) << "      po[r * R + j] = "
-          << store(p.name(result), out_t) << ";\n    }\n";
-      } else {
-        l << "    po[r] = " << store(p.name(result), out_t) << ";\n";
+      for (size_t i = 0; i < per_row.size(); ++i) {
+        l << "    " << tagged("po", per_row_index[i]) << "[r] = "
+          << store(p.name(per_row[i]), tape.values[per_row[i]].dtype)
+          << ";\n";
+      }
+      // The row-shaped outputs no pass stored: a last pass.
+      std::vector<int> last, last_index;
+      for (size_t i = 0; i < whole.size(); ++i) {
+        if (p.buffer_at[whole[i]].empty()) {
+          last.push_back(whole[i]);
+          last_index.push_back(whole_index[i]);
+        }
+      }
+      if (!last.empty()) {
+        // (Fresh output buffers: no iteration reads what another writes.)
+        l << "#pragma GCC ivdep\n"
+             "    for (long long j = 0; j < R; ++j) {\n"
+          << p.closure(last, elem);
+        for (size_t i = 0; i < last.size(); ++i) {
+          l << "      " << tagged("po", last_index[i]) << "[r * R + j] = "
+            << store(p.name(last[i]), tape.values[last[i]].dtype)
+            << ";\n";
+        }
+        l << "    }\n";
       }
       l << "  }\n";
       return l.str();
@@ -623,14 +726,17 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
       if (p.jdep[tape.inputs[k]]) src << " && t" << k << " == 1";
     }
     src << ";\n  if (unit) {\n" << unit_loop << "  } else {\n" << any_loop
-        << "  }\n}\n";
+        << "  }\n  return bad;\n}\n";
   }
-  p.buffered.assign(nv, false);
+  p.buffer_at.assign(nv, "");
   // A total: one reduction whose result only per-row nodes consume (a
   // 1-D mean's squeeze and divide), over row-contiguous inputs, flat
   // index j. fx_finish combines the partials, then computes those nodes.
-  bool total_ok = reductions == 1 && !p.jdep[result] &&
-                  tape.values[result].shape != p.row;
+  // (One output, no gather: fuse_reductions gives a total neither.)
+  const int result = tape.outputs[0];
+  const Dtype out_t = tape.values[result].dtype;
+  bool total_ok = reductions == 1 && tape.outputs.size() == 1 && !gathers &&
+                  !p.jdep[result] && tape.values[result].shape != p.row;
   for (auto& n : tape.nodes) {
     if (&n > last_reduce && p.jdep[n.outputs[0]]) total_ok = false;
   }
@@ -642,7 +748,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         *r, tape.values[last_reduce->inputs[0]].dtype, red_t);
     src << "extern \"C\" void fx_total(void* const* in, double* slot, long "
            "long begin, long long end) {\n"
-        << ptrs(false) << "  {\n";
+        << ptrs() << "  {\n";
     auto scalar = [](size_t k) { return cat(tagged("p", k), "[0]"); };
     auto elem = [](size_t k) { return cat(tagged("p", k), "[j]"); };
     std::string fold;
@@ -651,7 +757,9 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
     src << body << "  }\n}\n";
     src << "extern \"C\" void fx_finish(void* const* in, const double* "
            "slots, long long n, void* out) {\n"
-        << ptrs(true) << "  " << info.acc << " a[64];\n"
+        << ptrs() << "  " << storage_type(out_t) << "* po = ("
+        << storage_type(out_t) << "*)out;\n"
+        << "  " << info.acc << " a[64];\n"
         << "  if (n > 64) n = 64;\n"  // the eval passes at most 64 chunks
         << "  for (long long t = 0; t < n; ++t) a[t] = (" << info.acc
         << ")slots[t];\n"

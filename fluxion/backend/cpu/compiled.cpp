@@ -20,7 +20,6 @@ void eval_cpu_node(array& node, std::vector<array>& outs) {
 
 void Compiled::eval_cpu(const std::vector<array>& inputs,
                         std::vector<array>& outputs) {
-  array& out = outputs[0];
   // The CPU's source for this tape, generated and built once.
   struct Built {
     std::string source;
@@ -35,47 +34,62 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
   });
   const cpu::Kernel* kernel = built.kernel;
   if (!kernel) {
-    eval_fallback(inputs, out, eval_cpu_node);
+    eval_fallback(inputs, outputs, eval_cpu_node);
     return;
   }
   if (reduction) {
-    if (!cpu::run_reduction(tape(), *kernel, inputs, out)) {
-      eval_fallback(inputs, out, eval_cpu_node);
+    if (!cpu::run_reduction(tape(), *kernel, inputs, outputs)) {
+      eval_fallback(inputs, outputs, eval_cpu_node);
     }
     return;
   }
-  const Shape& shape = out.shape();
+  // Every output has the group's shape (fuse_ir); a replay that gave them
+  // others (not expected) runs the nodes rather than write past a buffer.
+  const Shape& shape = outputs[0].shape();
+  const size_t size = outputs[0].size();
+  for (auto& out : outputs) {
+    if (out.shape() != shape) {
+      eval_fallback(inputs, outputs, eval_cpu_node);
+      return;
+    }
+  }
   auto layout = codegen::fused_layout(*this, inputs, shape);
   if (layout.kind == codegen::FusedLayout::kUnfused) {
-    eval_fallback(inputs, out, eval_cpu_node);
+    eval_fallback(inputs, outputs, eval_cpu_node);
     return;
   }
   const bool contiguous = layout.kind == codegen::FusedLayout::kContiguous;
-  // Donate an input buffer of the output's size and dtype when possible.
-  bool donated = false;
-  for (auto& in : inputs) {
-    if (contiguous && in.dtype() == out.dtype() && in.shape() == shape &&
-        in.is_donatable()) {
-      out.copy_shared_buffer(in);
-      donated = true;
-      break;
+  // Each output takes over the buffer of a donatable input of its shape
+  // and dtype, if one is left (a donated buffer is shared, so no longer
+  // donatable; the kernel reads element i of every input before writing
+  // element i of any output).
+  std::vector<void*> dst;
+  for (auto& out : outputs) {
+    bool reused = false;
+    for (size_t k = 0; contiguous && !reused && k < inputs.size(); ++k) {
+      const array& in = inputs[k];
+      if (in.dtype() == out.dtype() && in.shape() == shape &&
+          in.is_donatable()) {
+        out.copy_shared_buffer(in);
+        reused = true;
+      }
     }
-  }
-  if (!donated) {
-    out.set_data(out.nbytes());
+    if (!reused) {
+      out.set_data(out.nbytes());
+    }
+    dst.push_back(out.raw_data());
   }
   std::vector<void*> ptrs;
   for (auto& in : inputs) {
     ptrs.push_back(in.raw_data());
   }
-  void* dst = out.raw_data();
-  int64_t n = static_cast<int64_t>(out.size());
+  int64_t n = static_cast<int64_t>(size);
   if (n == 0) {
     return;
   }
   if (contiguous) {
     cpu::parallel_for(n, cpu::kElementwiseGrain, [&](int64_t b, int64_t e) {
-      kernel->contiguous(ptrs.data(), dst, b, e);
+      kernel->contiguous(ptrs.data(), dst.data(), b, e);
     });
     return;
   }
@@ -90,7 +104,8 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
   int64_t rows = n / inner;
   int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / inner);
   cpu::parallel_for(rows, grain, [&](int64_t b, int64_t e) {
-    kernel->strided(ptrs.data(), dst, shape64.data(), flat.data(), nd, b, e);
+    kernel->strided(ptrs.data(), dst.data(), shape64.data(), flat.data(), nd,
+                    b, e);
   });
 }
 

@@ -4,6 +4,7 @@
 // total over all axes splits the flat elements into the eager kernel's
 // chunks: min(threads, n / 2^16), partials combined as a tree.
 #include <algorithm>
+#include <atomic>
 
 #include "fluxion/backend/cpu/codegen.h"
 #include "fluxion/backend/cpu/thread_pool.h"
@@ -33,9 +34,20 @@ std::vector<int64_t> strides_against(const array& in, const Shape& shape) {
 // thread), or, for one reduction with too few columns to share, chunks of
 // rows. The kernel reads row-contiguous inputs only: any other layout runs
 // the nodes one by one (false).
+// Fresh buffers for the outputs (at least one byte: a kernel may be
+// handed their pointers when nothing is written); their pointers.
+std::vector<void*> allocate(std::vector<array>& outs) {
+  std::vector<void*> dst;
+  for (auto& out : outs) {
+    out.set_data(std::max<size_t>(out.nbytes(), 1));
+    dst.push_back(out.raw_data());
+  }
+  return dst;
+}
+
 bool run_columns(const detail::Ir& tape, const Kernel& kernel, size_t m,
                  const Shape& row, const std::vector<array>& inputs,
-                 array& out) {
+                 std::vector<array>& outs) {
   int64_t N = 1, C = 1;
   for (size_t d = 0; d < row.size(); ++d) {
     (d < m ? N : C) *= row[d];
@@ -49,13 +61,12 @@ bool run_columns(const detail::Ir& tape, const Kernel& kernel, size_t m,
       return false;
     }
   }
-  out.set_data(std::max<size_t>(out.nbytes(), 1));
-  if (N * C == 0 || out.size() == 0) {
+  std::vector<void*> dst = allocate(outs);
+  if (N * C == 0) {
     return true;
   }
   std::vector<void*> ptrs;
   for (auto& in : inputs) ptrs.push_back(in.raw_data());
-  void* dst = out.raw_data();
   // Threads split the columns, each taking runs of at least 256 of every
   // row: with narrower runs two threads' neighbouring parts of a row (their
   // stores above all) fight over cache lines, and NHWC batch norm with
@@ -82,13 +93,14 @@ bool run_columns(const detail::Ir& tape, const Kernel& kernel, size_t m,
                          C);
       }
     });
-    kernel.cols_finish(ptrs.data(), slices.data(), chunks, C, dst, 0, C);
+    kernel.cols_finish(ptrs.data(), slices.data(), chunks, C, dst.data(), 0,
+                       C);
     return true;
   }
   const int64_t W = (C + threads * 16 - 1) / (threads * 16) * 16;
   const int64_t blocks = (C + W - 1) / W;
   parallel_for(blocks, 1, [&](int64_t b, int64_t e) {
-    kernel.cols(ptrs.data(), dst, N, C, b * W, std::min(C, e * W));
+    kernel.cols(ptrs.data(), dst.data(), N, C, b * W, std::min(C, e * W));
   });
   return true;
 }
@@ -96,7 +108,7 @@ bool run_columns(const detail::Ir& tape, const Kernel& kernel, size_t m,
 }  // namespace
 
 bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
-                   const std::vector<array>& inputs, array& out) {
+                   const std::vector<array>& inputs, std::vector<array>& outs) {
   const Reduce* reduce = nullptr;
   Shape row;
   for (auto& n : tape.nodes) {
@@ -107,7 +119,8 @@ bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
   }
   const bool all_axes = reduce->axes().size() == row.size();
   if (kernel.cols) {
-    return run_columns(tape, kernel, reduce->axes().size(), row, inputs, out);
+    return run_columns(tape, kernel, reduce->axes().size(), row, inputs,
+                       outs);
   }
   int64_t n = 1;
   for (auto d : row) n *= d;
@@ -136,19 +149,19 @@ bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
           kernel.total(ptrs.data(), &slots[t], lo, hi);
         }
       });
-      out.set_data(std::max<size_t>(out.nbytes(), 1));
-      kernel.finish(ptrs.data(), slots.data(), chunks, out.raw_data());
+      // (A total has one output: fuse_reductions.)
+      kernel.finish(ptrs.data(), slots.data(), chunks, allocate(outs)[0]);
       return true;
     }
   }
   if (!kernel.rows || (all_axes && row.size() > 1)) {
     return false;  // a total over strided inputs
   }
-  out.set_data(std::max<size_t>(out.nbytes(), 1));
+  std::vector<void*> dst = allocate(outs);
   const int64_t R = row.back();
   int64_t rows_all = 1;
   for (size_t d = 0; d + 1 < row.size(); ++d) rows_all *= row[d];
-  if (rows_all == 0 || out.size() == 0) {
+  if (rows_all == 0) {
     return true;
   }
   std::vector<int64_t> shape(row.begin(), row.end());
@@ -162,11 +175,14 @@ bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
   int nd = static_cast<int>(shape.size());
   int64_t grain =
       std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(R, 1));
-  void* dst = out.raw_data();
+  std::atomic<bool> bad_index{false};
   parallel_for(rows_all, grain, [&](int64_t b, int64_t e) {
-    kernel.rows(ptrs.data(), dst, shape.data(), flat.data(), nd, b, e);
+    if (kernel.rows(ptrs.data(), dst.data(), shape.data(), flat.data(), nd,
+                    b, e)) {
+      bad_index = true;
+    }
   });
-  return true;
+  return !bad_index;
 }
 
 }  // namespace fluxion::cpu

@@ -21,7 +21,7 @@ void alloc_like(const array& like, array& out, bool may_donate) {
     out.move_shared_buffer(like);
     return;
   }
-  out.set_data(std::make_shared<Data>(
+  out.set_data(detail::make_small_shared<Data>(
                    std::max<size_t>(like.data_size(), 1) * sizeof(Out)),
                like.data_size(), like.strides(), like.flags());
 }
