@@ -302,6 +302,30 @@ def test_integer_power_with_negative_exponents():
     assert mx.power(2, -1).item() == 0
 
 
+def test_float_power_of_two_is_the_exact_square():
+    # A scalar exponent of 2 squares (as NumPy does): bit for bit x * x,
+    # for every float dtype, strided and broadcast bases, NaN and inf;
+    # other exponents keep pow.
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((40, 33)).astype(np.float32) * 100
+    base[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    for dt in (mx.float16, mx.bfloat16, mx.float32, mx.float64):
+        x = mx.array(base).astype(dt)
+        for b in (x, x[:, ::3], x.T, mx.broadcast_to(x[:1], (5, 33))):
+            for p in (b ** 2, mx.power(b, mx.array(2.0, dt)), b ** 2.0):
+                assert p.dtype == dt
+                assert mx.array_equal(p, b * b, equal_nan=True).item()
+        small = mx.abs(x[1:]) / 100
+        np.testing.assert_allclose(
+            np.array((small ** 2.5).astype(mx.float32)),
+            np.array(small.astype(mx.float32)) ** 2.5, rtol=2e-2, atol=1e-3)
+    x = mx.array(base[1:])
+    np.testing.assert_allclose(np.array(x ** 3), base[1:] ** 3, rtol=1e-6)
+    np.testing.assert_array_equal(
+        np.array(mx.grad(lambda v: mx.sum(v ** 2))(mx.array([1.5, -3.0]))),
+        [3.0, -6.0])
+
+
 def test_round_integers_with_negative_decimals():
     v = np.array([125, 135, -125, 1234, 15, 25, -15])
     for d in (-1, -2):

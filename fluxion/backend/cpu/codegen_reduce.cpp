@@ -50,19 +50,27 @@ static inline A fx_fold_block(Op op, A init, const F& f, long long j0,
   long long i = 0;
   A acc = init;
   if (n >= 32) {
-    // The 16 lanes as one vector (GCC's vector extension; the functors'
-    // operators apply lane by lane): an array of lanes let GCC vectorize
-    // across i instead, with shuffles, 3x slower than the eager fold.
-    typedef A V __attribute__((vector_size(16 * sizeof(A))));
-    V lanes;
-    for (int k = 0; k < 16; ++k) lanes[k] = init;
+    // The 16 lanes as 32-byte vectors (GCC's vector extension; the
+    // functors' operators apply lane by lane): an array of lanes let GCC
+    // vectorize across i instead, with shuffles, 3x slower than the eager
+    // fold; one vector of all 16 is wider than AVX2's registers, and GCC
+    // then split max/min's select back into scalar compares and branches
+    // (a fused max ran 9x slower than eager's). Lane k still folds the
+    // elements i + k, so the order is eager's.
+    typedef A V __attribute__((vector_size(32)));
+    constexpr int kPer = 32 / sizeof(A), kVecs = 16 / kPer;
+    V lanes[kVecs];
+    for (int v = 0; v < kVecs; ++v)
+      for (int k = 0; k < kPer; ++k) lanes[v][k] = init;
     for (; i + 16 <= n; i += 16) {
-      V t;
-      for (int k = 0; k < 16; ++k) t[k] = f(j0 + i + k);
-      lanes = op(lanes, t);
+      for (int v = 0; v < kVecs; ++v) {
+        V t;
+        for (int k = 0; k < kPer; ++k) t[k] = f(j0 + i + v * kPer + k);
+        lanes[v] = op(lanes[v], t);
+      }
     }
     A l[16];
-    __builtin_memcpy(l, &lanes, sizeof(l));
+    __builtin_memcpy(l, lanes, sizeof(l));
     for (int w = 8; w >= 1; w /= 2) {
       for (int k = 0; k < w; ++k) l[k] = op(l[k], l[k + w]);
     }
