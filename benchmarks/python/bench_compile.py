@@ -121,6 +121,28 @@ def bench_softmax(n=4096):
     report("softmax 4096^2 f32 (compiled)", res)
 
 
+def bench_row_range(n=4096):
+    # max and min folds of one row kernel (compiled): the NaN-propagating
+    # select must stay vectorized (a 64-byte lane vector once made it 9x
+    # slower than eager's max).
+    xn = np.random.default_rng(5).standard_normal((n, n)).astype(np.float32)
+    x = mx.array(xn)
+
+    def row_range(x):
+        return mx.max(x, -1) - mx.min(x, -1)
+
+    crr = mx.compile(row_range)
+    res = {"fluxion": median_time(lambda: mx.eval(crr(x))),
+           "eager": median_time(lambda: mx.eval(row_range(x))),
+           "numpy": median_time(lambda: np.ptp(xn, -1))}
+    torch = torch_threads()
+    if torch is not None:
+        xt = torch.from_numpy(xn)
+        res["torch"] = median_time(
+            lambda: torch.amax(xt, -1) - torch.amin(xt, -1))
+    report("row max - min 4096^2 f32 (compiled)", res)
+
+
 def bench_mse(n=1 << 24):
     # mean(square(x - y)): the fused total reads x and y once and writes
     # one number; eager writes two 64 MB intermediates.
@@ -307,7 +329,7 @@ def bench_compile_latency():
 
 def main():
     benches = [bench_gelu, bench_layer_norm, bench_batch_norm, bench_softmax,
-               bench_mse, bench_mlp_step, bench_adamw, bench_cross_entropy,
+               bench_row_range, bench_mse, bench_mlp_step, bench_adamw, bench_cross_entropy,
                bench_compile_latency]
     chosen = sys.argv[1:]
     for bench in benches:
