@@ -87,15 +87,21 @@ std::vector<array> Compiled::vjp(const std::vector<array>& primals,
 std::vector<array> Compiled::jvp(const std::vector<array>& primals,
                                  const std::vector<array>& tangents,
                                  const std::vector<int>& argnums) {
-  std::vector<array> all;
-  for (auto& p : primals) {
-    all.push_back(zeros_like(p));
+  // Only the inputs in `argnums` are differentiated; the others are held
+  // as they are (a fused gather's integer indices have no tangent, and
+  // its rule raises when given one).
+  auto f = [&](const std::vector<array>& x) {
+    std::vector<array> all = primals;
+    for (size_t i = 0; i < argnums.size(); ++i) {
+      all[argnums[i]] = x[i];
+    }
+    return replay(all);
+  };
+  std::vector<array> moving;
+  for (int a : argnums) {
+    moving.push_back(primals[a]);
   }
-  for (size_t i = 0; i < argnums.size(); ++i) {
-    all[argnums[i]] = tangents[i];
-  }
-  auto f = [this](const std::vector<array>& x) { return replay(x); };
-  return fluxion::jvp(f, primals, all).second;
+  return fluxion::jvp(f, moving, tangents).second;
 }
 
 std::pair<std::vector<array>, std::vector<int>> Compiled::vmap(

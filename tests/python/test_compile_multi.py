@@ -382,6 +382,12 @@ def test_cross_entropy_loss_and_its_gradient():
     g = mx.compile(mx.grad(loss))(x, y)
     close(g, mx.grad(loss)(x, y))
     close(mx.grad(lambda a: mx.compile(loss)(a, y))(x), mx.grad(loss)(x, y))
+    # jvp through the fused node: its integer targets get no tangent (the
+    # gather's rule raises on one; found by the transformation fuzzer).
+    t = arr((32, 100), seed=14)
+    want = mx.jvp(lambda a: loss(a, y), [x], [t])[1][0]
+    close(mx.jvp(lambda a: mx.compile(loss)(a, y), [x], [t])[1][0], want)
+    close(mx.jvp(mx.compile(lambda a: loss(a, y)), [x], [t])[1][0], want)
     xs = arr((3, 32, 100), seed=13)
     close(mx.vmap(mx.compile(loss), in_axes=(0, None))(xs, y),
           mx.vmap(loss, in_axes=(0, None))(xs, y))
