@@ -335,11 +335,7 @@ void array::attach_event(Event e) const {
 }
 
 bool array::is_tracer() const {
-  if (!detail::any_trace_scope()) {
-    return false;
-  }
-  auto& state = detail::trace_state();
-  return (desc_->is_tracer && state.trace_depth > 0) || state.retain_graph > 0;
+  return (desc_->is_tracer && in_tracing()) || retain_graph();
 }
 
 bool array::is_available() const {

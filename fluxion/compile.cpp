@@ -314,9 +314,6 @@ Ir trace_to_ir(const Fn& fun, const std::vector<array>& inputs,
 
 }  // namespace detail
 
-namespace detail {
-}  // namespace detail
-
 void disable_compile() { enabled_flag() = false; }
 void enable_compile() { enabled_flag() = true; }
 bool compile_enabled() { return enabled_flag(); }
