@@ -1,5 +1,6 @@
 // Derivative and vmap rules of the fused primitives, written with public ops
 // (so that they differentiate again).
+#include <algorithm>
 #include <numeric>
 
 #include "fluxion/ops/binary.h"
@@ -718,29 +719,34 @@ std::vector<array> ScaledDotProductAttentionVJP::vjp(
   return out;
 }
 
-// The batch folds into B for every input (lse [B, H, L] too).
+// A batch of attention backwards (per-example gradients): the composed
+// backward of q, k, v and dO, vectorized (o and lse are functions of q, k
+// and v, so the batch needs neither). The fused primitive over the batch
+// folded into B gave wrong gradients on the GPU for grouped-query heads
+// (batch elements past the first, every row's weights off by one factor:
+// its logsumexp input disagreed with the rows), a cause not found without
+// a GPU at hand; this primitive is only built where cuDNN runs both
+// passes, so its vmap is rare, and the composed form is right by
+// construction.
 std::pair<std::vector<array>, std::vector<int>>
 ScaledDotProductAttentionVJP::vmap(const std::vector<array>& inputs,
                                    const std::vector<int>& axes) {
   auto s = stream();
-  int n = rules::batch_size(inputs, axes);
-  std::vector<array> f;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    auto b = rules::to_front(inputs[i], axes[i], n, s);
-    Shape sh(b.shape().begin() + 1, b.shape().end());
-    sh[0] *= n;
-    f.push_back(reshape(b, sh, s));
+  std::vector<array> x{inputs[0], inputs[1], inputs[2], inputs[5]};
+  std::vector<int> x_axes{axes[0], axes[1], axes[2], axes[5]};
+  auto backward = composed_backward(scale_, causal_, s);
+  if (std::all_of(x_axes.begin(), x_axes.end(), [](int a) { return a < 0; })) {
+    // Only o or lse batched: the gradients are the same for every element.
+    int n = rules::batch_size(inputs, axes);
+    std::vector<array> outs;
+    for (auto& g : backward(x)) {
+      Shape sh = g.shape();
+      sh.insert(sh.begin(), n);
+      outs.push_back(broadcast_to(expand_dims(g, 0, s), sh, s));
+    }
+    return {std::move(outs), {0, 0, 0}};
   }
-  auto y = detail::sdpa_vjp(f[0], f[1], f[2], f[3], f[4], f[5], scale_,
-                            causal_, s);
-  std::vector<array> out;
-  for (auto& a : y) {
-    Shape sh = a.shape();
-    sh[0] /= n;
-    sh.insert(sh.begin(), n);
-    out.push_back(reshape(a, sh, s));
-  }
-  return {out, {0, 0, 0}};
+  return {fluxion::vmap(backward, x_axes)(x), {0, 0, 0}};
 }
 
 }  // namespace fluxion::fast

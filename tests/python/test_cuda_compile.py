@@ -60,13 +60,22 @@ def test_gelu_is_one_kernel_with_eager_bits(dt):
 
 
 def test_export_to_dot_names_on_the_gpu():
+    # The fused node carries MLX's name (Compiled, then the fused
+    # primitives in tape order), the same on both devices: here both
+    # broadcasts (of y and of the constant 1) are fused in.
     f = mx.compile(lambda x, y: x * y + 1)
-    buf = io.StringIO()
-    with mx.stream(G):
-        out = f(mx.ones((3, 4)), mx.ones((4,)))
-        mx.export_to_dot(buf, out)
-        same(out, mx.full((3, 4), 2.0))
-    assert "CompiledBroadcastMultiplyAdd" in buf.getvalue()
+
+    def fused_labels(device):
+        buf = io.StringIO()
+        with mx.stream(device):
+            out = f(mx.ones((3, 4)), mx.ones((4,)))
+            mx.export_to_dot(buf, out)
+            same(out, mx.full((3, 4), 2.0))
+        return [line.split('"')[1] for line in buf.getvalue().splitlines()
+                if 'label="Compiled' in line]
+
+    assert fused_labels(G) == ["CompiledBroadcastMultiplyBroadcastAdd"]
+    assert fused_labels(mx.cpu) == fused_labels(G)
 
 
 def test_shapeless_one_kernel_for_every_shape():
