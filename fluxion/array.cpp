@@ -448,8 +448,10 @@ void array::set_data(size_t nbytes, Device device) {
 void array::set_data(std::shared_ptr<Data> data, size_t data_size,
                      Strides strides, Flags flags, int64_t offset) {
   desc_->data = std::move(data);
+  // A null buffer: the value dropped (a computed node made lazy again).
   desc_->data_ptr =
-      static_cast<char*>(desc_->data->ptr()) + offset * itemsize();
+      desc_->data ? static_cast<char*>(desc_->data->ptr()) + offset * itemsize()
+                  : nullptr;
   desc_->data_size = data_size;
   desc_->strides = std::move(strides);
   desc_->flags = flags;

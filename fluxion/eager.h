@@ -11,7 +11,9 @@
 // print_graph, compile's capture of closures, vjp/vmap) sees what MLX's
 // lazy evaluation would show, whatever ran underneath. Such a "computed
 // node" (array::is_computed_node) is available to kernels and to reads;
-// eval only detaches it and its computed ancestors (detach_computed).
+// eval only detaches it and its computed ancestors (detach_computed). One
+// that only the graph still holds drops its value and is lazy again
+// (eval.cpp, release_held_values): an unevaluated loop holds nodes only.
 #pragma once
 
 #include <cstddef>

@@ -168,6 +168,30 @@ TEST(Eager, LongComputedChainsNeitherRecurseNorLeak) {
   }  // round 1: the whole chain is dropped undetached
 }
 
+TEST(Eager, ValuesOnlyTheGraphHoldsAreDroppedAndRecomputedIfAsked) {
+  array x({1.0f, 2.0f});
+  x.eval();
+  array y = x;
+  for (int i = 0; i < 3; ++i) {
+    y = y + 1.0f;
+  }
+  // y = Add(y2, .), y2 = Add(y1, .), y1 = Add(x, .). Building y dropped
+  // y1's value (held by y2's node alone once the name had moved on), not
+  // y2's (the name still held it while y was built).
+  const array& y2 = y.inputs()[0];
+  const array& y1 = y2.inputs()[0];
+  ASSERT_TRUE(y.is_computed_node() && y2.is_computed_node());
+  EXPECT_EQ(y1.status(), array::Status::unscheduled);
+  EXPECT_STREQ(y1.primitive().name(), "Add");  // its node is kept
+  EXPECT_EQ(y1.data<float>(), nullptr);
+  // Reached through the graph and evaluated, it is computed again.
+  array again = y1;
+  again.eval();
+  expect_close(again, {2, 3});
+  y.eval();
+  expect_close(y, {4, 5});
+}
+
 TEST(Eager, ThreadsEvalOneSharedComputedNode) {
   array x({1.0f, 2.0f, 3.0f, 4.0f});
   x.eval();

@@ -361,6 +361,45 @@ def test_fast_path_results_are_independent_buffers():
     assert mx.get_active_memory() <= before + 4096
 
 
+
+def test_unevaluated_chains_hold_nodes_not_values():
+    # A loop of small ops left unevaluated keeps its graph (as MLX's lazy
+    # one), not every intermediate's value: 2,000 values of 16 KB would be
+    # 32 MB; the nodes the graph holds are a few hundred bytes each.
+    x = mx.ones((4096,))
+    mx.eval(x)
+    before = mx.get_active_memory()
+    y = x
+    for _ in range(2000):
+        y = y + 1.0
+    assert mx.get_active_memory() - before < (1 << 20)
+    buf = io.StringIO()
+    mx.export_to_dot(buf, y)
+    assert buf.getvalue().count("Add") >= 2000  # every op still in the graph
+    mx.eval(y)
+    np.testing.assert_array_equal(np.array(y), np.full(4096, 2001, np.float32))
+
+
+def test_values_still_held_stay_computed_and_right():
+    x = mx.array(np.arange(8, dtype=np.float32))
+    mx.eval(x)
+    y, kept = x, []
+    for i in range(60):
+        y = y * 2.0 - x  # stays x: 2x - x
+        if i % 7 == 0:
+            kept.append((i, y))
+    # A function closing over such a chain sees a graph node, not a value
+    # (MLX's uncaptured-input error), until it is evaluated.
+    f = mx.compile(lambda v: v + kept[-1][1])
+    with pytest.raises(ValueError):
+        f(x)
+    for i, k in kept:
+        np.testing.assert_array_equal(np.array(k), np.arange(8))
+    z = kept[2][1] + 1.0
+    np.testing.assert_array_equal(np.array(z), np.arange(8) + 1.0)
+    np.testing.assert_array_equal(np.array(f(x)), 2 * np.arange(8))
+
+
 def test_fast_path_from_threads():
     x = mx.array(np.arange(16, dtype=np.float32))
     mx.eval(x)
