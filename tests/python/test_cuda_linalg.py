@@ -275,8 +275,13 @@ def test_grads_as_on_the_cpu(dtype):
     for name, f in fns.items():
         gg = mx.grad(lambda x, y: f(x, y, G), argnums=(0, 1))(arr(a), arr(b))
         gc = mx.grad(lambda x, y: f(x, y, C), argnums=(0, 1))(arr(a), arr(b))
+        # eig's outputs are complex64 whatever the input (as MLX's) and its
+        # vjp works in complex64 / float32 on both devices, so a float64
+        # input's gradient is a float32 result (the CPU's is I to 1.2e-7):
+        # float32's tolerance.
+        tn = 10 * tol(np.float32) if name == "eigvals" else t
         for g1, g2 in zip(gg, gc):
-            close(g1, np.asarray(g2), t)
+            close(g1, np.asarray(g2), tn)
 
 
 def test_vmap_and_compile():

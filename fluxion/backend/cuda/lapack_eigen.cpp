@@ -9,7 +9,10 @@
 //   conj(V')'s row-major form (a transposing copy) its U. Singular values
 //   come sorted in decreasing order, as LAPACK's. U and Vt are full
 //   (M x M, N x N); the columns past min(M, N) span the complement and,
-//   like the signs of singular vectors, need not equal LAPACK's.
+//   like the signs of singular vectors, need not equal LAPACK's. The
+//   values alone are the same call with U and V dropped (solver.cpp says
+//   why), and float32 matrices past the batched sizes are computed in
+//   float64 (SVD::eval_gpu says why).
 // - Eigh: the symmetric (Hermitian) matrix given by the row-major lower
 //   triangle is, read column-major, the one given by the upper triangle of
 //   A^T = conj(A): syevd with the other triangle gives its eigenvalues
@@ -73,17 +76,47 @@ void SVD::eval_gpu(const std::vector<array>& inputs,
     return;
   }
   const Handles& h = handles(op);
-  Work w = stage(a, t, /*transpose=*/false);  // column-major A^T (n, m)
+  const bool batched = plan::batched_svd(m, n, batch);
+  // float32 past gesvdjBatched's sizes is computed in float64 and rounded:
+  // float32 gesvdj loses accuracy with the size. On an H100 the singular
+  // values of a 1024 x 1024 float32 matrix (randn + 1024 I) were off by up
+  // to 0.28 on values near 1000 (2.8e-4 relative; each one shown too high)
+  // against a float64 reference, where float32 LAPACK (sgesdd or sgesvd)
+  // on a matrix drawn the same way is off by at most 3.6e-3 (3.4e-6
+  // relative): 80 times worse, and past test_large's 1e-4. The same error
+  // growth in float64's unit roundoff (2^29 times smaller: 5e-13 relative)
+  // is far below float32's rounding of the result. The batched sizes (32
+  // at most) stay in float32 (few rotations per column), as does
+  // complex64, for want of a complex128 staging copy: large complex64
+  // matrices keep float32 gesvdj's accuracy.
+  const Dtype ct = t == float32 && !batched ? float64 : t;
+  const Dtype crt = real_of(ct);
+  Work w = stage(a, ct, /*transpose=*/false);  // column-major A^T (n, m)
   int* info = device_zeros(batch);
-  // gesvdj of A^T: U' (n, n) straight into Vt; V' (m, m) into a scratch,
-  // then conj(V') row-major into U.
-  void* vbuf = compute_uv_
-                   ? device_buffer(t.size * static_cast<size_t>(batch * m * m))
-                   : nullptr;
-  gesvdj(h, t, compute_uv_, n, m, w.data, ps, pv, vbuf, info, batch,
-         plan::batched_svd(m, n, batch), op);
+  // gesvdj of A^T: U' (n, n) is Vt read row-major, V' (m, m) gives U as
+  // conj(V') row-major. Values only: both in scratch and dropped, one of
+  // each for all the matrices where the calls are one per matrix.
+  const bool reuse = !compute_uv_ && !batched;
+  const int64_t nuv = reuse ? 1 : batch;
+  const bool direct = ct == t;  // gesvdj writes S and Vt in place
+  void* sbuf =
+      direct ? ps : device_buffer(crt.size * static_cast<size_t>(batch * k));
+  void* ubuf = direct && compute_uv_
+                   ? pv
+                   : device_buffer(ct.size * static_cast<size_t>(nuv * n * n));
+  void* vbuf = device_buffer(ct.size * static_cast<size_t>(nuv * m * m));
+  gesvdj(h, ct, n, m, w.data, sbuf, ubuf, vbuf, reuse, info, batch, batched,
+         op);
+  if (!direct) {
+    kern::copy_matrices(sbuf, crt, ps, rt, batch, 1, k, /*transpose=*/false,
+                        /*conj=*/false, nullptr);
+  }
   if (compute_uv_) {
-    kern::copy_matrices(vbuf, t, pu, t, batch, m, m, /*transpose=*/true,
+    if (!direct) {
+      kern::copy_matrices(ubuf, ct, pv, t, batch, n, n, /*transpose=*/false,
+                          /*conj=*/false, nullptr);
+    }
+    kern::copy_matrices(vbuf, ct, pu, t, batch, m, m, /*transpose=*/true,
                         /*conj=*/t == complex64, nullptr);
   }
   kern::check_info(info, w.bad, batch, op, "SVD did not converge.");

@@ -379,11 +379,28 @@ void orgqr(const Handles& h, Dtype t, int m, int k, void* a, int lda,
   });
 }
 
-void gesvdj(const Handles& h, Dtype t, bool vectors, int m, int n, void* a,
-            void* s, void* u, void* v, int* info, int64_t count, bool batched,
-            const char* op) {
-  const cusolverEigMode_t jobz =
-      vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+// Always jobz = VECTOR, into real U and V buffers. The singular values
+// alone used to be jobz = NOVECTOR with one-element U and V, and on an H100
+// they came back NaN for larger matrices (CudaLinalg.SvdEighEig 40 x 70
+// float32, CudaLinalg.Large 1024 x 512, test_svd 50 x 80 complex64: all
+// values NaN) while the same matrices with vectors were right. gesvdj
+// evidently writes U and V (or works in them) in either mode: PyTorch
+// passes full-size U and V to gesvdj and gesvdjBatched without vectors for
+// the same reason ("Need to pass allocated memory to the function,
+// otherwise it fails"). Writes past a one-element block land in whatever
+// the allocator placed next, so the fault depends on the allocator's state
+// (float64 and some shapes passed); NaN in every value fits a hit on the
+// matrices' `bad` flags, after which nan_where overwrites them all. The
+// call with vectors is the one the tests show right, and the values-only
+// path now makes the same computation as svd(a)[1].
+void gesvdj(const Handles& h, Dtype t, int m, int n, void* a, void* s,
+            void* u, void* v, bool reuse_uv, int* info, int64_t count,
+            bool batched, const char* op) {
+  if (reuse_uv && batched) {
+    throw std::logic_error("[linalg::svd] gesvdjBatched needs U and V of "
+                           "every matrix.");
+  }
+  const cusolverEigMode_t jobz = CUSOLVER_EIG_MODE_VECTOR;
   const int k = std::min(m, n);
   const int ldu = std::max(m, 1), ldv = std::max(n, 1);
   typed<true>(t, op, [&](auto tag) {
@@ -391,12 +408,10 @@ void gesvdj(const Handles& h, Dtype t, bool vectors, int m, int n, void* a,
     using R = std::conditional_t<std::is_same_v<T, cuComplex>, float, T>;
     T* pa = static_cast<T*>(a);
     R* ps = static_cast<R*>(s);
-    // Without vectors U and V are not referenced: one dummy element each
-    // (valid pointers, all matrices at offset 0).
-    T* pu = static_cast<T*>(vectors ? u : device_buffer(sizeof(T)));
-    T* pv = static_cast<T*>(vectors ? v : device_buffer(sizeof(T)));
-    const int64_t su = vectors ? int64_t{m} * m : 0;
-    const int64_t sv = vectors ? int64_t{n} * n : 0;
+    T* pu = static_cast<T*>(u);
+    T* pv = static_cast<T*>(v);
+    const int64_t su = reuse_uv ? 0 : int64_t{m} * m;
+    const int64_t sv = reuse_uv ? 0 : int64_t{n} * n;
     int lwork = 0;
     if (batched) {
       cusolverStatus_t st;

@@ -113,9 +113,12 @@ void orgqr(const Handles& h, Dtype t, int m, int k, void* a, int lda,
 // gesvdj of `count` column-major (m, n) matrices (stride m * n), one call
 // each or, with `batched`, one gesvdjBatched call (m, n <= 32): S (min(m,
 // n) each), U (m, m), V (n, n) (not transposed); float32, float64 and
-// complex64 (S real). U and V are written only with `vectors`.
-void gesvdj(const Handles& h, Dtype t, bool vectors, int m, int n, void* a,
-            void* s, void* u, void* v, int* info, int64_t count, bool batched,
-            const char* op);
+// complex64 (S real). U and V are always computed (jobz = VECTOR, why in
+// solver.cpp) into real buffers: `count` matrices each, or with `reuse_uv`
+// (one call each, not `batched`) one matrix each that every call
+// overwrites, for a caller that wants the singular values only.
+void gesvdj(const Handles& h, Dtype t, int m, int n, void* a, void* s,
+            void* u, void* v, bool reuse_uv, int* info, int64_t count,
+            bool batched, const char* op);
 
 }  // namespace fluxion::cu::solver
