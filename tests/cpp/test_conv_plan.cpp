@@ -541,11 +541,12 @@ TEST(ConvPlan, EveryFormAndItsGradients) {
 }
 
 // The benchmark's convolution (3x3, padding 1, groups 1) and its strided
-// form: the forward is cuDNN's forward; the input gradient is a forward
-// convolution at stride 1 (the rule's flipped weight, a transposed view,
-// is copied: a few thousand elements) and backward data at stride 2; the
-// weight gradient is backward filter on the rule's transposed views. No
-// activation-sized operand is copied.
+// form: the forward is cuDNN's forward; the input gradient is backward
+// data at both strides (at stride 1 the rule's node is flipped, without
+// input dilation, and the forward convolution follows as the fallback;
+// the rule's weight, a transposed view, is copied: a few thousand
+// elements); the weight gradient is backward filter on the rule's
+// transposed views. No activation-sized operand is copied.
 TEST(ConvPlan, TrainingStepUsesTheNativeOperations) {
   for (int stride : {1, 2}) {
     SCOPED_TRACE("stride " + std::to_string(stride));
@@ -577,12 +578,17 @@ TEST(ConvPlan, TrainingStepUsesTheNativeOperations) {
           c.kernel_dilation(), c.input_dilation(), c.groups(), c.flip());
       ASSERT_FALSE(maps.empty());
       EXPECT_FALSE(maps[0].pack_input) << maps[0].str();
+      if (a == &grads[0] && stride == 1) {
+        // The forward convolution (CUDNN_CONVOLUTION mode) as the fallback.
+        ASSERT_EQ(maps.size(), 2u);
+        EXPECT_EQ(maps[1].op, cp::Op::forward);
+        EXPECT_TRUE(maps[1].convolution_mode);
+      }
       first.push_back(maps[0]);
     }
     EXPECT_EQ(first[0].op, cp::Op::forward);
     EXPECT_FALSE(first[0].pack_weight);
-    EXPECT_EQ(first[1].op,
-              stride == 1 ? cp::Op::forward : cp::Op::backward_data);
+    EXPECT_EQ(first[1].op, cp::Op::backward_data);
     EXPECT_EQ(first[2].op, cp::Op::backward_filter);
   }
 }

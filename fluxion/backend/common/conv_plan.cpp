@@ -207,66 +207,79 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
   const int64_t cin_g = cin / groups, cout_g = cout / groups;
   const Strides yst = row_major(ys);
 
-  if (dilated) {
-    // Backward data of the convolution (stride = our input dilation) that
-    // takes our output's shape to our input's.
-    if (strided) {
-      return out;
-    }
+  if (dilated && strided) {
+    return out;  // no cuDNN operation strides a dilated input
+  }
+
+  // Backward data of the convolution (stride = our input dilation) that
+  // takes our output's shape to our input's. The rule writes the input's
+  // gradient (ops/conv_rules.cpp, input_grad) as a convolution of the
+  // cotangent with input dilation = the forward's stride, stride = the
+  // forward's input dilation and flip = !the forward's flip. So it is
+  //  - input dilation > 1 (and no stride) after a strided convolution
+  //    (conv_transpose is the same form): backward data is the only
+  //    operation taking it;
+  //  - no stride, no input dilation, flipped after a stride-1 unflipped
+  //    convolution (the training step's usual case; conv_transpose at
+  //    stride 1 too): also a forward convolution in CUDNN_CONVOLUTION
+  //    mode, which follows as the fallback.
+  // Backward data at stride 1 is the same sum as the forward (cuDNN's
+  // formula with stride 1), so either gives the right values.
+  if (!strided && (dilated || flip)) {
     Mapping m;
     m.op = Op::backward_data;
     m.convolution_mode = !flip;
-    for (int i = 0; i < d; ++i) {
+    bool data_ok = true;
+    for (int i = 0; i < d && data_ok; ++i) {
       const int64_t K = ws[i + 1], kd = kernel_dilation[i];
       const int64_t pre = (K - 1) * kd - padding_lo[i];
-      if (pre < 0) {
-        return out;
-      }
       const int64_t post =
           fit_post(ys[i + 1], K, pre, xs[i + 1], input_dilation[i], kd,
                    (K - 1) * kd - padding_hi[i]);
-      if (post < 0) {
-        return out;
-      }
+      data_ok = pre >= 0 && post >= 0;
       const int j = slot(d, i);
       m.pre[j] = pre;
       m.post[j] = post;
       m.stride[j] = input_dilation[i];
       m.dilation[j] = kd;
     }
-    m.y = tensor(xs, xst, 0, d + 1);  // DY: our input
-    if (!packed(m.y)) {
-      m.pack_input = true;
-      m.y = tensor(xs, row_major(xs), 0, d + 1);
+    if (data_ok) {
+      m.y = tensor(xs, xst, 0, d + 1);  // DY: our input
+      if (!packed(m.y)) {
+        m.pack_input = true;
+        m.y = tensor(xs, row_major(xs), 0, d + 1);
+      }
+      m.x = tensor(ys, yst, 0, d + 1);  // DX: our output
+      // W: [C_in, K..., C_out/g] packed; from our weight [G, cout_g, K...,
+      // cin_g] as W[g, ci, k..., co] = w[g, co, k..., ci].
+      Shape wsh{groups, static_cast<int32_t>(cin_g)};
+      Shape packed_w{static_cast<int32_t>(cin)};
+      for (int i = 0; i < d; ++i) {
+        wsh.push_back(ws[i + 1]);
+        packed_w.push_back(ws[i + 1]);
+      }
+      wsh.push_back(static_cast<int32_t>(cout_g));
+      packed_w.push_back(static_cast<int32_t>(cout_g));
+      const Strides wrm = row_major(ws);
+      m.pack_weight = !row_contiguous(ws, wst);
+      m.weight_copy.shape = wsh;
+      m.weight_copy.dst = row_major(wsh);
+      m.weight_copy.src = {cout_g * wrm[0], 1};
+      for (int i = 0; i < d; ++i) {
+        m.weight_copy.src.push_back(wrm[i + 1]);
+      }
+      m.weight_copy.src.push_back(wrm[0]);
+      m.w = tensor(packed_w, row_major(packed_w), 0, d + 1);
+      int64_t elems = 1;
+      for (auto v : packed_w) {
+        elems *= v;
+      }
+      m.scratch_elems = elems;
+      out.push_back(std::move(m));
     }
-    m.x = tensor(ys, yst, 0, d + 1);  // DX: our output
-    // W: [C_in, K..., C_out/g] packed; from our weight [G, cout_g, K...,
-    // cin_g] as W[g, ci, k..., co] = w[g, co, k..., ci].
-    Shape wsh{groups, static_cast<int32_t>(cin_g)};
-    Shape packed_w{static_cast<int32_t>(cin)};
-    for (int i = 0; i < d; ++i) {
-      wsh.push_back(ws[i + 1]);
-      packed_w.push_back(ws[i + 1]);
+    if (dilated) {
+      return out;  // nothing else takes input dilation
     }
-    wsh.push_back(static_cast<int32_t>(cout_g));
-    packed_w.push_back(static_cast<int32_t>(cout_g));
-    const Strides wrm = row_major(ws);
-    m.pack_weight = !row_contiguous(ws, wst);
-    m.weight_copy.shape = wsh;
-    m.weight_copy.dst = row_major(wsh);
-    m.weight_copy.src = {cout_g * wrm[0], 1};
-    for (int i = 0; i < d; ++i) {
-      m.weight_copy.src.push_back(wrm[i + 1]);
-    }
-    m.weight_copy.src.push_back(wrm[0]);
-    m.w = tensor(packed_w, row_major(packed_w), 0, d + 1);
-    int64_t elems = 1;
-    for (auto v : packed_w) {
-      elems *= v;
-    }
-    m.scratch_elems = elems;
-    out.push_back(std::move(m));
-    return out;
   }
 
   // Forward, padding at the start not negative.

@@ -14,9 +14,13 @@
 //    gradients as forward convolutions of transformed operands; those are
 //    recognised by their shapes and strides and given to the operation
 //    that computes them natively:
-//      * input dilation > 1 with stride 1 (the input's gradient,
-//        conv_transpose) is cuDNN's backward data of a convolution whose
-//        stride is our input dilation, with the weight rearranged;
+//      * input dilation > 1 with stride 1 (the input's gradient of a
+//        strided convolution, conv_transpose), and a flipped convolution
+//        with neither stride nor input dilation (the input's gradient of
+//        a stride-1 convolution, conv_transpose at stride 1), is cuDNN's
+//        backward data of a convolution whose stride is our input
+//        dilation, with the weight rearranged (the latter also maps to
+//        the forward, tried next);
 //      * a weight-shaped result whose operands are transposed views of
 //        channels-last arrays (the weight's gradient with groups = 1) is
 //        cuDNN's backward filter on those arrays;
