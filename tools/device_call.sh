@@ -5,7 +5,11 @@
 # $OUT/summary.txt. A call has 10 minutes and a cold build takes about 5, so
 # the first call is `sh tools/device_call.sh` (build and test-gpu) and the
 # next, chained within the machine's 30 s idle time so the build is kept,
-# `sh tools/device_call.sh nobuild sanitize bench`. Parts:
+# `sh tools/device_call.sh nobuild sanitize bench`. Budget: on an H100
+# (session 18) build and test-gpu took 330 s of wall time, bench 69 s, and
+# the call cost 650 s of the session's device time (the machine's start
+# and the transfers count); a start that fails costs 1.5 to 3 minutes.
+# Parts:
 #   sanitize  make test-gpu-sanitize (compute-sanitizer memcheck)
 #   bench     benchmarks/gpu/bench_gpu.py, all rows, then its conv, decode
 #             and linalg rows, into one log
@@ -27,19 +31,24 @@ timed() {  # timed NAME COMMAND...: runs COMMAND into $OUT/NAME.log
   return $rc
 }
 # At most 8 files come back: summary.txt, test-gpu.log, gtest-failed.txt,
-# sanitize.log, bench.log.
+# gtest-gpu.log.gz, pytest-gpu.log, sanitize.log, bench.log. The exit status
+# is 1 when test-gpu or sanitize failed.
+status=0
 note "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version \
   --format=csv,noheader 2>&1 | head -n 1)"
 case " $* " in
   *" nobuild "*) ;;
   *)
-    timed test-gpu make test-gpu JOBS="$(nproc)"
+    timed test-gpu make test-gpu JOBS="$(nproc)" || status=1
     grep -hE "FAILED|\[  FAILED" build-gpu/gtest-gpu.log > "$OUT/gtest-failed.txt" 2>/dev/null
+    # The full logs, for failures that the summary lines do not explain.
+    gzip -c build-gpu/gtest-gpu.log > "$OUT/gtest-gpu.log.gz" 2>/dev/null
+    cp build-gpu/pytest-gpu.log "$OUT/" 2>/dev/null
     ;;
 esac
 for part in "$@"; do
   case $part in
-    sanitize) timed sanitize make test-gpu-sanitize JOBS="$(nproc)" ;;
+    sanitize) timed sanitize make test-gpu-sanitize JOBS="$(nproc)" || status=1 ;;
     bench)
       timed bench sh -c 'for rows in "" conv decode linalg; do
           echo "== bench_gpu.py $rows"
@@ -50,3 +59,4 @@ for part in "$@"; do
     *) note "unknown part: $part" ;;
   esac
 done
+exit $status
