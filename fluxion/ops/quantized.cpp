@@ -1,6 +1,8 @@
-// quantize and dequantize (composites of public ops) and quantized_matmul
-// (the QuantizedMatmul primitive and its rules). See quantized.h for the
-// scheme.
+// quantize and dequantize (composites of public ops), the FP8 conversions,
+// the quantization modes and the argument checks that quantized_matmul.cpp
+// shares. quantized_matmul and its composites are in quantized_matmul.cpp,
+// QuantizedMatmul's rules in quantized_rules.cpp (apart only to keep files
+// short). See quantized.h for the scheme.
 #include "fluxion/ops/quantized.h"
 
 #include <array>
@@ -15,11 +17,10 @@
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/hadamard.h"
 #include "fluxion/ops/layout.h"
-#include "fluxion/ops/matmul_variants.h"
 #include "fluxion/ops/searchsorted.h"
 #include "fluxion/ops/indexing.h"
-#include "fluxion/ops/linalg.h"
 #include "fluxion/ops/astype.h"
+#include "fluxion/ops/quantized_impl.h"
 #include "fluxion/ops/ternary.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
@@ -27,17 +28,12 @@
 
 namespace fluxion {
 
-namespace {
+using quantized_detail::dtype_str;
+using quantized_detail::is_fp;
+using quantized_detail::tag;
+using quantized_detail::unpacked_cols;
 
-std::string dtype_str(Dtype t) {
-  std::ostringstream os;
-  os << t;
-  return os.str();
-}
-
-std::string tag(const char* op) { return std::string("[") + op + "] "; }
-
-bool is_fp(QuantizationMode m) { return m != QuantizationMode::affine; }
+namespace quantized_detail {
 
 // Group size and bits after MLX's defaults, validated for the mode.
 std::pair<int, int> resolve_params(const char* op, QuantizationMode mode,
@@ -84,9 +80,6 @@ std::pair<int, int> resolve_params(const char* op, QuantizationMode mode,
   }
   return {0, 0};
 }
-
-// A packed matrix holds cols * bits / 32 words per row.
-int64_t unpacked_cols(int64_t words, int bits) { return words * 32 / bits; }
 
 // The shapes of a packed matrix and its scales (and biases) must agree.
 void check_packed(const char* op, const array& w, const array& scales,
@@ -172,6 +165,15 @@ void check_global_scale(const char* op, QuantizationMode mode,
         shape_str(g->shape()) + " and dtype " + dtype_str(g->dtype()) + ".");
   }
 }
+
+}  // namespace quantized_detail
+
+using quantized_detail::check_global_scale;
+using quantized_detail::check_packed;
+using quantized_detail::check_scales;
+using quantized_detail::resolve_params;
+
+namespace {
 
 // --- packing: values as one little-endian bit stream ---
 
@@ -566,262 +568,6 @@ array dequantize(const array& w, const array& scales, const array& biases,
                     "affine", std::nullopt, std::nullopt, s);
 }
 
-array quantized_matmul(const array& x, const array& w, const array& scales,
-                       const std::optional<array>& biases, bool transpose,
-                       std::optional<int> group_size, std::optional<int> bits,
-                       const std::string& mode_s,
-                       const std::optional<array>& global_scale,
-                       StreamOrDevice sd) {
-  const char* op = "quantized_matmul";
-  auto mode = quantization_mode(mode_s, op);
-  auto [gs, b] = resolve_params(op, mode, group_size, bits);
-  check_global_scale(op, mode, global_scale);
-  if (w.dtype() != uint32) {
-    throw std::invalid_argument(
-        tag(op) + "The weight matrix should be uint32 but received " +
-        dtype_str(w.dtype()) + ".");
-  }
-  if (w.ndim() < 2) {
-    throw std::invalid_argument(
-        tag(op) + "The quantized matrix must have at least 2 dimensions; got "
-                  "shape " +
-        shape_str(w.shape()) + ".");
-  }
-  check_scales(op, mode, scales, biases);
-  check_packed(op, w, scales, biases, gs, b);
-  if (x.ndim() < 1) {
-    throw std::invalid_argument(
-        tag(op) + "x must have at least 1 dimension; got a scalar.");
-  }
-  int64_t cols = unpacked_cols(w.shape(-1), b);
-  int K = transpose ? static_cast<int>(cols) : w.shape(-2);
-  int N = transpose ? w.shape(-2) : static_cast<int>(cols);
-  if (x.shape(-1) != K) {
-    throw std::invalid_argument(
-        tag(op) + "The last dimension of x (shape " + shape_str(x.shape()) +
-        ") does not match the quantized matrix (" +
-        std::to_string(transpose ? N : K) + ", " +
-        std::to_string(transpose ? K : N) + ") expanded from shape " +
-        shape_str(w.shape()) + " with group_size=" + std::to_string(gs) +
-        ", bits=" + std::to_string(b) +
-        " and transpose=" + (transpose ? "true" : "false") + ".");
-  }
-  Dtype dt = is_fp(mode) ? x.dtype() : result_type({x, scales, *biases});
-  if (!is_floating_point(dt)) {
-    throw std::invalid_argument(
-        tag(op) + "Only real floating types are supported but x" +
-        (is_fp(mode) ? std::string("") : std::string(", scales and biases")) +
-        " promote to " + dtype_str(dt) + ".");
-  }
-  Shape out;
-  if (w.ndim() == 2) {
-    out = x.shape();
-    out.back() = N;
-  } else {
-    if (x.ndim() < 2) {
-      throw std::invalid_argument(
-          tag(op) + "With a batched quantized matrix (shape " +
-          shape_str(w.shape()) +
-          "), x needs at least 2 dimensions; got shape " +
-          shape_str(x.shape()) + ".");
-    }
-    Shape xb(x.shape().begin(), x.shape().end() - 2);
-    Shape wb(w.shape().begin(), w.shape().end() - 2);
-    out = broadcast_shapes(xb, wb, op);
-    out.push_back(x.shape(-2));
-    out.push_back(N);
-  }
-  Stream s = to_stream(sd);
-  std::vector<array> inputs = {astype(x, dt, s), w};
-  if (is_fp(mode)) {
-    inputs.push_back(scales);
-    if (global_scale) {
-      inputs.push_back(reshape(astype(*global_scale, float32, s), {}, s));
-    }
-  } else {
-    inputs.push_back(astype(scales, dt, s));
-    inputs.push_back(astype(*biases, dt, s));
-  }
-  return array(std::move(out), dt,
-               std::make_shared<QuantizedMatmul>(s, gs, b, transpose, mode),
-               std::move(inputs));
-}
-
-array quantized_matmul(const array& x, const array& w, const array& scales,
-                       const array& biases, bool transpose, int group_size,
-                       int bits, StreamOrDevice s) {
-  return quantized_matmul(x, w, scales, std::optional<array>(biases),
-                          transpose, group_size, bits, "affine", std::nullopt,
-                          s);
-}
-
-namespace {
-
-// An index array selecting batch elements of `x` (all batch dims flattened;
-// absent: every element in order, shaped like the batch dims).
-array batch_indices(const std::optional<array>& idx, const array& x,
-                    const char* op, const char* which, Stream s) {
-  Shape bs(x.shape().begin(), x.shape().end() - 2);
-  if (idx) {
-    if (!is_integral(idx->dtype())) {
-      throw std::invalid_argument(tag(op) + which +
-                                  " must have an integer type; got " +
-                                  dtype_str(idx->dtype()) + ".");
-    }
-    return *idx;
-  }
-  int64_t n = 1;
-  for (auto d : bs) {
-    n *= d;
-  }
-  return reshape(arange(0, static_cast<int>(n), s), bs, s);
-}
-
-// x[..., M, K] -> [B, M, K] with the batch dims merged (a vector becomes one
-// row).
-array batch_rows(const array& a, Stream s) {
-  if (a.ndim() < 2) {
-    return reshape(a, {1, 1, a.shape(-1)}, s);
-  }
-  return reshape(a, {-1, a.shape(-2), a.shape(-1)}, s);
-}
-
-}  // namespace
-
-array gather_qmm(const array& x, const array& w, const array& scales,
-                 const std::optional<array>& biases,
-                 const std::optional<array>& lhs_indices,
-                 const std::optional<array>& rhs_indices, bool transpose,
-                 std::optional<int> group_size, std::optional<int> bits,
-                 const std::string& mode_s, bool /*sorted_indices*/,
-                 StreamOrDevice sd) {
-  const char* op = "gather_qmm";
-  auto mode = quantization_mode(mode_s, op);
-  auto [gs, b] = resolve_params(op, mode, group_size, bits);
-  check_scales(op, mode, scales, biases);
-  if (w.ndim() < 2 || x.ndim() < 1) {
-    throw std::invalid_argument(
-        tag(op) + "Expected x with at least 1 dimension and a quantized "
-                  "matrix with at least 2; got shapes " +
-        shape_str(x.shape()) + " and " + shape_str(w.shape()) + ".");
-  }
-  check_packed(op, w, scales, biases, gs, b);
-  if (!is_floating_point(x.dtype())) {
-    throw std::invalid_argument(tag(op) +
-                                "Only real floating types are supported but "
-                                "x has type " +
-                                dtype_str(x.dtype()) + ".");
-  }
-  Stream s = to_stream(sd);
-  bool vec = x.ndim() == 1;
-  array X = vec ? reshape(x, {1, x.shape(0)}, s) : x;
-  array li = batch_indices(lhs_indices, X, op, "lhs_indices", s);
-  array ri = batch_indices(rhs_indices, w, op, "rhs_indices", s);
-  Shape out_batch = broadcast_shapes(li.shape(), ri.shape(), op);
-  array lf = reshape(broadcast_to(li, out_batch, s), {-1}, s);
-  array rf = reshape(broadcast_to(ri, out_batch, s), {-1}, s);
-  array gx = take(batch_rows(X, s), lf, 0, s);  // [B, M, K]
-  auto gather_w = [&](const array& a) {
-    return take(reshape(a, {-1, a.shape(-2), a.shape(-1)}, s), rf, 0, s);
-  };
-  std::optional<array> gb;
-  if (biases) {
-    gb = gather_w(*biases);
-  }
-  array out = quantized_matmul(gx, gather_w(w), gather_w(scales), gb,
-                               transpose, gs, b, mode_s, std::nullopt, s);
-  Shape out_shape = out_batch;
-  if (!vec) {
-    out_shape.push_back(X.shape(-2));
-  }
-  out_shape.push_back(out.shape(-1));
-  return reshape(out, out_shape, s);
-}
-
-namespace {
-
-// x quantized and dequantized with `mode`, in float32 (qqmm's left side).
-array fake_quantized(const array& x, int gs, int b, const std::string& mode,
-                     const std::optional<array>& g, Stream s) {
-  auto q = quantize(x, gs, b, mode, g, s);
-  return dequantize(q[0], q[1], std::nullopt, gs, b, mode, g, float32, s);
-}
-
-}  // namespace
-
-array qqmm(const array& x, const array& w, const std::optional<array>& scales,
-           std::optional<int> group_size, std::optional<int> bits,
-           const std::string& mode_s, const std::optional<array>& gx,
-           const std::optional<array>& gw, StreamOrDevice sd) {
-  const char* op = "qqmm";
-  auto mode = quantization_mode(mode_s, op);
-  if (!is_fp(mode)) {
-    throw std::invalid_argument(
-        tag(op) + "Both operands are quantized with a floating mode "
-                  "('mxfp4', 'nvfp4' or 'mxfp8'); got 'affine'.");
-  }
-  auto [gs, b] = resolve_params(op, mode, group_size, bits);
-  check_global_scale(op, mode, gx);
-  check_global_scale(op, mode, gw);
-  if (!is_floating_point(x.dtype())) {
-    throw std::invalid_argument(tag(op) + "x must be real floating; got " +
-                                dtype_str(x.dtype()) + ".");
-  }
-  Stream s = to_stream(sd);
-  array xq = x.ndim() == 1 ? reshape(x, {1, x.shape(0)}, s) : x;
-  array xh = reshape(fake_quantized(xq, gs, b, mode_s, gx, s), x.shape(), s);
-  array wq = w, ws = scales.value_or(array(0u));
-  if (!scales) {
-    auto q = quantize(w, gs, b, mode_s, gw, s);
-    wq = q[0];
-    ws = q[1];
-  }
-  return astype(quantized_matmul(xh, wq, ws, std::nullopt, true, gs, b, mode_s,
-                                 gw, s),
-                x.dtype(), s);
-}
-
-array gather_qqmm(const array& x, const array& w,
-                  const std::optional<array>& scales,
-                  const std::optional<array>& lhs_indices,
-                  const std::optional<array>& rhs_indices,
-                  std::optional<int> group_size, std::optional<int> bits,
-                  const std::string& mode_s, const std::optional<array>& gx,
-                  const std::optional<array>& gw, bool sorted_indices,
-                  StreamOrDevice sd) {
-  const char* op = "gather_qqmm";
-  auto mode = quantization_mode(mode_s, op);
-  if (!is_fp(mode)) {
-    throw std::invalid_argument(
-        tag(op) + "Both operands are quantized with a floating mode "
-                  "('mxfp4', 'nvfp4' or 'mxfp8'); got 'affine'.");
-  }
-  auto [gs, b] = resolve_params(op, mode, group_size, bits);
-  check_global_scale(op, mode, gx);
-  check_global_scale(op, mode, gw);
-  Stream s = to_stream(sd);
-  array xq = x.ndim() == 1 ? reshape(x, {1, x.shape(0)}, s) : x;
-  array xh = reshape(fake_quantized(xq, gs, b, mode_s, gx, s), x.shape(), s);
-  array wq = w, ws = scales.value_or(array(0u));
-  if (!scales) {
-    auto q = quantize(w, gs, b, mode_s, gw, s);
-    wq = q[0];
-    ws = q[1];
-  }
-  if (gw) {
-    // The global scale is one number: fold it into a dequantized gather.
-    array wh = dequantize(wq, ws, std::nullopt, gs, b, mode_s, gw, float32, s);
-    array li = batch_indices(lhs_indices, xq, op, "lhs_indices", s);
-    array ri = batch_indices(rhs_indices, wh, op, "rhs_indices", s);
-    return astype(gather_mm(xh, swapaxes(wh, -1, -2, s), li, ri,
-                            sorted_indices, s),
-                  x.dtype(), s);
-  }
-  return astype(gather_qmm(xh, wq, ws, std::nullopt, lhs_indices, rhs_indices,
-                           true, gs, b, mode_s, sorted_indices, s),
-                x.dtype(), s);
-}
-
 array to_fp8(const array& x, StreamOrDevice sd) {
   if (!is_floating_point(x.dtype()) && !is_integral(x.dtype())) {
     throw std::invalid_argument("[to_fp8] Expected a real input; got " +
@@ -843,269 +589,6 @@ array from_fp8(const array& x, Dtype dtype, StreamOrDevice sd) {
   }
   Stream s = to_stream(sd);
   return astype(fp8_decode(x, s), dtype, s);
-}
-
-bool QuantizedMatmul::is_equivalent(const Primitive& o) const {
-  if (typeid(o) != typeid(*this)) {
-    return false;
-  }
-  auto& q = static_cast<const QuantizedMatmul&>(o);
-  return q.group_size_ == group_size_ && q.bits_ == bits_ &&
-         q.transpose_ == transpose_ && q.mode_ == mode_;
-}
-
-std::vector<Shape> QuantizedMatmul::output_shapes(
-    const std::vector<array>& in) {
-  const array &x = in[0], &w = in[1];
-  int N = transpose_ ? w.shape(-2)
-                     : static_cast<int>(unpacked_cols(w.shape(-1), bits_));
-  if (w.ndim() == 2) {
-    Shape out = x.shape();
-    out.back() = N;
-    return {out};
-  }
-  Shape xb(x.shape().begin(), x.shape().end() - 2);
-  Shape wb(w.shape().begin(), w.shape().end() - 2);
-  Shape out = broadcast_shapes(xb, wb, "quantized_matmul");
-  out.push_back(x.shape(-2));
-  out.push_back(N);
-  return {out};
-}
-
-namespace {
-
-[[noreturn]] void no_rule_for(const char* rule, int arg, const char* what) {
-  throw std::invalid_argument(
-      std::string("[quantized_matmul] Cannot compute the ") + rule +
-      " with respect to " + what + " (argument " + std::to_string(arg) +
-      "): its values are integer codes.");
-}
-
-// `a` (shaped like the dense matrix: [..., rows, cols], groups along the
-// columns) split into groups: [..., rows, cols / group_size, group_size].
-array by_group(const array& a, const array& scales, int group_size,
-               const Stream& s) {
-  Shape shape = a.shape();
-  shape.back() = scales.shape(-1);
-  shape.push_back(group_size);
-  return reshape(a, shape, s);
-}
-
-// `a` summed over the leading dims that `shape` broadcast to (the
-// transpose of a broadcast).
-array unbroadcast(const array& a, const Shape& shape, const Stream& s) {
-  if (a.shape() == shape) {
-    return a;
-  }
-  int lead = a.ndim() - static_cast<int>(shape.size());
-  std::vector<int> axes;
-  for (int i = 0; i < a.ndim(); ++i) {
-    if (i < lead || (shape[i - lead] == 1 && a.shape(i) != 1)) {
-      axes.push_back(i);
-    }
-  }
-  array r = axes.empty() ? a : sum(a, axes, true, s);
-  return reshape(r, shape, s);
-}
-
-}  // namespace
-
-// Everything is linear in x, in the scales and in the biases. With G the
-// cotangent and W = s * q + b (per group):
-//  - x: G @ W (transpose) or G @ W^T, a quantized matmul with the other
-//    transpose (summed over batch dims x was broadcast along);
-//  - scales: sum over each group of P * q, and biases: sum over each group
-//    of P, where P = G^T @ x (transpose) or x^T @ G is the cotangent of the
-//    dense W (as in MLX; per batch element when w is batched).
-// In the floating modes the scales are integer codes: only x has a rule.
-std::vector<array> QuantizedMatmul::vjp(const std::vector<array>& primals,
-                                        const std::vector<array>& cotangents,
-                                        const std::vector<int>& argnums,
-                                        const std::vector<array>&) {
-  const array &x = primals[0], &w = primals[1], &scales = primals[2],
-              &g = cotangents[0];
-  bool fp = is_fp(mode_);
-  std::optional<array> biases;
-  std::optional<array> gscale;
-  if (!fp) {
-    biases = primals[3];
-  } else if (primals.size() > 3) {
-    gscale = primals[3];
-  }
-  Stream s = stream();
-  bool batched = w.ndim() > 2;
-  std::optional<array> dense_cot;  // P, by group
-  auto p = [&]() -> const array& {
-    if (!dense_cot) {
-      array pm(0.0f);
-      if (batched) {
-        pm = transpose_ ? matmul(swapaxes(g, -1, -2, s), x, s)
-                        : matmul(swapaxes(x, -1, -2, s), g, s);
-        Shape target(w.shape().begin(), w.shape().end() - 2);
-        target.push_back(pm.shape(-2));
-        target.push_back(pm.shape(-1));
-        pm = unbroadcast(pm, target, s);
-      } else {
-        array g2 = reshape(g, {-1, g.shape(-1)}, s);
-        array x2 = reshape(x, {-1, x.shape(-1)}, s);
-        pm = transpose_ ? matmul(transpose(g2, s), x2, s)
-                        : matmul(transpose(x2, s), g2, s);
-      }
-      dense_cot = by_group(pm, scales, group_size_, s);
-    }
-    return *dense_cot;
-  };
-  std::vector<array> out;
-  for (int a : argnums) {
-    if (a == 0) {
-      array gx = quantized_matmul(g, w, scales, biases, !transpose_,
-                                  group_size_, bits_, mode_name(mode_), gscale,
-                                  s);
-      out.push_back(batched ? unbroadcast(gx, x.shape(), s) : gx);
-    } else if (a == 1) {
-      no_rule_for("VJP", 1, "the quantized matrix");
-    } else if (fp) {
-      no_rule_for("VJP", a, a == 2 ? "the scales" : "the global scale");
-    } else if (a == 2) {
-      array q = by_group(
-          dequantize(w, ones_like(scales, s), zeros_like(*biases, s),
-                     group_size_, bits_, s),
-          scales, group_size_, s);
-      out.push_back(sum(multiply(p(), q, s), -1, false, s));
-    } else {
-      out.push_back(sum(p(), -1, false, s));
-    }
-  }
-  return out;
-}
-
-std::vector<array> QuantizedMatmul::jvp(const std::vector<array>& primals,
-                                        const std::vector<array>& tangents,
-                                        const std::vector<int>& argnums) {
-  const array &x = primals[0], &w = primals[1], &scales = primals[2];
-  bool fp = is_fp(mode_);
-  std::optional<array> biases;
-  std::optional<array> gscale;
-  if (!fp) {
-    biases = primals[3];
-  } else if (primals.size() > 3) {
-    gscale = primals[3];
-  }
-  Stream s = stream();
-  std::optional<array> out;
-  auto accumulate = [&](array t) { out = out ? add(*out, t, s) : t; };
-  // x @ dW^T (transpose) or x @ dW for a dense tangent dW of the matrix.
-  auto times = [&](const array& dw) {
-    return matmul(x, transpose_ ? swapaxes(dw, -1, -2, s) : dw, s);
-  };
-  for (size_t i = 0; i < argnums.size(); ++i) {
-    const array& t = tangents[i];
-    if (argnums[i] == 0) {
-      accumulate(quantized_matmul(t, w, scales, biases, transpose_,
-                                  group_size_, bits_, mode_name(mode_), gscale,
-                                  s));
-    } else if (argnums[i] == 1) {
-      no_rule_for("JVP", 1, "the quantized matrix");
-    } else if (fp) {
-      no_rule_for("JVP", argnums[i],
-                  argnums[i] == 2 ? "the scales" : "the global scale");
-    } else if (argnums[i] == 2) {
-      accumulate(times(
-          dequantize(w, t, zeros_like(*biases, s), group_size_, bits_, s)));
-    } else {
-      Shape gshape = scales.shape();
-      gshape.push_back(group_size_);
-      Shape dense = scales.shape();
-      dense.back() *= group_size_;
-      accumulate(times(
-          reshape(broadcast_to(expand_dims(t, -1, s), gshape, s), dense, s)));
-    }
-  }
-  return {*out};
-}
-
-// Batched x alone: its batch axis moves to the front and the product
-// broadcasts over it (a 2-D matrix is shared; a batched one gains a leading
-// 1). Batched scales or biases (affine) give one matrix per batch element:
-// dequantized and multiplied densely (a documented fallback: the packed
-// matrix is shared, only the scales/biases vary).
-std::pair<std::vector<array>, std::vector<int>> QuantizedMatmul::vmap(
-    const std::vector<array>& inputs, const std::vector<int>& axes) {
-  Stream s = stream();
-  bool fp = is_fp(mode_);
-  if (axes[1] >= 0) {
-    throw std::invalid_argument(
-        "[quantized_matmul] vmap over the quantized matrix is not supported "
-        "(over x, and the affine scales and biases, it is).");
-  }
-  for (size_t i = 2; fp && i < axes.size(); ++i) {
-    if (axes[i] >= 0) {
-      throw std::invalid_argument(
-          "[quantized_matmul] vmap over the scales of a floating mode is not "
-          "supported (over x it is).");
-    }
-  }
-  const array& w = inputs[1];
-  std::optional<array> gscale;
-  if (fp && inputs.size() > 3) {
-    gscale = inputs[3];
-  }
-  if (fp || (axes[2] < 0 && axes[3] < 0)) {
-    // Only x is mapped.
-    array x = axes[0] > 0 ? moveaxis(inputs[0], axes[0], 0, s) : inputs[0];
-    // With a batched matrix the batch dims broadcast right-aligned: x needs
-    // as many batch dims as w after the mapped one.
-    while (w.ndim() > 2 && x.ndim() < w.ndim() + 1) {
-      x = expand_dims(x, 1, s);
-    }
-    return {{quantized_matmul(
-                x, w, inputs[2],
-                fp ? std::nullopt : std::optional<array>(inputs[3]),
-                transpose_, group_size_, bits_, mode_name(mode_), gscale, s)},
-            {0}};
-  }
-  int B = axes[2] >= 0 ? inputs[2].shape(axes[2]) : inputs[3].shape(axes[3]);
-  auto batched = [&](const array& a, int axis) {
-    if (axis >= 0) {
-      return moveaxis(a, axis, 0, s);
-    }
-    Shape shape = a.shape();
-    shape.insert(shape.begin(), B);
-    return broadcast_to(expand_dims(a, 0, s), shape, s);
-  };
-  array sc = batched(inputs[2], axes[2]);
-  array bi = batched(inputs[3], axes[3]);
-  array wb = batched(w, -1);
-  array dense = dequantize(wb, sc, bi, group_size_, bits_, s);  // [B, .., R, C]
-  if (transpose_) {
-    dense = swapaxes(dense, -1, -2, s);  // [B, .., K, N]
-  }
-  array x = axes[0] >= 0 ? moveaxis(inputs[0], axes[0], 0, s)
-                         : expand_dims(inputs[0], 0, s);
-  if (w.ndim() == 2) {
-    // x: [B or 1, L..., K] against [B, 1..., K, N].
-    int r = x.ndim() - 1;  // x's own ndim
-    if (r == 1) {
-      array out = matmul(expand_dims(x, 1, s), dense, s);
-      return {{squeeze(out, 1, s)}, {0}};
-    }
-    std::vector<int> ones;
-    for (int i = 0; i < r - 2; ++i) {
-      ones.push_back(1 + i);
-    }
-    if (!ones.empty()) {
-      dense = expand_dims(dense, ones, s);
-    }
-    return {{matmul(x, dense, s)}, {0}};
-  }
-  // Batched matrix: x [B or 1, xb..., M, K] against [B, wb..., K, N].
-  while (x.ndim() < dense.ndim()) {
-    x = expand_dims(x, 1, s);
-  }
-  while (dense.ndim() < x.ndim()) {
-    dense = expand_dims(dense, 1, s);
-  }
-  return {{matmul(x, dense, s)}, {0}};
 }
 
 }  // namespace fluxion

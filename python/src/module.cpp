@@ -58,7 +58,10 @@ PYBIND11_MODULE(core, m) {
   init_ops_elementwise(m);
   init_ops_reduce(m);
   init_ops_shape(m);
-  init_ops_misc(m);
+  init_ops_creation(m);
+  init_ops_indexing(m);
+  init_ops_linalg(m);
+  init_ops_custom(m);
   init_ops_array(m);
   init_ops_sort(m);
   init_ops_conv(m);
@@ -70,6 +73,9 @@ PYBIND11_MODULE(core, m) {
   init_compile(m);
   init_io(m);
   init_quantized(m);
-  init_ops_extras(m);
+  init_distributed(m);
+  init_ops_compat(m);
+  init_ops_hadamard(m);
+  init_ops_layout(m);
   m.attr("__version__") = FLUXION_VERSION;  // CMakeLists.txt, project()
 }

@@ -6,6 +6,12 @@
 
 namespace fxpy {
 
+// A Python int that is not a bool (bool is an int subclass): arange's
+// dtype inference and take's scalar-index path use it.
+inline bool is_integer_scalar(py::handle h) {
+  return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr());
+}
+
 using ReduceAllFn = fx::array (*)(const fx::array&, bool, fx::StreamOrDevice);
 using ReduceAxesFn = fx::array (*)(const fx::array&, const std::vector<int>&,
                                    bool, fx::StreamOrDevice);

@@ -1,5 +1,7 @@
 // Elementwise module functions: unary math and binary ops with NumPy
-// broadcasting and weakly typed Python scalars.
+// broadcasting and weakly typed Python scalars (fluxion/ops/unary.h,
+// binary.h, with isclose / allclose / array_equal), astype
+// (fluxion/ops/astype.h) and where / clip (fluxion/ops/ternary.h).
 #include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
@@ -288,4 +290,136 @@ void init_ops_elementwise(py::module_& m) {
       "Element-wise quotient and remainder in one call." FXDOC_ARGS FXDOC_AB
           FXDOC_STREAM FXDOC_RETURNS
       "    tuple(array, array): ``(floor_divide(a, b), remainder(a, b))``.\n");
+  const auto s = "stream"_a = py::none();
+  // --- fluxion/ops/astype.h ---
+  m.def(
+      "astype",
+      [](const fx::array& a, fx::Dtype dtype, fx::StreamOrDevice st) {
+        return fx::astype(a, dtype, st);
+      },
+      "a"_a, py::pos_only(), "dtype"_a, py::kw_only(), s,
+      R"doc(Convert an array to another dtype.
+
+Args:
+    a (array): Input array.
+    dtype (Dtype): The target type.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: The converted values (floats to ints truncate toward zero).
+)doc");
+  // --- fluxion/ops/ternary.h ---
+  m.def(
+      "where",
+      [](py::handle condition, py::handle x, py::handle y,
+         fx::StreamOrDevice st) {
+        auto [xa, ya] = fxpy::to_arrays(x, y);
+        return fx::where(fxpy::to_array(condition), xa, ya, st);
+      },
+      "condition"_a, "x"_a, "y"_a, py::pos_only(), py::kw_only(), s,
+      R"doc(Pick elements from ``x`` where ``condition`` is true, else from ``y``.
+
+Args:
+    condition (array or scalar): The selector (nonzero is true).
+    x (array or scalar): Values where ``condition`` holds.
+    y (array or scalar): Values elsewhere. The three broadcast together.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: The selected values.
+
+Example:
+    >>> mx.where(mx.array([True, False]), 1, 2).tolist()
+    [1, 2]
+)doc");
+  m.def(
+      "clip",
+      [](const fx::array& a, py::handle a_min, py::handle a_max,
+         fx::StreamOrDevice st) {
+        auto bound = [&](py::handle h) -> std::optional<fx::array> {
+          if (h.is_none()) {
+            return std::nullopt;
+          }
+          return fxpy::to_array_like(h, a);
+        };
+        return fx::clip(a, bound(a_min), bound(a_max), st);
+      },
+      "a"_a, py::pos_only(), "a_min"_a, "a_max"_a, py::kw_only(), s,
+      R"doc(Limit the values of an array to an interval.
+
+Args:
+    a (array): Input array.
+    a_min (array or scalar or None): Lower bound; none when ``None``.
+    a_max (array or scalar or None): Upper bound; none when ``None``.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: ``minimum(maximum(a, a_min), a_max)``.
+)doc");
+  // --- fluxion/ops/binary.h's comparisons of whole arrays ---
+  m.def(
+      "isclose",
+      [](py::handle a, py::handle b, double rtol, double atol, bool equal_nan,
+         fx::StreamOrDevice st) {
+        auto [x, y] = fxpy::to_arrays(a, b);
+        return fx::isclose(x, y, rtol, atol, equal_nan, st);
+      },
+      "a"_a, "b"_a, py::pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8,
+      py::kw_only(), "equal_nan"_a = false, s,
+      R"doc(Element-wise test that two arrays are equal within a tolerance.
+
+``|a - b| <= atol + rtol * |b|``.
+
+Args:
+    a (array or scalar): First operand.
+    b (array or scalar): Second operand.
+    rtol (float, optional): Relative tolerance. Default 1e-5.
+    atol (float, optional): Absolute tolerance. Default 1e-8.
+    equal_nan (bool, optional): Count NaN as equal to NaN. Default
+        ``False``.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: A ``bool`` array.
+)doc");
+  m.def(
+      "allclose",
+      [](py::handle a, py::handle b, double rtol, double atol, bool equal_nan,
+         fx::StreamOrDevice st) {
+        auto [x, y] = fxpy::to_arrays(a, b);
+        return fx::allclose(x, y, rtol, atol, equal_nan, st);
+      },
+      "a"_a, "b"_a, py::pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8,
+      py::kw_only(), "equal_nan"_a = false, s,
+      R"doc(Whether all elements of two arrays are equal within a tolerance.
+
+See :func:`isclose`.
+
+Args:
+    a (array or scalar): First operand.
+    b (array or scalar): Second operand.
+    rtol (float, optional): Relative tolerance. Default 1e-5.
+    atol (float, optional): Absolute tolerance. Default 1e-8.
+    equal_nan (bool, optional): Count NaN as equal to NaN. Default
+        ``False``.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: A scalar ``bool`` array.
+)doc");
+  m.def(
+      "array_equal",
+      [](py::handle a, py::handle b, bool equal_nan, fx::StreamOrDevice st) {
+        auto [x, y] = fxpy::to_arrays(a, b);
+        return fx::array_equal(x, y, equal_nan, st);
+      },
+      "a"_a, "b"_a, py::pos_only(), "equal_nan"_a = false, py::kw_only(), s,
+      R"doc(Whether two arrays have the same shape and equal elements.
+
+The dtypes may differ.
+
+Args:
+    a (array or scalar): First operand.
+    b (array or scalar): Second operand.
+    equal_nan (bool, optional): Count NaN as equal to NaN. Default
+        ``False``.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: A scalar ``bool`` array.
+)doc");
 }

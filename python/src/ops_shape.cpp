@@ -1,5 +1,6 @@
-// Shape ops: reshape, transpose, broadcast, join/split, pad, tile, and
-// MLX's slice/slice_update signatures.
+// Shape ops: reshape, transpose, broadcast (and broadcast_shapes, of
+// fluxion/ops/common.h), join/split, pad, tile, and MLX's slice/slice_update
+// signatures.
 #include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
@@ -518,5 +519,32 @@ Args:
 )doc" FXDOC_STREAM R"doc(
 Returns:
     array or list(array): One array for one input, else a list.
+)doc");
+  m.def(
+      "broadcast_shapes",
+      [](py::args shapes) {
+        if (shapes.size() == 0) {
+          throw std::invalid_argument(
+              "[broadcast_shapes] Expected at least one shape.");
+        }
+        fx::Shape out;
+        for (auto h : shapes) {
+          out = fx::broadcast_shapes(out, h.cast<fx::Shape>(),
+                                     "broadcast_shapes");
+        }
+        return py::tuple(py::cast(out));
+      },
+      R"doc(The shape that the given shapes broadcast to.
+
+Args:
+    *shapes (tuple(int)): At least one shape.
+
+Returns:
+    tuple(int): The broadcast shape; ``ValueError`` if they do not
+    broadcast.
+
+Example:
+    >>> mx.broadcast_shapes((2, 1), (3,))
+    (2, 3)
 )doc");
 }

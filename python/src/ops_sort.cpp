@@ -1,5 +1,7 @@
 // Sorting, partitioning, top-k and cumulative scans (mx.sort, mx.cumsum,
-// ...); the scans are array methods too.
+// ...); the scans are array methods too. Also searchsorted
+// (fluxion/ops/searchsorted.h).
+#include "fluxion/ops/searchsorted.h"
 #include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
@@ -107,4 +109,32 @@ void init_ops_sort(py::module_& m) {
                "")
 #undef FLUXION_SCAN
 #undef FLUXION_SCAN_ARGS
+  // --- fluxion/ops/searchsorted.h ---
+  m.def(
+      "searchsorted",
+      [](const fx::array& a, const fx::array& v, const std::string& side,
+         std::optional<fx::array> sorter, fx::StreamOrDevice st) {
+        return fx::searchsorted(a, v, side, sorter, st);
+      },
+      "a"_a, "v"_a, py::pos_only(), "side"_a = "left", "sorter"_a = py::none(),
+      py::kw_only(), s,
+      R"doc(Positions at which to insert values into a sorted 1-D array.
+
+As MLX's and NumPy's ``searchsorted``; NaNs sort last. :func:`vmap` maps
+over ``v``; mapping over ``a`` raises ``ValueError``.
+
+Args:
+    a (array): The 1-D array, sorted ascending (or see ``sorter``).
+    v (array): The values, of any shape.
+    side (str, optional): ``"left"`` puts a value before equal elements,
+        ``"right"`` after them. Default ``"left"``.
+    sorter (array, optional): Indices that sort ``a`` (its argsort).
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: ``uint32`` positions, the shape of ``v``.
+
+Example:
+    >>> mx.searchsorted(mx.array([1, 3, 5]), mx.array([3, 4])).tolist()
+    [1, 2]
+)doc");
 }
