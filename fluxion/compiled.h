@@ -11,7 +11,7 @@
 
 #include <cstdint>
 #include <functional>
-
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,8 +24,9 @@ namespace fluxion {
 class Compiled : public Primitive {
  public:
   // `tape`: the fused nodes, with the fused region's inputs as its inputs
-  // and its outputs (the node's, in order).
-  Compiled(Stream s, detail::Ir tape);
+  // and its outputs (the node's, in order). `shapeless`: made by a
+  // shapeless compile, so replayed on other shapes than the tape's.
+  Compiled(Stream s, detail::Ir tape, bool shapeless = false);
 
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_RULES
@@ -42,6 +43,12 @@ class Compiled : public Primitive {
   // Whether input k is read through an absorbed reshape: as a
   // row-contiguous array of the output's shape.
   bool reshaped(size_t k) const { return reshaped_[k]; }
+  bool shapeless() const { return shapeless_; }
+  // A fused reduction's rows S (its reductions' input shape) for these
+  // inputs: the tape's at the traced shapes, else the replay's, or nullopt
+  // when the replay breaks an assumption of the group
+  // (detail::replayed_row_shape; remembered per input shapes).
+  std::optional<Shape> row_shape(const std::vector<array>& inputs) const;
 
   // What a backend builds for this tape (its generated source, the loaded
   // kernel): made by `make` on the first evaluation on `device`, once
@@ -57,6 +64,8 @@ class Compiled : public Primitive {
   }
 
  private:
+  // Whether the inputs have the shapes the tape was traced with.
+  bool traced_shapes(const std::vector<array>& inputs) const;
   std::vector<array> replay(const std::vector<array>& inputs) const;
   // Without a generated kernel: the fused nodes evaluated one by one, each
   // by `eval_node(node, outputs)` (the backend's kernel of its primitive).
@@ -73,6 +82,7 @@ class Compiled : public Primitive {
   }
 
   detail::Ir tape_;
+  bool shapeless_;
   bool consistent_ = true;
   std::vector<bool> reshaped_;
   struct Slot {
@@ -80,6 +90,8 @@ class Compiled : public Primitive {
     std::shared_ptr<const void> value;
   };
   mutable Slot kernels_[2];  // cpu, gpu
+  mutable std::mutex row_shapes_mutex_;
+  mutable std::map<std::vector<Shape>, std::optional<Shape>> row_shapes_;
 };
 
 namespace detail {

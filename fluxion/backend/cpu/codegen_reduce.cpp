@@ -247,6 +247,59 @@ std::string output_pointers(const detail::Ir& tape) {
   return s;
 }
 
+// Row buffers share the running thread's stack: at most this much.
+constexpr int64_t kStackBuffers = int64_t{256} << 10;
+
+// fx_rows's row buffers b<value> (`to_buffer`), R elements each, on the
+// stack. A shapeless kernel learns R only at run time: its buffers are
+// one block, on the stack when it fits kStackBuffers, else on the heap
+// (fx_heap, which `heap` says is declared, freed before fx_rows returns;
+// if none can be had, fx_rows reports the rows as not done and the nodes
+// run one by one).
+std::string row_buffers(const detail::Ir& tape,
+                        const std::vector<bool>& to_buffer, bool shapeless,
+                        bool* heap) {
+  std::ostringstream s;
+  *heap = shapeless &&
+          std::find(to_buffer.begin(), to_buffer.end(), true) != to_buffer.end();
+  if (!*heap) {
+    for (size_t v = 0; v < to_buffer.size(); ++v) {
+      if (to_buffer[v]) {
+        auto ct = compute_type(tape.values[v].dtype);
+        s << "  " << ct << "* " << tagged("b", v) << " = (" << ct
+          << "*)__builtin_alloca((R > 0 ? R : 1) * sizeof(" << ct << "));\n";
+      }
+    }
+    return s.str();
+  }
+  // Doubles first, so that every buffer is aligned for its type.
+  std::vector<int> order;
+  for (bool wide : {true, false}) {
+    for (size_t v = 0; v < to_buffer.size(); ++v) {
+      if (to_buffer[v] && (tape.values[v].dtype == float64) == wide) {
+        order.push_back(static_cast<int>(v));
+      }
+    }
+  }
+  int64_t per_element = 0;
+  for (int v : order) per_element += tape.values[v].dtype == float64 ? 8 : 4;
+  s << "  const long long fx_len = R > 0 ? R : 1;\n"
+    << "  const long long fx_bytes = fx_len * " << per_element << ";\n"
+    << "  char* fx_heap = fx_bytes > " << kStackBuffers
+    << " ? (char*)__builtin_malloc(fx_bytes) : (char*)0;\n"
+    << "  if (fx_bytes > " << kStackBuffers << " && !fx_heap) return 1;\n"
+    << "  char* fx_mem = fx_heap ? fx_heap : (char*)__builtin_alloca("
+       "fx_bytes);\n";
+  int64_t at = 0;
+  for (int v : order) {
+    auto ct = compute_type(tape.values[v].dtype);
+    s << "  " << ct << "* " << tagged("b", v) << " = (" << ct
+      << "*)(fx_mem + fx_len * " << at << ");\n";
+    at += tape.values[v].dtype == float64 ? 8 : 4;
+  }
+  return s.str();
+}
+
 // A column tape (its reductions over the leading axes 0..m-1 of S):
 // fx_cols takes its columns of the [N, C] view of S in blocks of up to
 // FX_W (N the product of the reduced axes, C of the others); per-column
@@ -485,7 +538,7 @@ bool has_reduction(const detail::Ir& tape) {
   return false;
 }
 
-std::string reduce_kernel_source(const detail::Ir& tape) {
+std::string reduce_kernel_source(const detail::Ir& tape, bool shapeless) {
   for (auto& v : tape.values) {
     if (!storage_type(v.dtype)) return "";
   }
@@ -549,7 +602,8 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   // Row buffers (fx_rows only): a pass's per-element value that a later
   // pass needs again is kept for the row rather than recomputed (softmax's
   // exp: one exp per element, not two), for rows of up to 16384 elements
-  // (a buffer on the thread's stack, in cache).
+  // (a buffer on the thread's stack, in cache). A shapeless kernel's rows
+  // have any length: it always buffers (row_buffers).
   std::vector<bool> to_buffer(nv, false);
   std::vector<std::vector<int>> targets;  // what each pass computes
   for (auto& n : tape.nodes) {
@@ -562,7 +616,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   auto is_whole = [&](int v) {
     return std::find(whole.begin(), whole.end(), v) != whole.end();
   };
-  if (!p.total && R <= 16384) {
+  if (!p.total && (shapeless || R <= 16384)) {
     for (size_t i = 0; i + 1 < targets.size(); ++i) {
       int u = targets[i][0];  // a reduction's input
       // (An output is stored by its pass, and read back from there.)
@@ -580,7 +634,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
       buffer_bytes += R * (tape.values[v].dtype == float64 ? 8 : 4);
     }
   }
-  if (buffer_bytes > (int64_t{256} << 10)) {
+  if (!shapeless && buffer_bytes > kStackBuffers) {
     to_buffer.assign(nv, false);
   }
   std::vector<std::pair<int, std::string>> stored;
@@ -667,14 +721,8 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
       src << "  const long long t" << k << " = strides[" << k
           << " * ndim + ndim - 1];\n";
     }
-    for (size_t v = 0; v < nv; ++v) {
-      if (to_buffer[v]) {
-        auto ct = compute_type(tape.values[v].dtype);
-        src << "  " << ct << "* " << tagged("b", v) << " = (" << ct
-            << "*)__builtin_alloca((R > 0 ? R : 1) * sizeof(" << ct
-            << "));\n";
-      }
-    }
+    bool heap = false;
+    src << row_buffers(tape, to_buffer, shapeless, &heap);
     // Two copies of the row loop: rows contiguous in every per-element
     // input (stride 1: loads the compiler vectorizes), and any strides.
     auto rows_loop = [&](bool unit) {
@@ -734,7 +782,9 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
       if (p.jdep[tape.inputs[k]]) src << " && t" << k << " == 1";
     }
     src << ";\n  if (unit) {\n" << unit_loop << "  } else {\n" << any_loop
-        << "  }\n  return bad;\n}\n";
+        << "  }\n"
+        << (heap ? "  if (fx_heap) __builtin_free(fx_heap);\n" : "")
+        << "  return bad;\n}\n";
   }
   p.buffer_at.assign(nv, "");
   // A total: one reduction whose result only per-row nodes consume (a

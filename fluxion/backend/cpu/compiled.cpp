@@ -37,8 +37,9 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
   };
   const bool reduction = cpu::has_reduction(tape());
   const Built& built = backend_kernel<Built>(Device::cpu, [&] {
-    std::string src = reduction ? cpu::reduce_kernel_source(tape())
-                                : cpu::kernel_source(tape());
+    std::string src = reduction
+                          ? cpu::reduce_kernel_source(tape(), shapeless())
+                          : cpu::kernel_source(tape());
     const cpu::Kernel* k = src.empty() ? nullptr : cpu::load_kernel(src);
     return Built{std::move(src), k};
   });
@@ -48,7 +49,10 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
     return;
   }
   if (reduction) {
-    if (!cpu::run_reduction(tape(), *kernel, inputs, outputs)) {
+    // (A shapeless replay whose shapes break the group's assumptions has
+    // no row shape: the nodes run one by one.)
+    auto row = row_shape(inputs);
+    if (!row || !cpu::run_reduction(tape(), *kernel, *row, inputs, outputs)) {
       eval_fallback(inputs, outputs, eval_cpu_node);
     }
     return;
