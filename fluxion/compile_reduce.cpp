@@ -477,8 +477,7 @@ void fuse_reductions(Ir& ir, bool shapeless) {
     if (!ok) {
       continue;
     }
-    auto prim = std::make_shared<Compiled>(root.prim->stream(),
-                                           std::move(tape), shapeless);
+    auto prim = std::make_shared<Compiled>(root.prim->stream(), std::move(tape));
     for (int k : members) {
       if (reads_inside[k]) grouped[k] = true;
     }

@@ -14,8 +14,8 @@
 
 namespace fluxion {
 
-Compiled::Compiled(Stream s, detail::Ir tape, bool shapeless)
-    : Primitive(s), tape_(std::move(tape)), shapeless_(shapeless) {
+Compiled::Compiled(Stream s, detail::Ir tape)
+    : Primitive(s), tape_(std::move(tape)) {
   for (int v : tape_.inputs) {
     bool by_reshape = false, other = false;
     for (auto& n : tape_.nodes) {
@@ -345,8 +345,8 @@ void fuse_ir(Ir& ir, bool shapeless) {
     }
     std::vector<int> outer_inputs;
     Ir tape = group_tape(ir, uses, members, in_group, outputs, outer_inputs);
-    auto prim = std::make_shared<Compiled>(ir.nodes[r].prim->stream(),
-                                           std::move(tape), shapeless);
+    auto prim =
+        std::make_shared<Compiled>(ir.nodes[r].prim->stream(), std::move(tape));
     if (!prim->consistent()) {
       continue;
     }

@@ -24,9 +24,8 @@ namespace fluxion {
 class Compiled : public Primitive {
  public:
   // `tape`: the fused nodes, with the fused region's inputs as its inputs
-  // and its outputs (the node's, in order). `shapeless`: made by a
-  // shapeless compile, so replayed on other shapes than the tape's.
-  Compiled(Stream s, detail::Ir tape, bool shapeless = false);
+  // and its outputs (the node's, in order).
+  Compiled(Stream s, detail::Ir tape);
 
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_RULES
@@ -43,7 +42,6 @@ class Compiled : public Primitive {
   // Whether input k is read through an absorbed reshape: as a
   // row-contiguous array of the output's shape.
   bool reshaped(size_t k) const { return reshaped_[k]; }
-  bool shapeless() const { return shapeless_; }
   // A fused reduction's rows S (its reductions' input shape) for these
   // inputs: the tape's at the traced shapes, else the replay's, or nullopt
   // when the replay breaks an assumption of the group
@@ -82,7 +80,6 @@ class Compiled : public Primitive {
   }
 
   detail::Ir tape_;
-  bool shapeless_;
   bool consistent_ = true;
   std::vector<bool> reshaped_;
   struct Slot {

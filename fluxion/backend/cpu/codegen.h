@@ -88,11 +88,10 @@ bool has_reduction(const detail::Ir& tape);
 // The source of a kernel for a tape with reductions: entry point fx_rows,
 // for a total fx_total and fx_finish, for columns fx_cols (and, for one
 // reduction with a per-column result, fx_cols_part and fx_cols_finish).
-// Empty when a node has no functor or a dtype is not computed. With
-// `shapeless` (the tape's shapes are one example of many) nothing depends
-// on the traced sizes: a row buffer is on the heap when the row it holds
-// is too long for the stack.
-std::string reduce_kernel_source(const detail::Ir& tape, bool shapeless);
+// Empty when a node has no functor or a dtype is not computed. The kernel
+// takes every size from its arguments, not from the tape's shapes (a
+// shapeless compile replays it at other shapes).
+std::string reduce_kernel_source(const detail::Ir& tape);
 
 // Evaluates a reduction tape with its kernel over rows `row` (S in this
 // call: Compiled::row_shape) (backend/cpu/compiled_reduce.cpp); false

@@ -5,9 +5,10 @@
 // nodes computed from them, inputs broadcast along the row). fx_rows takes
 // each row in turn: per-row values are computed once, in tape order; each
 // reduction is one pass over j folding a lambda that recomputes the
-// per-element nodes it needs; a row-shaped output is a last pass writing
-// them. Intermediates of the row's shape are never stored (softmax: a max
-// pass, an exp-sum pass, a write pass, exp computed twice).
+// per-element nodes it needs (or reads them from a row buffer an earlier
+// pass filled); a row-shaped output is a last pass writing them. No
+// intermediate of S's shape is allocated (softmax: a max pass, an exp-sum
+// pass keeping exp in a buffer of one row, a write pass).
 //
 // Accumulation follows the eager kernel (backend/cpu/reduce.cpp) for
 // row-contiguous rows: 16 lanes combined as a tree, runs over 2048 split
@@ -170,27 +171,23 @@ static inline long long fx_index(I raw, long long n) {
 // Row buffers share the running thread's stack: at most this much.
 constexpr int64_t kStackBuffers = int64_t{256} << 10;
 
-// fx_rows's row buffers b<value> (`to_buffer`), R elements each, on the
-// stack. A shapeless kernel learns R only at run time: its buffers are
-// one block, on the stack when it fits kStackBuffers, else on the heap
-// (fx_heap, which `heap` says is declared, freed before fx_rows returns;
-// if none can be had, fx_rows reports the rows as not done and the nodes
-// run one by one).
+// fx_rows's row buffers b<value> (`to_buffer`), R elements each, as one
+// block of the row's length, known only at run time (the call's rows: a
+// shapeless compile replays one kernel at every shape): on the running
+// thread's stack, in cache, while it fits kStackBuffers; else on the heap
+// (fx_heap, freed before fx_rows returns; if none can be had, fx_rows
+// reports the rows as not done and the nodes run one by one). A long row
+// is still better buffered than recomputed: softmax over 64 rows of
+// 100000 floats took 26.3 ms recomputing exp in its write pass, 7.2 ms
+// with the buffer on the heap (eager 10.0 ms). `heap`: whether fx_heap
+// is declared (some value is buffered).
 std::string row_buffers(const detail::Ir& tape,
-                        const std::vector<bool>& to_buffer, bool shapeless,
-                        bool* heap) {
+                        const std::vector<bool>& to_buffer, bool* heap) {
   std::ostringstream s;
-  *heap = shapeless &&
-          std::find(to_buffer.begin(), to_buffer.end(), true) != to_buffer.end();
+  *heap =
+      std::find(to_buffer.begin(), to_buffer.end(), true) != to_buffer.end();
   if (!*heap) {
-    for (size_t v = 0; v < to_buffer.size(); ++v) {
-      if (to_buffer[v]) {
-        auto ct = compute_type(tape.values[v].dtype);
-        s << "  " << ct << "* " << tagged("b", v) << " = (" << ct
-          << "*)__builtin_alloca((R > 0 ? R : 1) * sizeof(" << ct << "));\n";
-      }
-    }
-    return s.str();
+    return "";
   }
   // Doubles first, so that every buffer is aligned for its type.
   std::vector<int> order;
@@ -229,7 +226,7 @@ bool has_reduction(const detail::Ir& tape) {
   return false;
 }
 
-std::string reduce_kernel_source(const detail::Ir& tape, bool shapeless) {
+std::string reduce_kernel_source(const detail::Ir& tape) {
   for (auto& v : tape.values) {
     if (!storage_type(v.dtype)) return "";
   }
@@ -292,9 +289,7 @@ std::string reduce_kernel_source(const detail::Ir& tape, bool shapeless) {
   // `span` is the j range of a pass.
   // Row buffers (fx_rows only): a pass's per-element value that a later
   // pass needs again is kept for the row rather than recomputed (softmax's
-  // exp: one exp per element, not two), for rows of up to 16384 elements
-  // (a buffer on the thread's stack, in cache). A shapeless kernel's rows
-  // have any length: it always buffers (row_buffers).
+  // exp: one exp per element, not two; row_buffers says where).
   std::vector<bool> to_buffer(nv, false);
   std::vector<std::vector<int>> targets;  // what each pass computes
   for (auto& n : tape.nodes) {
@@ -307,7 +302,7 @@ std::string reduce_kernel_source(const detail::Ir& tape, bool shapeless) {
   auto is_whole = [&](int v) {
     return std::find(whole.begin(), whole.end(), v) != whole.end();
   };
-  if (!p.total && (shapeless || R <= 16384)) {
+  if (!p.total) {
     for (size_t i = 0; i + 1 < targets.size(); ++i) {
       int u = targets[i][0];  // a reduction's input
       // (An output is stored by its pass, and read back from there.)
@@ -316,17 +311,6 @@ std::string reduce_kernel_source(const detail::Ir& tape, bool shapeless) {
         if (p.needs(targets[later])[u]) to_buffer[u] = true;
       }
     }
-  }
-  // The buffers live on the stack of whichever thread runs the row: kept
-  // under 256 KB together (rows recompute instead beyond that).
-  int64_t buffer_bytes = 0;
-  for (size_t v = 0; v < nv; ++v) {
-    if (to_buffer[v]) {
-      buffer_bytes += R * (tape.values[v].dtype == float64 ? 8 : 4);
-    }
-  }
-  if (!shapeless && buffer_bytes > kStackBuffers) {
-    to_buffer.assign(nv, false);
   }
   std::vector<std::pair<int, std::string>> stored;
   auto row_body = [&](auto scalar, auto elem, const std::string& span,
@@ -413,7 +397,7 @@ std::string reduce_kernel_source(const detail::Ir& tape, bool shapeless) {
           << " * ndim + ndim - 1];\n";
     }
     bool heap = false;
-    src << row_buffers(tape, to_buffer, shapeless, &heap);
+    src << row_buffers(tape, to_buffer, &heap);
     // Two copies of the row loop: rows contiguous in every per-element
     // input (stride 1: loads the compiler vectorizes), and any strides.
     auto rows_loop = [&](bool unit) {

@@ -37,9 +37,8 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
   };
   const bool reduction = cpu::has_reduction(tape());
   const Built& built = backend_kernel<Built>(Device::cpu, [&] {
-    std::string src = reduction
-                          ? cpu::reduce_kernel_source(tape(), shapeless())
-                          : cpu::kernel_source(tape());
+    std::string src = reduction ? cpu::reduce_kernel_source(tape())
+                                : cpu::kernel_source(tape());
     const cpu::Kernel* k = src.empty() ? nullptr : cpu::load_kernel(src);
     return Built{std::move(src), k};
   });
