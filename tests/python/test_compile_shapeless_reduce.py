@@ -239,20 +239,35 @@ def test_column_replays_equal_eager(dtype):
     assert len(traces) == 1
 
 
-def test_nan_and_inf_propagate():
+def test_one_dimensional_rows():
+    # A 1-D input is one row (its total's divide fuses too), at any length.
+    cf, traces = shapeless(mse)
+    for n in (100, 5, 1, 0, 70001):
+        x, y = arr((n,), seed=n), arr((n,), seed=n + 1)
+        close(cf(x, y), mse(x, y), mx.float32, 4)
+    sf, straces = shapeless(softmax)
+    for n in (9, 1, 40000):
+        x = arr((n,), seed=n)
+        close(sf(x), softmax(x), mx.float32)
+    assert len(traces) == len(straces) == 1
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16,
+                                   mx.float64], ids=str)
+def test_nan_and_inf_propagate(dtype):
     rows = np.array([[1.0, np.nan, 3.0], [np.inf, 1.0, 2.0],
                      [-np.inf, -np.inf, 0.0], [np.inf, -np.inf, 1.0],
                      [-np.inf, -np.inf, -np.inf]], np.float32)
     fns = [softmax, log_softmax, logsumexp, lambda a: mx.sum(a * 2, -1),
            lambda a: mx.max(a * 2, -1), lambda a: mx.min(a * 2, -1),
-           lambda a: mx.sum(mx.exp(a) * 2, 0)]
+           lambda a: mx.sum(mx.exp(a) * 2, 0), lambda a: mse(a, a * 0.5)]
     compiled = [shapeless(f) for f in fns]
     for cf, _ in compiled:
-        cf(arr((6, 9)))  # traced without NaN or inf, at another shape
+        cf(arr((6, 9), dtype))  # traced without NaN or inf, at another shape
     for reps in (1, 7):
-        x = mx.array(np.tile(rows, (1, reps)))
+        x = mx.array(np.tile(rows, (1, reps))).astype(dtype)
         for f, (cf, traces) in zip(fns, compiled):
-            close(cf(x), f(x), mx.float32)
+            close(cf(x), f(x), dtype)
             assert len(traces) == 1
 
 
