@@ -12,7 +12,10 @@
 // Sr = S with those axes 1 or of S[m:], and broadcasts back; its kernel
 // walks blocks of columns over every row. A reduction over all the axes of
 // a value of several dims fuses only with its prologue: its partial sums
-// cross rows, so nothing may consume them inside the kernel.
+// cross rows, so nothing may consume them inside the kernel. Groups are
+// formed from the traced shapes; a shapeless compile replays them at
+// others, each replay checked against what the group was formed on
+// (replayed_row_shape, at the end).
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
