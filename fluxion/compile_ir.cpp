@@ -190,8 +190,11 @@ void check_node_dtypes(Primitive& p, const std::vector<array>& ins,
 }  // namespace
 
 std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
-                          bool shapeless, bool check) {
+                          bool shapeless, bool check,
+                          std::vector<std::optional<array>>* values) {
   std::vector<std::optional<array>> env(ir.values.size());
+  // Pending broadcasts as they were settled, for `values`.
+  std::map<int, array> settled;
   std::map<int, Pending> pending;
   for (size_t i = 0; i < ir.inputs.size(); ++i) {
     env[ir.inputs[i]] = inputs[i];
@@ -241,6 +244,7 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
         auto& pend = pending.at(n.inputs[i]);
         ins[i] =
             known ? broadcast_to(pend.input, target) : settle(pend, p.name());
+        settled.emplace(n.inputs[i], ins[i]);
       }
     }
     std::vector<Shape> shapes;
@@ -291,6 +295,15 @@ std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
     }
     outs.push_back(it == pending.end() ? *env[v]
                                        : settle(it->second, "output"));
+    if (it != pending.end()) {
+      settled.emplace(v, outs.back());
+    }
+  }
+  if (values) {
+    for (auto& [v, a] : settled) {
+      env[v] = a;
+    }
+    *values = std::move(env);
   }
   return outs;
 }

@@ -40,9 +40,14 @@ struct Ir {
 // traced shape that is not what the node's primitive computes from its
 // inputs (where the primitive has an output_shapes rule), raises
 // "[import_function] Corrupt trace" rather than building a node whose
-// kernel would read or write past its buffers.
+// kernel would read or write past its buffers. With `values`, every
+// value's array is handed back there too (a broadcast a shapeless replay
+// left pending: as its first consumer settled it; unset if none did), for
+// the checks that a shapeless replay keeps a fused group's shapes
+// (replayed_row_shape).
 std::vector<array> run_ir(const Ir& ir, const std::vector<array>& inputs,
-                          bool shapeless, bool check = false);
+                          bool shapeless, bool check = false,
+                          std::vector<std::optional<array>>* values = nullptr);
 
 // Broadcast or Reshape: nodes that only change how a fused group reads an
 // input (strides, or a dense view in the group's order).
@@ -81,8 +86,8 @@ Ir group_tape(const Ir& ir, const IrUses& uses, const std::vector<int>& members,
 
 // Runs of elementwise nodes become one `Compiled` node (compiled.h), with
 // an output for the last node and for each member read outside the group.
-// Unless shapeless, reductions with their elementwise neighbours are
-// fused first (fuse_reductions).
+// Reductions with their elementwise neighbours are fused first
+// (fuse_reductions).
 void fuse_ir(Ir& ir, bool shapeless);
 
 // Row reductions (over the last axis) of float values on CPU streams,
@@ -90,9 +95,19 @@ void fuse_ir(Ir& ir, bool shapeless);
 // take_along_axis of one index per row), column reductions likewise, and
 // totals (over all axes) with the nodes feeding them: one `Compiled` node
 // each, with an output for each member read outside, a total's excepted
-// (compile_reduce.cpp says which). Needs the traced shapes, so it is
-// not run for shapeless compiles; nodes on GPU streams are left as they
-// are (the CUDA Compiled evaluates elementwise tapes only).
-void fuse_reductions(Ir& ir);
+// (compile_reduce.cpp says which). Groups are formed from the traced
+// shapes; under `shapeless` their kernels take every size at run time,
+// and each replay at new shapes is checked (replayed_row_shape). Nodes on
+// GPU streams are left as they are (the CUDA Compiled evaluates
+// elementwise tapes only).
+void fuse_reductions(Ir& ir, bool shapeless);
+
+// The rows S (the reductions' input shape) of a fused reduction group's
+// `tape` replayed on `inputs` of new shapes (a shapeless compile), or
+// nullopt when the replay breaks an assumption the group was formed on
+// (a per-row input that now varies along the row, a value whose shape no
+// longer has its part): its Compiled node then runs its nodes one by one.
+std::optional<Shape> replayed_row_shape(const Ir& tape,
+                                        const std::vector<array>& inputs);
 
 }  // namespace fluxion::detail

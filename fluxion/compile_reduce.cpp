@@ -12,7 +12,10 @@
 // Sr = S with those axes 1 or of S[m:], and broadcasts back; its kernel
 // walks blocks of columns over every row. A reduction over all the axes of
 // a value of several dims fuses only with its prologue: its partial sums
-// cross rows, so nothing may consume them inside the kernel.
+// cross rows, so nothing may consume them inside the kernel. Groups are
+// formed from the traced shapes; a shapeless compile replays them at
+// others, each replay checked against what the group was formed on
+// (replayed_row_shape, at the end).
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
@@ -51,7 +54,13 @@ ReduceKind reduce_kind(const IrNode& n, const Ir& ir) {
     return ReduceKind::None;
   }
   int nd = static_cast<int>(in.shape.size());
-  if (nd == 0) {
+  size_t size = 1;
+  for (auto d : in.shape) size *= d;
+  // (Nor a reduction of nothing: the kernels tell a value per element from
+  // one per row or a scalar by its shape or size, and every value of an
+  // empty trace has size 0; a shapeless compile traced so would read them
+  // wrong at every other shape.)
+  if (nd == 0 || size == 0) {
     return ReduceKind::None;
   }
   const auto& axes = r->axes();
@@ -61,8 +70,6 @@ ReduceKind reduce_kind(const IrNode& n, const Ir& ir) {
     return in.shape.back() == 1 ? ReduceKind::None : ReduceKind::Row;
   }
   if (static_cast<int>(axes.size()) == nd) {
-    size_t size = 1;
-    for (auto d : in.shape) size *= d;
     return size == 1 ? ReduceKind::None : ReduceKind::Total;
   }
   // Leading axes (axes are sorted): columns, unless every reduced axis is
@@ -124,13 +131,28 @@ struct GroupShapes {
   Shape row, red, squeezed;
 
   void set(const IrNode& reduce, const Ir& ir, bool is_column) {
+    set(ir.values[reduce.inputs[0]].shape, ir.values[reduce.outputs[0]].shape,
+        static_cast<const Reduce*>(reduce.prim.get())->axes().size(),
+        is_column);
+  }
+  // From the reduction's input and output shapes (`m` reduced axes).
+  void set(const Shape& in, const Shape& out, size_t m, bool is_column) {
     known = true;
     column = is_column;
-    row = ir.values[reduce.inputs[0]].shape;
-    red = ir.values[reduce.outputs[0]].shape;
-    size_t m = static_cast<const Reduce*>(reduce.prim.get())->axes().size();
+    row = in;
+    red = out;
     squeezed = column ? Shape(red.begin() + m, red.end())
                       : Shape(red.begin(), red.end() - 1);
+  }
+  // The shape a group value traced with shape `s` has in a replay whose
+  // group shapes are `now`: S, Sr and the squeezed form follow the replay
+  // (they are never equal: S != Sr, and the squeezed form has another
+  // rank); nothing else in a group changes.
+  Shape replayed(const Shape& s, const GroupShapes& now) const {
+    return s == row ? now.row
+           : s == red ? now.red
+           : s == squeezed ? now.squeezed
+                           : s;
   }
   // Whether a reduction node of this kind fits the group.
   bool fits(const IrNode& reduce, const Ir& ir, bool is_column) const {
@@ -180,6 +202,30 @@ void fold_element_counts(Ir& ir) {
   ir.nodes = std::move(kept);
 }
 
+// Under a shapeless compile mean's and var's divisor must be counted on
+// each call, so it stays a node. It reads only its input's shape, and an
+// elementwise node's inputs have its shape in every replay (run_ir raises
+// otherwise): the count moves to the earliest such input, up the chain
+// (mean(square(x - y)) counts x), so that the divided value, which would
+// join a group, is not read outside it for its shape alone.
+void reroute_element_counts(Ir& ir) {
+  IrUses uses(ir);
+  for (auto& n : ir.nodes) {
+    if (!dynamic_cast<const NumberOfElements*>(n.prim.get()) || !on_cpu(n)) {
+      continue;
+    }
+    int v = n.inputs[0];
+    for (int p = uses.producer[v]; p >= 0 && fusable(ir.nodes[p], ir);
+         p = uses.producer[v]) {
+      v = ir.nodes[p].inputs[0];
+      for (int u : ir.nodes[p].inputs) {
+        if (uses.producer[u] < uses.producer[v]) v = u;
+      }
+    }
+    n.inputs[0] = v;
+  }
+}
+
 // A group's root: a reduction, or an elementwise node whose shapes come
 // from the nearest row or column reduction upstream.
 struct Root {
@@ -187,10 +233,42 @@ struct Root {
   GroupShapes g;
 };
 
+// Whether the kernel of a group over S (traced), reducing `axes`, reads
+// an outside input traced with shape `t` right when it now has shape `s`
+// and the group's rows are `now` (S in this replay): `s` broadcasts to it
+// (the kernel reads inputs with strides against it), and an input that
+// was constant along the reduced axes (a per-row or per-column value, a
+// scalar: read once per row or column) still is.
+bool input_fits(const Shape& t, const Shape& s, const Shape& traced_row,
+                const Shape& now, const std::vector<int>& axes) {
+  if (s.size() > now.size()) {
+    return false;
+  }
+  const size_t off = now.size() - s.size();
+  for (size_t j = 0; j < s.size(); ++j) {
+    if (s[j] != 1 && s[j] != now[off + j]) return false;
+  }
+  // Axis a of the rows as a dimension of a shape of rank r (1 if absent).
+  auto dim = [](const Shape& x, size_t rows_rank, int a) {
+    size_t lead = rows_rank - x.size();
+    return static_cast<size_t>(a) < lead ? 1 : x[a - lead];
+  };
+  bool was_constant = true, is_constant = true;
+  for (int a : axes) {
+    was_constant = was_constant && dim(t, traced_row.size(), a) == 1;
+    is_constant = is_constant && dim(s, now.size(), a) == 1;
+  }
+  return !was_constant || is_constant;
+}
+
 }  // namespace
 
-void fuse_reductions(Ir& ir) {
-  fold_element_counts(ir);
+void fuse_reductions(Ir& ir, bool shapeless) {
+  if (shapeless) {
+    reroute_element_counts(ir);
+  } else {
+    fold_element_counts(ir);
+  }
   int count = static_cast<int>(ir.nodes.size());
   IrUses uses(ir);
   const auto& producer = uses.producer;
@@ -417,6 +495,66 @@ void fuse_reductions(Ir& ir) {
     }
   }
   ir.nodes = std::move(nodes);
+}
+
+// The assumptions fuse_reductions made from the traced shapes, checked
+// again on a replay's: every group value keeps its part (S, Sr or the
+// squeezed form, in the replay's sizes), a squeezed per-row value is
+// still not broadcast along the row's own axis, and outside inputs are
+// read as the kernel reads them (input_fits). Sizes of 0 or 1 are not a
+// break in themselves: the kernels take every row, column or total count
+// from their arguments (a row of one element is one pass of one element).
+std::optional<Shape> replayed_row_shape(const Ir& tape,
+                                        const std::vector<array>& inputs) {
+  const IrNode* reduce = nullptr;
+  for (auto& n : tape.nodes) {
+    if (!reduce && dynamic_cast<const Reduce*>(n.prim.get())) reduce = &n;
+  }
+  if (!reduce) {
+    return std::nullopt;
+  }
+  std::vector<std::optional<array>> now;
+  try {
+    run_ir(tape, inputs, /*shapeless=*/true, /*check=*/false, &now);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;  // the nodes run one by one raise it again
+  }
+  auto shape = [&](int v) -> const Shape* {
+    return now[v] ? &now[v]->shape() : nullptr;
+  };
+  const bool column = reduce_kind(*reduce, tape) == ReduceKind::Column;
+  const auto& axes = static_cast<const Reduce*>(reduce->prim.get())->axes();
+  const Shape* in = shape(reduce->inputs[0]);
+  const Shape* out = shape(reduce->outputs[0]);
+  if (!in || !out) {
+    return std::nullopt;
+  }
+  GroupShapes was, is;
+  was.set(*reduce, tape, column);
+  is.set(*in, *out, axes.size(), column);
+  for (auto& n : tape.nodes) {
+    for (int v : n.outputs) {
+      const Shape* s = shape(v);
+      if (!s || *s != was.replayed(tape.values[v].shape, is)) {
+        return std::nullopt;
+      }
+    }
+    if (!is_broadcast_node(n)) {
+      continue;
+    }
+    int v = n.inputs[0];
+    if (tape.values[v].shape == was.squeezed &&
+        (!shape(v) || is.misaligned(*shape(v)))) {
+      return std::nullopt;
+    }
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!input_fits(tape.values[tape.inputs[k]].shape, inputs[k].shape(),
+                    was.row, is.row, axes)) {
+      return std::nullopt;
+    }
+  }
+  return is.row;
 }
 
 }  // namespace fluxion::detail

@@ -8,6 +8,7 @@
 
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
+#include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/transforms.h"
 
@@ -29,20 +30,49 @@ Compiled::Compiled(Stream s, detail::Ir tape)
   }
 }
 
-std::vector<array> Compiled::replay(const std::vector<array>& inputs) const {
+bool Compiled::traced_shapes(const std::vector<array>& inputs) const {
   bool same = true;
   for (size_t i = 0; i < inputs.size(); ++i) {
     same = same && inputs[i].shape() == tape_.values[tape_.inputs[i]].shape;
   }
-  return detail::run_ir(tape_, inputs, /*shapeless=*/!same);
+  return same;
+}
+
+std::vector<array> Compiled::replay(const std::vector<array>& inputs) const {
+  return detail::run_ir(tape_, inputs, /*shapeless=*/!traced_shapes(inputs));
+}
+
+std::optional<Shape> Compiled::row_shape(
+    const std::vector<array>& inputs) const {
+  if (traced_shapes(inputs)) {
+    for (auto& n : tape_.nodes) {
+      if (dynamic_cast<const Reduce*>(n.prim.get())) {
+        return tape_.values[n.inputs[0]].shape;
+      }
+    }
+    return std::nullopt;
+  }
+  std::vector<Shape> key;
+  for (auto& in : inputs) {
+    key.push_back(in.shape());
+  }
+  std::lock_guard<std::mutex> lock(row_shapes_mutex_);
+  auto it = row_shapes_.find(key);
+  if (it != row_shapes_.end()) {
+    return it->second;
+  }
+  // Bounded: a function replayed on ever new shapes (a sequence length)
+  // replays the tape once more per call rather than growing without end.
+  if (row_shapes_.size() >= 256) {
+    row_shapes_.clear();
+  }
+  auto row = detail::replayed_row_shape(tape_, inputs);
+  row_shapes_.emplace(std::move(key), row);
+  return row;
 }
 
 std::vector<Shape> Compiled::output_shapes(const std::vector<array>& inputs) {
-  bool same = true;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    same = same && inputs[i].shape() == tape_.values[tape_.inputs[i]].shape;
-  }
-  if (same) {
+  if (traced_shapes(inputs)) {
     std::vector<Shape> shapes;
     for (int v : tape_.outputs) {
       shapes.push_back(tape_.values[v].shape);
@@ -200,9 +230,7 @@ Ir group_tape(const Ir& ir, const IrUses& uses, const std::vector<int>& members,
 }
 
 void fuse_ir(Ir& ir, bool shapeless) {
-  if (!shapeless) {
-    fuse_reductions(ir);
-  }
+  fuse_reductions(ir, shapeless);
   int count = static_cast<int>(ir.nodes.size());
   IrUses uses(ir);
   std::vector<int> group_of(count, -1);  // root index of a node's group

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 #include <functional>
-
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -42,6 +42,11 @@ class Compiled : public Primitive {
   // Whether input k is read through an absorbed reshape: as a
   // row-contiguous array of the output's shape.
   bool reshaped(size_t k) const { return reshaped_[k]; }
+  // A fused reduction's rows S (its reductions' input shape) for these
+  // inputs: the tape's at the traced shapes, else the replay's, or nullopt
+  // when the replay breaks an assumption of the group
+  // (detail::replayed_row_shape; remembered per input shapes).
+  std::optional<Shape> row_shape(const std::vector<array>& inputs) const;
 
   // What a backend builds for this tape (its generated source, the loaded
   // kernel): made by `make` on the first evaluation on `device`, once
@@ -57,6 +62,8 @@ class Compiled : public Primitive {
   }
 
  private:
+  // Whether the inputs have the shapes the tape was traced with.
+  bool traced_shapes(const std::vector<array>& inputs) const;
   std::vector<array> replay(const std::vector<array>& inputs) const;
   // Without a generated kernel: the fused nodes evaluated one by one, each
   // by `eval_node(node, outputs)` (the backend's kernel of its primitive).
@@ -80,6 +87,8 @@ class Compiled : public Primitive {
     std::shared_ptr<const void> value;
   };
   mutable Slot kernels_[2];  // cpu, gpu
+  mutable std::mutex row_shapes_mutex_;
+  mutable std::map<std::vector<Shape>, std::optional<Shape>> row_shapes_;
 };
 
 namespace detail {

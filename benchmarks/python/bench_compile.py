@@ -3,7 +3,7 @@
 warm kernel cache (fresh processes).
 
 Run: PYTHONPATH=build/python /usr/bin/python3 benchmarks/python/bench_compile.py
-[names: gelu, adamw, cross_entropy, ... to run only those]; threads:
+[names: gelu, adamw, softmax_shapeless, ... to run only those]; threads:
 FLUXION_NUM_THREADS (torch, when importable, is given as many).
 """
 
@@ -119,6 +119,35 @@ def bench_softmax(n=4096):
            "mx.softmax": median_time(lambda: mx.eval(mx.softmax(x, -1))),
            "numpy": median_time(np_softmax)}
     report("softmax 4096^2 f32 (compiled)", res)
+
+
+def bench_softmax_shapeless(n=4096):
+    # The composed softmax compiled shapeless: traced at another shape, the
+    # one generated row kernel replays at n x n (the rows' length comes
+    # from the call), against the same function compiled for this shape.
+    xn = np.random.default_rng(3).standard_normal((n, n)).astype(np.float32)
+    x = mx.array(xn)
+
+    def softmax(x):
+        e = mx.exp(x - mx.max(x, -1, keepdims=True))
+        return e / mx.sum(e, -1, keepdims=True)
+
+    def np_softmax():
+        e = np.exp(xn - xn.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    ssm = mx.compile(softmax, shapeless=True)
+    mx.eval(ssm(mx.ones((3, 100))))  # the trace, at another shape
+    csm = mx.compile(softmax)
+    res = {"fluxion": median_time(lambda: mx.eval(ssm(x))),
+           "shaped": median_time(lambda: mx.eval(csm(x))),
+           "eager": median_time(lambda: mx.eval(softmax(x))),
+           "numpy": median_time(np_softmax)}
+    torch = torch_threads()
+    if torch is not None:
+        xt = torch.from_numpy(xn)
+        res["torch"] = median_time(lambda: torch.softmax(xt, -1))
+    report("softmax 4096^2 f32 (shapeless)", res)
 
 
 def bench_row_range(n=4096):
@@ -329,7 +358,8 @@ def bench_compile_latency():
 
 def main():
     benches = [bench_gelu, bench_layer_norm, bench_batch_norm, bench_softmax,
-               bench_row_range, bench_mse, bench_mlp_step, bench_adamw, bench_cross_entropy,
+               bench_softmax_shapeless, bench_row_range, bench_mse,
+               bench_mlp_step, bench_adamw, bench_cross_entropy,
                bench_compile_latency]
     chosen = sys.argv[1:]
     for bench in benches:

@@ -141,3 +141,54 @@ TEST(CompileReduce, SqueezedRowValuesAndOneDimMeans) {
       << graph_of(r);
   EXPECT_EQ(to_vector<float>(r), to_vector<float>(mean(square(u - v))));
 }
+
+TEST(CompileReduce, ShapelessGroupsServeEveryShape) {
+  // One fused node, one generated kernel, at every shape a shapeless trace
+  // is replayed with: the kernels take the sizes from the call.
+  int traces = 0;
+  auto f = compile(
+      [&traces](const std::vector<array>& x) {
+        ++traces;
+        return std::vector<array>{softmax_composed(x[0])};
+      },
+      /*shapeless=*/true);
+  auto before = detail::compiled_fallbacks();
+  for (Shape s : {Shape{9, 130}, Shape{3, 7}, Shape{20, 1}, Shape{0, 5},
+                  Shape{2, 70000}}) {
+    auto x = randn(s, 13);
+    auto out = f({x})[0];
+    std::string g = graph_of(out);
+    EXPECT_EQ(count(g, "= Compiled"), 1) << g;
+    EXPECT_EQ(count(g, "= Max"), 0) << g;
+    expect_close(out, to_vector<double>(softmax_composed(x)), 1e-6, 1e-7);
+  }
+  // mean's divisor is counted on each call.
+  auto m = compile(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{mean(x[0] * x[1], 0)};
+      },
+      /*shapeless=*/true);
+  for (Shape s : {Shape{64, 8}, Shape{5, 30}, Shape{1, 3}}) {
+    auto a = randn(s, 14), b = randn(s, 15);
+    expect_close(m({a, b})[0], to_vector<double>(mean(a * b, 0)), 1e-6,
+                 1e-6);
+  }
+  EXPECT_EQ(traces, 1);
+  EXPECT_EQ(detail::compiled_fallbacks(), before);
+  // A per-row input traced (N, 1) and replayed (N, R) breaks the group:
+  // its nodes run one by one, with eager's values.
+  auto g = compile(
+      [](const std::vector<array>& x) {
+        return std::vector<array>{softmax_composed(x[0] - x[1])};
+      },
+      /*shapeless=*/true);
+  auto a = randn({4, 8}, 16);
+  expect_close(g({a, randn({4, 1}, 17)})[0],
+               to_vector<double>(softmax_composed(a - randn({4, 1}, 17))),
+               1e-6, 1e-7);
+  EXPECT_EQ(detail::compiled_fallbacks(), before);
+  auto b = randn({4, 8}, 18);
+  expect_close(g({a, b})[0], to_vector<double>(softmax_composed(a - b)), 1e-6,
+               1e-7);
+  EXPECT_GT(detail::compiled_fallbacks(), before);
+}

@@ -88,16 +88,21 @@ bool has_reduction(const detail::Ir& tape);
 // The source of a kernel for a tape with reductions: entry point fx_rows,
 // for a total fx_total and fx_finish, for columns fx_cols (and, for one
 // reduction with a per-column result, fx_cols_part and fx_cols_finish).
-// Empty when a node has no functor or a dtype is not computed.
+// Empty when a node has no functor or a dtype is not computed. The kernel
+// takes every size from its arguments, not from the tape's shapes (a
+// shapeless compile replays it at other shapes).
 std::string reduce_kernel_source(const detail::Ir& tape);
 
-// Evaluates a reduction tape with its kernel (backend/cpu/
-// compiled_reduce.cpp); false when these inputs need the node-by-node
-// fallback: a total over strided inputs (found before anything is
-// written), or a gathered index out of range (the fallback raises the
-// eager error; what the kernel wrote is dropped).
+// Evaluates a reduction tape with its kernel over rows `row` (S in this
+// call: Compiled::row_shape) (backend/cpu/compiled_reduce.cpp); false
+// when these inputs need the node-by-node fallback: a layout the kernel
+// does not read (a total over strided inputs, a column input not
+// row-contiguous; found before anything is written), or a gathered index
+// out of range (the fallback raises the eager error; what the kernel
+// wrote is dropped).
 bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
-                   const std::vector<array>& inputs, std::vector<array>& outs);
+                   const Shape& row, const std::vector<array>& inputs,
+                   std::vector<array>& outs);
 
 // The kernel for `source`, compiled once per process (or found in the disk
 // cache). Returns null when no compiler works: callers then fall back to

@@ -1,12 +1,14 @@
-// Source generation for fused reductions (codegen.h: reduce_kernel_source;
-// the groups: compile_reduce.cpp). Every tape value either depends on the
+// Source generation for fused reductions over rows and totals (codegen.h:
+// reduce_kernel_source; columns: codegen_columns.cpp; the groups:
+// compile_reduce.cpp). Every tape value either depends on the
 // position j along the row (per element) or not (per row: reductions, the
 // nodes computed from them, inputs broadcast along the row). fx_rows takes
 // each row in turn: per-row values are computed once, in tape order; each
 // reduction is one pass over j folding a lambda that recomputes the
-// per-element nodes it needs; a row-shaped output is a last pass writing
-// them. Intermediates of the row's shape are never stored (softmax: a max
-// pass, an exp-sum pass, a write pass, exp computed twice).
+// per-element nodes it needs (or reads them from a row buffer an earlier
+// pass filled); a row-shaped output is a last pass writing them. No
+// intermediate of S's shape is allocated (softmax: a max pass, an exp-sum
+// pass keeping exp in a buffer of one row, a write pass).
 //
 // Accumulation follows the eager kernel (backend/cpu/reduce.cpp) for
 // row-contiguous rows: 16 lanes combined as a tree, runs over 2048 split
@@ -25,15 +27,14 @@
 #include "fluxion/backend/common/kernel_source.h"
 #include "fluxion/backend/cpu/codegen.h"
 #include "fluxion/backend/cpu/codegen_parts.h"
+#include "fluxion/backend/cpu/codegen_reduce_parts.h"
 #include "fluxion/ops/indexing.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
 
 namespace fluxion::cpu {
 
-using namespace gen;
-
-namespace {
+namespace gen {
 
 // The fold shared by every pass: fold_block and fold of reduce.cpp over
 // f(j) for j in [j0, j0 + n).
@@ -88,30 +89,6 @@ static A fx_fold(Op op, A init, const F& f, long long j0, long long n) {
 }
 )";
 
-// An index of a gather along a row of n elements: negative ones wrap once
-// (eager's take_along_axis); -1 when it is still out of range.
-const char* const kIndex = R"(
-template <typename I>
-static inline long long fx_index(I raw, long long n) {
-  if ((I)-1 > (I)0) {  // unsigned: no wrapping
-    return (unsigned long long)raw < (unsigned long long)n ? (long long)raw
-                                                            : -1;
-  }
-  long long v = (long long)raw;
-  if (v < 0) v += n;
-  return v >= 0 && v < n ? v : -1;
-}
-)";
-
-// Strings joined by appending: GCC 12's -Wrestrict misfires on chains of
-// `"x" + s + "y"` (GCC bug 105329; see tagged()).
-template <typename... S>
-std::string cat(const S&... parts) {
-  std::string out;
-  (out.append(parts), ...);
-  return out;
-}
-
 // A node's expression: shape-only nodes (a per-row value squeezed or
 // expanded: fuse_reductions admits no other) pass their input through.
 std::string expr(const detail::IrNode& n, const detail::Ir& tape) {
@@ -126,10 +103,6 @@ std::string expr(const detail::IrNode& n, const detail::Ir& tape) {
 bool is_gather(const detail::IrNode& n) {
   return dynamic_cast<const GatherAxis*>(n.prim.get()) != nullptr;
 }
-
-struct ReduceInfo {
-  std::string op, init, acc;
-};
 
 ReduceInfo reduce_info(const Reduce& r, Dtype in, Dtype out) {
   ReduceInfo i;
@@ -163,79 +136,6 @@ size_t size_of(const Shape& s) {
   return n;
 }
 
-// What the generator knows of a tape.
-struct Plan {
-  const detail::Ir& tape;
-  Shape row;                // S
-  bool total = false;       // the reduction is over all axes
-  std::vector<bool> jdep;   // per value: depends on j
-  std::vector<int> producer;
-  std::vector<int> input_index;  // per value: k for tape inputs, else -1
-
-  std::string name(int v) const { return tagged("v", v); }
-
-  // Each node's producer, and whether it depends on j (as any input does;
-  // a reduction's or a gather's output does not), once the inputs' jdep
-  // is set. False when a node has no expression.
-  bool classify_nodes() {
-    for (size_t i = 0; i < tape.nodes.size(); ++i) {
-      auto& n = tape.nodes[i];
-      int o = n.outputs[0];
-      producer[o] = static_cast<int>(i);
-      if (dynamic_cast<const Reduce*>(n.prim.get()) || is_gather(n)) continue;
-      if (expr(n, tape).empty()) return false;
-      for (int v : n.inputs) jdep[o] = jdep[o] || jdep[v];
-    }
-    return true;
-  }
-
-  // Where a pass kept a value for later passes (a row buffer's
-  // "b<value>[j]", or the output it was stored to); empty: recomputed.
-  std::vector<std::string> buffer_at;
-
-  // The per-element values `vs` need (themselves included), stopping at
-  // buffered ones.
-  std::vector<bool> needs(const std::vector<int>& vs) const {
-    std::vector<bool> need(tape.values.size(), false);
-    std::vector<int> stack = vs;
-    while (!stack.empty()) {
-      int u = stack.back();
-      stack.pop_back();
-      if (!jdep[u] || need[u]) continue;
-      need[u] = true;
-      if (producer[u] >= 0 && buffer_at[u].empty()) {
-        for (int w : tape.nodes[producer[u]].inputs) stack.push_back(w);
-      }
-    }
-    return need;
-  }
-
-  // Statements defining the per-element values `vs` need, in tape order;
-  // `elem(k)` is input k's element expression.
-  template <typename Elem>
-  std::string closure(const std::vector<int>& vs, Elem elem) const {
-    std::vector<bool> need = needs(vs);
-    std::ostringstream s;
-    for (size_t k = 0; k < tape.inputs.size(); ++k) {
-      int u = tape.inputs[k];
-      if (need[u]) {
-        s << "      const " << compute_type(tape.values[u].dtype) << " "
-          << name(u) << " = " << load(elem(k), tape.values[u].dtype) << ";\n";
-      }
-    }
-    for (auto& n : tape.nodes) {
-      int u = n.outputs[0];
-      if (need[u] && input_index[u] < 0) {
-        s << "      const " << compute_type(tape.values[u].dtype) << " "
-          << name(u) << " = "
-          << (buffer_at[u].empty() ? expr(n, tape) : buffer_at[u])
-          << ";\n";
-      }
-    }
-    return s.str();
-  }
-};
-
 // "T* po<i> = (T*)out[i];" for each output.
 std::string output_pointers(const detail::Ir& tape) {
   std::string s;
@@ -247,233 +147,74 @@ std::string output_pointers(const detail::Ir& tape) {
   return s;
 }
 
-// A column tape (its reductions over the leading axes 0..m-1 of S):
-// fx_cols takes its columns of the [N, C] view of S in blocks of up to
-// FX_W (N the product of the reduced axes, C of the others); per-column
-// values are arrays over the block, computed once; each reduction is one
-// pass over the N rows folding the block's columns side by side (e = r * C
-// + c: contiguous, so the lanes vectorize), in the eager kernel's order
-// for a contiguous input on one thread (acc = op(acc, x) row after row,
-// from the init); an S-shaped output is a last pass. Inputs are S-shaped
-// and row-contiguous (per element), of Sr or Sr's squeezed form and
-// contiguous (per column), or one element (run_reduction checks the
-// layouts; fuse_reductions admits no other shape).
-std::string columns_source(const detail::Ir& tape, Plan& p, size_t m) {
-  const detail::IrNode* first = nullptr;
-  int reductions = 0;
-  for (auto& n : tape.nodes) {
-    if (dynamic_cast<const Reduce*>(n.prim.get())) {
-      first = first ? first : &n;
-      ++reductions;
-    }
+}  // namespace gen
+
+using namespace gen;
+
+namespace {
+
+// An index of a gather along a row of n elements: negative ones wrap once
+// (eager's take_along_axis); -1 when it is still out of range.
+const char* const kIndex = R"(
+template <typename I>
+static inline long long fx_index(I raw, long long n) {
+  if ((I)-1 > (I)0) {  // unsigned: no wrapping
+    return (unsigned long long)raw < (unsigned long long)n ? (long long)raw
+                                                            : -1;
   }
-  const Shape& S = tape.values[first->inputs[0]].shape;
-  size_t nv = tape.values.size();
-  size_t nin = tape.inputs.size();
-  p.jdep.assign(nv, false);
-  p.producer.assign(nv, -1);
-  p.input_index.assign(nv, -1);
-  p.buffer_at.assign(nv, "");
-  enum InputKind { kScalar, kPerColumn, kPerElement };
-  std::vector<InputKind> kind(nin, kScalar);
-  Shape cols(S.begin() + m, S.end());
-  for (size_t k = 0; k < nin; ++k) {
-    int v = tape.inputs[k];
-    const Shape& s = tape.values[v].shape;
-    p.input_index[v] = static_cast<int>(k);
-    if (s == S) {
-      kind[k] = kPerElement;
-    } else if (size_of(s) == 1) {
-      kind[k] = kScalar;
-    } else {
-      Shape trimmed = s;
-      while (trimmed.size() > cols.size() && trimmed.front() == 1) {
-        trimmed.erase(trimmed.begin());
-      }
-      if (trimmed != cols) return "";
-      kind[k] = kPerColumn;
-    }
-    p.jdep[v] = kind[k] == kPerElement;
+  long long v = (long long)raw;
+  if (v < 0) v += n;
+  return v >= 0 && v < n ? v : -1;
+}
+)";
+
+// Row buffers share the running thread's stack: at most this much.
+constexpr int64_t kStackBuffers = int64_t{256} << 10;
+
+// fx_rows's row buffers b<value> (`to_buffer`), R elements each, as one
+// block of the row's length, known only at run time (the call's rows: a
+// shapeless compile replays one kernel at every shape): on the running
+// thread's stack, in cache, while it fits kStackBuffers; else on the heap
+// (fx_heap, freed before fx_rows returns; if none can be had, fx_rows
+// reports the rows as not done and the nodes run one by one). A long row
+// is still better buffered than recomputed: softmax over 64 rows of
+// 100000 floats took 26.3 ms recomputing exp in its write pass, 7.2 ms
+// with the buffer on the heap (eager 10.0 ms). `heap`: whether fx_heap
+// is declared (some value is buffered).
+std::string row_buffers(const detail::Ir& tape,
+                        const std::vector<bool>& to_buffer, bool* heap) {
+  std::ostringstream s;
+  *heap =
+      std::find(to_buffer.begin(), to_buffer.end(), true) != to_buffer.end();
+  if (!*heap) {
+    return "";
   }
-  if (!p.classify_nodes()) return "";
-  // Outputs of S's shape are written by a last pass over the rows (by
-  // shape, not jdep: a per-column value broadcast back is written whole);
-  // the others, one value per column, from their column arrays.
-  std::vector<int> whole, whole_index, by_column, by_column_index;
-  for (size_t i = 0; i < tape.outputs.size(); ++i) {
-    int v = tape.outputs[i];
-    bool s_shaped = tape.values[v].shape == S;
-    (s_shaped ? whole : by_column).push_back(v);
-    (s_shaped ? whole_index : by_column_index).push_back(static_cast<int>(i));
-  }
-  auto ct = [&](int v) { return compute_type(tape.values[v].dtype); };
-  auto col = [&](int v) { return tagged("cv", v); };
-  // Inside a column loop: the per-column values so far as scalars (the
-  // closures name them v<id>).
-  std::vector<int> defined;
-  auto aliases = [&](const char* indent) {
-    std::string a;
-    for (int v : defined) {
-      a += cat(indent, "const ", ct(v), " ", tagged("v", v), " = ", col(v),
-               "[c];\n");
-    }
-    return a;
-  };
-  auto elem = [&](size_t k) {
-    auto ks = std::to_string(k);
-    return kind[k] == kPerElement ? cat("p", ks, "[e]")
-                                  : cat("p", ks, "[0]");
-  };
-  // A pass over rows [R0, R1) running `body` for each column of the
-  // block: a full block's count is a constant (the lanes vectorize whole
-  // and the accumulators may stay in registers), a ragged last block's w.
-  auto rows_pass = [](const std::string& body) {
-    auto loop = [&](const char* n) {
-      return cat("      for (long long r = R0; r < R1; ++r) {\n",
-                 "        for (int c = 0; c < ", n, "; ++c) {\n",
-                 "          const long long e = r * C + c0 + c;\n", body,
-                 "        }\n      }\n");
-    };
-    return cat("      if (w == FX_W) {\n", loop("FX_W"), "      } else {\n",
-               loop("w"), "      }\n");
-  };
-  // The block: as wide as the per-column arrays (a value's, an
-  // accumulator's) allow within 256 KB of the running thread's stack, so
-  // that a row's part is one long run (few blocks of a wide row, each
-  // read whole: 64-column blocks of 4 KB rows cost a TLB miss a row).
-  int64_t per_column = 8;  // an accumulator
-  for (size_t v = 0; v < nv; ++v) {
-    if (!p.jdep[v]) per_column += tape.values[v].dtype == float64 ? 8 : 4;
-  }
-  const int64_t block =
-      std::clamp<int64_t>((int64_t{256} << 10) / per_column / 16 * 16, 16,
-                          kColumnBlock);
-  // One reduction whose result is per column may split its rows: fx_cols_part
-  // folds rows [R0, R1) into a slice of partials (as doubles: a float
-  // accumulator converts exactly both ways), fx_cols_finish combines the
-  // slices as a tree and computes the nodes after the reduction.
-  const bool splits = reductions == 1 && whole.empty();
-  enum Mode { kFull, kPart, kFinish };
-  auto function = [&](Mode mode) -> std::string {
-    std::ostringstream src;
-    defined.clear();
-    if (mode == kFull) {
-      src << "extern \"C\" void fx_cols(void* const* in, void* const* out, "
-             "long long N, long long C, long long col_begin, long long "
-             "col_end) {\n"
-             "  const long long R0 = 0, R1 = N;\n";
-    } else if (mode == kPart) {
-      src << "extern \"C\" void fx_cols_part(void* const* in, double* part, "
-             "long long C, long long R0, long long R1, long long col_begin, "
-             "long long col_end) {\n";
-    } else {
-      src << "extern \"C\" void fx_cols_finish(void* const* in, const double* "
-             "parts, long long nparts, long long C, void* const* out, long "
-             "long col_begin, long long col_end) {\n";
-    }
-    for (size_t k = 0; k < nin; ++k) {
-      const char* st = storage_type(tape.values[tape.inputs[k]].dtype);
-      src << "  const " << st << "* p" << k << " = (const " << st << "*)in["
-          << k << "];\n";
-    }
-    if (mode != kPart) {
-      src << output_pointers(tape);
-    }
-    src << "  for (long long c0 = col_begin; c0 < col_end; c0 += FX_W) {\n"
-        << "    const int w = (int)(col_end - c0 < FX_W ? col_end - c0 : "
-           "FX_W);\n";
-    for (size_t k = 0; k < nin; ++k) {
-      int v = tape.inputs[k];
-      if (kind[k] == kPerElement) continue;
-      auto ks = std::to_string(k);
-      src << "    " << ct(v) << " " << col(v) << "[FX_W];\n"
-          << "    for (int c = 0; c < w; ++c) " << col(v) << "[c] = "
-          << load(kind[k] == kPerColumn ? cat("p", ks, "[c0 + c]")
-                                        : cat("p", ks, "[0]"),
-                  tape.values[v].dtype)
-          << ";\n";
-      defined.push_back(v);
-    }
-    for (auto& n : tape.nodes) {
-      int o = n.outputs[0];
-      Dtype ot = tape.values[o].dtype;
-      if (auto* r = dynamic_cast<const Reduce*>(n.prim.get())) {
-        int u = n.inputs[0];
-        ReduceInfo info = reduce_info(*r, tape.values[u].dtype, ot);
-        if (info.op.empty()) return "";
-        src << "    " << ct(o) << " " << col(o) << "[FX_W];\n    {\n";
-        if (mode == kFinish) {
-          // The partials of each column combined as a tree (the eager
-          // kernel's combine of its row chunks).
-          src << "      for (int c = 0; c < w; ++c) {\n"
-              << "        " << info.acc << " a[64];\n"
-              << "        const long long n = nparts < 64 ? nparts : 64;\n"
-              << "        for (long long t = 0; t < n; ++t) a[t] = ("
-              << info.acc << ")parts[t * C + c0 + c];\n"
-              << "        for (long long s = 1; s < n; s *= 2)\n"
-              << "          for (long long t = 0; t + s < n; t += 2 * s) "
-                 "a[t] = "
-              << info.op << "(a[t], a[t + s]);\n"
-              << "        " << col(o) << "[c] = "
-              << round_half(cat("(", ct(o), ")(a[0])"), ot) << ";\n"
-              << "      }\n    }\n";
-          defined.push_back(o);
-          continue;
-        }
-        src << "      " << info.acc << " acc[FX_W];\n"
-            << "      for (int c = 0; c < FX_W; ++c) acc[c] = " << info.init
-            << ";\n"
-            << rows_pass(cat(aliases("          "), p.closure({u}, elem),
-                             "          acc[c] = ", info.op, "(acc[c], (",
-                             info.acc, ")(", tagged("v", u), "));\n"));
-        if (mode == kPart) {
-          src << "      for (int c = 0; c < w; ++c) part[c0 + c] = "
-                 "(double)acc[c];\n    }\n  }\n}\n";
-          return src.str();
-        }
-        src << "      for (int c = 0; c < w; ++c) " << col(o) << "[c] = "
-            << round_half(cat("(", ct(o), ")(acc[c])"), ot) << ";\n    }\n";
-        defined.push_back(o);
-      } else if (!p.jdep[o] && p.input_index[o] < 0) {
-        src << "    " << ct(o) << " " << col(o) << "[FX_W];\n"
-            << "    for (int c = 0; c < w; ++c) {\n" << aliases("      ")
-            << "      " << col(o) << "[c] = " << expr(n, tape)
-            << ";\n    }\n";
-        defined.push_back(o);
+  // Doubles first, so that every buffer is aligned for its type.
+  std::vector<int> order;
+  for (bool wide : {true, false}) {
+    for (size_t v = 0; v < to_buffer.size(); ++v) {
+      if (to_buffer[v] && (tape.values[v].dtype == float64) == wide) {
+        order.push_back(static_cast<int>(v));
       }
     }
-    if (!whole.empty()) {
-      std::string stores;
-      for (size_t i = 0; i < whole.size(); ++i) {
-        stores += cat("          ", tagged("po", whole_index[i]), "[e] = ",
-                      store(tagged("v", whole[i]),
-                            tape.values[whole[i]].dtype),
-                      ";\n");
-      }
-      src << rows_pass(
-          cat(aliases("          "), p.closure(whole, elem), stores));
-    }
-    for (size_t i = 0; i < by_column.size(); ++i) {
-      int v = by_column[i];
-      src << "    for (int c = 0; c < w; ++c) "
-          << tagged("po", by_column_index[i]) << "[c0 + c] = "
-          << store(cat(col(v), "[c]"), tape.values[v].dtype) << ";\n";
-    }
-    src << "  }\n}\n";
-    return src.str();
-  };
-  std::string full = function(kFull);
-  if (full.empty()) return "";
-  std::ostringstream src;
-  src << "// Generated by Fluxion's compile: a fused column reduction.\n"
-         "#define FLUXION_GENERATED_KERNEL 1\n"
-      << detail::kernel_functor_source() << kBase << kFold
-      << "#define FX_W " << block << "\n"
-      << full;
-  if (splits) {
-    src << function(kPart) << function(kFinish);
   }
-  return src.str();
+  int64_t per_element = 0;
+  for (int v : order) per_element += tape.values[v].dtype == float64 ? 8 : 4;
+  s << "  const long long fx_len = R > 0 ? R : 1;\n"
+    << "  const long long fx_bytes = fx_len * " << per_element << ";\n"
+    << "  char* fx_heap = fx_bytes > " << kStackBuffers
+    << " ? (char*)__builtin_malloc(fx_bytes) : (char*)0;\n"
+    << "  if (fx_bytes > " << kStackBuffers << " && !fx_heap) return 1;\n"
+    << "  char* fx_mem = fx_heap ? fx_heap : (char*)__builtin_alloca("
+       "fx_bytes);\n";
+  int64_t at = 0;
+  for (int v : order) {
+    auto ct = compute_type(tape.values[v].dtype);
+    s << "  " << ct << "* " << tagged("b", v) << " = (" << ct
+      << "*)(fx_mem + fx_len * " << at << ");\n";
+    at += tape.values[v].dtype == float64 ? 8 : 4;
+  }
+  return s.str();
 }
 
 }  // namespace
@@ -548,8 +289,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   // `span` is the j range of a pass.
   // Row buffers (fx_rows only): a pass's per-element value that a later
   // pass needs again is kept for the row rather than recomputed (softmax's
-  // exp: one exp per element, not two), for rows of up to 16384 elements
-  // (a buffer on the thread's stack, in cache).
+  // exp: one exp per element, not two; row_buffers says where).
   std::vector<bool> to_buffer(nv, false);
   std::vector<std::vector<int>> targets;  // what each pass computes
   for (auto& n : tape.nodes) {
@@ -562,7 +302,7 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
   auto is_whole = [&](int v) {
     return std::find(whole.begin(), whole.end(), v) != whole.end();
   };
-  if (!p.total && R <= 16384) {
+  if (!p.total) {
     for (size_t i = 0; i + 1 < targets.size(); ++i) {
       int u = targets[i][0];  // a reduction's input
       // (An output is stored by its pass, and read back from there.)
@@ -571,17 +311,6 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
         if (p.needs(targets[later])[u]) to_buffer[u] = true;
       }
     }
-  }
-  // The buffers live on the stack of whichever thread runs the row: kept
-  // under 256 KB together (rows recompute instead beyond that).
-  int64_t buffer_bytes = 0;
-  for (size_t v = 0; v < nv; ++v) {
-    if (to_buffer[v]) {
-      buffer_bytes += R * (tape.values[v].dtype == float64 ? 8 : 4);
-    }
-  }
-  if (buffer_bytes > (int64_t{256} << 10)) {
-    to_buffer.assign(nv, false);
   }
   std::vector<std::pair<int, std::string>> stored;
   auto row_body = [&](auto scalar, auto elem, const std::string& span,
@@ -667,14 +396,8 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
       src << "  const long long t" << k << " = strides[" << k
           << " * ndim + ndim - 1];\n";
     }
-    for (size_t v = 0; v < nv; ++v) {
-      if (to_buffer[v]) {
-        auto ct = compute_type(tape.values[v].dtype);
-        src << "  " << ct << "* " << tagged("b", v) << " = (" << ct
-            << "*)__builtin_alloca((R > 0 ? R : 1) * sizeof(" << ct
-            << "));\n";
-      }
-    }
+    bool heap = false;
+    src << row_buffers(tape, to_buffer, &heap);
     // Two copies of the row loop: rows contiguous in every per-element
     // input (stride 1: loads the compiler vectorizes), and any strides.
     auto rows_loop = [&](bool unit) {
@@ -734,7 +457,9 @@ std::string reduce_kernel_source(const detail::Ir& tape) {
       if (p.jdep[tape.inputs[k]]) src << " && t" << k << " == 1";
     }
     src << ";\n  if (unit) {\n" << unit_loop << "  } else {\n" << any_loop
-        << "  }\n  return bad;\n}\n";
+        << "  }\n"
+        << (heap ? "  if (fx_heap) __builtin_free(fx_heap);\n" : "")
+        << "  return bad;\n}\n";
   }
   p.buffer_at.assign(nv, "");
   // A total: one reduction whose result only per-row nodes consume (a

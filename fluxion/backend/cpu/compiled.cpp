@@ -38,7 +38,10 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
     return;
   }
   if (reduction) {
-    if (!cpu::run_reduction(tape(), *kernel, inputs, outputs)) {
+    // (A shapeless replay whose shapes break the group's assumptions has
+    // no row shape: the nodes run one by one.)
+    auto row = row_shape(inputs);
+    if (!row || !cpu::run_reduction(tape(), *kernel, *row, inputs, outputs)) {
       eval_fallback(inputs, outputs, eval_cpu_node);
     }
     return;

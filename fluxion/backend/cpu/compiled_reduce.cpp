@@ -19,6 +19,12 @@ constexpr int64_t kReduceGrain = 1 << 16;
 // fx_finish combines at most this many partials.
 constexpr int64_t kMaxChunks = 64;
 
+int64_t size_of(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
 // Input strides (in elements) broadcast against `shape`, right-aligned.
 std::vector<int64_t> strides_against(const array& in, const Shape& shape) {
   std::vector<int64_t> s(shape.size(), 0);
@@ -29,11 +35,6 @@ std::vector<int64_t> strides_against(const array& in, const Shape& shape) {
   return s;
 }
 
-// A column tape: a run of columns per thread (multiples of 16), each
-// walked over all rows (so a column's fold order is the eager one on one
-// thread), or, for one reduction with too few columns to share, chunks of
-// rows. The kernel reads row-contiguous inputs only: any other layout runs
-// the nodes one by one (false).
 // Fresh buffers for the outputs (at least one byte: a kernel may be
 // handed their pointers when nothing is written); their pointers.
 std::vector<void*> allocate(std::vector<array>& outs) {
@@ -45,25 +46,34 @@ std::vector<void*> allocate(std::vector<array>& outs) {
   return dst;
 }
 
+// A column tape: a run of columns per thread (multiples of 16), each
+// walked over all rows (so a column's fold order is the eager one on one
+// thread), or, for one reduction with too few columns to share, chunks of
+// rows. The kernel reads row-contiguous inputs only: any other layout runs
+// the nodes one by one (false).
 bool run_columns(const detail::Ir& tape, const Kernel& kernel, size_t m,
-                 const Shape& row, const std::vector<array>& inputs,
-                 std::vector<array>& outs) {
+                 const Shape& traced_row, const Shape& row,
+                 const std::vector<array>& inputs, std::vector<array>& outs) {
   int64_t N = 1, C = 1;
   for (size_t d = 0; d < row.size(); ++d) {
     (d < m ? N : C) *= row[d];
   }
+  // Each input as the kernel reads it (codegen_reduce.cpp's kinds, from
+  // the traced shapes): all of S, one value per column, or one element.
   for (size_t k = 0; k < inputs.size(); ++k) {
-    size_t traced = 1;
-    for (auto d : tape.values[tape.inputs[k]].shape) traced *= d;
+    const Shape& traced = tape.values[tape.inputs[k]].shape;
+    int64_t want = traced == traced_row ? N * C
+                   : size_of(traced) == 1 ? 1
+                                          : C;
     const array& in = inputs[k];
-    if (in.size() != traced ||
-        (traced > 1 && !in.flags().row_contiguous)) {
+    if (static_cast<int64_t>(in.size()) != want ||
+        (want > 1 && !in.flags().row_contiguous)) {
       return false;
     }
   }
   std::vector<void*> dst = allocate(outs);
-  if (N * C == 0) {
-    return true;
+  if (C == 0) {
+    return true;  // (no rows: the kernel writes each column's initial value)
   }
   std::vector<void*> ptrs;
   for (auto& in : inputs) ptrs.push_back(in.raw_data());
@@ -108,19 +118,20 @@ bool run_columns(const detail::Ir& tape, const Kernel& kernel, size_t m,
 }  // namespace
 
 bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
-                   const std::vector<array>& inputs, std::vector<array>& outs) {
+                   const Shape& row, const std::vector<array>& inputs,
+                   std::vector<array>& outs) {
   const Reduce* reduce = nullptr;
-  Shape row;
+  Shape traced_row;
   for (auto& n : tape.nodes) {
     if (auto* r = dynamic_cast<const Reduce*>(n.prim.get())) {
       reduce = r;
-      row = tape.values[n.inputs[0]].shape;
+      traced_row = tape.values[n.inputs[0]].shape;
     }
   }
   const bool all_axes = reduce->axes().size() == row.size();
   if (kernel.cols) {
-    return run_columns(tape, kernel, reduce->axes().size(), row, inputs,
-                       outs);
+    return run_columns(tape, kernel, reduce->axes().size(), traced_row, row,
+                       inputs, outs);
   }
   int64_t n = 1;
   for (auto d : row) n *= d;
@@ -129,12 +140,10 @@ bool run_reduction(const detail::Ir& tape, const Kernel& kernel,
     // element read as a scalar.
     bool flat = true;
     for (size_t k = 0; k < inputs.size(); ++k) {
-      size_t traced = 1;
-      for (auto d : tape.values[tape.inputs[k]].shape) traced *= d;
       const array& in = inputs[k];
-      flat = flat && (traced == 1 ? in.size() == 1
-                                  : in.flags().row_contiguous &&
-                                        in.shape() == row);
+      flat = flat && (size_of(tape.values[tape.inputs[k]].shape) == 1
+                          ? in.size() == 1
+                          : in.flags().row_contiguous && in.shape() == row);
     }
     if (flat) {
       std::vector<void*> ptrs;
