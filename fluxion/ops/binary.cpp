@@ -59,6 +59,18 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   if (size == 0) {
     return broadcast_to(a, shape, st);
   }
+  // A loop's `y + 1.0` broadcasts the same cached scalar to the same shape
+  // at every step: the view built last on this thread is handed out again
+  // while it is still the Broadcast node of that scalar (not detached by an
+  // eval). Nodes sharing an input is an ordinary graph (common
+  // subexpressions are shared the same way); it saves building a node per
+  // op (a third of `y + 1.0`'s cost).
+  thread_local std::optional<array> last_scalar, last_view;
+  thread_local Stream last_stream = st;
+  if (last_view && last_scalar->id() == a.id() && last_stream == st &&
+      last_view->shape() == shape && last_view->has_primitive()) {
+    return *last_view;
+  }
   Strides zero(shape.size(), 0);
   auto flags = layout_flags(shape, zero, 1);
   array out = st.device == Device::cpu
@@ -66,6 +78,11 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
                   : array(shape, a.dtype(), nullptr, {});
   out.copy_shared_buffer(a, std::move(zero), flags, 1);
   out.set_status(array::Status::available);
+  if (st.device == Device::cpu) {
+    last_scalar = a;
+    last_view = out;
+    last_stream = st;
+  }
   return out;
 }
 

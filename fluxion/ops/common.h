@@ -13,8 +13,8 @@
 namespace fluxion {
 
 std::string shape_str(const Shape& s);  // "(2,3)"
-template <typename T>
-std::string vec_str(const std::vector<T>& v) {
+template <typename T, typename A>
+std::string vec_str(const std::vector<T, A>& v) {
   std::ostringstream os;
   os << "(";
   for (size_t i = 0; i < v.size(); ++i) {

@@ -24,7 +24,7 @@ using namespace py::literals;
 // Shapes and axis lists are int32 (as in MLX): a Python int outside that
 // range raises OverflowError naming it, rather than making the argument
 // "incompatible" (issue 11). These replace pybind11's casters for
-// std::vector<int> and std::variant<int, std::vector<int>>.
+// std::vector<int>, fx::Shape and their variants with int.
 namespace fxpy {
 [[noreturn]] void int32_overflow(PyObject* value);
 // Raises for an int outside int32 (bools and non-ints are left alone).
@@ -63,8 +63,10 @@ class type_caster<int> {
   PYBIND11_TYPE_CASTER(int, const_name("int"));
 };
 
-template <>
-struct type_caster<std::vector<int>> : list_caster<std::vector<int>, int> {
+// Int lists (axes as std::vector<int>, shapes as fx::Shape, whose buffer
+// comes from another allocator) and int-or-list variants.
+template <typename List>
+struct int32_list_caster : list_caster<List, typename List::value_type> {
   bool load(handle src, bool convert) {
     if (isinstance<sequence>(src) && !isinstance<str>(src) &&
         !isinstance<bytes>(src)) {
@@ -72,18 +74,27 @@ struct type_caster<std::vector<int>> : list_caster<std::vector<int>, int> {
         fxpy::check_int32(item.ptr());
       }
     }
-    return list_caster<std::vector<int>, int>::load(src, convert);
+    return list_caster<List, typename List::value_type>::load(src, convert);
+  }
+};
+template <>
+struct type_caster<std::vector<int>> : int32_list_caster<std::vector<int>> {};
+template <>
+struct type_caster<fx::Shape> : int32_list_caster<fx::Shape> {};
+
+template <typename Variant>
+struct int32_variant_caster : variant_caster<Variant> {
+  bool load(handle src, bool convert) {
+    fxpy::check_int32(src.ptr());
+    return variant_caster<Variant>::load(src, convert);
   }
 };
 template <>
 struct type_caster<std::variant<int, std::vector<int>>>
-    : variant_caster<std::variant<int, std::vector<int>>> {
-  bool load(handle src, bool convert) {
-    fxpy::check_int32(src.ptr());
-    return variant_caster<std::variant<int, std::vector<int>>>::load(src,
-                                                                     convert);
-  }
-};
+    : int32_variant_caster<std::variant<int, std::vector<int>>> {};
+template <>
+struct type_caster<std::variant<int, fx::Shape>>
+    : int32_variant_caster<std::variant<int, fx::Shape>> {};
 }  // namespace pybind11::detail
 
 // `stream=None | Stream | Device | DeviceType`, as every op takes it.

@@ -21,7 +21,7 @@ template <NFn WithN, AxesFn WithAxes>
 fx::array nd(const fx::array& a, const Ints& s, const Ints& axes,
              fx::StreamOrDevice st) {
   if (s && axes) {
-    return WithN(a, *s, *axes, st);
+    return WithN(a, fx::Shape(s->begin(), s->end()), *axes, st);
   }
   if (axes) {
     return WithAxes(a, *axes, st);
@@ -32,7 +32,7 @@ fx::array nd(const fx::array& a, const Ints& s, const Ints& axes,
     for (int i = 0; i < k; ++i) {
       last[i] = i - k;
     }
-    return WithN(a, *s, last, st);
+    return WithN(a, fx::Shape(s->begin(), s->end()), last, st);
   }
   std::vector<int> all(a.ndim());
   for (int i = 0; i < a.ndim(); ++i) {

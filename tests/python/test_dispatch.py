@@ -166,6 +166,39 @@ def test_available_constants_broadcast_as_views():
     assert c.tolist() == (np.ones((2, 3, 4)) * 3).tolist()
 
 
+def test_a_loops_scalar_broadcast_is_one_node_until_evaluated():
+    # `y + 1.0` in a loop broadcasts one cached scalar to one shape: the
+    # Broadcast node is shared by the ops (a shared subexpression), while
+    # the graph still shows it, and a fresh one is built once an eval has
+    # detached it.
+    def dot(a):
+        buf = io.StringIO()
+        mx.export_to_dot(buf, a)
+        return buf.getvalue()
+
+    x = mx.zeros((16,))
+    mx.eval(x)
+    y = x
+    for _ in range(50):
+        y = y + 1.0
+    g = dot(y)
+    assert g.count('label="Add"') == 50
+    assert g.count('label="Broadcast"') == 1
+    mx.eval(y)
+    z = x + 1.0
+    assert dot(z).count('label="Broadcast"') == 1
+    assert np.array(y).tolist() == [50.0] * 16
+    assert np.array(z).tolist() == [1.0] * 16
+    # Another shape or dtype or stream gets its own view.
+    w = mx.zeros((3, 16)) + 1.0
+    assert w.shape == (3, 16) and np.array(w).tolist() == [[1.0] * 16] * 3
+    i = mx.zeros((16,), dtype=mx.int32) + 1
+    assert i.dtype == mx.int32 and np.array(i).tolist() == [1] * 16
+    s = mx.new_stream(mx.cpu)
+    v = mx.add(x, 1.0, stream=s)
+    assert np.array(v).tolist() == [1.0] * 16
+
+
 def test_scalars_inside_transformations():
     def f(x):
         return ((x * 2.0 + 1.0) ** 2).sum()

@@ -80,8 +80,8 @@ Pool& pool() {
 
 int num_threads() { return pool().size(); }
 
-void parallel_for(int64_t n, int64_t grain,
-                  const std::function<void(int64_t, int64_t)>& f) {
+void parallel_for_split(int64_t n, int64_t grain,
+                        const std::function<void(int64_t, int64_t)>& f) {
   if (n <= 0) {
     return;
   }
