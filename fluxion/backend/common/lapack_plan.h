@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "fluxion/array.h"
 #include "fluxion/backend/common/math.h"
 
 namespace fluxion::lapack_plan {
@@ -78,8 +79,7 @@ inline bool svd_direct(int64_t m, int64_t n) { return n >= m; }
 // row-contiguous batch: strides (..., n * n, 1, n)), which the libraries
 // can read in place with op T. `contiguous`: the array's data is packed
 // (no broadcast batch dims).
-inline bool column_major_matrices(const std::vector<int>& shape,
-                                  const std::vector<int64_t>& strides,
+inline bool column_major_matrices(const Shape& shape, const Strides& strides,
                                   bool contiguous) {
   const size_t nd = shape.size();
   if (nd < 2 || !contiguous) {
