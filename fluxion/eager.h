@@ -53,6 +53,12 @@ std::shared_ptr<P> node_primitive(Stream st, Args... args) {
 // kernel. Stops at lazy nodes, tracers and arrays without a primitive.
 void detach_computed(const std::vector<array>& outputs);
 
+// Whether computed node `a` still holds its primitive (no eval has
+// detached it), read under the scheduling lock every detach takes, so that
+// another thread's eval cannot be detaching it meanwhile; false when the
+// lock is busy.
+bool still_a_node(const array& a);
+
 
 // The largest output (in elements) the fast path computes at once; 0 turns
 // it off. The default, 4096, is set by FLUXION_EAGER_MAX_SIZE when given.

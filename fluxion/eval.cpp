@@ -544,6 +544,12 @@ void eval_if_small(array& out) {
   }
 }
 
+bool still_a_node(const array& a) {
+  std::unique_lock<std::recursive_mutex> lock(schedule_mutex(),
+                                              std::try_to_lock);
+  return lock.owns_lock() && a.has_primitive();
+}
+
 void detach_computed(const std::vector<array>& outputs) {
   // Depth first on an explicit stack: a chain of a million computed adds
   // must not recurse. Each node's inputs are held by the stack before the

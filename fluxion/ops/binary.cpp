@@ -62,13 +62,13 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   // A loop's `y + 1.0` broadcasts the same cached scalar to the same shape
   // at every step: the view built last on this thread is handed out again
   // while it is still the Broadcast node of that scalar (not detached by an
-  // eval). Nodes sharing an input is an ordinary graph (common
+  // eval, which another thread may be running). Nodes sharing an input is an ordinary graph (common
   // subexpressions are shared the same way); it saves building a node per
   // op (a third of `y + 1.0`'s cost).
   thread_local std::optional<array> last_scalar, last_view;
   thread_local Stream last_stream = st;
   if (last_view && last_scalar->id() == a.id() && last_stream == st &&
-      last_view->shape() == shape && last_view->has_primitive()) {
+      last_view->shape() == shape && detail::still_a_node(*last_view)) {
     return *last_view;
   }
   Strides zero(shape.size(), 0);

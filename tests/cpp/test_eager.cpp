@@ -3,6 +3,9 @@
 // ready, graph kept until eval, as MLX's lazy node); the same values as
 // the lazy path, which transformations, other streams, large or uncomputed
 // inputs still take.
+#include <atomic>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -190,6 +193,50 @@ TEST(Eager, ValuesOnlyTheGraphHoldsAreDroppedAndRecomputedIfAsked) {
   expect_close(again, {2, 3});
   y.eval();
   expect_close(y, {4, 5});
+}
+
+// One scalar added in a loop shares its Broadcast node among the adds
+// (ops/binary.cpp) while another thread evaluates snapshots of the chain,
+// detaching that node: the builder reads whether it is still a node under
+// the scheduling lock (in the TSan suites), and every value stays right.
+TEST(Eager, SharedScalarViewWhileAnotherThreadEvaluates) {
+  array x({1.0f, 2.0f, 3.0f, 4.0f});
+  array one(1.0f);
+  x.eval();
+  one.eval();
+  std::mutex mu;
+  std::vector<std::pair<int, array>> snapshots;
+  std::atomic<bool> done{false};
+  std::thread evaluator([&] {
+    size_t seen = 0;
+    while (!done.load() || seen < snapshots.size()) {
+      std::optional<std::pair<int, array>> snap;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        if (seen < snapshots.size()) {
+          snap = snapshots[seen++];
+        }
+      }
+      if (snap) {
+        snap->second.eval();
+        EXPECT_EQ(to_vector<float>(snap->second)[0], 1.0f + snap->first);
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  });
+  array y = x;
+  for (int i = 1; i <= 400; ++i) {
+    y = y + one;
+    if (i % 10 == 0) {
+      std::lock_guard<std::mutex> lk(mu);
+      snapshots.emplace_back(i, y);
+    }
+  }
+  done = true;
+  evaluator.join();
+  y.eval();
+  expect_close(y, {401, 402, 403, 404});
 }
 
 TEST(Eager, ThreadsEvalOneSharedComputedNode) {
