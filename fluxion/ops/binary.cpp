@@ -62,9 +62,11 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   // A loop's `y + 1.0` broadcasts the same cached scalar to the same shape
   // at every step: the view built last on this thread is handed out again
   // while it is still the Broadcast node of that scalar (not detached by an
-  // eval, which another thread may be running). Nodes sharing an input is an ordinary graph (common
-  // subexpressions are shared the same way); it saves building a node per
-  // op (a third of `y + 1.0`'s cost).
+  // eval, which another thread may be running). Nodes sharing an input is
+  // an ordinary graph (common subexpressions are shared the same way); it
+  // saves building a node per op (a third of `y + 1.0`'s cost). The stream
+  // is kept beside the view because its primitive may only be read under
+  // the scheduling lock (still_a_node), which is taken last.
   thread_local std::optional<array> last_scalar, last_view;
   thread_local Stream last_stream = st;
   if (last_view && last_scalar->id() == a.id() && last_stream == st &&
