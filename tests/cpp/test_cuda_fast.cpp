@@ -442,6 +442,39 @@ TEST(CudaFastGpu, AttentionFusedBackwardOfSlices) {
   }
 }
 
+// The host routine of the fused backward reads its operands from the GPU.
+// A cotangent made on the host and never read by a GPU kernel before gets
+// its GPU copy from the asynchronous upload stream (at most 64 KiB): the
+// routine must read it after that upload, not the buffer half written.
+// Fresh host cotangents of 64 KiB, each the first read of its buffer,
+// many times over (the race lost one time in a few before the fix).
+TEST(CudaFastGpu, AttentionFusedBackwardReadsFreshHostCotangents) {
+  SKIP_WITHOUT_GPU();
+  for (Dtype t : {float64, float32}) {
+    const int D = t == float64 ? 32 : 64;  // q and dO of 64 KiB
+    auto q = randn({1, 4, 64, D}, 71, t);
+    auto k = randn({1, 2, 80, D}, 72, t);
+    auto v = randn({1, 2, 80, D}, 73, t);
+    for (int round = 0; round < 12; ++round) {
+      auto d_o = randn({1, 4, 64, D}, 100 + round, t);
+      ASSERT_EQ(d_o.nbytes(), size_t{64} << 10);
+      auto grads = [&] {
+        auto s = default_stream(default_device());
+        auto ol = fx::detail::sdpa_with_lse(q, k, v, 0.3f, true, s);
+        eval(ol);  // q, k and v are on the GPU; d_o is not yet
+        return fx::detail::sdpa_vjp(q, k, v, ol[0], ol[1], d_o, 0.3f, true,
+                                    s);
+      };
+      expect_gpu_matches_cpu(grads, 256,
+                             std::string(dtype_name(t)) + " round " +
+                                 std::to_string(round));
+      if (HasFailure()) {
+        return;
+      }
+    }
+  }
+}
+
 TEST(CudaFastGpu, AttentionFusedBackward) {
   SKIP_WITHOUT_GPU();
   struct Case {

@@ -4,9 +4,9 @@
 // does not take, cuDNN absent or refusing at run time: the op only builds
 // this primitive on the GPU after cuDNN built both passes' plans, so this
 // is the rare path, and the op table's GPU runs) the host routine of
-// backend/common/sdpa_vjp.cpp computes it: the stream is synchronized,
-// the operands copied to the host in float (double for float64), and the
-// gradients copied back.
+// backend/common/sdpa_vjp.cpp computes it: the operands are copied to the
+// host through the stream and widened to float (double for float64), and
+// the gradients copied back.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -22,13 +22,26 @@ namespace fluxion {
 
 namespace {
 
-// `a` (row-contiguous on the GPU, after the stream ran) on the host in M.
-template <typename T, typename M>
-std::vector<M> to_host(const array& a) {
-  std::vector<T> raw(a.size());
-  cu::check(cudaMemcpy(raw.data(), cu::ptr(a), a.nbytes(), cudaMemcpyDefault),
+// Every copy goes through the node's stream, never the legacy default
+// stream: a host-resident input (a cotangent the forward never read) gets
+// its GPU copy on the upload stream (Data::ptr_on), which only our stream
+// is made to wait for; a cudaMemcpy on the legacy stream read it half
+// uploaded (the op table's vmap check on an H100, session 19).
+
+// Queues the copy of `a` (row-contiguous) into `raw`, read once the stream
+// has been synchronized.
+template <typename T>
+void queue_to_host(const array& a, std::vector<T>& raw, cudaStream_t stream) {
+  raw.resize(a.size());
+  const void* src = cu::ptr(a);  // may queue the upload; the stream waits
+  cu::check(cudaMemcpyAsync(raw.data(), src, a.nbytes(),
+                            cudaMemcpyDeviceToHost, stream),
             "scaled_dot_product_attention_vjp");
-  std::vector<M> out(std::max<size_t>(a.size(), 1));
+}
+
+template <typename M, typename T>
+std::vector<M> widened(const std::vector<T>& raw) {
+  std::vector<M> out(std::max<size_t>(raw.size(), 1));
   for (size_t i = 0; i < raw.size(); ++i) {
     out[i] = static_cast<M>(raw[i]);
   }
@@ -47,11 +60,16 @@ void host_vjp(const std::vector<array>& in, std::vector<array>& out,
   for (auto& o : out) {
     cu::alloc(o);
   }
+  std::vector<T> raw[5];
+  std::vector<M> raw_lse;
+  for (int i : {0, 1, 2, 3, 5}) {
+    queue_to_host(c[i], raw[i == 5 ? 4 : i], stream);
+  }
+  queue_to_host(c[4], raw_lse, stream);
   cu::check(cudaStreamSynchronize(stream), "scaled_dot_product_attention_vjp");
-  auto q = to_host<T, M>(c[0]), k = to_host<T, M>(c[1]),
-       v = to_host<T, M>(c[2]), o = to_host<T, M>(c[3]),
-       d_o = to_host<T, M>(c[5]);
-  auto lse = to_host<M, M>(c[4]);
+  auto q = widened<M>(raw[0]), k = widened<M>(raw[1]), v = widened<M>(raw[2]),
+       o = widened<M>(raw[3]), d_o = widened<M>(raw[4]);
+  auto lse = widened<M>(raw_lse);
   common::SdpaVjpDims dims{in[0].shape(0), in[0].shape(1), in[1].shape(1),
                            in[0].shape(2), in[1].shape(2), in[0].shape(3),
                            in[2].shape(3), causal,         scale};
@@ -62,18 +80,18 @@ void host_vjp(const std::vector<array>& in, std::vector<array>& out,
   common::sdpa_vjp_host<M>(dims, q.data(), k.data(), v.data(), o.data(),
                            lse.data(), d_o.data(), g[0].data(), g[1].data(),
                            g[2].data());
+  std::vector<T> back[3];
   for (int i = 0; i < 3; ++i) {
-    std::vector<T> raw(out[i].size());
-    for (size_t e = 0; e < raw.size(); ++e) {
-      raw[e] = static_cast<T>(g[i][e]);
+    back[i].resize(out[i].size());
+    for (size_t e = 0; e < back[i].size(); ++e) {
+      back[i][e] = static_cast<T>(g[i][e]);
     }
-    cu::check(cudaMemcpy(cu::ptr(out[i]), raw.data(), out[i].nbytes(),
-                         cudaMemcpyDefault),
+    cu::check(cudaMemcpyAsync(cu::ptr(out[i]), back[i].data(), out[i].nbytes(),
+                              cudaMemcpyHostToDevice, stream),
               "scaled_dot_product_attention_vjp");
   }
-  // The copies went through the legacy stream; ours is non-blocking.
-  cu::check(cudaStreamSynchronize(cudaStreamLegacy),
-            "scaled_dot_product_attention_vjp");
+  // The host buffers must outlive the copies.
+  cu::check(cudaStreamSynchronize(stream), "scaled_dot_product_attention_vjp");
 }
 
 }  // namespace
