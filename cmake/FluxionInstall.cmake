@@ -102,7 +102,7 @@ if(NOT FLUXION_INSTALL_SHARED)
   endforeach()
   if(FLUXION_CUDA_ENABLED)
     string(APPEND FLUXION_PC_LIBS_PRIVATE
-      " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublasLt -lcufft")
+      " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublasLt -lcufft -lcublas -lcusolver")
   endif()
 endif()
 configure_file(${CMAKE_SOURCE_DIR}/cmake/fluxion.pc.in

@@ -24,9 +24,8 @@ or one process alone (the reference: the same global batch):
 
 ``--device gpu`` (one GPU per process) puts the model and the sums on the
 GPU, NCCL carrying them (backend "any" or ``--backend nccl``; launched by
-mpirun or torchrun-style variables, see docs/distributed.md) once the CUDA
-backend has convolutions: it has no Convolution kernel yet, so the CNN
-runs on the CPU for now.
+mpirun or torchrun-style variables, see docs/distributed.md); the CNN's
+convolutions run there too (cuDNN, or the CUDA backend's general path).
 """
 
 import argparse

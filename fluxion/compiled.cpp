@@ -259,10 +259,17 @@ void fuse_ir(Ir& ir, bool shapeless) {
       }
     };
     push_inputs(r);
+    // One group, one stream: its kernel runs on the root's stream, on
+    // that stream's device (a node the function put on the CPU stays
+    // there when the rest runs on the GPU).
+    auto same_stream = [&](int k) {
+      return ir.nodes[k].prim->stream() == ir.nodes[r].prim->stream();
+    };
     auto joins = [&](int k) {
       auto& n = ir.nodes[k];
       return !in_group[k] && group_of[k] == -1 && n.outputs.size() == 1 &&
-             ir.values[n.outputs[0]].shape == shape && fusable(n, ir);
+             same_stream(k) && ir.values[n.outputs[0]].shape == shape &&
+             fusable(n, ir);
     };
     // The readers of `v` before the root, and theirs (siblings of the
     // group reading one value: `t = f(x); return g(t), h(t)`), when all
@@ -294,7 +301,7 @@ void fuse_ir(Ir& ir, bool shapeless) {
       auto& n = ir.nodes[k];
       const bool view = !shapeless && is_view(n);
       if (!(joins(k) ||
-            (view && !in_group[k] && group_of[k] == -1 &&
+            (view && !in_group[k] && group_of[k] == -1 && same_stream(k) &&
              ir.values[n.outputs[0]].shape == shape))) {
         continue;
       }

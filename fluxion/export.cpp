@@ -244,10 +244,16 @@ const std::unordered_map<std::string, Factory>& factories() {
       if (mask < 0 || mask > 2) {
         bad_args(n);
       }
+      // Files written before the logsumexp output have four arguments.
       return std::make_shared<fast::ScaledDotProductAttention>(
           s, static_cast<float>(f64(a, 0, n)), b(a, 1, n),
           static_cast<fast::ScaledDotProductAttention::MaskKind>(mask),
-          b(a, 3, n));
+          b(a, 3, n), a.size() > 4 && b(a, 4, n));
+    };
+    f["ScaledDotProductAttentionVJP"] = [](Stream s, const Args& a) {
+      const std::string n = "ScaledDotProductAttentionVJP";
+      return std::make_shared<fast::ScaledDotProductAttentionVJP>(
+          s, static_cast<float>(f64(a, 0, n)), b(a, 1, n));
     };
     f["CustomKernel"] = [](Stream s, const Args& a) {
       return fast::custom_kernel_from_state(s, a);

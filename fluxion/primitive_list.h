@@ -117,29 +117,30 @@
   X(Arange, creation, 1, 1)                       \
   X(Matmul, linalg, 1, 1)                         \
   X(AddMM, linalg, 1, 1)                          \
-  X(linalg::Inverse, lapack, 1, 0)                \
-  X(linalg::Solve, lapack, 1, 0)                  \
-  X(linalg::SolveTriangular, lapack, 1, 0)        \
-  X(linalg::Cholesky, lapack, 1, 0)               \
-  X(linalg::QRF, lapack, 1, 0)                    \
-  X(linalg::SVD, lapack, 1, 0)                    \
-  X(linalg::Eigh, lapack, 1, 0)                   \
-  X(linalg::Eig, lapack, 1, 0)                    \
-  X(linalg::LUF, lapack, 1, 0)                    \
+  X(linalg::Inverse, lapack, 1, 1)                \
+  X(linalg::Solve, lapack, 1, 1)                  \
+  X(linalg::SolveTriangular, lapack, 1, 1)        \
+  X(linalg::Cholesky, lapack, 1, 1)               \
+  X(linalg::QRF, lapack, 1, 1)                    \
+  X(linalg::SVD, lapack, 1, 1)                    \
+  X(linalg::Eigh, lapack, 1, 1)                   \
+  X(linalg::Eig, lapack, 1, 1)                    \
+  X(linalg::LUF, lapack, 1, 1)                    \
   X(random::RandomBits, random, 1, 1)             \
   X(Sort, sort, 1, 1)                             \
   X(ArgSort, sort, 1, 1)                          \
   X(Partition, sort, 1, 1)                        \
   X(ArgPartition, sort, 1, 1)                     \
   X(Scan, sort, 1, 1)                             \
-  X(Convolution, conv, 1, 0)                      \
+  X(Convolution, conv, 1, 1)                      \
   X(FFT, fft, 1, 1)                               \
   X(fast::LayerNorm, fast, 1, 1)                  \
   X(fast::RMSNorm, fast, 1, 1)                    \
   X(fast::NormVJP, fast, 1, 1)                    \
   X(fast::RoPE, fast, 1, 1)                       \
   X(fast::ScaledDotProductAttention, fast, 1, 1)  \
-  X(fast::CustomKernel, fast, 1, 0)               \
+  X(fast::ScaledDotProductAttentionVJP, fast, 1, 1)\
+  X(fast::CustomKernel, fast, 1, 1)               \
   X(Load, io, 1, 0)                               \
   X(QuantizedMatmul, quantized, 1, 1)             \
   X(Compiled, compile, 1, 1)                      \

@@ -26,6 +26,15 @@
 namespace fluxion {
 
 namespace {
+thread_local int t_grad_depth = 0;
+
+// Marks a vjp's trace of its function (detail::in_grad_tracing).
+struct GradTracing {
+  GradTracing() { ++t_grad_depth; }
+  ~GradTracing() { --t_grad_depth; }
+  GradTracing(const GradTracing&) = delete;
+  GradTracing& operator=(const GradTracing&) = delete;
+};
 
 Stream stream_of(const array& a) {
   return a.has_primitive() ? a.primitive().stream() : to_stream({});
@@ -50,6 +59,8 @@ bool is_stop_gradient(const array& a) {
 // --- tracing state (per thread; fluxion/trace_state.h) ---
 
 namespace detail {
+bool in_grad_tracing() { return t_grad_depth > 0; }
+
 std::atomic<int> g_open_trace_scopes{0};
 
 TraceState& trace_state() {
@@ -160,7 +171,10 @@ std::pair<std::vector<array>, std::vector<array>> internal_vjp(
     const std::vector<array>& cotangents, const std::vector<int>& argnums) {
   InTracing tracing;
   auto tracers = make_tracers(primals);
-  auto outputs = fun(tracers);
+  auto outputs = [&] {
+    GradTracing grad;
+    return fun(tracers);
+  }();
 
   // Pair outputs with cotangents, skipping stop_gradient outputs.
   std::vector<std::pair<int, int>> out_cotan;

@@ -129,6 +129,14 @@ std::pair<std::vector<array>, std::vector<array>> hvp(
 
 
 namespace detail {
+// True while a vjp (grad, value_and_grad, a rule that differentiates a
+// function) traces its function on this thread: ops built then may keep
+// what their backward pass wants (attention's logsumexp), as MLX's
+// detail::in_grad_tracing.
+bool in_grad_tracing();
+}  // namespace detail
+
+namespace detail {
 
 // vjp in the primitives' rules' own (JAX's) convention: the transpose of the
 // jvp under Re(u v), the conjugate of vjp's for complex arrays. Rules that

@@ -16,6 +16,15 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLUXION_CUDA=ON \
 cmake --build "$BUILD" -j "$JOBS" > "$BUILD.build.log" 2>&1 || {
   grep -E "error|FAILED" "$BUILD.build.log" | head -40
   echo "test-gpu: build FAILED"; exit 1; }
+# cuDNN's pip wheel (nvidia-cudnn-cu13), for the C++ tests: outside the
+# loader's path, the Python package finds it on sys.path by itself.
+if [ -z "${FLUXION_CUDNN_PIP_DIRS:-}" ]; then
+  FLUXION_CUDNN_PIP_DIRS=$($PY -c "import os, sys
+d = [os.path.join(p, 'nvidia', 'cudnn', 'lib') for p in sys.path if p]
+print(os.pathsep.join(x for x in d if os.path.isfile(x + '/libcudnn.so.9')))" \
+    2>/dev/null || true)
+  export FLUXION_CUDNN_PIP_DIRS
+fi
 status=0
 summary=""
 # The C++ GPU tests in $JOBS gtest shards, one process each (a CUDA

@@ -14,11 +14,33 @@ fraction of the copy's bandwidth and against torch's; forward + backward
 against torch's (mx.vjp, and value_and_grad of a loss as a training step
 runs it; the backward is one fused NormVJP kernel plus a small reduction of
 the weight and bias gradients), with the bandwidth it reaches.
+Linear algebra (cuSOLVER / cuBLAS on both sides): batched cholesky + solve
+of 4096 matrices of 64 x 64 (target <= torch.linalg), svd of 2048^2 and
+eigh of 4096^2 float32 (target <= 1.2x torch.linalg); `bench_gpu.py linalg`
+runs these rows alone.
 FFT (cuFFT on both sides): 1-D complex, batched rows, a 2-D real transform
 and a prime length against torch.fft on the same data, no target yet.
+Convolutions (issue 31): conv2d 3x3, N=64, 56x56, 64 -> 64 forward and
+forward + backward in float32 and bfloat16 (target <= 1.1x torch), the
+depthwise 3x3 of 256 channels (target <= 1.2x torch), channels-last on
+both sides, TF32 off on both unless FLUXION_ENABLE_TF32=1, and which path
+ran (cuDNN's operations or the general path, mx._gpu_conv_stats);
+`bench_gpu.py conv` runs these rows alone (FLUXION_CUDNN_CONV=0 times the
+general path).
+The decode kernels (quantized matrix-vector product, attention decode):
+bytes read per second against the copy's bandwidth and against torch's
+nearest kernel; `bench_gpu.py decode` runs these rows alone.
+Compile (issue 30): GELU (tanh form) on 64M float32 compiled, in bytes read
+and written per second, against eager, torch.compile and jax.jit (target
+>= 3500 GB/s); and the first call of a compiled function in a fresh
+process with a cold and a warm kernel cache (NVRTC, $FLUXION_CACHE_DIR).
+Alone: python3 -c "import bench_gpu as b; b.compiled_gelu(); b.first_call()"
 """
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 # JAX must not take most of the GPU's memory at import.
@@ -75,6 +97,21 @@ def main():
     assert torch is not None and torch.cuda.is_available()
     g = mx.gpu
     dev = torch.device("cuda")
+    if sys.argv[1:] == ["conv"]:
+        conv_bench(g, dev)
+        return
+    if sys.argv[1:] == ["decode"]:
+        mx.set_default_device(g)
+        a = torch.ones(256 << 20, device=dev)
+        b = torch.empty_like(a)
+        copy_bw = 2 * a.nbytes / cuda_time(lambda: b.copy_(a)) / 1e12
+        print(f"d2d copy {copy_bw:.2f} TB/s (read + write)")
+        del a, b
+        decode(g, dev, copy_bw)
+        return
+    if sys.argv[1:] == ["linalg"]:
+        linalg_bench(g, dev)
+        return
     # Batched launches of small elementwise kernels (batch.h) are on unless
     # FLUXION_GPU_BATCH=0: run once each way to compare.
     print(f"FLUXION_GPU_BATCH={os.environ.get('FLUXION_GPU_BATCH', '1')}")
@@ -153,11 +190,16 @@ def main():
                "copy read bw", True)
     del mtx, a, b
 
+    compiled_gelu()
+    first_call()
     sort_and_scan(g, dev, copy_bw)
     mlp_step(g, dev)
     host_copies(g, dev)
     norms(g, dev)
     fft_bench(g, dev)
+    conv_bench(g, dev)
+    linalg_bench(g, dev)
+    decode(g, dev, copy_bw)
 
     # Matmul 8192^3, bfloat16 and float32 (TF32 off on both sides).
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -185,6 +227,177 @@ def main():
         ref = flops / cuda_time(torch_k, 5) / 1e12
         report(f"matmul 8192^3 {dt} (TFLOP/s)", ours, ref, "TF/s", "torch",
                True)
+
+
+def per_op_time(fn, ops):
+    """Seconds per op of fn(), which runs `ops` ops and waits for them."""
+    return cuda_time(fn, 5) / ops
+
+
+def decode(g, dev, copy_bw):
+    """The memory-bound decoding kernels, as bytes read per second against
+    the copy's bandwidth (read + write: a kernel that only reads can pass
+    half of it) and against torch's nearest kernel in the same run:
+    - quantized matmul 1 x 4096 @ 4096 x 14336 (decoding through a 14336 x
+      4096 layer): packed weights, scales and biases per second, for
+      affine 4 bits (group 64, bfloat16 scales and biases; the target is
+      >= 0.75 of the copy) and 8 bits, mxfp4, nvfp4, mxfp8; torch: the
+      bfloat16 matrix-vector product with the dense weight (four times the
+      bytes of 4 bits), as bytes per second and as time;
+    - attention decode (1 query, 32 query heads on 8 KV heads, 32k keys,
+      D = 128, bfloat16): K and V per second (target >= 0.85 of the
+      read bandwidth); torch's scaled_dot_product_attention (enable_gqa).
+    Operands rotate over copies that together exceed the L2 (the H200's
+    50 MB would hold one 4-bit weight), and each timed call evaluates all
+    copies with one host wait, as torch's side runs them and synchronizes
+    once, so launch and wake-up costs are spread alike."""
+    K, N, copies = 4096, 14336, 8
+    x1 = mx.random.normal((1, K)).astype(mx.bfloat16)
+    ws = [mx.random.normal((N, K)).astype(mx.bfloat16) for _ in range(copies)]
+    mx.eval(x1, *ws)
+    xt = torch.randn(1, K, device=dev, dtype=torch.bfloat16)
+    wts = [torch.randn(N, K, device=dev, dtype=torch.bfloat16)
+           for _ in range(copies)]
+
+    def torch_gemv():
+        for w in wts:
+            xt @ w.t()
+        torch.cuda.current_stream().synchronize()
+
+    t_torch = per_op_time(torch_gemv, copies)
+    torch_bw = N * K * 2 / t_torch / 1e12
+    del wts
+    for mode, bits, gs in [("affine", 4, 64), ("affine", 8, 64),
+                           ("mxfp4", 4, 32), ("nvfp4", 4, 16),
+                           ("mxfp8", 8, 32)]:
+        qs = []
+        for w in ws:
+            if mode == "affine":
+                qs.append(list(mx.quantize(w, group_size=gs, bits=bits)))
+            else:
+                qs.append(list(mx.quantize(w, mode=mode)) + [None])
+        mx.eval(*[a for q in qs for a in q if a is not None])
+        packed = sum(a.nbytes for a in qs[0] if a is not None)
+
+        def ours():
+            mx.eval([mx.quantized_matmul(x1, q[0], q[1], q[2],
+                                         transpose=True, group_size=gs,
+                                         bits=bits, mode=mode) for q in qs])
+
+        t = per_op_time(ours, copies)
+        bw = packed / t / 1e12
+        name = f"qmm decode {mode} {bits}-bit (TB/s)"
+        report(name, bw, copy_bw, "TB/s", "d2d copy", True)
+        report(name, bw, torch_bw, "TB/s", "torch bf16 gemv", True)
+        print(f"  {mode} {bits}-bit: {t * 1e6:.1f} us a product, torch "
+              f"bf16 gemv {t_torch * 1e6:.1f} us")
+        del qs
+    del ws
+
+    Hq, Hkv, Lk, D, copies = 32, 8, 32768, 128, 4
+    q = mx.random.normal((1, Hq, 1, D)).astype(mx.bfloat16)
+    kvs = [(mx.random.normal((1, Hkv, Lk, D)).astype(mx.bfloat16),
+            mx.random.normal((1, Hkv, Lk, D)).astype(mx.bfloat16))
+           for _ in range(copies)]
+    mx.eval(q, *[a for kv in kvs for a in kv])
+
+    def ours_sdpa():
+        mx.eval([mx.fast.scaled_dot_product_attention(q, k, v, scale=0.088)
+                 for k, v in kvs])
+
+    t = per_op_time(ours_sdpa, copies)
+    nbytes = 2 * Hkv * Lk * D * 2
+    tq = torch.randn(1, Hq, 1, D, device=dev, dtype=torch.bfloat16)
+    tkvs = [(torch.randn(1, Hkv, Lk, D, device=dev, dtype=torch.bfloat16),
+             torch.randn(1, Hkv, Lk, D, device=dev, dtype=torch.bfloat16))
+            for _ in range(copies)]
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def torch_sdpa():
+        for k, v in tkvs:
+            sdpa(tq, k, v, enable_gqa=True)
+        torch.cuda.current_stream().synchronize()
+
+    tt = per_op_time(torch_sdpa, copies)
+    name = "attention decode 32k keys (TB/s)"
+    report(name, nbytes / t / 1e12, copy_bw / 2, "TB/s", "copy read", True)
+    report(name, nbytes / t / 1e12, nbytes / tt / 1e12, "TB/s", "torch",
+           True)
+    print(f"  attention decode: {t * 1e6:.1f} us, torch sdpa "
+          f"{tt * 1e6:.1f} us")
+
+
+def gelu(x, tanh):
+    return 0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+def compiled_gelu(n=64 << 20):
+    """GELU (tanh form) over n float32: 8 bytes read and written per
+    element, per second; compiled (one NVRTC kernel) against eager and the
+    compilers of torch and JAX in the same process."""
+    g, dev = mx.gpu, torch.device("cuda")
+    x = mx.random.normal((n,), stream=g)
+    mx.eval(x)
+    f = mx.compile(lambda v: gelu(v, mx.tanh))
+    mx.eval(f(x))
+    before = mx._gpu_fused_kernel_stats()
+    gbs = lambda fn: 8 * n / cuda_time(fn) / 1e9
+    ours = gbs(lambda: mx.eval(f(x)))
+    after = mx._gpu_fused_kernel_stats()
+    eager = gbs(lambda: mx.eval(gelu(x, mx.tanh)))
+    xt = torch.randn(n, device=dev)
+    tc = torch.compile(lambda v: gelu(v, torch.tanh))
+    tc(xt)
+    torch_c = gbs(lambda: tc(xt))
+    torch_e = gbs(lambda: gelu(xt, torch.tanh))
+    name = "GELU tanh 64M f32 compiled (GB/s)"
+    report(name, ours, torch_c, "GB/s", "torch.compile", True)
+    print(f"  fluxion eager {eager:.0f} GB/s, torch eager {torch_e:.0f} GB/s;"
+          f" generated-kernel launches {after['launches'] - before['launches']}"
+          f", fallbacks {after['fallbacks'] - before['fallbacks']}")
+    try:
+        import jax
+        import jax.numpy as jnp
+        xj = jax.device_put(jnp.asarray(np.asarray(x)), jax.devices("gpu")[0])
+        jf = jax.jit(lambda v: gelu(v, jnp.tanh))
+        jf(xj).block_until_ready()
+        report(name, ours, gbs(lambda: jf(xj).block_until_ready()), "GB/s",
+               "jax.jit", True)
+    except Exception as e:  # JAX without a GPU, or absent
+        print(f"GELU vs jax: skipped ({type(e).__name__}: {e})")
+
+
+FIRST_CALL = """
+import time
+import fluxion.core as mx
+x = mx.random.normal((1 << 20,), stream=mx.gpu)
+mx.eval(x)
+f = mx.compile(lambda x: 0.5 * x * (1 + mx.tanh(
+    0.7978845608 * (x + 0.044715 * x * x * x))))
+t = time.perf_counter(); mx.eval(f(x)); first = time.perf_counter() - t
+t = time.perf_counter(); mx.eval(f(x)); later = time.perf_counter() - t
+s = mx._gpu_fused_kernel_stats()
+print(first, later, s["compiles"], s["disk_hits"])
+"""
+
+
+def first_call():
+    """First call of a compiled GELU in a fresh process (the trace, the
+    NVRTC compile or the disk cache's read, the module's load, the run):
+    with an empty kernel cache, then with the cache that run left."""
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, FLUXION_CACHE_DIR=d)
+        runs = []
+        for _ in range(2):
+            r = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env,
+                               capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr
+            runs.append(r.stdout.split())
+    (cold, later, c0, _), (warm, _, c1, hits) = runs
+    print(f"compiled GELU first call: cold cache {float(cold) * 1e3:.1f} ms "
+          f"({c0} NVRTC compile), warm cache {float(warm) * 1e3:.1f} ms "
+          f"({c1} compiles, {hits} disk hits); a later call "
+          f"{float(later) * 1e3:.2f} ms")
 
 
 def sort_and_scan(g, dev, copy_bw):
@@ -424,6 +637,157 @@ def fft_bench(g, dev):
         ref = cuda_time(ref_fn)
         report(f"{name} (ms)", ours * 1e3, ref * 1e3, "ms", "torch", False)
         del a, t
+
+
+def conv_bench(g, dev):
+    """Convolutions against torch (cuDNN on both sides by default) on the
+    same data, channels-last (MLX's layout; torch's channels_last memory
+    format): forward, and forward + both gradients (mx.vjp against
+    torch.autograd.grad with the same cotangent). JAX (lax.conv, highest
+    precision) in the same run when it has a GPU."""
+    tf32 = os.environ.get("FLUXION_ENABLE_TF32") == "1"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = False
+    F = torch.nn.functional
+    rng = np.random.default_rng(0)
+    cases = [
+        ("conv2d 3x3 64->64 N64 56^2", (64, 56, 56, 64), (64, 3, 3, 64), 1),
+        ("depthwise 3x3 256ch N64 56^2", (64, 56, 56, 256),
+         (256, 3, 3, 1), 256),
+    ]
+    for name, xs, ws, groups in cases:
+        for dt, tdt in [(mx.float32, torch.float32),
+                        (mx.bfloat16, torch.bfloat16)]:
+            xn = rng.standard_normal(xs).astype(np.float32)
+            wn = (rng.standard_normal(ws) * 0.1).astype(np.float32)
+            cn = rng.standard_normal(xs[:3] + (ws[0],)).astype(np.float32)
+            x = mx.array(xn).astype(dt)
+            w = mx.array(wn).astype(dt)
+            ct = mx.array(cn).astype(dt)
+            mx.eval(x, w, ct)
+
+            def f(a, b):
+                return mx.conv2d(a, b, padding=1, groups=groups, stream=g)
+
+            def fwd():
+                mx.eval(f(x, w))
+
+            def fwd_bwd():
+                outs, grads = mx.vjp(f, [x, w], [ct])
+                mx.eval(outs, grads)
+
+            # NHWC data as torch's NCHW in channels_last memory.
+            xt = torch.from_numpy(xn).to(dev, tdt).permute(0, 3, 1, 2)
+            wt = torch.from_numpy(wn).to(dev, tdt).permute(0, 3, 1, 2)
+            ctt = torch.from_numpy(cn).to(dev, tdt).permute(0, 3, 1, 2)
+            xt.requires_grad_(True)
+            wt.requires_grad_(True)
+
+            def t_fwd():
+                with torch.no_grad():
+                    F.conv2d(xt, wt, padding=1, groups=groups)
+                torch.cuda.current_stream().synchronize()
+
+            def t_fwd_bwd():
+                y = F.conv2d(xt, wt, padding=1, groups=groups)
+                torch.autograd.grad(y, [xt, wt], ctt)
+                torch.cuda.current_stream().synchronize()
+
+            before = mx._gpu_conv_stats()
+            ours_f = cuda_time(fwd)
+            ours_fb = cuda_time(fwd_bwd)
+            after = mx._gpu_conv_stats()
+            paths = ", ".join(
+                f"{k} {after[k] - before[k]}" for k in
+                ("cudnn_forward", "cudnn_backward_data",
+                 "cudnn_backward_filter", "direct", "reduce", "im2col")
+                if after[k] != before[k])
+            report(f"{name} {dt} fwd (ms)", ours_f * 1e3,
+                   cuda_time(t_fwd) * 1e3, "ms", "torch", False)
+            report(f"{name} {dt} fwd+bwd (ms)", ours_fb * 1e3,
+                   cuda_time(t_fwd_bwd) * 1e3, "ms", "torch", False)
+            print(f"  paths: {paths or 'none'}"
+                  f"{'' if after['cudnn_loaded'] else ' (cuDNN: ' + after['cudnn_error'] + ')'}")
+            try:
+                import jax
+                import jax.numpy as jnp
+                jd = jax.devices("gpu")[0]
+                jdt = jnp.float32 if dt == mx.float32 else jnp.bfloat16
+                xj = jax.device_put(jnp.asarray(xn, jdt), jd)
+                wj = jax.device_put(
+                    jnp.asarray(wn.transpose(1, 2, 3, 0), jdt), jd)
+                cj = jax.device_put(jnp.asarray(cn, jdt), jd)
+
+                def jconv(a, b):
+                    return jax.lax.conv_general_dilated(
+                        a, b, (1, 1), ((1, 1), (1, 1)),
+                        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                        feature_group_count=groups,
+                        precision=jax.lax.Precision.HIGHEST)
+
+                jfb = jax.jit(lambda a, b, c: jax.vjp(jconv, a, b)[1](c))
+
+                def j_fwd_bwd():
+                    jax.block_until_ready(jfb(xj, wj, cj))
+                report(f"{name} {dt} fwd+bwd (ms)", ours_fb * 1e3,
+                       cuda_time(j_fwd_bwd) * 1e3, "ms", "jax", False)
+            except Exception as e:  # JAX without a GPU, or absent
+                print(f"  vs jax: skipped ({type(e).__name__}: {e})")
+            del x, w, ct, xt, wt, ctt
+def linalg_bench(g, dev):
+    """mx.linalg against torch.linalg (both through cuSOLVER / cuBLAS) on the
+    same data (issue 31's targets): a batched Cholesky factorization and
+    solve of 4096 SPD matrices of 64 x 64 float32 (cholesky, then the two
+    triangular solves; torch: cholesky + cholesky_solve), the same batch
+    through the general solve (ours factors float32 in float64, as the
+    CPU), svd of 2048 x 2048 float32 (both gesvdj) and eigh of 4096 x 4096
+    float32 (both syevd). Both sides include their info checks: torch
+    synchronizes to read them, ours folds them into the stream's next
+    host mark. `bench_gpu.py linalg` runs these rows alone."""
+    rng = np.random.default_rng(0)
+    la = mx.linalg
+    m = rng.standard_normal((4096, 64, 64)).astype(np.float32)
+    spd = (m @ np.swapaxes(m, -1, -2) / 64 + np.eye(64)).astype(np.float32)
+    rhs = rng.standard_normal((4096, 64, 1)).astype(np.float32)
+    big = rng.standard_normal((2048, 2048)).astype(np.float32)
+    sym = rng.standard_normal((4096, 4096)).astype(np.float32)
+    sym = (sym + sym.T) / 2
+
+    def chol_solve(a, b):
+        lo = la.cholesky(a, stream=g)
+        y = la.solve_triangular(lo, b, upper=False, stream=g)
+        return la.solve_triangular(mx.swapaxes(lo, -1, -2), y, upper=True,
+                                   stream=g)
+
+    def torch_chol_solve(a, b):
+        lo = torch.linalg.cholesky(a)
+        return torch.cholesky_solve(b, lo)
+
+    cases = [
+        ("cholesky+solve 4096x64^2 f32", (spd, rhs), chol_solve,
+         torch_chol_solve),
+        ("cholesky 4096x64^2 f32", (spd,),
+         lambda a: la.cholesky(a, stream=g), torch.linalg.cholesky),
+        ("solve 4096x64^2 f32", (spd, rhs),
+         lambda a, b: la.solve(a, b, stream=g), torch.linalg.solve),
+        ("svd 2048^2 f32", (big,), lambda a: la.svd(a, stream=g),
+         lambda t: torch.linalg.svd(t)),
+        ("eigh 4096^2 f32", (sym,), lambda a: la.eigh(a, stream=g),
+         torch.linalg.eigh),
+    ]
+    for name, data, ours_fn, torch_fn in cases:
+        args = [mx.array(d) for d in data]
+        mx.eval(*args)
+        targs = [torch.from_numpy(d).to(dev) for d in data]
+        reps = 3 if data[0].shape[-1] >= 2048 else REPS
+        ours = cuda_time(lambda: mx.eval(ours_fn(*args)), reps)
+
+        def ref_fn():
+            torch_fn(*targs)
+            torch.cuda.current_stream().synchronize()
+        ref = cuda_time(ref_fn, reps)
+        report(f"{name} (ms)", ours * 1e3, ref * 1e3, "ms", "torch", False)
+        del args, targs
 
 
 def chain_parts(g, dev):

@@ -7,7 +7,9 @@ timing). Each row prints Fluxion's figure, the reference's and the ratio
 
 Rows: softmax over rows of 8192 x 8192 float32 as a fraction of the copy's
 bandwidth and against torch.softmax; attention forward and forward+backward (B=4, H=32, L=4096, D=128,
-bfloat16, causal) against torch's scaled_dot_product_attention; attention
+bfloat16, causal) against torch's scaled_dot_product_attention (through
+cuDNN's fused kernels where they load: a line after the rows says which
+ran); attention
 decoding (1 query, 32k keys, 32 query heads on 8 KV heads) as a fraction of
 the bandwidth of reading K and V; 4-bit quantized matmul decode (1 x 4096
 @ 4096 x 14336) as a fraction of the packed weights' bandwidth and prefill
@@ -77,6 +79,18 @@ def attention(dev):
 
     report("attention fwd+bwd causal bf16 (ms)", cuda_time(fx_bwd, 3) * 1e3,
            cuda_time(th_bwd, 3) * 1e3, "ms", "torch", False)
+    cudnn_note()
+
+
+def cudnn_note():
+    """Which kernels the attention rows ran: cuDNN's fused ones
+    (backend/cuda/sdpa_cudnn.cpp) or Fluxion's own."""
+    i = mx._cudnn_sdpa_info()
+    where = (f"cuDNN {i['version']} ({i['library']})" if i["loaded"]
+             else f"not loaded: {i['error']}")
+    print(f"  cuDNN attention: {where}; forward passes {i['forward_calls']}, "
+          f"backward passes {i['backward_calls']}, failed plans "
+          f"{i['failed_plans']}")
 
 
 def decode(dev):

@@ -14,6 +14,7 @@
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/transforms.h"
 
 namespace fluxion::fast {
 
@@ -431,6 +432,14 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
   if (a.sinks) {
     in.push_back(*a.sinks);
   }
+  // Under a vjp, attention the fused backward takes keeps its logsumexp
+  // (a second output, hidden from the caller) for that backward.
+  if (fluxion::detail::in_grad_tracing() &&
+      a.kind == ScaledDotProductAttention::None && !a.sinks &&
+      ScaledDotProductAttentionVJP::use_fused(st, a.q, a.k, a.v, a.causal,
+                                              scale)) {
+    return detail::sdpa_with_lse(a.q, a.k, a.v, scale, a.causal, st)[0];
+  }
   Dtype t = a.q.dtype();
   return array(std::move(out), t,
                std::make_shared<ScaledDotProductAttention>(
@@ -439,6 +448,32 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
 }
 
 namespace detail {
+
+std::vector<array> sdpa_with_lse(const array& q, const array& k,
+                                 const array& v, float scale, bool causal,
+                                 Stream s) {
+  Shape out = q.shape();
+  out[3] = v.shape(3);
+  Shape lse{q.shape(0), q.shape(1), q.shape(2)};
+  Dtype t = q.dtype();
+  return array::make_arrays(
+      {std::move(out), std::move(lse)},
+      {t, t == float64 ? float64 : float32},
+      std::make_shared<ScaledDotProductAttention>(
+          s, scale, causal, ScaledDotProductAttention::None, false, true),
+      {q, k, v});
+}
+
+std::vector<array> sdpa_vjp(const array& q, const array& k, const array& v,
+                            const array& o, const array& lse, const array& d_o,
+                            float scale, bool causal, Stream s) {
+  return array::make_arrays(
+      {q.shape(), k.shape(), v.shape()}, {q.dtype(), k.dtype(), v.dtype()},
+      std::make_shared<ScaledDotProductAttentionVJP>(s, scale, causal),
+      {q, k, v, astype(o, q.dtype(), s),
+       astype(lse, q.dtype() == float64 ? float64 : float32, s),
+       astype(d_o, q.dtype(), s)});
+}
 
 std::optional<array> attention_visible(const std::optional<array>& mask5,
                                        bool is_bool, bool causal, int lq,
@@ -564,14 +599,25 @@ bool ScaledDotProductAttention::is_equivalent(const Primitive& o) const {
   }
   auto& p = static_cast<const ScaledDotProductAttention&>(o);
   return p.scale_ == scale_ && p.causal_ == causal_ && p.mask_ == mask_ &&
-         p.has_sinks_ == has_sinks_;
+         p.has_sinks_ == has_sinks_ && p.output_lse_ == output_lse_;
 }
 
 std::vector<Shape> ScaledDotProductAttention::output_shapes(
     const std::vector<array>& in) {
   Shape out = in[0].shape();
   out[3] = in[2].shape(3);
+  if (output_lse_) {
+    return {out, {out[0], out[1], out[2]}};
+  }
   return {out};
+}
+
+bool ScaledDotProductAttentionVJP::is_equivalent(const Primitive& o) const {
+  if (typeid(o) != typeid(*this)) {
+    return false;
+  }
+  auto& p = static_cast<const ScaledDotProductAttentionVJP&>(o);
+  return p.scale_ == scale_ && p.causal_ == causal_;
 }
 
 }  // namespace fluxion::fast

@@ -225,25 +225,30 @@ class RoPE : public Primitive {
   bool has_freqs_;
 };
 
-// Inputs: q, k, v (one floating dtype), then the mask broadcast to [B, Hq,
-// Lq, Lk] when there is one (bool, or the output dtype for an additive
-// mask).
 // Inputs: q, k, v, then the mask (when not None) and the sinks [Hq] (when
-// has_sinks), all of the output dtype but a boolean mask.
+// has_sinks), all of the output dtype but a boolean mask (broadcast to
+// [B, Hq, Lq, Lk]). Outputs: the attention [B, Hq, Lq, Dv], then, when
+// `output_lse`, the logsumexp of each row's scaled scores [B, Hq, Lq]
+// (float32; float64 for float64), what the fused backward
+// (ScaledDotProductAttentionVJP) rebuilds the probabilities from. The op
+// asks for it only while a vjp traces (detail::in_grad_tracing) on inputs
+// the fused backward takes (ScaledDotProductAttentionVJP::use_fused).
 class ScaledDotProductAttention : public Primitive {
  public:
   enum MaskKind { None, Bool, Additive };
   ScaledDotProductAttention(Stream s, float scale, bool causal, MaskKind mask,
-                            bool has_sinks = false)
+                            bool has_sinks = false, bool output_lse = false)
       : Primitive(s),
         scale_(scale),
         causal_(causal),
         mask_(mask),
-        has_sinks_(has_sinks) {}
+        has_sinks_(has_sinks),
+        output_lse_(output_lse) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "ScaledDotProductAttention"; }
   std::vector<PrimitiveArg> state() const override {
-    return export_state(double{scale_}, causal_, int64_t{mask_}, has_sinks_);
+    return export_state(double{scale_}, causal_, int64_t{mask_}, has_sinks_,
+                        output_lse_);
   }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
@@ -252,12 +257,51 @@ class ScaledDotProductAttention : public Primitive {
   bool causal() const { return causal_; }
   MaskKind mask_kind() const { return mask_; }
   bool has_sinks() const { return has_sinks_; }
+  bool output_lse() const { return output_lse_; }
 
  private:
   float scale_;
   bool causal_;
   MaskKind mask_;
   bool has_sinks_;
+  bool output_lse_;
+};
+
+// The backward pass of attention without a mask array or sinks (causal or
+// not), from the forward's output and logsumexp: inputs q, k, v, o, lse,
+// dO; outputs dq, dk, dv. On the GPU it runs cuDNN's fused flash-attention
+// backward (backend/cuda/sdpa_cudnn.cpp); the CPU kernel computes the same
+// flash-style (P = exp(scale q k^T - lse), D = rowsum(dO o)). Its own
+// derivatives are those of the composed backward (o and lse, functions of
+// q, k, v, take none), so it differentiates again.
+class ScaledDotProductAttentionVJP : public Primitive {
+ public:
+  ScaledDotProductAttentionVJP(Stream s, float scale, bool causal)
+      : Primitive(s), scale_(scale), causal_(causal) {}
+  FLUXION_DECLARE_EVAL
+  const char* name() const override { return "ScaledDotProductAttentionVJP"; }
+  std::vector<PrimitiveArg> state() const override {
+    return export_state(double{scale_}, causal_);
+  }
+  FLUXION_DECLARE_RULES
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape(), in[1].shape(), in[2].shape()};
+  }
+  float scale() const { return scale_; }
+  bool causal() const { return causal_; }
+
+  // Whether the gradient of attention on q, k, v (no mask array, no
+  // sinks) goes through this primitive on stream `s`: defined by the GPU
+  // backend (cuDNN loads and builds both passes' plans for these shapes;
+  // false without a GPU backend and on the CPU, where the composed rule
+  // stays).
+  static bool use_fused(Stream s, const array& q, const array& k,
+                        const array& v, bool causal, float scale);
+
+ private:
+  float scale_;
+  bool causal_;
 };
 
 namespace detail {
@@ -273,6 +317,19 @@ struct NormStats {
   array xf, xhat, rstd;
 };
 NormStats norm_stats(const array& x, float eps, bool layer, Stream s);
+// The attention and its logsumexp (the primitive with output_lse), for q,
+// k, v without a mask array or sinks.
+std::vector<array> sdpa_with_lse(const array& q, const array& k,
+                                 const array& v, float scale, bool causal,
+                                 Stream s);
+// The fused backward primitive's outputs {dq, dk, dv}, and the same from
+// public ops (its rules' function and its CPU tests' reference).
+std::vector<array> sdpa_vjp(const array& q, const array& k, const array& v,
+                            const array& o, const array& lse, const array& d_o,
+                            float scale, bool causal, Stream s);
+std::vector<array> sdpa_vjp_composed(const array& q, const array& k,
+                                     const array& v, const array& d_o,
+                                     float scale, bool causal, Stream s);
 // The attention probabilities softmax(scale * q @ k^T + mask) of the
 // grouped layout: q [B, Hkv, R, Lq, D], k [B, Hkv, 1, Lk, D], mask [B, Hkv,
 // R, Lq, Lk] or absent, sinks [1, Hkv, R, 1, 1] or absent; computed in

@@ -1,5 +1,6 @@
 // Derivative and vmap rules of the fused primitives, written with public ops
 // (so that they differentiate again).
+#include <algorithm>
 #include <numeric>
 
 #include "fluxion/ops/binary.h"
@@ -12,6 +13,7 @@
 #include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/transforms.h"
 
 namespace fluxion::fast {
 
@@ -424,36 +426,37 @@ Grouped grouped(const std::vector<array>& in, bool has_mask, bool has_sinks,
   return g;
 }
 
-}  // namespace
-
 // Probabilities p over the keys (and p0 of the sink): d(scores) = p * (dp -
 // sum(p dp)) where dp = dO V^T, and d(sink) = -p0 sum(p dp) (the sink has
 // no value). Hidden scores are constants: their d(scores) is zero (a row
 // that sees no key has p uniform, not zero, there).
-std::vector<array> ScaledDotProductAttention::vjp(
-    const std::vector<array>& primals, const std::vector<array>& cotangents,
-    const std::vector<int>& argnums, const std::vector<array>&) {
-  auto s = stream();
-  auto g = grouped(primals, mask_ != None, has_sinks_, s);
+std::vector<array> composed_vjp(const std::vector<array>& primals,
+                                const array& cotangent,
+                                const std::vector<int>& argnums,
+                                ScaledDotProductAttention::MaskKind mask,
+                                bool has_sinks, bool causal, float scale,
+                                Stream s) {
+  using Sdpa = ScaledDotProductAttention;
+  auto g = grouped(primals, mask != Sdpa::None, has_sinks, s);
   std::optional<array> p0;
-  auto p = detail::attention_probs(g.q5, g.k5, g.m5, mask_ == Bool, causal_,
-                                   scale_, s, g.s5, &p0);
+  auto p = detail::attention_probs(g.q5, g.k5, g.m5, mask == Sdpa::Bool,
+                                   causal, scale, s, g.s5, &p0);
   Dtype ct = p.dtype();
   auto q = astype(g.q5, ct, s), k = astype(g.k5, ct, s),
        v = astype(g.v5, ct, s);
   Shape o5 = g.q5.shape();
   o5[4] = primals[2].shape(3);
-  auto d_o = reshape(astype(cotangents[0], ct, s), o5, s);
+  auto d_o = reshape(astype(cotangent, ct, s), o5, s);
   auto dp = matmul(d_o, swapaxes(v, -1, -2, s), s);
   auto inner = sum(multiply(dp, p, s), -1, true, s);
   auto ds = multiply(p, subtract(dp, inner, s), s);
-  auto vis = detail::attention_visible(g.m5, mask_ == Bool, causal_, g.Lq,
+  auto vis = detail::attention_visible(g.m5, mask == Sdpa::Bool, causal, g.Lq,
                                        g.Lk, s);
   if (vis) {
     ds = where(*vis, ds, zeros({}, ct, s), s);
   }
-  auto sc = scalar(scale_, ct);
-  const int sink_index = mask_ != None ? 4 : 3;
+  auto sc = scalar(scale, ct);
+  const int sink_index = mask != Sdpa::None ? 4 : 3;
   std::vector<array> out;
   for (int i : argnums) {
     const array& x = primals[i];
@@ -465,15 +468,48 @@ std::vector<array> ScaledDotProductAttention::vjp(
               s);
     } else if (i == 2) {
       r = sum(matmul(swapaxes(p, -1, -2, s), d_o, s), 2, false, s);
-    } else if (has_sinks_ && i == sink_index) {
+    } else if (has_sinks && i == sink_index) {
       auto d0 = negative(multiply(*p0, inner, s), s);  // [B, Hkv, R, Lq, 1]
       r = reshape(sum(d0, std::vector<int>{0, 3, 4}, false, s), x.shape(), s);
-    } else if (i == 3 && mask_ == Additive) {
+    } else if (i == 3 && mask == Sdpa::Additive) {
       r = reshape(ds, x.shape(), s);
     }
     out.push_back(astype(r, x.dtype(), s));
   }
   return out;
+}
+
+}  // namespace
+
+namespace detail {
+std::vector<array> sdpa_vjp_composed(const array& q, const array& k,
+                                     const array& v, const array& d_o,
+                                     float scale, bool causal, Stream s) {
+  return composed_vjp({q, k, v}, d_o, {0, 1, 2},
+                      ScaledDotProductAttention::None, false, causal, scale,
+                      s);
+}
+}  // namespace detail
+
+// With the logsumexp kept (output_lse: the op saw a vjp coming and the
+// fused backward taking these inputs), the fused backward primitive;
+// otherwise the composed rule. The logsumexp's cotangent is ignored: it is
+// the backward's input, not a result (MLX does the same).
+std::vector<array> ScaledDotProductAttention::vjp(
+    const std::vector<array>& primals, const std::vector<array>& cotangents,
+    const std::vector<int>& argnums, const std::vector<array>& outputs) {
+  auto s = stream();
+  if (output_lse_ && outputs.size() == 2) {
+    auto g = detail::sdpa_vjp(primals[0], primals[1], primals[2], outputs[0],
+                              outputs[1], cotangents[0], scale_, causal_, s);
+    std::vector<array> out;
+    for (int i : argnums) {
+      out.push_back(g[i]);
+    }
+    return out;
+  }
+  return composed_vjp(primals, cotangents[0], argnums, mask_, has_sinks_,
+                      causal_, scale_, s);
 }
 
 std::vector<array> ScaledDotProductAttention::jvp(
@@ -540,7 +576,13 @@ std::vector<array> ScaledDotProductAttention::jvp(
   Shape o4 = primals[0].shape();
   o4[3] = primals[2].shape(3);
   auto r = out ? reshape(broadcast_to(*out, o5, s), o4, s) : zeros(o4, ct, s);
-  return {astype(r, primals[0].dtype(), s)};
+  if (!output_lse_) {
+    return {astype(r, primals[0].dtype(), s)};
+  }
+  // The logsumexp is the backward's input only: the rules treat it as a
+  // constant (its cotangent is ignored too, as MLX's).
+  return {astype(r, primals[0].dtype(), s),
+          zeros({o4[0], o4[1], o4[2]}, ct == float64 ? float64 : float32, s)};
 }
 
 // The batch axis folds into B (q, k, v, mask), or, when the sinks are
@@ -551,6 +593,25 @@ std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   auto s = stream();
   int n = rules::batch_size(inputs, axes);
+  if (output_lse_) {
+    // No mask, no sinks: the batch folds into B for both outputs.
+    std::vector<array> f;
+    for (int i = 0; i < 3; ++i) {
+      auto b = rules::to_front(inputs[i], axes[i], n, s);
+      Shape sh(b.shape().begin() + 1, b.shape().end());
+      sh[0] *= n;
+      f.push_back(reshape(b, sh, s));
+    }
+    auto y = detail::sdpa_with_lse(f[0], f[1], f[2], scale_, causal_, s);
+    std::vector<array> out;
+    for (auto& a : y) {
+      Shape sh = a.shape();
+      sh[0] /= n;
+      sh.insert(sh.begin(), n);
+      out.push_back(reshape(a, sh, s));
+    }
+    return {out, {0, 0}};
+  }
   const int sink_index = mask_ != None ? 4 : 3;
   const bool sinks_batched = has_sinks_ && axes[sink_index] >= 0;
   std::optional<array> mask, sinks;
@@ -599,6 +660,93 @@ std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
   Shape ys = y.shape();
   auto y5 = reshape(y, {ys[0], n, ys[1] / n, ys[2], ys[3]}, s);
   return {{swapaxes(y5, 0, 1, s)}, {0}};
+}
+
+// ------------------------------------------------ ScaledDotProductAttentionVJP
+
+// The rules differentiate the composed backward g(q, k, v, dO): o and lse
+// are functions of q, k, v (the forward's outputs), so the total
+// derivative through them is g's, and they take none themselves.
+namespace {
+Fn composed_backward(float scale, bool causal, Stream s) {
+  return [=](const std::vector<array>& x) {
+    return detail::sdpa_vjp_composed(x[0], x[1], x[2], x[3], scale, causal,
+                                     s);
+  };
+}
+}  // namespace
+
+std::vector<array> ScaledDotProductAttentionVJP::jvp(
+    const std::vector<array>& primals, const std::vector<array>& tangents,
+    const std::vector<int>& argnums) {
+  auto s = stream();
+  std::vector<array> x{primals[0], primals[1], primals[2], primals[5]};
+  std::vector<array> t;
+  for (auto& a : x) {
+    t.push_back(zeros_like(a, s));
+  }
+  for (size_t i = 0; i < argnums.size(); ++i) {
+    int a = argnums[i];
+    if (a < 3 || a == 5) {
+      t[a == 5 ? 3 : a] = tangents[i];
+    }
+  }
+  return fluxion::jvp(composed_backward(scale_, causal_, s), x, t).second;
+}
+
+std::vector<array> ScaledDotProductAttentionVJP::vjp(
+    const std::vector<array>& primals, const std::vector<array>& cotangents,
+    const std::vector<int>& argnums, const std::vector<array>&) {
+  auto s = stream();
+  std::vector<array> x{primals[0], primals[1], primals[2], primals[5]};
+  std::vector<int> wanted;
+  for (int a : argnums) {
+    if (a < 3 || a == 5) {
+      wanted.push_back(a == 5 ? 3 : a);
+    }
+  }
+  std::vector<array> g;
+  if (!wanted.empty()) {
+    g = fluxion::detail::internal_vjp(composed_backward(scale_, causal_, s),
+                                      x, cotangents, wanted)
+            .second;
+  }
+  std::vector<array> out;
+  size_t k = 0;
+  for (int a : argnums) {
+    out.push_back(a < 3 || a == 5 ? g[k++] : zeros_like(primals[a], s));
+  }
+  return out;
+}
+
+// A batch of attention backwards (per-example gradients): the composed
+// backward of q, k, v and dO, vectorized (o and lse are functions of q, k
+// and v, so the batch needs neither). The fused primitive over the batch
+// folded into B gave wrong gradients on the GPU for grouped-query heads
+// (batch elements past the first, every row's weights off by one factor:
+// its logsumexp input disagreed with the rows), a cause not found without
+// a GPU at hand; this primitive is only built where cuDNN runs both
+// passes, so its vmap is rare, and the composed form is right by
+// construction.
+std::pair<std::vector<array>, std::vector<int>>
+ScaledDotProductAttentionVJP::vmap(const std::vector<array>& inputs,
+                                   const std::vector<int>& axes) {
+  auto s = stream();
+  std::vector<array> x{inputs[0], inputs[1], inputs[2], inputs[5]};
+  std::vector<int> x_axes{axes[0], axes[1], axes[2], axes[5]};
+  auto backward = composed_backward(scale_, causal_, s);
+  if (std::all_of(x_axes.begin(), x_axes.end(), [](int a) { return a < 0; })) {
+    // Only o or lse batched: the gradients are the same for every element.
+    int n = rules::batch_size(inputs, axes);
+    std::vector<array> outs;
+    for (auto& g : backward(x)) {
+      Shape sh = g.shape();
+      sh.insert(sh.begin(), n);
+      outs.push_back(broadcast_to(expand_dims(g, 0, s), sh, s));
+    }
+    return {std::move(outs), {0, 0, 0}};
+  }
+  return {fluxion::vmap(backward, x_axes)(x), {0, 0, 0}};
 }
 
 }  // namespace fluxion::fast

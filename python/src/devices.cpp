@@ -337,6 +337,66 @@ Example:
       "_gpu_backend_built", [] { return fx::gpu::backend_built(); },
       "Whether a GPU backend (CUDA) was compiled in, visible GPU or not.");
   m.def(
+      "_cudnn_sdpa_info",
+      [] {
+        auto i = fx::gpu::cudnn_sdpa_info();
+        py::dict d;
+        d["loaded"] = i.loaded;
+        d["version"] = i.version;
+        d["library"] = i.library;
+        d["error"] = i.error;
+        d["forward_calls"] = i.forward_calls;
+        d["backward_calls"] = i.backward_calls;
+        d["failed_plans"] = i.failed_plans;
+        return d;
+      },
+      "cuDNN's fused attention in this process (private, for tests and "
+      "benchmarks): whether the library loaded (else why not), its version "
+      "and path, how many forward and backward passes ran on it, and how "
+      "many shapes' plans failed.");
+  m.def(
+      "_gpu_conv_stats",
+      [] {
+        auto i = fx::gpu::conv_stats();
+        py::dict d;
+        d["cudnn_loaded"] = i.cudnn_loaded;
+        d["cudnn_version"] = i.cudnn_version;
+        d["cudnn_error"] = i.cudnn_error;
+        d["cudnn_forward"] = i.cudnn_forward;
+        d["cudnn_backward_data"] = i.cudnn_backward_data;
+        d["cudnn_backward_filter"] = i.cudnn_backward_filter;
+        d["cudnn_failed_plans"] = i.cudnn_failed_plans;
+        d["direct"] = i.direct;
+        d["reduce"] = i.reduce;
+        d["im2col"] = i.im2col;
+        return d;
+      },
+      "The Convolution primitive's GPU paths in this process (private, for "
+      "tests and benchmarks): whether cuDNN loaded (else why not), how many "
+      "convolutions ran as each cuDNN operation, how many shapes' cuDNN "
+      "plans failed, and how many ran each kernel of the general path "
+      "(direct, reduce, im2col + matmul).");
+  m.def(
+      "_gpu_fused_kernel_stats",
+      [] {
+        auto s = fx::gpu::fused_kernel_stats();
+        py::dict d;
+        d["launches"] = s.launches;
+        d["fallbacks"] = s.fallbacks;
+        d["unfused"] = s.unfused;
+        d["compiles"] = s.compiles;
+        d["disk_hits"] = s.disk_hits;
+        d["disk_writes"] = s.disk_writes;
+        d["loads"] = s.loads;
+        return d;
+      },
+      "Counters of compile's generated GPU kernels since the process "
+      "started (tests, benchmarks): launches, fallbacks (Compiled nodes "
+      "run node by node for want of a kernel), unfused (... for their "
+      "inputs' layout), compiles (NVRTC runs), disk_hits, disk_writes, "
+      "loads; the last four count mx.fast.cuda_kernel's modules too. "
+      "Zeros without a GPU backend.");
+  m.def(
       "_kernels_missing",
       [](fx::Device::DeviceType t) { return fx::kernels_missing(t); },
       "device_type"_a,

@@ -1,5 +1,9 @@
 // The mx.fast submodule: fused layer_norm, rms_norm, rope and
-// scaled_dot_product_attention (MLX's names and keyword-only parameters).
+// scaled_dot_product_attention, and the user kernels metal_kernel,
+// cuda_kernel and precompiled_cuda_kernel (MLX's names and keyword-only
+// parameters).
+#include <cstdint>
+
 #include "fluxion/ops/custom_kernel.h"
 #include "fluxion/ops/fast.h"
 
@@ -17,22 +21,17 @@ std::optional<fx::array> opt_array(const py::object& o) {
   return fxpy::to_array(o);
 }
 
-// The call of an mx.fast.metal_kernel object (see custom_kernel.h).
-py::list call_metal_kernel(const ff::MetalKernelSpec& spec,
-                           const py::object& inputs,
-                           const std::vector<fx::Shape>& output_shapes,
-                           const std::vector<fx::Dtype>& output_dtypes,
-                           const std::vector<int>& grid,
-                           const std::vector<int>& threadgroup,
-                           const py::object& tmpl, std::optional<double> init,
-                           bool verbose, fx::StreamOrDevice s) {
+// A kernel call's inputs: a list (arrays or scalars), or a dict keyed by
+// the kernel's input names.
+std::vector<fx::array> kernel_inputs(const std::string& tag,
+                                     const std::vector<std::string>& names,
+                                     const py::object& inputs) {
   std::vector<fx::array> in;
   if (py::isinstance<py::dict>(inputs)) {
     auto d = inputs.cast<py::dict>();
-    for (auto& n : spec.input_names) {
+    for (auto& n : names) {
       if (!d.contains(n)) {
-        throw std::invalid_argument("[metal_kernel] Missing input '" + n +
-                                    "'.");
+        throw std::invalid_argument(tag + " Missing input '" + n + "'.");
       }
       in.push_back(fxpy::to_array(d[py::str(n)]));
     }
@@ -41,40 +40,107 @@ py::list call_metal_kernel(const ff::MetalKernelSpec& spec,
       in.push_back(fxpy::to_array(x));
     }
   }
+  return in;
+}
+
+// `template`: a list of (name, value) pairs or a dict; values are bools,
+// ints or dtypes.
+std::vector<ff::KernelTemplateArg> kernel_template(const std::string& tag,
+                                                   const py::object& tmpl) {
   std::vector<ff::KernelTemplateArg> targs;
-  if (!tmpl.is_none()) {
-    auto items = py::isinstance<py::dict>(tmpl)
-                     ? py::list(tmpl.cast<py::dict>().attr("items")())
-                     : py::list(tmpl);
-    for (auto item : items) {
-      auto pair = item.cast<py::tuple>();
-      ff::KernelTemplateArg t;
-      t.name = pair[0].cast<std::string>();
-      py::handle v = pair[1];
-      if (PyBool_Check(v.ptr())) {
-        t.kind = 'b';
-        t.value = v.ptr() == Py_True;
-      } else if (PyLong_Check(v.ptr())) {
-        t.kind = 'i';
-        t.value = v.cast<int64_t>();
-      } else if (py::isinstance<fx::Dtype>(v)) {
-        t.kind = 'd';
-        t.dtype = v.cast<fx::Dtype>();
-      } else {
-        throw std::invalid_argument(
-            "[metal_kernel] Template argument '" + t.name +
-            "' must be a bool, an int or a Dtype.");
-      }
-      targs.push_back(t);
-    }
+  if (tmpl.is_none()) {
+    return targs;
   }
-  auto outs = ff::metal_kernel_call(spec, in, output_shapes, output_dtypes,
-                                    grid, threadgroup, targs, init, verbose, s);
+  auto items = py::isinstance<py::dict>(tmpl)
+                   ? py::list(tmpl.cast<py::dict>().attr("items")())
+                   : py::list(tmpl);
+  for (auto item : items) {
+    auto pair = item.cast<py::tuple>();
+    ff::KernelTemplateArg t;
+    t.name = pair[0].cast<std::string>();
+    py::handle v = pair[1];
+    if (PyBool_Check(v.ptr())) {
+      t.kind = 'b';
+      t.value = v.ptr() == Py_True;
+    } else if (PyLong_Check(v.ptr())) {
+      t.kind = 'i';
+      t.value = v.cast<int64_t>();
+    } else if (py::isinstance<fx::Dtype>(v)) {
+      t.kind = 'd';
+      t.dtype = v.cast<fx::Dtype>();
+    } else {
+      throw std::invalid_argument(tag + " Template argument '" + t.name +
+                                  "' must be a bool, an int or a Dtype.");
+    }
+    targs.push_back(t);
+  }
+  return targs;
+}
+
+py::list to_list(const std::vector<fx::array>& outs) {
   py::list r;
   for (auto& o : outs) {
     r.append(py::cast(o));
   }
   return r;
+}
+
+// The callable a kernel factory returns; `call` is metal_kernel_call or
+// cuda_kernel_call. Keyword-only arguments, as MLX's.
+using KernelCall = std::vector<fx::array> (*)(
+    const ff::CustomKernelSpec&, const std::vector<fx::array>&,
+    const std::vector<fx::Shape>&, const std::vector<fx::Dtype>&,
+    ff::KernelLaunch, bool, fx::StreamOrDevice);
+
+py::cpp_function kernel_object(ff::CustomKernelSpec spec, KernelCall call,
+                               const char* tag) {
+  return py::cpp_function(
+      [spec, call, tag = std::string(tag)](
+          const py::object& inputs,
+          const std::vector<fx::Shape>& output_shapes,
+          const std::vector<fx::Dtype>& output_dtypes,
+          const std::vector<int>& grid, const std::vector<int>& threadgroup,
+          const py::object& tmpl, std::optional<double> init_value,
+          bool verbose, fx::StreamOrDevice s) {
+        ff::KernelLaunch launch;
+        launch.grid = grid;
+        launch.threadgroup = threadgroup;
+        launch.template_args = kernel_template(tag, tmpl);
+        launch.init_value = init_value;
+        auto in = kernel_inputs(tag, spec.input_names, inputs);
+        return to_list(call(spec, in, output_shapes, output_dtypes,
+                            std::move(launch), verbose, s));
+      },
+      py::kw_only(), "inputs"_a, "output_shapes"_a, "output_dtypes"_a,
+      "grid"_a, "threadgroup"_a, "template"_a = py::none(),
+      "init_value"_a = py::none(), "verbose"_a = false,
+      "stream"_a = py::none());
+}
+
+// A precompiled kernel's scalars: bool, int (int32) or float (float32).
+std::vector<ff::KernelScalar> kernel_scalars(const py::list& scalars) {
+  std::vector<ff::KernelScalar> out;
+  for (auto v : scalars) {
+    if (PyBool_Check(v.ptr())) {
+      out.push_back({'b', v.ptr() == Py_True ? 1.0 : 0.0});
+    } else if (PyLong_Check(v.ptr())) {
+      auto i = v.cast<int64_t>();
+      if (i < INT32_MIN || i > INT32_MAX) {
+        throw std::invalid_argument(
+            "[precompiled_cuda_kernel] The scalar " + std::to_string(i) +
+            " does not fit the kernel's int (int32).");
+      }
+      out.push_back({'i', static_cast<double>(i)});
+    } else if (PyFloat_Check(v.ptr())) {
+      out.push_back({'f', v.cast<double>()});
+    } else {
+      throw std::invalid_argument(
+          "[precompiled_cuda_kernel] Invalid scalar argument type. Received " +
+          py::type::of(v).attr("__name__").cast<std::string>() +
+          " but must be one of bool, int or float.");
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -204,14 +270,14 @@ Returns:
          const std::string& source, const std::string& header,
          bool ensure_row_contiguous, bool atomic_outputs,
          const py::object& compile_options) {
-        ff::MetalKernelSpec spec{name,
-                                 input_names,
-                                 output_names,
-                                 source,
-                                 header,
-                                 ensure_row_contiguous,
-                                 atomic_outputs,
-                                 ""};
+        ff::CustomKernelSpec spec;
+        spec.name = name;
+        spec.input_names = input_names;
+        spec.output_names = output_names;
+        spec.source = source;
+        spec.header = header;
+        spec.ensure_row_contiguous = ensure_row_contiguous;
+        spec.atomic_outputs = atomic_outputs;
         if (!compile_options.is_none()) {
           for (auto [k, v] : compile_options.cast<py::dict>()) {
             auto key = k.cast<std::string>();
@@ -229,22 +295,8 @@ Returns:
             spec.math_mode = mode;
           }
         }
-        return py::cpp_function(
-            [spec](const py::object& inputs,
-                   const std::vector<fx::Shape>& output_shapes,
-                   const std::vector<fx::Dtype>& output_dtypes,
-                   const std::vector<int>& grid,
-                   const std::vector<int>& threadgroup,
-                   const py::object& tmpl, std::optional<double> init_value,
-                   bool verbose, fx::StreamOrDevice s) {
-              return call_metal_kernel(spec, inputs, output_shapes,
-                                       output_dtypes, grid, threadgroup, tmpl,
-                                       init_value, verbose, s);
-            },
-            py::kw_only(), "inputs"_a, "output_shapes"_a, "output_dtypes"_a,
-            "grid"_a, "threadgroup"_a, "template"_a = py::none(),
-            "init_value"_a = py::none(), "verbose"_a = false,
-            "stream"_a = py::none());
+        return kernel_object(std::move(spec), &ff::metal_kernel_call,
+                             "[metal_kernel]");
       },
       "name"_a, "input_names"_a, "output_names"_a, "source"_a,
       "header"_a = "", "ensure_row_contiguous"_a = true,
@@ -274,5 +326,106 @@ Returns:
     ``output_dtypes``, ``grid``, ``threadgroup`` and optionally
     ``template``, ``init_value``, ``verbose`` and ``stream``
     (keyword-only).
+)doc");
+  m.def(
+      "cuda_kernel",
+      [](const std::string& name, const std::vector<std::string>& input_names,
+         const std::vector<std::string>& output_names,
+         const std::string& source, const std::string& header,
+         bool ensure_row_contiguous, int shared_memory, bool atomic_outputs) {
+        return kernel_object(
+            ff::cuda_kernel_spec(name, input_names, output_names, source,
+                                 header, ensure_row_contiguous, atomic_outputs,
+                                 shared_memory),
+            &ff::cuda_kernel_call, "[cuda_kernel]");
+      },
+      "name"_a, "input_names"_a, "output_names"_a, "source"_a,
+      "header"_a = "", "ensure_row_contiguous"_a = true,
+      "shared_memory"_a = 0, py::kw_only(), "atomic_outputs"_a = false,
+      R"doc(Make a custom CUDA kernel from the body of its function (MLX's API).
+
+The kernel's signature is generated from the inputs and outputs: each
+input ``a`` is a ``const T* a`` of its dtype (``__half``,
+``__nv_bfloat16``, ``float``, ``int32_t``...), followed by ``a_shape``,
+``a_strides`` (``.data()`` and ``[i]``) and ``a_ndim`` when the source
+names them; each output is a ``T*``; template arguments become
+constants at the top of the body. ``cooperative_groups`` (``cg``),
+``WARP_SIZE`` and ``elem_to_loc(elem, shape, strides, ndim)`` are
+available. The source is compiled by NVRTC for the GPU on first use and
+cached in memory and under ``$FLUXION_CACHE_DIR``; a source that does not
+compile raises ``ValueError`` with NVRTC's log when the output is
+evaluated. GPU only: a CPU stream raises ``ValueError``.
+
+Args:
+    name (str): The kernel's name (a C identifier); the CUDA function is
+        ``custom_kernel_<name>``.
+    input_names (list(str)): Parameter names of the inputs.
+    output_names (list(str)): Parameter names of the outputs.
+    source (str): The body of the kernel function.
+    header (str, optional): Code placed before the kernel (helpers,
+        includes). Default ``""``.
+    ensure_row_contiguous (bool, optional): Copy inputs to row-major
+        first. Default ``True``.
+    shared_memory (int, optional): Dynamic shared memory of each block,
+        in bytes. Default ``0``.
+    atomic_outputs (bool, optional): Accepted for Metal kernels' sake;
+        CUDA's atomics (``atomicAdd``) take the plain ``T*`` outputs, so
+        the signature is the same. Default ``False``.
+
+Returns:
+    Callable: The kernel, called with ``inputs`` (arrays or scalars),
+    ``output_shapes``, ``output_dtypes``, ``grid`` (in threads, as
+    MLX's), ``threadgroup`` (threads per block) and optionally
+    ``template`` (``[(name, bool | int | Dtype)]``), ``init_value``
+    (fills the outputs first), ``verbose`` (prints the generated source)
+    and ``stream`` (keyword-only); it returns the list of outputs.
+)doc");
+  m.def(
+      "precompiled_cuda_kernel",
+      [](const std::string& name, const py::bytes& compiled_source,
+         const py::object& inputs, const std::vector<fx::Shape>& output_shapes,
+         const std::vector<fx::Dtype>& output_dtypes, const py::list& scalars,
+         const std::vector<int>& grid, const std::vector<int>& threadgroup,
+         int shared_memory, std::optional<double> init_value,
+         bool ensure_row_contiguous, fx::StreamOrDevice s) {
+        ff::KernelLaunch launch;
+        launch.grid = grid;
+        launch.threadgroup = threadgroup;
+        launch.init_value = init_value;
+        launch.scalars = kernel_scalars(scalars);
+        auto in = kernel_inputs("[precompiled_cuda_kernel]", {}, inputs);
+        return to_list(ff::precompiled_cuda_kernel(
+            name, std::string(compiled_source), in, output_shapes,
+            output_dtypes, std::move(launch), shared_memory,
+            ensure_row_contiguous, s));
+      },
+      py::kw_only(), "name"_a, "compiled_source"_a, "inputs"_a,
+      "output_shapes"_a, "output_dtypes"_a, "scalars"_a, "grid"_a,
+      "threadgroup"_a, "shared_memory"_a = 0, "init_value"_a = py::none(),
+      "ensure_row_contiguous"_a = false, "stream"_a = py::none(),
+      R"doc(Run a kernel compiled elsewhere, from its PTX or CUBIN (MLX's API).
+
+The kernel's parameters are the inputs' pointers, the outputs' pointers,
+then the scalars by value (bool, int as ``int``, float as ``float``).
+
+Args:
+    name (str): The kernel's symbol in the image (unmangled for
+        ``extern "C"`` kernels).
+    compiled_source (bytes): The PTX, CUBIN or fatbin.
+    inputs (list): The input arrays (or scalars).
+    output_shapes (list(tuple(int))): Shape of each output.
+    output_dtypes (list(Dtype)): Dtype of each output.
+    scalars (list): Scalar arguments: bool, int or float.
+    grid (tuple(int, int, int)): The grid in threads (as MLX's).
+    threadgroup (tuple(int, int, int)): Threads per block.
+    shared_memory (int, optional): Dynamic shared memory, in bytes.
+        Default ``0``.
+    init_value (float, optional): Fills the outputs first. Default
+        ``None`` (uninitialized).
+    ensure_row_contiguous (bool, optional): Copy inputs to row-major
+        first. Default ``False``.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    list(array): The outputs.
 )doc");
 }

@@ -202,6 +202,48 @@ std::vector<OpCase> fast_cases() {
   c.push_back(twin("sdpa_hidden_row", sdpa("", 0.5f),
                    {normal({1, 2, 3, 4}), normal({1, 1, 4, 4}),
                     normal({1, 1, 4, 4}), hide_row}));
+
+  // The fused backward (ScaledDotProductAttentionVJP) of q, k, v and dO,
+  // from the forward's output and logsumexp (the forward primitive with
+  // output_lse), against the composed backward; its derivatives are the
+  // composed backward's. On the GPU the float16 run of the causal case
+  // (head size 8) takes cuDNN, the others the host routine.
+  auto fused_vjp = [](bool causal, float scale) {
+    return [causal, scale](const Arrays& x, bool composed) {
+      auto s = to_stream({});
+      if (composed) {
+        return fx::detail::sdpa_vjp_composed(x[0], x[1], x[2], x[3], scale,
+                                             causal, s);
+      }
+      auto ol = fx::detail::sdpa_with_lse(x[0], x[1], x[2], scale, causal, s);
+      return fx::detail::sdpa_vjp(x[0], x[1], x[2], ol[0], ol[1], x[3], scale,
+                                  causal, s);
+    };
+  };
+  auto vjp_case = [](const std::string& name,
+                     std::function<Arrays(const Arrays&, bool)> g,
+                     std::vector<In> in) {
+    OpCase k{name, [g](const Arrays& x) { return g(x, false); },
+             std::move(in), Deriv::first};
+    k.dtypes = {float64, float32, float16};
+    k.ref = [g](const Arrays& x) {
+      Arrays y;
+      for (auto& a : x) {
+        y.push_back(astype(a, float64));
+      }
+      return g(y, true);
+    };
+    k.fwd_tol = 1e-10;
+    // o and the logsumexp are rounded to the dtype before the backward.
+    k.fwd_ulps = 32;
+    return k;
+  };
+  c.push_back(vjp_case("sdpa_fused_vjp", fused_vjp(false, 0.5f),
+                       {normal({2, 2, 3, 4}), normal({2, 2, 5, 4}),
+                        normal({2, 2, 5, 4}), normal({2, 2, 3, 4})}));
+  c.push_back(vjp_case("sdpa_fused_vjp_gqa_causal", fused_vjp(true, 0.7f),
+                       {normal({1, 4, 3, 8}), normal({1, 2, 4, 8}),
+                        normal({1, 2, 4, 8}), normal({1, 4, 3, 8})}));
   return c;
 }
 

@@ -9,13 +9,15 @@
 //  - Compile: the case between fusable float32 elementwise ops, so that a
 //    Compiled node with at least two fused ops must appear; its outputs
 //    against eager evaluation, and, for elementwise cases, against the
-//    eager scalar functors (vector kernels off) to `fused_ulps`.
+//    eager scalar functors (vector kernels off) to `fused_ulps`; on the
+//    GPU each Compiled node must run as its NVRTC-generated kernel.
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <set>
 
 #include "fluxion/backend/cpu/simd.h"
+#include "fluxion/backend/gpu.h"
 #include "fluxion/compile.h"
 #include "fluxion/compiled.h"
 #include "op_cases.h"
@@ -464,6 +466,24 @@ TEST_P(OpTable, Compile) {
     ASSERT_FALSE(fused.empty()) << "no Compiled node";
     EXPECT_GE(*std::max_element(fused.begin(), fused.end()), 2)
         << "a Compiled node fuses fewer than two ops";
+    if (device() == Device::gpu) {
+      // Each Compiled node runs as its generated kernel (NVRTC), or, for
+      // an input layout the kernel does not take, node by node; never
+      // node by node for want of a kernel.
+      auto before = gpu::fused_kernel_stats();
+      eval(compiled);
+      auto after = gpu::fused_kernel_stats();
+      EXPECT_EQ(after.fallbacks, before.fallbacks)
+          << "a fused group had no generated kernel (see stderr)";
+      bool empty = false;
+      for (auto& o : compiled) {
+        empty = empty || o.size() == 0;  // an empty group launches nothing
+      }
+      EXPECT_TRUE(empty || after.launches - before.launches +
+                                   (after.unfused - before.unfused) >=
+                               fused.size())
+          << "a fused group did not run as a generated kernel";
+    }
     auto eager = wrapped(x);
     ASSERT_EQ(compiled.size(), eager.size());
     for (size_t k = 0; k < eager.size(); ++k) {

@@ -464,6 +464,31 @@ def test_compile_on_gpu_matches_eager():
                                atol=1e-6)
 
 
+def test_compiled_step_with_several_results_on_gpu():
+    # AdamW's update of one parameter returns p, m and v: on CPU streams
+    # one fused node with three outputs; GPU groups keep one output each
+    # (fuse_ir's several_outputs) until the NVRTC generator emits several.
+    # Values and gradients as on the CPU either way.
+    def adamw(p, g, m, v):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        return p - 1e-3 * (m / (mx.sqrt(v) + 1e-8) + 0.01 * p), m, v
+
+    rng = np.random.default_rng(4)
+    p, g, m, v = [mx.array(rng.standard_normal((64, 33)).astype(np.float32))
+                  for _ in range(4)]
+    v = mx.abs(v)
+    cf = mx.compile(adamw)
+    loss = lambda f: lambda a: mx.sum(f(a, g, m, v)[0] * f(a, g, m, v)[1])
+    with mx.stream(G):
+        got = list(cf(p, g, m, v)) + [mx.grad(loss(cf))(p)]
+    with mx.stream(mx.cpu):
+        want = list(adamw(p, g, m, v)) + [mx.grad(loss(adamw))(p)]
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-5,
+                                   atol=1e-6)
+
+
 # --- Kernels with several paths: 16-byte packs (aligned or not), row,
 # short-row, column and split reductions.
 

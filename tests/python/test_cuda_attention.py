@@ -179,3 +179,90 @@ def test_gradients_match_cpu(mode):
                           mx.grad(loss, argnums=(0, 1, 2))(q, k, v)]
     for g, c in zip(grads[G], grads[C]):
         np.testing.assert_allclose(g, c, rtol=1e-4, atol=1e-5)
+
+
+# The decode kernel (sdpa_decode.cu): Lq <= 4, float16/bfloat16/float32,
+# one head dimension, K and V rows of whole 16-byte units; a block per KV
+# head serves all its query heads, the keys split over blocks.
+DECODE_TOL = {mx.float32: 2e-5, mx.float16: 2e-3, mx.bfloat16: 2e-2}
+
+
+@pytest.mark.parametrize("dt", [mx.float16, mx.bfloat16, mx.float32])
+@pytest.mark.parametrize("ratio", [1, 4, 8])
+@pytest.mark.parametrize("Lk", [1, 7, 1000, 32768])
+def test_decode_gqa_ratios_and_key_counts(dt, ratio, Lk):
+    Hkv = 4
+    q = draw((1, Hkv * ratio, 1, 128), dt, 30)
+    k = draw((1, Hkv, Lk, 128), dt, 31)
+    v = draw((1, Hkv, Lk, 128), dt, 32)
+    g, c = both(q, k, v, 128 ** -0.5)
+    np.testing.assert_allclose(g, c, rtol=DECODE_TOL[dt],
+                               atol=DECODE_TOL[dt])
+
+
+@pytest.mark.parametrize("dt", [mx.float16, mx.bfloat16, mx.float32])
+@pytest.mark.parametrize("D", [64, 80, 96, 128, 256])
+def test_decode_head_dims(dt, D):
+    q = draw((2, 8, 1, D), dt, 33)
+    k = draw((2, 2, 1500, D), dt, 34)
+    v = draw((2, 2, 1500, D), dt, 35)
+    g, c = both(q, k, v, D ** -0.5)
+    np.testing.assert_allclose(g, c, rtol=DECODE_TOL[dt],
+                               atol=DECODE_TOL[dt])
+
+
+@pytest.mark.parametrize("dt", [mx.float16, mx.bfloat16, mx.float32])
+@pytest.mark.parametrize("Lq", [1, 3])
+@pytest.mark.parametrize("kind", ["bool", "additive", "causal"])
+@pytest.mark.parametrize("sinks", [False, True])
+def test_decode_masks_and_sinks(dt, Lq, kind, sinks):
+    rng = np.random.default_rng(36)
+    B, Hq, Hkv, Lk, D = 2, 16, 4, 2000, 64
+    q = draw((B, Hq, Lq, D), dt, 37)
+    k = draw((B, Hkv, Lk, D), dt, 38)
+    v = draw((B, Hkv, Lk, D), dt, 39)
+    kw = {}
+    if kind == "bool":
+        keep = rng.random((B, Hq, Lq, Lk)) < 0.7
+        keep[0, 1, 0] = False  # a row that sees nothing: uniform
+        kw["mask"] = mx.array(keep)
+    elif kind == "additive":
+        add = rng.standard_normal((Lq, Lk)).astype(np.float32)
+        add[0, :700] = -np.inf  # whole splits of -inf
+        kw["mask"] = mx.array(add).astype(dt)
+    else:
+        kw["mask"] = "causal"
+    if sinks:
+        kw["sinks"] = draw((Hq,), dt, 40)
+    g, c = both(q, k, v, 0.125, **kw)
+    np.testing.assert_allclose(g, c, rtol=DECODE_TOL[dt],
+                               atol=DECODE_TOL[dt])
+
+
+def test_decode_more_queries_than_keys_and_strided_kv():
+    # Causal with Lq > Lk: the first queries see no key (uniform rows);
+    # K and V as transposed views of [B, L, H, D].
+    q = draw((1, 8, 4, 64), mx.float32, 41)
+    k = draw((1, 2, 3, 64), mx.float32, 42)
+    g, c = both(q, k, k, 0.125, mask="causal")
+    np.testing.assert_allclose(g, c, rtol=2e-5, atol=2e-5)
+    kt = mx.transpose(draw((2, 3000, 4, 128), mx.bfloat16, 43), (0, 2, 1, 3))
+    vt = mx.transpose(draw((2, 3000, 4, 128), mx.bfloat16, 44), (0, 2, 1, 3))
+    qt = draw((2, 16, 2, 128), mx.bfloat16, 45)
+    g, c = both(qt, kt, vt, 128 ** -0.5)
+    np.testing.assert_allclose(g, c, rtol=2e-2, atol=2e-2)
+    ref = reference(qt, kt, vt, 128 ** -0.5)
+    np.testing.assert_allclose(g, ref, rtol=8e-2, atol=8e-2)
+
+
+def test_decode_nan_query_and_batch():
+    q = np.random.default_rng(46).standard_normal((3, 8, 1, 64)).astype(
+        np.float32)
+    q[1, 5, 0, 7] = np.nan
+    k = draw((3, 2, 5000, 64), mx.float32, 47)
+    v = draw((3, 2, 5000, 64), mx.float32, 48)
+    g, c = both(mx.array(q), k, v, 0.125)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(c))
+    assert np.isnan(g[1, 5]).all()
+    np.testing.assert_allclose(np.nan_to_num(g), np.nan_to_num(c), rtol=2e-5,
+                               atol=2e-5)

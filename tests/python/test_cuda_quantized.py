@@ -117,3 +117,134 @@ def test_gradient_with_respect_to_x():
         with mx.stream(dev):
             grads[dev] = host(mx.grad(f)(x))
     np.testing.assert_allclose(grads[G], grads[C], rtol=1e-4, atol=1e-4)
+
+
+# The decoding kernel's fast path (quantized_qmv.cu): word-aligned layouts
+# (affine 2/4/8 bits, mxfp4, nvfp4, mxfp8) whose rows of w are whole
+# 16-byte units, 1 to 8 rows of x. Tolerances relative to the output's
+# largest magnitude: the sums run in another order than the CPU's.
+FAST_TOL = {mx.float32: 2e-5, mx.float16: 2e-3, mx.bfloat16: 1e-2}
+
+
+def close_to_cpu(g, c, dt):
+    tol = FAST_TOL[dt]
+    np.testing.assert_allclose(g, c, rtol=tol,
+                               atol=tol * max(1.0, float(np.abs(c).max())))
+
+
+@pytest.mark.parametrize("dt", [mx.bfloat16, mx.float16, mx.float32])
+@pytest.mark.parametrize("bits,gs", [(2, 32), (2, 128), (4, 32), (4, 64),
+                                     (4, 128), (8, 32), (8, 64)])
+def test_fast_affine_widths_and_groups(dt, bits, gs):
+    # N = 77: not a multiple of the 8 columns of a block.
+    w = draw((77, 1024), 30, dt)
+    wq, s, b = mx.quantize(w, group_size=gs, bits=bits, stream=C)
+    x = draw((1, 1024), 31, dt)
+    g, c = qmm_both(x, wq, s, b, transpose=True, group_size=gs, bits=bits)
+    close_to_cpu(g, c, dt)
+
+
+@pytest.mark.parametrize("dt", [mx.bfloat16, mx.float32])
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_fast_rows_of_x(dt, rows):
+    w = draw((45, 4096), 32, dt)
+    wq, s, b = mx.quantize(w, group_size=64, bits=4, stream=C)
+    x = draw((rows, 4096), 33, dt)
+    g, c = qmm_both(x, wq, s, b, transpose=True, group_size=64, bits=4)
+    close_to_cpu(g, c, dt)
+
+
+@pytest.mark.parametrize("dt", [mx.bfloat16, mx.float16, mx.float32])
+@pytest.mark.parametrize("mode", ["mxfp4", "nvfp4", "mxfp8"])
+@pytest.mark.parametrize("rows", [1, 3, 8])
+def test_fast_floating_modes(dt, mode, rows):
+    w = draw((131, 2048), 34, dt)
+    q = mx.quantize(w, mode=mode, stream=C)
+    x = draw((rows, 2048), 35, dt)
+    g, c = qmm_both(x, q[0], q[1], None, transpose=True, mode=mode)
+    close_to_cpu(g, c, dt)
+
+
+@pytest.mark.parametrize("dt", [mx.bfloat16, mx.float32])
+def test_fast_nvfp4_with_global_scale(dt):
+    w = draw((50, 512), 36, dt)
+    gscale = mx.max(mx.abs(w.astype(mx.float32)), stream=C)
+    wq, s = mx.quantize(w, mode="nvfp4", global_scale=gscale, stream=C)
+    x = draw((2, 512), 37, dt)
+    g = host(mx.quantized_matmul(x, wq, s, None, transpose=True,
+                                 mode="nvfp4", global_scale=gscale,
+                                 stream=G))
+    c = host(mx.quantized_matmul(x, wq, s, None, transpose=True,
+                                 mode="nvfp4", global_scale=gscale,
+                                 stream=C))
+    close_to_cpu(g, c, dt)
+
+
+@pytest.mark.parametrize("rows,K", [(8, 8192), (1, 32768), (3, 12288)])
+def test_fast_x_staged_in_tiles(rows, K):
+    # rows x K past the kernel's shared-memory budget: x staged in tiles.
+    w = draw((40, K), 38, mx.bfloat16)
+    wq, s, b = mx.quantize(w, group_size=128, bits=4, stream=C)
+    x = draw((rows, K), 39, mx.bfloat16)
+    g, c = qmm_both(x, wq, s, b, transpose=True, group_size=128, bits=4)
+    close_to_cpu(g, c, mx.bfloat16)
+
+
+@pytest.mark.parametrize("bits,gs,mode,K", [
+    (4, 32, "affine", 32),    # one 16-byte unit per row, 32 columns a warp
+    (4, 32, "affine", 96),    # odd number of groups and units
+    (8, 32, "affine", 160),   # 5 groups
+    (2, 32, "affine", 96),    # 24-byte rows: the generic kernel
+    (3, 32, "affine", 128),   # straddling codes: the generic kernel
+    (4, 16, "nvfp4", 48),     # 24-byte rows: the generic kernel
+    (8, 32, "mxfp8", 96),
+])
+def test_fast_and_fallback_row_lengths(bits, gs, mode, K):
+    w = draw((37, K), 40)
+    if mode == "affine":
+        wq, s, b = mx.quantize(w, group_size=gs, bits=bits, stream=C)
+        kw = dict(group_size=gs, bits=bits)
+    else:
+        wq, s = mx.quantize(w, mode=mode, stream=C)
+        b = None
+        kw = dict(mode=mode)
+    for rows in (1, 6):
+        x = draw((rows, K), 41 + rows)
+        g, c = qmm_both(x, wq, s, b, transpose=True, **kw)
+        close_to_cpu(g, c, mx.float32)
+
+
+def test_fast_path_unaligned_weight_falls_back():
+    # A row-contiguous view of w starting one word into its buffer: the
+    # 16-byte loads do not apply, the generic kernel runs.
+    w = draw((33, 256), 42)
+    wq, s, b = mx.quantize(w, group_size=64, bits=4, stream=C)
+    flat = mx.concatenate([mx.zeros((1,), dtype=mx.uint32),
+                           mx.reshape(wq, (-1,))], stream=C)
+    shifted = mx.reshape(flat[1:], wq.shape)
+    x = draw((2, 256), 43)
+    g, c = qmm_both(x, shifted, s, b, transpose=True, group_size=64, bits=4)
+    close_to_cpu(g, c, mx.float32)
+    g0, _ = qmm_both(x, wq, s, b, transpose=True, group_size=64, bits=4)
+    close_to_cpu(g, g0, mx.float32)
+
+
+def test_fast_path_nan_and_inf_propagate():
+    # An mxfp8 NaN code poisons its output column (as the CPU's value
+    # table does); an infinite x makes every column non-finite (the CPU's
+    # adds 0 * sum(x) for the floating modes' zero bias, so its columns are
+    # nan where the GPU's may be +-inf).
+    w = draw((16, 64), 44)
+    wq, s = mx.quantize(w, mode="mxfp8", stream=C)
+    raw = np.array(wq)
+    raw[3, 0] = (raw[3, 0] & ~np.uint32(0xFF)) | np.uint32(0x7F)
+    wq_nan = mx.array(raw)
+    x = draw((1, 64), 45)
+    g, c = qmm_both(x, wq_nan, s, None, transpose=True, mode="mxfp8")
+    assert np.isnan(g[0, 3]) and np.isnan(c[0, 3])
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(c))
+    close_to_cpu(np.nan_to_num(g), np.nan_to_num(c), mx.float32)
+    xi = np.array(x)
+    xi[0, 5] = np.inf
+    g, c = qmm_both(mx.array(xi), wq, s, None, transpose=True, mode="mxfp8")
+    assert not np.isfinite(g).any() and not np.isfinite(c).any()

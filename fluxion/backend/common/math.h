@@ -6,8 +6,9 @@
 //    preamble (CMake embeds it at build time, see codegen.cpp), and a
 //    generated kernel includes no standard header (one <complex> would
 //    triple its build time);
-//  - CUDA device code later (nvcc, or NVRTC, which has no standard
-//    library either).
+//  - CUDA device code: the eager GPU kernels (nvcc) and the kernels
+//    compile generates for the GPU (NVRTC, which has no standard library
+//    and no system header either; backend/cuda/codegen_cuda.cpp).
 // So the bodies below the includes use no std:: name and no header:
 // compiler builtins, and FLUXION_HOST_DEVICE on every function. Complex
 // branches of the functors call complex functions unqualified (exp(z),
@@ -19,6 +20,20 @@
 #define FLUXION_HOST_DEVICE __host__ __device__
 #else
 #define FLUXION_HOST_DEVICE
+#endif
+
+// Infinities and NaN. NVRTC (the GPU's generated kernels: it defines
+// __CUDACC_RTC__) knows none of GCC's __builtin_huge_val/__builtin_nan,
+// but its __builtin_bit_cast is a constant expression: the same values
+// from their bits there.
+#if defined(__CUDACC_RTC__)
+#define FLUXION_INF_F __builtin_bit_cast(float, 0x7f800000u)
+#define FLUXION_INF __builtin_bit_cast(double, 0x7ff0000000000000ull)
+#define FLUXION_NAN __builtin_bit_cast(double, 0x7ff8000000000000ull)
+#else
+#define FLUXION_INF_F __builtin_huge_valf()
+#define FLUXION_INF __builtin_huge_val()
+#define FLUXION_NAN __builtin_nan("")
 #endif
 
 // Fused multiply-add in the float32 polynomials, where it is one
@@ -101,9 +116,9 @@ inline constexpr bool is_complex_v = IsComplex<T>::value;
 template <typename T>
 FLUXION_HOST_DEVICE constexpr T highest() {
   if constexpr (is_same_v<T, float>) {
-    return __builtin_huge_valf();
+    return FLUXION_INF_F;
   } else if constexpr (is_same_v<T, double>) {
-    return __builtin_huge_val();
+    return FLUXION_INF;
   } else if constexpr (is_same_v<T, bool>) {
     return true;
   } else if constexpr (is_signed_int_v<T>) {
@@ -237,7 +252,7 @@ FLUXION_HOST_DEVICE inline float exp(float x) {
   // scaled in two halves, each a normal power of two.
   int k = static_cast<int>(n), h = k >> 1;
   float y = p * pow2i(h) * pow2i(k - h);
-  y = x > 88.72283935f ? __builtin_huge_valf() : y;
+  y = x > 88.72283935f ? FLUXION_INF_F : y;
   y = x < -103.97208f ? 0.0f : y;
   return x != x ? x : y;
 }
@@ -257,7 +272,7 @@ FLUXION_HOST_DEVICE inline float expm1(float x) {
   float small = FLUXION_FMAF(s, u, s - 1.0f);
   float big = (u + 1.0f) * pow2i(h) * pow2i(k - h);
   float y = k > 64 ? big : small;
-  y = x > 88.72283935f ? __builtin_huge_valf() : y;
+  y = x > 88.72283935f ? FLUXION_INF_F : y;
   return (x != x || x == 0.0f) ? x : y;  // NaN, and the sign of zero
 }
 FLUXION_HOST_DEVICE inline double expm1(double x) {

@@ -19,10 +19,10 @@ inline constexpr bool is_int_v = math::is_integral_v<T>;
 // steps so it is accurate in double too.
 FLUXION_HOST_DEVICE inline double erfinv_impl(double y) {
   if (y <= -1.0) {
-    return y == -1.0 ? -__builtin_huge_val() : __builtin_nan("");
+    return y == -1.0 ? -FLUXION_INF : FLUXION_NAN;
   }
   if (y >= 1.0) {
-    return y == 1.0 ? __builtin_huge_val() : __builtin_nan("");
+    return y == 1.0 ? FLUXION_INF : FLUXION_NAN;
   }
   double w = -math::log((1.0 - y) * (1.0 + y));
   double x;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "fluxion/backend/common/disk_cache.h"
 #include "fluxion/backend/cpu/codegen.h"
 
 namespace fluxion::cpu {
@@ -22,14 +23,6 @@ namespace {
 
 // Bump when the kernel calling convention changes.
 constexpr const char* kCacheVersion = "v1";
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h = (h ^ c) * 1099511628211ull;
-  }
-  return h;
-}
 
 std::string compiler() {
   if (const char* c = std::getenv("FLUXION_CXX")) {
@@ -66,15 +59,7 @@ const std::string& cpu_signature() {
 }
 
 std::filesystem::path cache_dir() {
-  std::filesystem::path base;
-  if (const char* d = std::getenv("FLUXION_CACHE_DIR")) {
-    base = d;
-  } else if (const char* home = std::getenv("HOME")) {
-    base = std::filesystem::path(home) / ".cache" / "fluxion";
-  } else {
-    base = std::filesystem::temp_directory_path() / "fluxion-cache";
-  }
-  return base / kCacheVersion;
+  return codegen::cache_root() / kCacheVersion;
 }
 
 std::string quote(const std::string& s) {
@@ -166,7 +151,7 @@ const Kernel* load_kernel(const std::string& source) {
     std::string cxx = compiler();
     std::string f = flags();
     std::ostringstream name;
-    name << std::hex << fnv1a(source + "\n" + cxx + "\n" + f + "\n" +
+    name << std::hex << codegen::fnv1a(source + "\n" + cxx + "\n" + f + "\n" +
                               cpu_signature())
          << ".so";
     auto lib = cache_dir() / name.str();

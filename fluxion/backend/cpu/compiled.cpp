@@ -4,23 +4,13 @@
 // evaluated one by one.
 #include "fluxion/compiled.h"
 
-#include "fluxion/backend/common/layout.h"
+#include "fluxion/backend/common/fused_layout.h"
 #include "fluxion/backend/cpu/codegen.h"
 #include "fluxion/backend/cpu/thread_pool.h"
 
 namespace fluxion {
 
 namespace {
-
-// Input strides (in elements) broadcast to `shape`, right-aligned.
-Strides broadcast_strides(const array& in, const Shape& shape) {
-  Strides s(shape.size(), 0);
-  int off = static_cast<int>(shape.size()) - in.ndim();
-  for (int d = 0; d < in.ndim(); ++d) {
-    s[off + d] = in.shape(d) == 1 ? 0 : in.strides(d);
-  }
-  return s;
-}
 
 void eval_cpu_node(array& node, std::vector<array>& outs) {
   node.primitive().eval_cpu(node.inputs(), outs);
@@ -66,25 +56,12 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
       return;
     }
   }
-  // Contiguous when every input is a traced scalar still of size 1, or a
-  // row-contiguous array of the outputs' shape (or reshaped to it).
-  bool contiguous = true;
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    auto& traced = tape_.values[tape_.inputs[k]].shape;
-    size_t traced_size = 1;
-    for (auto d : traced) traced_size *= d;
-    const array& in = inputs[k];
-    bool dense = in.flags().row_contiguous;
-    bool ok = traced_size == 1 ? in.size() == 1
-              : reshaped(k)    ? dense && in.size() == size
-                               : dense && in.shape() == shape;
-    if (!ok && traced_size != 1 && reshaped(k) && !dense) {
-      // A reshape of a strided array is a copy: leave it to the kernels.
-      eval_fallback(inputs, outputs, eval_cpu_node);
-      return;
-    }
-    contiguous = contiguous && ok;
+  auto layout = codegen::fused_layout(*this, inputs, shape);
+  if (layout.kind == codegen::FusedLayout::kUnfused) {
+    eval_fallback(inputs, outputs, eval_cpu_node);
+    return;
   }
+  const bool contiguous = layout.kind == codegen::FusedLayout::kContiguous;
   // Each output takes over the buffer of a donatable input of its shape
   // and dtype, if one is left (a donated buffer is shared, so no longer
   // donatable; the kernel reads element i of every input before writing
@@ -119,22 +96,11 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
     });
     return;
   }
-  // Strided: collapse dimensions that are contiguous for every input (in
-  // 64 bits: merged dimensions may pass 2^31 elements).
-  detail::Dims dims = detail::to_dims(shape);
-  std::vector<Strides> st;
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    if (reshaped(k) && inputs[k].size() != 1) {
-      st.push_back(row_major_strides(shape));  // dense, in the output's order
-    } else {
-      st.push_back(broadcast_strides(inputs[k], shape));
-    }
-  }
-  detail::collapse_dims(dims, st);
-  int nd = static_cast<int>(dims.size());
-  const std::vector<int64_t>& shape64 = dims;
+  // Strided: over the collapsed dimensions.
+  int nd = static_cast<int>(layout.shape.size());
+  const std::vector<int64_t>& shape64 = layout.shape;
   std::vector<int64_t> flat;
-  for (auto& s : st) {
+  for (auto& s : layout.strides) {
     flat.insert(flat.end(), s.begin(), s.end());
   }
   int64_t inner = shape64.back();

@@ -150,6 +150,13 @@ struct Sdpa {
   M scale;
   Operand<M> q, k, v;
   T* dst;
+  M* lse = nullptr;  // [B, Hq, Lq] when the logsumexp is wanted
+
+  void set_lse(int b, int h, int i, M value) const {
+    if (lse) {
+      lse[(static_cast<int64_t>(b) * Hq + h) * Lq + i] = value;
+    }
+  }
 
   M sink(int h) const {
     return static_cast<M>(sinks->data<T>()[h * sinks->strides()[0]]);
@@ -158,7 +165,10 @@ struct Sdpa {
   // A query that sees no key (causal, Lq > Lk): as MLX, all its scores are
   // the lowest finite value, so it attends uniformly to every key (or,
   // with a sink, puts ~all its weight on the sink).
-  void empty_row(M* out, int b, int h) const {
+  void empty_row(M* out, int b, int h, int i) const {
+    // Every score is the lowest finite value.
+    set_lse(b, h, i,
+            std::numeric_limits<M>::lowest() + std::log(static_cast<M>(Lk)));
     M w = M(1) / static_cast<M>(Lk);
     if (sinks) {
       const M lo = std::numeric_limits<M>::lowest();
@@ -240,6 +250,7 @@ struct Sdpa {
     }
     if (mx == ninf || std::isnan(mx)) {
       std::fill(row, row + kend, std::numeric_limits<M>::quiet_NaN());
+      set_lse(b, h, i, mx);
       return true;
     }
     for (int j = 0; j < kend; ++j) {
@@ -250,6 +261,7 @@ struct Sdpa {
     if (sinks) {
       total += std::exp(sk - mx);
     }
+    set_lse(b, h, i, mx + std::log(total));
     const M inv = M(1) / total;
     for (int j = 0; j < kend; ++j) {
       row[j] *= inv;
@@ -306,7 +318,7 @@ struct Sdpa {
               }
               std::fill(out, out + Dv, M(0));
               if (kend == 0 || !softmax_row(s.get(), b, h, i, kend)) {
-                empty_row(out, b, h);
+                empty_row(out, b, h, i);
               } else {
                 for (int j = 0; j < kend; ++j) {
                   const M p = s[j];
@@ -337,7 +349,7 @@ struct Sdpa {
     }
     if (kend == 0) {
       for (int r = 0; r < m; ++r) {
-        empty_row(o + int64_t{r} * Dv, b, h);
+        empty_row(o + int64_t{r} * Dv, b, h, i0 + r);
       }
     } else {
       if (D == 0) {
@@ -366,7 +378,7 @@ struct Sdpa {
         gemm(false, m, Dv, kend, M(1), s, kend, vmat(b, h), v.sl, o, Dv);
       }
       for (int r = 0; r < empty; ++r) {
-        empty_row(o + int64_t{r} * Dv, b, h);
+        empty_row(o + int64_t{r} * Dv, b, h, i0 + r);
       }
     }
     store(o, outp, int64_t{m} * Dv);
@@ -418,12 +430,22 @@ struct Sdpa {
 };
 
 template <typename T>
-void sdpa_kernel(const std::vector<array>& inputs, array& out, float scale,
-                 bool causal, ScaledDotProductAttention::MaskKind kind,
-                 bool has_sinks) {
+void sdpa_kernel(const std::vector<array>& inputs, std::vector<array>& outs,
+                 float scale, bool causal,
+                 ScaledDotProductAttention::MaskKind kind, bool has_sinks) {
   using M = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  array& out = outs[0];
   out.set_data(std::max<size_t>(out.nbytes(), 1));
+  M* lse = nullptr;
+  if (outs.size() > 1) {
+    outs[1].set_data(std::max<size_t>(outs[1].nbytes(), 1));
+    lse = outs[1].data<M>();
+  }
   if (out.size() == 0) {
+    if (lse) {  // no value features (Dv = 0): nothing computed the rows
+      std::fill(lse, lse + outs[1].size(),
+                std::numeric_limits<M>::quiet_NaN());
+    }
     return;
   }
   const array& qa = inputs[0];
@@ -444,8 +466,12 @@ void sdpa_kernel(const std::vector<array>& inputs, array& out, float scale,
                {},
                {},
                out.data<T>()};
+  p.lse = lse;
   if (p.Lk == 0) {  // empty softmax: the product with no keys is zero
     std::fill(p.dst, p.dst + out.size(), T(0));
+    if (lse) {
+      std::fill(lse, lse + outs[1].size(), -std::numeric_limits<M>::infinity());
+    }
     return;
   }
   p.q = operand<T, M>(qa);
@@ -461,8 +487,7 @@ void ScaledDotProductAttention::eval_cpu(const std::vector<array>& inputs,
   dispatch<FloatTypes>(
       inputs[0].dtype(), "scaled_dot_product_attention", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        sdpa_kernel<T>(inputs, outputs[0], scale_, causal_, mask_,
-                       has_sinks_);
+        sdpa_kernel<T>(inputs, outputs, scale_, causal_, mask_, has_sinks_);
       });
 }
 

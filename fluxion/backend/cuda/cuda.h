@@ -93,10 +93,18 @@ void fill(const array& value, array& out);
 // A row-contiguous version of `a` on the GPU (itself when it is one).
 array contiguous(const array& a);
 
+// FLUXION_ENABLE_TF32=1 (read once): float32 products and convolutions
+// may use TF32 tensor cores (MLX's convention); otherwise they compute in
+// float32.
+bool tf32_enabled();
+
 // out = a @ b through cuBLASLt, into out's row-contiguous GPU memory
 // (already allocated): a and b are views with out's batch dims (stride 0
 // where broadcast) and any row/column-major last two dims. For kernels
 // that multiply a temporary (the dequantized matrix of QuantizedMatmul).
+// `out` may also be a view of such memory whose last dim has stride 1 and
+// whose rows are at least that dim's size apart (a convolution writes each
+// group's columns of its output so).
 void matmul_into(const array& a, const array& b, array& out);
 
 // Out-of-range indices. A kernel cannot raise, and checking indices on the
@@ -131,6 +139,18 @@ struct HostFault {
 };
 HostFault host_fault(const char* op);
 void report_fault(const HostFault& f, std::exception_ptr e);
+
+// A failure a library reports per matrix in device memory (cuSOLVER's and
+// cuBLAS's info arrays: > 0 a singular or not positive definite matrix,
+// or no convergence; < 0 a rejected argument). Reading the array on the
+// host would cost a synchronization per call: a kernel folds it into the
+// slot this returns instead (report_status in kernels.cuh: `value` the
+// first nonzero info), and the stream's next host mark raises, as the
+// CPU's LAPACK kernels do, std::runtime_error("[op] " + failure) for a
+// positive value and "[op] The solver rejected argument N." for a
+// negative one, on the kernel's outputs and their dependents as an index
+// fault. `op` and `failure` are string literals (kept, not copied).
+IndexFault* status_fault(const char* op, const char* failure);
 
 // Keep `a`'s buffer alive until the work queued so far on the current
 // stream has finished (temporaries of a kernel).

@@ -93,6 +93,8 @@ struct Faults {
   IndexFault* slots = nullptr;  // mapped pinned memory, kFaultSlots
   IndexFault* device_slots = nullptr;  // the same, as the device sees it
   const char* ops[kFaultSlots] = {};
+  // A status slot's failure text (status_fault); null for an index slot.
+  const char* failures[kFaultSlots] = {};
   // Errors reported by the host for a slot (host_fault), and each slot's
   // generation, advanced when it is checked, so that a late report for a
   // reused slot is ignored.
@@ -272,6 +274,13 @@ std::exception_ptr check_window(Faults& f, FaultWindow& w) {
     if (f.host_errors[k]) {
       faulted[k] = std::move(f.host_errors[k]);
       f.host_errors[k] = nullptr;
+    } else if (slot.flag != 0 && f.failures[k] != nullptr) {
+      // A library's info (status_fault): the CPU's LAPACK message.
+      std::string msg = std::string("[") + f.ops[k] + "] ";
+      msg += slot.value > 0 ? std::string(f.failures[k])
+                            : "The solver rejected argument " +
+                                  std::to_string(-slot.value) + ".";
+      faulted[k] = std::make_exception_ptr(std::runtime_error(msg));
     } else if (slot.flag != 0) {
       std::string v = slot.is_unsigned
                           ? std::to_string(static_cast<unsigned long long>(
@@ -420,6 +429,7 @@ IndexFault* index_fault(const char* op) {
   f.next = (f.next + 1) % kFaultSlots;
   ++f.in_use;
   f.ops[k] = op;
+  f.failures[k] = nullptr;
   f.open.slots.push_back(k);
   t_took_fault_slot = true;
   return f.device_slots + k;
@@ -432,6 +442,14 @@ HostFault host_fault(const char* op) {
   int k = static_cast<int>(slot - f.device_slots);
   std::lock_guard<std::mutex> lk(f.mu);
   return HostFault{&f, k, f.generation[k]};
+}
+
+IndexFault* status_fault(const char* op, const char* failure) {
+  IndexFault* slot = index_fault(op);
+  Faults& f = t_state->faults;
+  std::lock_guard<std::mutex> lk(f.mu);
+  f.failures[slot - f.device_slots] = failure;
+  return slot;
 }
 
 void report_fault(const HostFault& h, std::exception_ptr e) {

@@ -152,6 +152,48 @@ __device__ __forceinline__ int64_t global_thread() {
   return blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
 }
 
+// The combination by `op` of v over each aligned group of G lanes of the
+// warp, in every lane of the group (a butterfly: all lanes agree, and
+// offsets below G stay inside the group). Every lane of the warp must call
+// it.
+template <int G = 32, typename M, typename Op>
+__device__ __forceinline__ M warp_all_reduce(M v, Op op) {
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) {
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  }
+  return v;
+}
+
+template <int G = 32, typename M>
+__device__ __forceinline__ M warp_sum(M v) {
+  return warp_all_reduce<G>(v, [](M a, M b) { return a + b; });
+}
+
+// The combination by `op` of v over the block, in every thread. `part`
+// holds 32 values; the closing barrier lets the caller reuse it at once.
+template <typename M, typename Op>
+__device__ __forceinline__ M block_all_reduce(M v, M* part, Op op) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = warp_all_reduce(v, op);
+  if (lane == 0) {
+    part[warp] = v;
+  }
+  __syncthreads();
+  M s = part[0];
+  const int nw = blockDim.x / 32;
+  for (int i = 1; i < nw; ++i) {
+    s = op(s, part[i]);
+  }
+  __syncthreads();
+  return s;
+}
+
+template <typename M>
+__device__ __forceinline__ M block_sum(M v, M* part) {
+  return block_all_reduce(v, part, [](M a, M b) { return a + b; });
+}
+
 // Warp shuffle of any value of up to 8 bytes (bool and the 1- and 2-byte
 // types included, which __shfl_down_sync has no overload for).
 template <typename T>

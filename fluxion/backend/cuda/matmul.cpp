@@ -50,13 +50,7 @@ Lt& lt() {
   return *l;
 }
 
-bool tf32_enabled() {
-  static bool on = [] {
-    const char* e = std::getenv("FLUXION_ENABLE_TF32");
-    return e != nullptr && std::string(e) == "1";
-  }();
-  return on;
-}
+using cu::tf32_enabled;
 
 // How an operand's last two dims (rows x cols, row-major view) are stored.
 struct MatView {
@@ -219,12 +213,16 @@ cublasLtMatmulAlgo_t choose_algo(Lt& l, const Problem& pr, double madds,
   return res[best].algo;
 }
 
-// out (row-contiguous, holding beta's C when `with_c`) = alpha a b + beta out.
+// out (holding beta's C when `with_c`) = alpha a b + beta out. out is
+// row-contiguous, or a view whose rows are unit-stride and at least N
+// elements apart (cu::matmul_into's: a convolution's group columns).
 void gemm(const array& a, const array& b, array& out, float alpha, float beta,
           bool with_c) {
   const int nd = out.ndim();
   const int64_t M = out.shape(nd - 2), N = out.shape(nd - 1);
   const int64_t K = a.shape(-1);
+  const int64_t ldc =
+      M > 1 ? std::max<int64_t>(out.strides()[nd - 2], N) : N;
   MatView va, vb;
   array A = a, B = b;
   if (!mat_view(A, va)) {
@@ -270,7 +268,7 @@ void gemm(const array& a, const array& b, array& out, float alpha, float beta,
                           : make_layout(ty.data, N, K, vb.ld, inner, isb);
   auto l2 = va.transposed ? make_layout(ty.data, M, K, va.ld, inner, isa)
                           : make_layout(ty.data, K, M, va.ld, inner, isa);
-  auto lc = make_layout(ty.data, N, M, N, inner, iso);
+  auto lc = make_layout(ty.data, N, M, ldc, inner, iso);
 
   std::string key = std::to_string(out.dtype().size) +
                     dtype_name(out.dtype()) + ":" + std::to_string(M) + "," +
@@ -280,7 +278,8 @@ void gemm(const array& a, const array& b, array& out, float alpha, float beta,
                     std::to_string(va.ld) + "," + std::to_string(vb.ld) +
                     "," + std::to_string(inner) + "," + std::to_string(isa) +
                     "," + std::to_string(isb) + "," + std::to_string(with_c) +
-                    std::to_string(tf32_enabled());
+                    std::to_string(tf32_enabled()) + "," +
+                    std::to_string(ldc) + "," + std::to_string(iso);
   float alpha_f = alpha, beta_f = with_c ? beta : 0.0f;
   double alpha_d = alpha, beta_d = beta_f;
   float alpha_c[2] = {alpha, 0.0f}, beta_c[2] = {beta_f, 0.0f};
@@ -305,8 +304,10 @@ void gemm(const array& a, const array& b, array& out, float alpha, float beta,
     if (it != l.algos.end()) {
       algo = it->second;
     } else {
+      // The first outer index's output extent (its inner batches' rows).
+      const int64_t extent = (inner - 1) * iso + (M - 1) * ldc + N;
       Problem pr{desc, l1.get(), l2.get(), lc.get(), db, da, pa,
-                 out.nbytes() / std::max<int64_t>(outer, 1)};
+                 static_cast<size_t>(extent) * isz};
       algo = choose_algo(l, pr, static_cast<double>(M) * N * K * inner, s);
       l.algos.emplace(key, algo);
     }
@@ -376,6 +377,14 @@ void product(const array& a, const array& b, const array* c, array& out,
 }  // namespace
 
 namespace cu {
+
+bool tf32_enabled() {
+  static bool on = [] {
+    const char* e = std::getenv("FLUXION_ENABLE_TF32");
+    return e != nullptr && std::string(e) == "1";
+  }();
+  return on;
+}
 
 void matmul_into(const array& a, const array& b, array& out) {
   if (out.size() == 0) {

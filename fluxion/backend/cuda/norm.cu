@@ -56,7 +56,6 @@ struct NormArgs {
 };
 
 using cu::block_sum;
-using cu::inv_sqrt;
 using cu::load_param;
 using cu::warp_sum;
 
@@ -86,30 +85,8 @@ __device__ __forceinline__ void norm_row(const NormArgs<T, M>& a, int64_t r,
       }
     }
   }
-  M s = 0;
-#pragma unroll
-  for (int k = 0; k < P; ++k) {
-    if (k * nt < left) {
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        s += v[k][e];
-      }
-    }
-  }
-  const M n = static_cast<M>(a.d);
-  const M mu = a.layer ? sum(s) / n : M(0);
-  M sq = 0;
-#pragma unroll
-  for (int k = 0; k < P; ++k) {
-    if (k * nt < left) {
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        M c = v[k][e] - mu;
-        sq += c * c;
-      }
-    }
-  }
-  const M rstd = inv_sqrt(sum(sq) / n + a.eps);
+  M mu, rstd;
+  cu::row_stats<M, P, V>(v, left, nt, a.d, a.layer, a.eps, sum, mu, rstd);
 #pragma unroll
   for (int k = 0; k < P; ++k) {
     if (k * nt < left) {
@@ -176,21 +153,8 @@ __global__ void __launch_bounds__(kLongThreads) norm_long(NormArgs<T, M> a) {
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const T* xr = a.x + r * a.d;
     T* yr = a.y + r * a.d;
-    const M n = static_cast<M>(a.d);
-    M mu = 0;
-    if (a.layer) {
-      M s = 0;
-      for (int i = threadIdx.x; i < a.d; i += blockDim.x) {
-        s += cu::convert<M>(xr[i]);
-      }
-      mu = block_sum(s, part) / n;
-    }
-    M sq = 0;
-    for (int i = threadIdx.x; i < a.d; i += blockDim.x) {
-      M c = cu::convert<M>(xr[i]) - mu;
-      sq += c * c;
-    }
-    const M rstd = inv_sqrt(block_sum(sq, part) / n + a.eps);
+    M mu, rstd;
+    cu::long_row_stats(xr, a.d, a.layer, a.eps, part, mu, rstd);
     for (int i = threadIdx.x; i < a.d; i += blockDim.x) {
       M t = (cu::convert<M>(xr[i]) - mu) * rstd;
       if (a.w) {

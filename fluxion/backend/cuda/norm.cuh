@@ -1,6 +1,6 @@
 // What the row kernels of the norms share (norm.cu: the forward, and
-// norm_vjp.cu: the backward): the CPU's rounding of 1 / sqrt, sums over a
-// warp's lane groups and over a block, and vector loads of a weight.
+// norm_vjp.cu: the backward): the CPU's rounding of 1 / sqrt, the rows'
+// statistics (sums from kernels.cuh), and vector loads of a weight.
 #pragma once
 
 #include "fluxion/backend/cuda/kernels.cuh"
@@ -12,35 +12,61 @@ namespace fluxion::cu {
 __device__ __forceinline__ float inv_sqrt(float v) { return 1.0f / sqrtf(v); }
 __device__ __forceinline__ double inv_sqrt(double v) { return 1.0 / ::sqrt(v); }
 
-// Sum of v over each aligned group of G lanes of the warp, in every lane of
-// the group (a butterfly: all lanes agree, and offsets below G stay inside
-// the group). Every lane of the warp must call it.
-template <int G = 32, typename M>
-__device__ __forceinline__ M warp_sum(M v) {
+// A row's statistics, mean (0 for RMSNorm) and rstd = 1 / sqrt(var + eps),
+// two-pass as on the CPU. In registers: the thread's units are v[k] for
+// k * nt < left, and `sum` combines a value over the row's threads (every
+// thread must call it, valid or not).
+template <typename M, int P, int V, typename Sum>
+__device__ __forceinline__ void row_stats(const M (&v)[P][V], int left, int nt,
+                                          int d, bool layer, M eps, Sum sum,
+                                          M& mu, M& rstd) {
+  const M n = static_cast<M>(d);
+  M s = 0;
 #pragma unroll
-  for (int o = G / 2; o > 0; o >>= 1) {
-    v += __shfl_xor_sync(0xffffffffu, v, o);
+  for (int k = 0; k < P; ++k) {
+    if (k * nt < left) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        s += v[k][e];
+      }
+    }
   }
-  return v;
+  mu = layer ? sum(s) / n : M(0);
+  M sq = 0;
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    if (k * nt < left) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        M c = v[k][e] - mu;
+        sq += c * c;
+      }
+    }
+  }
+  rstd = inv_sqrt(sum(sq) / n + eps);
 }
 
-// Sum of v over the block, in every thread. `part` holds 32 values; the
-// closing barrier lets the caller reuse it at once.
-template <typename M>
-__device__ __forceinline__ M block_sum(M v, M* part) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  v = warp_sum(v);
-  if (lane == 0) {
-    part[warp] = v;
+// The same for a row too long for registers, read from memory by the
+// whole block (two sweeps).
+template <typename T, typename M>
+__device__ __forceinline__ void long_row_stats(const T* xr, int d, bool layer,
+                                               M eps, M* part, M& mu,
+                                               M& rstd) {
+  const M n = static_cast<M>(d);
+  mu = 0;
+  if (layer) {
+    M s = 0;
+    for (int i = threadIdx.x; i < d; i += blockDim.x) {
+      s += convert<M>(xr[i]);
+    }
+    mu = block_sum(s, part) / n;
   }
-  __syncthreads();
-  M s = part[0];
-  const int nw = blockDim.x / 32;
-  for (int i = 1; i < nw; ++i) {
-    s += part[i];
+  M sq = 0;
+  for (int i = threadIdx.x; i < d; i += blockDim.x) {
+    M c = convert<M>(xr[i]) - mu;
+    sq += c * c;
   }
-  __syncthreads();
-  return s;
+  rstd = inv_sqrt(block_sum(sq, part) / n + eps);
 }
 
 // V consecutive parameter values from element e, as one Pack when the

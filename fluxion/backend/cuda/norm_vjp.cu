@@ -38,7 +38,6 @@ namespace fluxion::fast {
 namespace {
 
 using cu::block_sum;
-using cu::inv_sqrt;
 using cu::load_param;
 using cu::warp_sum;
 
@@ -102,30 +101,8 @@ __device__ __forceinline__ void vjp_row(const VjpArgs<T, M>& a, int64_t r,
     }
   }
   // The forward's statistics (norm.cu's norm_row).
-  M s = 0;
-#pragma unroll
-  for (int k = 0; k < P; ++k) {
-    if (k * nt < left) {
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        s += v[k][e];
-      }
-    }
-  }
-  const M n = static_cast<M>(a.d);
-  const M mu = a.layer ? sum(s) / n : M(0);
-  M sq = 0;
-#pragma unroll
-  for (int k = 0; k < P; ++k) {
-    if (k * nt < left) {
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        M c = v[k][e] - mu;
-        sq += c * c;
-      }
-    }
-  }
-  const M rstd = inv_sqrt(sum(sq) / n + a.eps);
+  M mu, rstd;
+  cu::row_stats<M, P, V>(v, left, nt, a.d, a.layer, a.eps, sum, mu, rstd);
   // xhat and gw replace x and g in the registers once the weight sums
   // have taken g.
   M s1 = 0, s2 = 0;
@@ -150,6 +127,7 @@ __device__ __forceinline__ void vjp_row(const VjpArgs<T, M>& a, int64_t r,
       }
     }
   }
+  const M n = static_cast<M>(a.d);
   const M mean_gw = a.layer ? sum(s1) / n : M(0);
   const M mean_gwx = sum(s2) / n;
 #pragma unroll
@@ -308,20 +286,8 @@ __global__ void __launch_bounds__(kLongThreads) vjp_long(VjpArgs<T, M> a) {
     const T* xr = a.x + r * a.d;
     const T* gr = a.g + r * a.d;
     T* dr = a.dx + r * a.d;
-    M mu = 0;
-    if (a.layer) {
-      M s = 0;
-      for (int i = threadIdx.x; i < a.d; i += blockDim.x) {
-        s += cu::convert<M>(xr[i]);
-      }
-      mu = block_sum(s, part) / n;
-    }
-    M sq = 0;
-    for (int i = threadIdx.x; i < a.d; i += blockDim.x) {
-      M c = cu::convert<M>(xr[i]) - mu;
-      sq += c * c;
-    }
-    const M rstd = inv_sqrt(block_sum(sq, part) / n + a.eps);
+    M mu, rstd;
+    cu::long_row_stats(xr, a.d, a.layer, a.eps, part, mu, rstd);
     M s1 = 0, s2 = 0;
     for (int i = threadIdx.x; i < a.d; i += blockDim.x) {
       const M xh = (cu::convert<M>(xr[i]) - mu) * rstd;

@@ -2,8 +2,11 @@
 // (backend/cpu/quantized.cpp; the schemes are documented in
 // ops/quantized.h):
 //  - decoding (x has at most kVecRows rows, w is one N x K matrix used
-//    transposed): a matrix-vector kernel, a warp per output column, that
-//    reads each packed word of w once and dequantizes in registers;
+//    transposed): a matrix-vector kernel that reads each packed word of w
+//    once and dequantizes in registers: quantized_qmv.cu's for the
+//    word-aligned layouts (affine 2/4/8 bits, mxfp4, nvfp4, mxfp8) with
+//    16-byte aligned rows, else the generic one here, a warp per output
+//    column;
 //  - everything else: w is dequantized once into x's dtype (a matrix of
 //    N x K or K x N, batched like w) and multiplied by cuBLASLt, its batch
 //    dims broadcast against x's as stride-0 batches.
@@ -13,6 +16,7 @@
 #include <optional>
 
 #include "fluxion/backend/cuda/kernels.cuh"
+#include "fluxion/backend/cuda/quantized.cuh"
 #include "fluxion/ops/quantized.h"
 
 namespace fluxion {
@@ -159,10 +163,7 @@ __global__ void qmv(QParams p, const T* x, T* out, int N, int K) {
   }
 #pragma unroll
   for (int m = 0; m < M; ++m) {
-    C v = acc[m];
-    for (int o = 16; o > 0; o >>= 1) {
-      v += __shfl_xor_sync(0xffffffffu, v, o);
-    }
+    const C v = cu::warp_sum(acc[m]);
     if (lane == 0) {
       out[int64_t{m} * N + warp] = cu::convert<T>(v);
     }
@@ -212,6 +213,13 @@ void qmm_gpu(const std::vector<array>& in, array& out, int gs, int bits,
   };
   const int64_t rows = x.size() / K;
   if (w.ndim() == 2 && transpose && rows <= kVecRows) {
+    const qmv::Args args{p.w, p.scales, p.biases, p.global_scale,
+                         cu::ptr(x), cu::ptr(out), static_cast<int>(rows),
+                         N, K, gs, bits, static_cast<int>(mode)};
+    if (qmv::qmv_fast<T>(args, stream)) {
+      cu::check_launch("quantized_matmul");
+      return;
+    }
     with_scales([&](auto stag) {
       using S = typename decltype(stag)::type;
       const T* xp = cu::ptr<const T>(x);

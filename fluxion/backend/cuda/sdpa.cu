@@ -12,7 +12,9 @@
 //
 // Few rows and many keys (decoding): the keys are split over several
 // blocks (`nsplit`), each writing its partial (m, l, output) to a scratch
-// array, and a second kernel merges the partial softmaxes.
+// array, and a second kernel merges the partial softmaxes. Decoding with
+// at most 4 queries in float16/bfloat16/float32 and 16-byte rows takes
+// sdpa_decode.cu's kernel (vectorized loads, many keys in flight) instead.
 //
 // Arithmetic is SIMT in float (double for float64), as the CPU computes:
 // in the score step lane j of a warp owns key j of the tile, in the
@@ -26,6 +28,7 @@
 #include <limits>
 
 #include "fluxion/backend/cuda/sdpa.cuh"
+#include "fluxion/backend/cuda/sdpa_cudnn.h"
 
 namespace fluxion::fast {
 
@@ -84,6 +87,23 @@ __device__ __forceinline__ void load_tile(M* dst, int pitch, const void* src,
     dst[jj * pitch + k] =
         jj < nk ? cu::convert<M>(s[jj * st[2] + k * st[3]]) : M(0);
   }
+}
+
+// The logsumexp of a row's scores (the sink's logit joining them) from its
+// finished softmax state: mf + log(total) in finish_scale's terms.
+template <typename M>
+__device__ __forceinline__ M row_lse(const SdpaParams& p, M m, M sink,
+                                     M total) {
+  M mf = m;
+  if (p.has_sinks) {
+    mf = sink != sink ? sink : (mf < sink ? sink : mf);
+  }
+  return mf + log(total);
+}
+
+template <typename M>
+__global__ void lse_fill(M* lse, int64_t n) {
+  FLUXION_GRID_LOOP(i, n) { lse[i] = neg_inf<M>(); }
 }
 
 template <typename T, typename M, int DPL>
@@ -243,6 +263,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     M sink = p.has_sinks ? load<T, M>(p.sinks, ids[r].h * p.sink_stride) : 0;
     M total;
     const M w = finish_scale(p, m[r], l[r], sink, total);
+    if (p.lse && lane == 0) {
+      static_cast<M*>(p.lse)[row] = row_lse(p, m[r], sink, total);
+    }
     T* o = static_cast<T*>(p.out) + row * Dv;
 #pragma unroll
     for (int t = 0; t < DPL; ++t) {
@@ -279,14 +302,17 @@ __global__ void sdpa_merge(SdpaParams p) {
     M sink = p.has_sinks ? load<T, M>(p.sinks, h * p.sink_stride) : 0;
     M total;
     const M w = finish_scale(p, m, l, sink, total);
+    if (p.lse && d == 0) {
+      static_cast<M*>(p.lse)[row] = row_lse(p, m, sink, total);
+    }
     static_cast<T*>(p.out)[e] = cu::convert<T>(acc * w / total);
   }
 }
 
 template <typename T>
-void sdpa_gpu(const std::vector<array>& in, array& out, float scale,
-              bool causal, ScaledDotProductAttention::MaskKind kind,
-              bool has_sinks) {
+void sdpa_gpu(const std::vector<array>& in, array& out, array* lse,
+              float scale, bool causal,
+              ScaledDotProductAttention::MaskKind kind, bool has_sinks) {
   using M = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const array& q = in[0];
   const array& k = in[1];
@@ -305,9 +331,18 @@ void sdpa_gpu(const std::vector<array>& in, array& out, float scale,
   p.has_sinks = has_sinks;
   p.scale = scale;
   cudaStream_t stream = cu::current_stream();
+  if (lse) {
+    cu::alloc(*lse);
+    p.lse = cu::ptr(*lse);
+  }
   if (p.Lk == 0) {  // an empty softmax: the product with no keys is zero
     cu::check(cudaMemsetAsync(cu::ptr(out), 0, out.nbytes(), stream),
               "scaled_dot_product_attention");
+    if (lse) {  // log(0)
+      lse_fill<M><<<cu::blocks_for(lse->size()), cu::kThreads, 0, stream>>>(
+          static_cast<M*>(p.lse), static_cast<int64_t>(lse->size()));
+      cu::check_launch("scaled_dot_product_attention");
+    }
     return;
   }
   const int dpl = (p.Dv + 31) / 32;
@@ -345,9 +380,25 @@ void sdpa_gpu(const std::vector<array>& in, array& out, float scale,
     p.vec = p.D % V == 0 && p.Dv % V == 0 && packable(p.k, p.ks) &&
             packable(p.v, p.vs);
   }
+  // The decode kernel writes no logsumexp (asked for only while a vjp
+  // traces): the SIMT kernel below does.
+  if (!p.lse && decode_plan<T>(p)) {
+    std::shared_ptr<Data> part;
+    if (p.nsplit > 1) {
+      const int64_t n = int64_t{p.nsplit} * p.B * p.Hq * p.Lq * (p.Dv + 2);
+      part = std::make_shared<Data>(static_cast<size_t>(n) * sizeof(float),
+                                    Device{Device::gpu});
+      cu::keep_alive(part);
+      p.part = part->ptr();
+    }
+    sdpa_decode<T>(p, stream);
+    cu::check_launch("scaled_dot_product_attention");
+    return;
+  }
   if constexpr (std::is_same_v<T, __half> ||
                 std::is_same_v<T, __nv_bfloat16>) {
-    if (sdpa_mma<T>(p, stream)) {
+    // The tensor-core kernel writes no logsumexp: the SIMT one does.
+    if (!p.lse && sdpa_mma<T>(p, stream)) {
       return;
     }
   }
@@ -420,17 +471,30 @@ void sdpa_gpu(const std::vector<array>& in, array& out, float scale,
 
 }  // namespace
 
+// cuDNN's fused kernel (sdpa_cudnn.cpp) where it takes the inputs, else
+// the kernels above.
 void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
                                          std::vector<array>& outputs) {
+  if (mask_ == None && !has_sinks_ &&
+      cu::cudnn_sdpa::forward(inputs, outputs, scale_, causal_)) {
+    return;
+  }
   array& out = outputs[0];
+  array* lse = outputs.size() > 1 ? &outputs[1] : nullptr;
   cu::alloc(out);
   if (out.size() == 0) {
+    if (lse && lse->size() > 0) {  // no value features: not computed
+      cu::alloc(*lse);
+      cu::check(cudaMemsetAsync(cu::ptr(*lse), 0xff, lse->nbytes(),
+                                cu::current_stream()),
+                "scaled_dot_product_attention");
+    }
     return;
   }
   cu::dispatch_gpu<FloatTypes>(
       out.dtype(), "scaled_dot_product_attention", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        sdpa_gpu<T>(inputs, out, scale_, causal_, mask_, has_sinks_);
+        sdpa_gpu<T>(inputs, out, lse, scale_, causal_, mask_, has_sinks_);
       });
 }
 

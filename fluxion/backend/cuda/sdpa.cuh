@@ -17,7 +17,10 @@ struct SdpaParams {
   const void* mask;   // [B, Hq, Lq, Lk] by ms, or null
   const void* sinks;  // [Hq] by sink_stride, or null
   void* out;          // [B, Hq, Lq, Dv], row-contiguous
-  void* part;         // nsplit > 1: [nsplit, B * Hq * Lq, Dv + 2] of M
+  void* lse;          // [B, Hq, Lq] in M (the logsumexp), or null
+  void* part;         // nsplit > 1: nsplit * B * Hq * Lq * (Dv + 2) of M
+                      // ([nsplit, rows, Dv + 2] in sdpa.cu; the decode
+                      // kernel's own layout in sdpa_decode.cu)
   int64_t qs[4], ks[4], vs[4], ms[4];
   int64_t sink_stride;
   int B, Hq, Hkv, R, Lq, Lk, D, Dv;
@@ -42,19 +45,10 @@ __device__ __forceinline__ M max_skip_nan(M a, M b) {
 
 template <typename M>
 __device__ __forceinline__ M warp_max(M v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    v = max_skip_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
-  }
-  return v;
+  return cu::warp_all_reduce(v, [](M a, M b) { return max_skip_nan(a, b); });
 }
 
-template <typename M>
-__device__ __forceinline__ M warp_sum(M v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  }
-  return v;
-}
+using cu::warp_sum;
 
 __device__ __forceinline__ float exp_m(float x) { return expf(x); }
 __device__ __forceinline__ double exp_m(double x) { return exp(x); }
@@ -146,5 +140,16 @@ __device__ __forceinline__ int keys_for(const SdpaParams& p, int i0, int i1) {
 // not apply (the caller runs the SIMT kernel).
 template <typename T>
 bool sdpa_mma(const SdpaParams& p, cudaStream_t stream);
+
+// The decode kernel of sdpa_decode.cu (Lq <= 4, float16/bfloat16/float32,
+// D = Dv in whole 16-byte units, K and V readable in 16-byte packs):
+// decode_plan returns false when it does not apply, else sets p's
+// row_blocks, nsplit and split_len; the caller then gives p.part
+// nsplit * B * Hq * Lq * (D + 2) floats when nsplit > 1 and calls
+// sdpa_decode, which launches the kernel and the merge of the splits.
+template <typename T>
+bool decode_plan(SdpaParams& p);
+template <typename T>
+void sdpa_decode(const SdpaParams& p, cudaStream_t stream);
 
 }  // namespace fluxion::fast::sdpa_detail

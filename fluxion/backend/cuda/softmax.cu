@@ -30,32 +30,23 @@ __device__ __forceinline__ C max_nan(C a, C b) {
 __device__ __forceinline__ float exp_c(float x) { return expf(x); }
 __device__ __forceinline__ double exp_c(double x) { return exp(x); }
 
+// The row's max (a nan wins) or sum over the warp or the block, in every
+// thread (kernels.cuh's reductions).
 template <typename C, bool Max>
-__device__ __forceinline__ C warp_reduce(C v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    C u = __shfl_xor_sync(0xffffffffu, v, o);
-    v = Max ? max_nan(v, u) : v + u;
-  }
-  return v;
+__device__ __forceinline__ C combine(C a, C b) {
+  return Max ? max_nan(a, b) : a + b;
 }
 
-// The block's combination of v (every thread gets the result).
 template <typename C, bool Max>
-__device__ C block_reduce(C v, C* shared) {
-  v = warp_reduce<C, Max>(v);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int warps = blockDim.x / 32;
-  __syncthreads();  // `shared` may hold the last reduction's values
-  if (lane == 0) {
-    shared[warp] = v;
-  }
-  __syncthreads();
-  v = shared[0];
-  for (int w = 1; w < warps; ++w) {
-    v = Max ? max_nan(v, shared[w]) : v + shared[w];
-  }
-  return v;
+__device__ __forceinline__ C warp_reduce(C v) {
+  return cu::warp_all_reduce(v,
+                             [](C a, C b) { return combine<C, Max>(a, b); });
+}
+
+template <typename C, bool Max>
+__device__ __forceinline__ C block_reduce(C v, C* shared) {
+  return cu::block_all_reduce(v, shared,
+                              [](C a, C b) { return combine<C, Max>(a, b); });
 }
 
 // The NV values one thread keeps of a row that `threads` threads share:

@@ -1,0 +1,62 @@
+#!/bin/sh
+# One call on the lent GPU machine (the `run` tool runs it in a copy of the
+# checkout; what lands under $OUT comes back): `make test-gpu`, then the
+# parts named as arguments, each logged to $OUT/<part>.log and summed up in
+# $OUT/summary.txt. A call has 10 minutes and a cold build takes about 5, so
+# the first call is `sh tools/device_call.sh` (build and test-gpu) and the
+# next, chained within the machine's 30 s idle time so the build is kept,
+# `sh tools/device_call.sh nobuild sanitize bench`. Budget: on an H100
+# (session 18) build and test-gpu took 330 s of wall time, bench 69 s, and
+# the call cost 650 s of the session's device time (the machine's start
+# and the transfers count); a start that fails costs 1.5 to 3 minutes.
+# Parts:
+#   sanitize  make test-gpu-sanitize (compute-sanitizer memcheck)
+#   bench     benchmarks/gpu/bench_gpu.py, all rows, then its conv, decode
+#             and linalg rows, into one log
+#   nobuild   skip test-gpu (the build of an earlier call is reused by the
+#             other parts as it is)
+set -u
+OUT=${OUT:-/tmp/device-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+summary="$OUT/summary.txt"
+note() { echo "$*" | tee -a "$summary"; }
+timed() {  # timed NAME COMMAND...: runs COMMAND into $OUT/NAME.log
+  name=$1; shift
+  start=$(date +%s)
+  "$@" > "$OUT/$name.log" 2>&1
+  rc=$?
+  note "$name: rc=$rc in $(( $(date +%s) - start )) s"
+  tail -n 25 "$OUT/$name.log"
+  return $rc
+}
+# At most 8 files come back: summary.txt, test-gpu.log, gtest-failed.txt,
+# gtest-gpu.log.gz, pytest-gpu.log, sanitize.log, bench.log. The exit status
+# is 1 when test-gpu or sanitize failed.
+status=0
+note "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version \
+  --format=csv,noheader 2>&1 | head -n 1)"
+case " $* " in
+  *" nobuild "*) ;;
+  *)
+    timed test-gpu make test-gpu JOBS="$(nproc)" || status=1
+    grep -hE "FAILED|\[  FAILED" build-gpu/gtest-gpu.log > "$OUT/gtest-failed.txt" 2>/dev/null
+    # The full logs, for failures that the summary lines do not explain.
+    gzip -c build-gpu/gtest-gpu.log > "$OUT/gtest-gpu.log.gz" 2>/dev/null
+    cp build-gpu/pytest-gpu.log "$OUT/" 2>/dev/null
+    ;;
+esac
+for part in "$@"; do
+  case $part in
+    sanitize) timed sanitize make test-gpu-sanitize JOBS="$(nproc)" || status=1 ;;
+    bench)
+      timed bench sh -c 'for rows in "" conv decode linalg; do
+          echo "== bench_gpu.py $rows"
+          PYTHONPATH=build-gpu/python python3 benchmarks/gpu/bench_gpu.py $rows
+        done'
+      ;;
+    nobuild) ;;
+    *) note "unknown part: $part" ;;
+  esac
+done
+exit $status
