@@ -1,5 +1,7 @@
 // The allocator slots per device and the memory API over them. The
-// allocators themselves belong to the backends.
+// allocators themselves belong to the backends (Backend::device_allocator);
+// a GPU backend also registers its own as it finds its devices
+// (register_allocator), which makes the lookup one atomic load.
 #include "fluxion/allocator.h"
 
 #include <unistd.h>
@@ -8,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fluxion/backend/cpu.h"
+#include "fluxion/backend_interface.h"
 
 namespace fluxion {
 
@@ -16,23 +18,24 @@ namespace allocator {
 
 namespace {
 
-// GPU allocators by device index, registered by a GPU backend.
+// GPU allocators by device index, registered by a GPU backend as it finds
+// its devices (or by a test, for an index no backend serves).
 constexpr int kMaxGpus = 64;
 std::atomic<Allocator*> g_gpu[kMaxGpus] = {};
 
 Allocator* find(Device d) {
-  if (d.type == Device::cpu) {
-    if (d.index != 0) {
-      return nullptr;
+  if (d.type == Device::gpu && d.index >= 0 && d.index < kMaxGpus) {
+    if (Allocator* a = g_gpu[d.index].load(std::memory_order_acquire)) {
+      return a;
     }
-    Allocator* a = &cpu::host_allocator();
+  }
+  // Not registered (yet): the backend's answer, which may find its devices
+  // first. The host's is then kept for get()'s fast path.
+  Allocator* a = backend(d.type).device_allocator(d.index);
+  if (a != nullptr && d.type == Device::cpu) {
     detail::host.store(a, std::memory_order_release);
-    return a;
   }
-  if (d.index < 0 || d.index >= kMaxGpus) {
-    return nullptr;
-  }
-  return g_gpu[d.index].load(std::memory_order_acquire);
+  return a;
 }
 
 }  // namespace
@@ -74,8 +77,8 @@ void register_allocator(Device d, Allocator* a) {
   }
 }
 
-void* malloc(size_t size) { return cpu::host_allocator().malloc(size); }
-void free(void* ptr, size_t size) { cpu::host_allocator().free(ptr, size); }
+void* malloc(size_t size) { return get(Device::cpu, "malloc").malloc(size); }
+void free(void* ptr, size_t size) { get(Device::cpu, "free").free(ptr, size); }
 
 }  // namespace allocator
 
@@ -88,7 +91,7 @@ allocator::Allocator& of(Device d, const char* op) {
 // Every device that has an allocator.
 template <typename F>
 void for_each_allocator(F f) {
-  f(cpu::host_allocator());
+  f(allocator::get(Device::cpu));
   for (int i = 0;; ++i) {
     Device d(Device::gpu, i);
     if (!allocator::has_allocator(d)) {

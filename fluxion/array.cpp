@@ -7,8 +7,8 @@
 #include <thread>
 #include <utility>
 
-#include "fluxion/backend/common/dispatch.h"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
+#include "fluxion/dtype_dispatch.h"
 #include "fluxion/primitive.h"
 #include "fluxion/scheduler.h"
 #include "fluxion/transforms.h"
@@ -402,8 +402,9 @@ void* Data::ptr_on(Device d) {
   }
   // A host copy goes to pinned memory when it can be had, else to the
   // host's (pinned memory is limited by the system).
+  Backend& home = backend(device_.type);
   allocator::Allocator* a =
-      d.type == Device::cpu ? gpu::host_copy_allocator() : nullptr;
+      d.type == Device::cpu ? home.host_copy_allocator() : nullptr;
   void* c = nullptr;
   if (a != nullptr) {
     try {
@@ -416,7 +417,7 @@ void* Data::ptr_on(Device d) {
     c = a->malloc(nbytes_);
   }
   try {
-    gpu::copy_memory(c, d, ptr_, device_, nbytes_);
+    home.copy(c, d, ptr_, device_, nbytes_);
   } catch (...) {
     a->free(c, nbytes_);
     throw;

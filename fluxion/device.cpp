@@ -1,9 +1,6 @@
 #include "fluxion/device.h"
 
-#include <sys/utsname.h>
-
 #include <atomic>
-#include <fstream>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
@@ -13,8 +10,7 @@
 #include <vector>
 
 #include "fluxion/allocator.h"
-#include "fluxion/backend/cpu.h"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
 
 namespace fluxion {
 
@@ -51,9 +47,9 @@ struct StreamRegistry {
   StreamRegistry() {
     streams.push_back({default_cpu, true, {}});
     streams.push_back({default_gpu, true, {}});
-    cpu::new_stream(default_cpu);
-    if (gpu::is_available()) {
-      gpu::new_stream(default_gpu);
+    cpu_backend().new_stream(default_cpu);
+    if (gpu_backend().available()) {
+      gpu_backend().new_stream(default_gpu);
       // The GPU is the default device when there is one (MLX);
       // FLUXION_DEFAULT_DEVICE=cpu keeps the CPU (make test-gpu runs the
       // CPU suite that way, next to the GPU tests).
@@ -65,23 +61,6 @@ struct StreamRegistry {
     update_packed();
   }
 };
-
-// The backend of a stream's device.
-void backend_new_stream(const Stream& s) {
-  if (s.device == Device::gpu) {
-    gpu::new_stream(s);
-  } else {
-    cpu::new_stream(s);
-  }
-}
-
-void backend_end_stream(const Stream& s) {
-  if (s.device == Device::gpu) {
-    gpu::end_stream(s);
-  } else {
-    cpu::end_stream(s);
-  }
-}
 
 StreamRegistry& registry() {
   static auto* r = new StreamRegistry();
@@ -117,7 +96,7 @@ Stream make_stream(Device d, bool shared) {
     s.index = static_cast<int>(r.streams.size());
     r.streams.push_back({s, shared, std::this_thread::get_id()});
   }
-  backend_new_stream(s);
+  backend(s.device.type).new_stream(s);
   return s;
 }
 
@@ -134,13 +113,14 @@ Device default_device() {
 
 namespace detail {
 std::string no_gpu_reason() {
-  return gpu::backend_built() ? "no GPU is visible."
-                              : "Fluxion was built without a GPU backend.";
+  return gpu_backend().built() ? "no GPU is visible."
+                               : "Fluxion was built without a GPU backend.";
 }
 }  // namespace detail
 
+// The cpu always is: no call for it (default_stream asks on every op).
 bool is_available(const Device& d) {
-  return d.type == Device::cpu || gpu::is_available();
+  return d.type == Device::cpu || backend(d.type).available();
 }
 
 void set_default_device(const Device& d) {
@@ -156,65 +136,20 @@ void set_default_device(const Device& d) {
   t_defaults.device.reset();
 }
 
-int device_count(Device::DeviceType t) {
-  return t == Device::cpu ? 1 : gpu::device_count();
-}
-
-namespace {
-
-std::string machine_architecture() {
-  struct utsname u;
-  if (uname(&u) == 0) {
-    return u.machine;
-  }
-  return "unknown";
-}
-
-// The "model name" line of /proc/cpuinfo, else the architecture.
-std::string cpu_name() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) {
-        auto start = line.find_first_not_of(" \t", colon + 1);
-        if (start != std::string::npos) {
-          return line.substr(start);
-        }
-      }
-    }
-  }
-  return machine_architecture();
-}
-
-}  // namespace
+int device_count(Device::DeviceType t) { return backend(t).device_count(); }
 
 DeviceInfo device_info(const Device& d) {
-  if (d.type == Device::gpu) {
-    if (d.index < 0 || d.index >= gpu::device_count()) {
-      if (gpu::device_count() == 0) {
-        return gpu::device_info(d.index);  // raises: no GPU backend
-      }
-      throw std::invalid_argument(
-          "[device_info] gpu " + std::to_string(d.index) +
-          " does not exist; there are " +
-          std::to_string(gpu::device_count()) + ".");
-    }
-    return gpu::device_info(d.index);
+  Backend& b = backend(d.type);
+  int count = b.device_count();
+  if (count == 0 || (d.index >= 0 && d.index < count)) {
+    return b.device_info(d.index);  // with none, raises saying why
   }
-  if (d.index != 0) {
-    throw std::invalid_argument("[device_info] cpu " +
-                                std::to_string(d.index) +
-                                " does not exist; there is one cpu device.");
-  }
-  static const DeviceInfo info = {
-      {"device_name", cpu_name()},
-      {"architecture", machine_architecture()},
-      {"memory_size", physical_memory()},
-      {"total_memory", physical_memory()},
-  };
-  return info;
+  const char* type = d.type == Device::cpu ? "cpu" : "gpu";
+  throw std::invalid_argument(
+      std::string("[device_info] ") + type + " " + std::to_string(d.index) +
+      " does not exist; there " +
+      (count == 1 ? std::string("is one ") + type + " device."
+                  : "are " + std::to_string(count) + "."));
 }
 
 std::ostream& operator<<(std::ostream& os, const Device& d) {
@@ -296,7 +231,7 @@ void clear_streams() {
     }
   }
   for (auto& s : mine) {
-    backend_end_stream(s);
+    backend(s.device.type).end_stream(s);
     for (auto* local : {&t_defaults.cpu, &t_defaults.gpu}) {
       if (*local && (*local)->index == s.index) {
         local->reset();
@@ -343,15 +278,12 @@ void synchronize(Stream s) {
           " was ended by clear_streams().");
     }
   }
-  if (s.device == Device::gpu) {
-    if (!gpu::is_available()) {
-      throw std::invalid_argument(
-          "[synchronize] Cannot use the gpu: " + detail::no_gpu_reason());
-    }
-    gpu::synchronize(s);
-  } else {
-    cpu::synchronize(s);
+  Backend& b = backend(s.device.type);
+  if (!b.available()) {
+    throw std::invalid_argument("[synchronize] Cannot use the gpu: " +
+                                detail::no_gpu_reason());
   }
+  b.synchronize(s);
 }
 
 void synchronize() {

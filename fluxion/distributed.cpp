@@ -11,7 +11,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "fluxion/backend/gpu.h"
 #include "fluxion/distributed_comm.h"
 
 namespace fluxion::distributed {
@@ -55,7 +54,7 @@ bool prefer_nccl() {
       return false;
     }
     const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
-    bool own = v && *v && gpu::device_count() == 1;
+    bool own = v && *v && device_count(Device::gpu) == 1;
     return detail::local_size() == 1 || own;
   }();
   return prefer;

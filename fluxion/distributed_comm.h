@@ -21,6 +21,14 @@ namespace fluxion::distributed::detail {
 
 enum class ReduceOp { sum, max, min };
 
+// inout[i] = r(inout[i], in[i]) for `n` host elements of dtype `t`, as
+// Fluxion's reductions combine (the CPU backend's functors, defined in
+// backend/cpu/distributed.cpp): for a host transport that combines
+// buffers itself (MPI's user operations). float16 and bfloat16 combine in
+// float32 and round back each step; max and min propagate NaN.
+void combine_on_host(ReduceOp r, Dtype t, const void* in, void* inout,
+                     size_t n);
+
 class Comm {
  public:
   virtual ~Comm() = default;

@@ -12,7 +12,7 @@
 // Reductions: MPI's own operations where they mean what Fluxion's
 // reductions mean (sum of integers, floats and complex; max and min of
 // integers; "or" / "and" for bool); user operations (MPI_Op_create) for the
-// rest, with Fluxion's functors (backend/common/reduce_ops.h): float16 and
+// rest, combined as Fluxion's reductions are (combine_on_host): float16 and
 // bfloat16 are combined in float32 and rounded back at each step (the bytes
 // travel as 16-bit words, so bandwidth is that of the dtype), and max/min of
 // floats and complex values propagate NaN and order complex values as
@@ -44,7 +44,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "fluxion/backend/common/reduce_ops.h"
 #include "fluxion/distributed_comm.h"
 #include "fluxion/types.h"
 
@@ -209,17 +208,11 @@ struct TimedOut : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// User reductions: inout[i] = op(inout[i], in[i]) in Fluxion's functors,
-// half types combined in float32.
-template <typename T, typename Op>
+// User reductions: inout[i] = r(inout[i], in[i]) as Fluxion's reductions
+// combine (the CPU backend's functors, through combine_on_host).
+template <typename T, ReduceOp R>
 void user_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
-  const T* a = static_cast<const T*>(in);
-  T* b = static_cast<T*>(inout);
-  using Acc = std::conditional_t<
-      std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>, float, T>;
-  for (int i = 0; i < *len; ++i) {
-    b[i] = static_cast<T>(Op()(static_cast<Acc>(b[i]), static_cast<Acc>(a[i])));
-  }
+  combine_on_host(R, dtype_of<T>, in, inout, static_cast<size_t>(*len));
 }
 
 class MpiComm : public Comm {
@@ -555,21 +548,20 @@ struct UserOps {
       }
       return op;
     };
-    using fluxion::detail::Maximum;
-    using fluxion::detail::Minimum;
-    using Add = fluxion::detail::SumOp<float>;
-    f16[0] = make(user_reduce<float16_t, Add>);
-    f16[1] = make(user_reduce<float16_t, Maximum>);
-    f16[2] = make(user_reduce<float16_t, Minimum>);
-    bf16[0] = make(user_reduce<bfloat16_t, Add>);
-    bf16[1] = make(user_reduce<bfloat16_t, Maximum>);
-    bf16[2] = make(user_reduce<bfloat16_t, Minimum>);
-    f32[0] = make(user_reduce<float, Maximum>);
-    f32[1] = make(user_reduce<float, Minimum>);
-    f64[0] = make(user_reduce<double, Maximum>);
-    f64[1] = make(user_reduce<double, Minimum>);
-    c64[0] = make(user_reduce<complex64_t, Maximum>);
-    c64[1] = make(user_reduce<complex64_t, Minimum>);
+    constexpr auto sum = ReduceOp::sum, max = ReduceOp::max,
+                   min = ReduceOp::min;
+    f16[0] = make(user_reduce<float16_t, sum>);
+    f16[1] = make(user_reduce<float16_t, max>);
+    f16[2] = make(user_reduce<float16_t, min>);
+    bf16[0] = make(user_reduce<bfloat16_t, sum>);
+    bf16[1] = make(user_reduce<bfloat16_t, max>);
+    bf16[2] = make(user_reduce<bfloat16_t, min>);
+    f32[0] = make(user_reduce<float, max>);
+    f32[1] = make(user_reduce<float, min>);
+    f64[0] = make(user_reduce<double, max>);
+    f64[1] = make(user_reduce<double, min>);
+    c64[0] = make(user_reduce<complex64_t, max>);
+    c64[1] = make(user_reduce<complex64_t, min>);
   }
 };
 

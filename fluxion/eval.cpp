@@ -16,8 +16,7 @@
 #include <unordered_map>
 
 #include "fluxion/allocator.h"
-#include "fluxion/backend/cpu.h"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
 #include "fluxion/eager.h"
 #include "fluxion/flat_map.h"
 #include "fluxion/primitive.h"
@@ -289,9 +288,7 @@ void throttle(const array& arr, const std::vector<array>& sibs, const Stream& s,
   if (scheduler::n_active_tasks() > kMaxActiveTasks ||
       (active > m.limit && scheduler::n_active_tasks() > 0)) {
     for (auto& [_, ev] : events) {
-      if (ev.stream().device == Device::gpu) {
-        gpu::finalize(ev.stream());
-      }
+      backend(ev.stream().device.type).finalize(ev.stream());
     }
     scheduler::wait_for_one();
     while (get_active_memory(s.device) > m.limit &&
@@ -326,13 +323,11 @@ void mark_evaluated(array& arr, std::vector<array>& sibs, const Stream& s,
 }
 
 // Signal every stream's event of this eval after the tasks queued on it
-// (and finalize the GPU streams, which submits their work).
+// (and finalize the streams, which submits a GPU's work).
 void signal_all(std::unordered_map<int, Event>& events) {
   for (auto& [_, e] : events) {
     e.signal(e.stream());
-    if (e.stream().device == Device::gpu) {
-      gpu::finalize(e.stream());
-    }
+    backend(e.stream().device.type).finalize(e.stream());
   }
 }
 
@@ -372,11 +367,7 @@ static array eval_impl(std::vector<array> outputs, bool async) {
       // The backend detaches arr (common::take_node): what follows reads
       // the group from this copy.
       std::vector<array> sibs = arr.siblings();
-      if (arr.primitive().device() == Device::gpu) {
-        gpu::eval(arr);
-      } else {
-        cpu::eval(arr);
-      }
+      backend(arr.primitive().device().type).eval(arr);
 
       throttle(arr, sibs, s, events, memory);
       mark_evaluated(arr, sibs, s, needs_fence, fences);
@@ -539,7 +530,8 @@ void eval_if_small(array& out) {
       return;
     }
   }
-  if (cpu::eval_now(out)) {
+  // eager_stream: only the default cpu stream gets here.
+  if (cpu_backend().eval_now(out)) {
     release_held_values(out);
   }
 }

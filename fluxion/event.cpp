@@ -4,8 +4,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "fluxion/backend/cpu.h"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
 #include "fluxion/scheduler.h"
 
 namespace fluxion {
@@ -20,26 +19,17 @@ struct Event::State {
 
 Event::Event(Stream stream)
     : state_(std::make_shared<State>()), stream_(stream) {
-  state_->handle = stream.device == Device::gpu ? gpu::event_create(stream)
-                                                : cpu::event_create(stream);
+  state_->handle = backend(stream.device.type).event_create(stream);
 }
 
 void Event::signal(Stream stream) {
-  if (stream.device == Device::gpu) {
-    gpu::event_signal(*this, stream);
-  } else {
-    cpu::event_signal(*this, stream);
-  }
+  backend(stream.device.type).event_signal(*this, stream);
 }
 
 std::exception_ptr Event::wait_quietly() const {
   // Work batched on this thread may be what we are waiting for.
   scheduler::flush();
-  if (stream_.device == Device::gpu) {
-    gpu::event_wait(*this);
-  } else {
-    cpu::event_wait(*this);
-  }
+  backend(stream_.device.type).event_wait(*this);
   std::lock_guard<std::mutex> lk(state_->mu);
   return state_->error;
 }
@@ -52,16 +42,11 @@ void Event::wait() const {
 }
 
 void Event::wait(Stream stream) const {
-  if (stream.device == Device::gpu) {
-    gpu::event_wait(*this, stream);
-  } else {
-    cpu::event_wait(*this, stream);
-  }
+  backend(stream.device.type).event_wait(*this, stream);
 }
 
 bool Event::is_signaled() const {
-  return stream_.device == Device::gpu ? gpu::event_is_signaled(*this)
-                                       : cpu::event_is_signaled(*this);
+  return backend(stream_.device.type).event_is_signaled(*this);
 }
 
 void Event::mark_reached(std::exception_ptr error) const noexcept {
@@ -89,19 +74,11 @@ const std::shared_ptr<void>& Event::handle() const { return state_->handle; }
 
 void Fence::update(Stream stream) {
   event_.set_value(++count_);
-  if (stream.device == Device::gpu) {
-    gpu::fence_update(event_, stream);
-  } else {
-    cpu::fence_update(event_, stream);
-  }
+  backend(stream.device.type).fence_update(event_, stream);
 }
 
 void Fence::wait(Stream stream) {
-  if (stream.device == Device::gpu) {
-    gpu::fence_wait(event_, stream);
-  } else {
-    cpu::fence_wait(event_, stream);
-  }
+  backend(stream.device.type).fence_wait(event_, stream);
 }
 
 }  // namespace fluxion

@@ -1,7 +1,7 @@
 // Events: a timeline value signalled by a stream and awaited by the host or
 // by another stream. Fences (synchronisation inside one eval) are events too.
 // Each operation is carried out by the backend of the stream involved
-// (fluxion/backend/cpu.h, fluxion/backend/gpu.h).
+// (fluxion/backend_interface.h: backend(stream.device.type)).
 #pragma once
 
 #include <cstdint>

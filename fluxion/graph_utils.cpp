@@ -2,13 +2,13 @@
 
 #include <atomic>
 #include <cmath>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/dtype_dispatch.h"
 #include "fluxion/primitive.h"
 #include "fluxion/transforms.h"
 

@@ -1,6 +1,6 @@
 #include "fluxion/primitive_registry.h"
 
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
 #include "fluxion/primitive_list.h"
 
 namespace fluxion {
@@ -40,7 +40,7 @@ const PrimitiveInfo* find_primitive(std::string_view name) {
 
 std::vector<std::string> kernels_missing(Device::DeviceType t) {
   // Without a GPU backend, backend/no_gpu defines every eval_gpu to raise.
-  bool gpu_built = gpu::backend_built();
+  bool gpu_built = gpu_backend().built();
   std::vector<std::string> names;
   for (auto& p : primitive_registry()) {
     bool has = t == Device::cpu ? p.cpu : (gpu_built && p.gpu);

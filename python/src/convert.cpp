@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/dtype_dispatch.h"
 #include "fluxion/ops/layout.h"
 
 bool pybind11::detail::type_caster<fx::StreamOrDevice>::load(handle src, bool) {

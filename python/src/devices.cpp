@@ -1,7 +1,8 @@
 // Devices, streams, the `stream` context manager and synchronize.
 #include <sstream>
 
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
+#include "fluxion/gpu_stats.h"
 #include "fluxion/primitive_registry.h"
 #include "python/src/convert.h"
 
@@ -334,7 +335,7 @@ Example:
       "Every primitive: name, class, family, and whether the cpu and gpu "
       "backends have a kernel for it (the registry's columns).");
   m.def(
-      "_gpu_backend_built", [] { return fx::gpu::backend_built(); },
+      "_gpu_backend_built", [] { return fx::gpu_backend().built(); },
       "Whether a GPU backend (CUDA) was compiled in, visible GPU or not.");
   m.def(
       "_cudnn_sdpa_info",

@@ -7,7 +7,7 @@
 // The ABI structs are declared here: no DLPack header ships with Debian.
 #include <cstring>
 
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
 #include "python/src/convert.h"
 #include "python/src/gil_release.h"
 
@@ -452,11 +452,11 @@ fx::array from_capsule(py::capsule cap, std::optional<bool> copy) {
   }
   if (dev_type == kDLCUDA &&
       (t->device.device_id < 0 ||
-       t->device.device_id >= fx::gpu::device_count())) {
+       t->device.device_id >= fx::device_count(fx::Device::gpu))) {
     throw std::invalid_argument(
         "[from_dlpack] The tensor lives on CUDA device " +
         std::to_string(t->device.device_id) + ", but " +
-        std::to_string(fx::gpu::device_count()) +
+        std::to_string(fx::device_count(fx::Device::gpu)) +
         " GPUs are visible to Fluxion.");
   }
   Imported im{static_cast<char*>(t->data) + t->byte_offset,
@@ -601,8 +601,8 @@ py::capsule capsule_of(py::handle x) {
   if (py::hasattr(x, "__dlpack_device__")) {
     auto dev = x.attr("__dlpack_device__")().cast<std::pair<int, int>>();
     if (dev.first == kDLCUDA && dev.second >= 0 &&
-        dev.second < fx::gpu::device_count()) {
-      void* h = fx::gpu::native_stream(
+        dev.second < fx::device_count(fx::Device::gpu)) {
+      void* h = fx::gpu_backend().native_stream(
           fx::default_stream(fx::Device(fx::Device::gpu, dev.second)));
       stream = py::int_(reinterpret_cast<uintptr_t>(h));
     }

@@ -2,7 +2,7 @@
 #include <limits>
 #include <string>
 
-#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/dtype_dispatch.h"
 #include "python/src/convert.h"
 
 namespace {

@@ -8,12 +8,11 @@
 #include <thread>
 
 #include "fluxion/backend/common/caching_allocator.h"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
+#include "fluxion/eager.h"
 #include "fluxion/primitive_registry.h"
 #include "fluxion/scheduler.h"
-
 #include "test_utils.h"
-#include "fluxion/eager.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
@@ -287,15 +286,16 @@ TEST(StreamSeam, KernelErrorsStillReachTheWaiter) {
 // ---- Without a GPU backend --------------------------------------------------
 
 TEST(NoGpu, StreamsEventsAndSynchronize) {
-  if (gpu::backend_built()) {
+  if (gpu_backend().built()) {
     GTEST_SKIP() << "a GPU backend is built";
   }
-  EXPECT_FALSE(gpu::backend_built());
+  EXPECT_FALSE(gpu_backend().built());
   // No gpu stream can be had ...
   expect_error<std::invalid_argument>([] { new_stream(Device::gpu); },
                                       "[new_stream] Cannot use the gpu");
-  expect_error<std::invalid_argument>([] { gpu::new_stream(kGpuStream); },
-                                      "[new_stream] Cannot use the gpu");
+  expect_error<std::invalid_argument>(
+      [] { gpu_backend().new_stream(kGpuStream); },
+      "[new_stream] Cannot use the gpu");
   // ... and an explicit one cannot be synchronized ...
   expect_error<std::invalid_argument>([] { synchronize(kGpuStream); },
                                       "[synchronize] Cannot use the gpu");
@@ -315,7 +315,7 @@ TEST(NoGpu, StreamsEventsAndSynchronize) {
 }
 
 TEST(NoGpu, KernelsOfASampleOfPrimitivesRaise) {
-  if (gpu::backend_built()) {
+  if (gpu_backend().built()) {
     GTEST_SKIP() << "a GPU backend is built";
   }
   array a({1.0f, 2.0f, 3.0f, 4.0f}, {2, 2});
@@ -375,7 +375,7 @@ TEST(Registry, OneEntryPerPrimitive) {
   EXPECT_EQ(find_primitive("Synchronizer"), nullptr);  // not an op
   EXPECT_EQ(find_primitive("Nope"), nullptr);
   EXPECT_TRUE(kernels_missing(Device::cpu).empty());
-  if (!gpu::backend_built()) {
+  if (!gpu_backend().built()) {
     EXPECT_EQ(kernels_missing(Device::gpu).size(), reg.size());
   }
 }
@@ -385,7 +385,7 @@ TEST(Registry, OneEntryPerPrimitive) {
 // scans, quantized products) has a CUDA kernel in a build with the CUDA
 // backend.
 TEST(Registry, TransformerPathHasGpuKernels) {
-  if (!gpu::backend_built()) {
+  if (!gpu_backend().built()) {
     GTEST_SKIP() << "built without the CUDA backend";
   }
   for (const char* name :

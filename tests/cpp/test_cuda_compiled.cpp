@@ -9,7 +9,7 @@
 #include <cmath>
 #include <functional>
 
-#include "fluxion/backend/gpu.h"
+#include "fluxion/gpu_stats.h"
 #include "fused_cases.h"
 
 using namespace fluxion;

@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fluxion/backend/gpu.h"
+#include "fluxion/gpu_stats.h"
 #include "fluxion/ops/conv.h"
 #include "fluxion/transforms.h"
 #include "test_utils.h"

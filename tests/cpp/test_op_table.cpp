@@ -17,9 +17,9 @@
 #include <set>
 
 #include "fluxion/backend/cpu/simd.h"
-#include "fluxion/backend/gpu.h"
 #include "fluxion/compile.h"
 #include "fluxion/compiled.h"
+#include "fluxion/gpu_stats.h"
 #include "op_cases.h"
 
 namespace fluxion::test {

@@ -7,12 +7,12 @@
 #include <iostream>
 #include <set>
 
+#include "fluxion/backend_interface.h"
 #include "fluxion/compile.h"
+#include "fluxion/eager.h"
 #include "fluxion/export.h"
-#include "fluxion/backend/gpu.h"
 #include "fluxion/primitive_registry.h"
 #include "op_cases.h"
-#include "fluxion/eager.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
@@ -119,7 +119,7 @@ TEST(RulesCoverage, KernelsPerBackend) {
     std::cout << "[kernels] no gpu kernel: " << n << "\n";
   }
   EXPECT_TRUE(cpu_missing.empty()) << ::testing::PrintToString(cpu_missing);
-  if (!gpu::backend_built()) {
+  if (!gpu_backend().built()) {
     EXPECT_EQ(gpu_missing.size(), primitive_registry().size());
   }
 }
@@ -132,7 +132,7 @@ TEST(RulesCoverage, KernelsPerBackend) {
 TEST(RulesCoverage, MissingGpuKernelsRaise) {
   // Graphs of computed arrays, kept lazy (fluxion/eager.h).
   fluxion::detail::EagerOff lazy_graphs;
-  const bool built = gpu::backend_built();
+  const bool built = gpu_backend().built();
   std::set<std::string> checked;
   for (auto& c : op_table()) {
     for (auto& a : graph_nodes(c)) {

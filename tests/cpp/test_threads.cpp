@@ -247,7 +247,7 @@ TEST(Threads, AsyncEvalOfSiblingGroupsAcrossStreams) {
 // Found a real deadlock (issue 17): two stream workers blocked on each
 // other's fence waits, a cross-stream wait having been handed to its
 // worker before the batch holding the task it waited for
-// (cpu::event_wait now flushes first).
+// (the CPU backend's event_wait now flushes first).
 TEST(Threads, RandomKernelFailuresNeverDeadlockEval) {
   // Kernels fail at random on the workers, on private and shared streams,
   // within one eval and across streams: every eval returns (its result or

@@ -1,5 +1,7 @@
 // The host's allocator: the caching allocator over aligned_alloc, with
 // 2 MiB alignment and huge pages for large blocks.
+#include "fluxion/backend/cpu/allocator.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <string>
 
 #include "fluxion/backend/common/caching_allocator.h"
-#include "fluxion/backend/cpu.h"
 
 namespace fluxion::cpu {
 

@@ -2,9 +2,53 @@
 // moves row-contiguous host buffers (fluxion/distributed_comm.h).
 #include "fluxion/ops/distributed.h"
 
+#include "fluxion/backend/common/dispatch.h"
+#include "fluxion/backend/common/reduce_ops.h"
 #include "fluxion/backend/cpu/copy.h"
+#include "fluxion/distributed_comm.h"
 
 namespace fluxion::distributed {
+
+namespace detail {
+
+namespace {
+template <typename T, typename Op>
+void combine(const void* in, void* inout, size_t n) {
+  using C = compute_type_t<T>;
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  for (size_t i = 0; i < n; ++i) {
+    b[i] = static_cast<T>(Op()(static_cast<C>(b[i]), static_cast<C>(a[i])));
+  }
+}
+}  // namespace
+
+void combine_on_host(ReduceOp r, Dtype t, const void* in, void* inout,
+                     size_t n) {
+  dispatch_all(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      // sum and max of bools are "or", min is "and" (as MPI's lor / land).
+      if (r == ReduceOp::min) {
+        combine<bool, fluxion::detail::AndOp>(in, inout, n);
+      } else {
+        combine<bool, fluxion::detail::OrOp>(in, inout, n);
+      }
+    } else {
+      using C = compute_type_t<T>;
+      switch (r) {
+        case ReduceOp::sum:
+          return combine<T, fluxion::detail::SumOp<C>>(in, inout, n);
+        case ReduceOp::max:
+          return combine<T, fluxion::detail::Maximum>(in, inout, n);
+        case ReduceOp::min:
+          return combine<T, fluxion::detail::Minimum>(in, inout, n);
+      }
+    }
+  });
+}
+
+}  // namespace detail
 
 void AllReduce::eval_cpu(const std::vector<array>& in,
                          std::vector<array>& out) {

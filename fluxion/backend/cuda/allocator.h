@@ -6,6 +6,7 @@
 namespace fluxion::cu {
 // Register a caching allocator for each of the first `count` GPUs.
 void register_allocators(int count);
-// Pinned host memory for host copies of GPU buffers (gpu::host_copy_allocator).
+// Pinned host memory for host copies of GPU buffers
+// (Backend::host_copy_allocator).
 allocator::Allocator& pinned_allocator();
 }  // namespace fluxion::cu

@@ -39,7 +39,7 @@
 #include "fluxion/backend/cuda/conv_cudnn.h"
 #include "fluxion/backend/cuda/kernels.cuh"
 #include "fluxion/backend/cuda/norm.cuh"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/gpu_stats.h"
 #include "fluxion/ops/conv.h"
 
 namespace fluxion {

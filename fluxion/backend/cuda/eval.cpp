@@ -1,5 +1,5 @@
 // The CUDA backend's runtime: devices, streams, events, fences and the
-// scheduling of kernels (fluxion/backend/gpu.h).
+// scheduling of kernels, the GPU backend of fluxion/backend_interface.h.
 //
 // Kernels are launched from the thread that runs eval, in tape order, onto
 // the node's CUDA stream (asynchronous; no worker thread): the scheduling
@@ -25,7 +25,7 @@
 #include "fluxion/backend/cuda/allocator.h"
 #include "fluxion/backend/cuda/batch.h"
 #include "fluxion/backend/cuda/cuda.h"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
 #include "fluxion/primitive.h"
 #include "fluxion/scheduler.h"
 
@@ -477,7 +477,9 @@ namespace gpu {
 
 using namespace cu;
 
-bool backend_built() { return true; }
+// The operations of CudaBackend (at the end), as functions: they call one
+// another.
+namespace {
 
 void* native_stream(Stream s) { return stream_of(s); }
 
@@ -506,8 +508,6 @@ DeviceInfo device_info(int index) {
   info["max_buffer_length"] = static_cast<size_t>(p.totalGlobalMem);
   return info;
 }
-
-namespace {
 
 // Makes `st`'s stream wait for the uploads made so far (when any were made
 // since it last waited). Called with st.mu held.
@@ -546,8 +546,6 @@ bool upload_async(void* dst, const void* src, size_t n) {
   wait_for_uploads(*t_state);  // the kernel about to be launched reads it
   return true;
 }
-
-}  // namespace
 
 void copy_memory(void* dst, Device dst_device, const void* src,
                  Device src_device, size_t n) {
@@ -812,6 +810,62 @@ void fence_update(const Event& fence, Stream s) { event_signal(fence, s); }
 
 void fence_wait(const Event& fence, Stream s) { event_wait(fence, s); }
 
+class CudaBackend final : public Backend {
+ public:
+  bool built() const override { return true; }
+  int device_count() override { return gpu::device_count(); }
+  DeviceInfo device_info(int index) override { return gpu::device_info(index); }
+
+  allocator::Allocator* device_allocator(int index) override {
+    // devices() registered one allocator per GPU when it found them
+    // (register_allocators), before the count it returns is known.
+    if (index < 0 || index >= gpu::device_count()) {
+      return nullptr;
+    }
+    return &fluxion::allocator::get(Device(Device::gpu, index));
+  }
+  allocator::Allocator* host_copy_allocator() override {
+    return gpu::host_copy_allocator();
+  }
+  void copy(void* dst, Device dst_device, const void* src, Device src_device,
+            size_t n) override {
+    copy_memory(dst, dst_device, src, src_device, n);
+  }
+
+  void eval(array& arr) override { gpu::eval(arr); }
+  void finalize(Stream s) override { gpu::finalize(s); }
+
+  void new_stream(Stream s) override { gpu::new_stream(s); }
+  void end_stream(Stream s) override { gpu::end_stream(s); }
+  void synchronize(Stream s) override { gpu::synchronize(s); }
+  void* native_stream(Stream s) override { return gpu::native_stream(s); }
+
+  std::shared_ptr<void> event_create(Stream s) override {
+    return gpu::event_create(s);
+  }
+  void event_signal(const Event& e, Stream s) override {
+    gpu::event_signal(e, s);
+  }
+  void event_wait(const Event& e, Stream s) override { gpu::event_wait(e, s); }
+  void event_wait(const Event& e) override { gpu::event_wait(e); }
+  bool event_is_signaled(const Event& e) override {
+    return gpu::event_is_signaled(e);
+  }
+  void fence_update(const Event& fence, Stream s) override {
+    gpu::fence_update(fence, s);
+  }
+  void fence_wait(const Event& fence, Stream s) override {
+    gpu::fence_wait(fence, s);
+  }
+};
+
+// Constant-initialized and never destroyed (backend_interface.h).
+constinit CudaBackend g_cuda_backend;
+
+}  // namespace
+
 }  // namespace gpu
+
+Backend& gpu_backend() { return gpu::g_cuda_backend; }
 
 }  // namespace fluxion

@@ -11,7 +11,7 @@
 #include "fluxion/backend/common/disk_cache.h"
 #include "fluxion/backend/cuda/cuda.h"
 #include "fluxion/backend/cuda/nvrtc_compile.h"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/gpu_stats.h"
 
 namespace fluxion::cu {
 

@@ -42,7 +42,6 @@
 #include <vector>
 
 #include "fluxion/backend/cuda/cuda.h"
-#include "fluxion/backend/gpu.h"
 
 namespace fluxion::distributed::detail {
 

@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "fluxion/backend/cuda/cuda.h"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
 
 namespace fluxion::distributed::detail {
 
@@ -108,14 +108,14 @@ void world_id(int& rank, int& size, ncclUniqueId& id) {
 }  // namespace
 
 bool nccl_available() {
-  return lib().handle != nullptr && gpu::is_available();
+  return lib().handle != nullptr && gpu_backend().available();
 }
 
 std::string nccl_unavailable_reason() {
   if (!lib().handle) {
     return lib().error;
   }
-  if (!gpu::is_available()) {
+  if (!gpu_backend().available()) {
     return "no GPU is visible";
   }
   return "";

@@ -23,7 +23,7 @@
 #include <cstring>
 
 #include "fluxion/backend/cuda/cudnn_loader.h"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/gpu_stats.h"
 
 namespace fluxion::cu::cudnn_sdpa {
 

@@ -7,15 +7,16 @@
 // backend/common/sdpa_vjp.cpp computes it: the operands are copied to the
 // host through the stream and widened to float (double for float64), and
 // the gradients copied back.
+#include "fluxion/backend/common/sdpa_vjp.h"
+
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
 #include "fluxion/backend/common/dispatch.h"
-#include "fluxion/backend/common/sdpa_vjp.h"
 #include "fluxion/backend/cuda/cuda.h"
 #include "fluxion/backend/cuda/sdpa_cudnn.h"
-#include "fluxion/backend/gpu.h"
+#include "fluxion/backend_interface.h"
 #include "fluxion/ops/fast.h"
 
 namespace fluxion {
@@ -112,7 +113,7 @@ bool fast::ScaledDotProductAttentionVJP::use_fused(Stream s, const array& q,
                                                    const array& k,
                                                    const array& v, bool causal,
                                                    float scale) {
-  if (s.device.type != Device::gpu || !gpu::is_available() ||
+  if (s.device.type != Device::gpu || !gpu_backend().available() ||
       !cu::cudnn_sdpa::eligible(q.dtype(), q.shape(0), q.shape(1), k.shape(1),
                                 q.shape(2), k.shape(2), q.shape(3), v.shape(3),
                                 causal)) {

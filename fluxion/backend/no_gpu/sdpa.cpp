@@ -1,6 +1,6 @@
 // Attention's fused backward without a GPU backend: never chosen (the
 // composed rule stays), and no cuDNN (for attention or convolutions).
-#include "fluxion/backend/gpu.h"
+#include "fluxion/gpu_stats.h"
 #include "fluxion/ops/fast.h"
 
 namespace fluxion {
