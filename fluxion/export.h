@@ -27,8 +27,9 @@
 //
 // The work is split by job: export.cpp traces and flattens a function and
 // writes its file, export_format.cpp turns traces into the file's bytes and
-// back, export_registry.cpp names each primitive and rebuilds it,
-// import.cpp reads a file into an ImportedFunction.
+// back, export_registry.cpp names each primitive and rebuilds it (its table
+// comes from fluxion/primitive_list.h and each primitive's state() /
+// from_state), import.cpp reads a file into an ImportedFunction.
 #pragma once
 
 #include <functional>
@@ -74,6 +75,9 @@ std::pair<std::string, std::vector<PrimitiveArg>> export_primitive(
     const Primitive& p);
 std::shared_ptr<Primitive> import_primitive(
     const std::string& name, const std::vector<PrimitiveArg>& args, Stream s);
+// The names import_primitive accepts (those export_primitive writes),
+// sorted.
+std::vector<std::string> exported_primitive_names();
 
 // Collects traces of one function and writes them to `path` after each
 // (so the file is complete at any time); close() ends it.

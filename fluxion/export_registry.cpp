@@ -1,410 +1,106 @@
 // The import table of export_function's files: primitive name -> the
-// function that rebuilds the primitive from its saved parameters
-// (Primitive::state()), with the two directions around it
-// (export_primitive, import_primitive). A primitive without an entry
-// cannot be exported.
-#include <functional>
-#include <mutex>
-#include <set>
+// function that rebuilds the primitive from its saved parameters, with the
+// two directions around it (export_primitive, import_primitive).
+//
+// The table is generated from the one list of primitives
+// (fluxion/primitive_list.h) rather than written out, so it cannot miss a
+// primitive or drift from the classes: a class with parameters declares
+// state() and from_state together (FLUXION_DECLARE_STATE, defined side by
+// side in its .cpp file) and is rebuilt by from_state; a class without
+// parameters is rebuilt from its stream alone; any other class (Load,
+// CustomTransforms, Compiled, the distributed primitives: their parameters
+// are open files, host callables, tapes or process groups) has no entry
+// and therefore cannot be exported. The only names written here are MLX's,
+// which differ from the classes (the logarithms and NaNEqual, below).
+#include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "fluxion/export.h"
-#include "fluxion/fluxion.h"
-#include "fluxion/ops/custom_kernel.h"
-#include "fluxion/ops/gather_scatter.h"
-#include "fluxion/ops/hadamard.h"
-#include "fluxion/ops/layout.h"
-#include "fluxion/ops/matmul_variants.h"
-#include "fluxion/ops/searchsorted.h"
+#include "fluxion/primitive_args.h"
+#include "fluxion/primitive_classes.h"
+#include "fluxion/primitive_registry.h"
 
 namespace fluxion {
 
 namespace {
 
-using Args = std::vector<PrimitiveArg>;
-using Factory = std::function<std::shared_ptr<Primitive>(Stream, const Args&)>;
+using ImportFn =
+    std::shared_ptr<Primitive> (*)(Stream, const std::vector<PrimitiveArg>&);
 
-[[noreturn]] void bad_args(const std::string& name) {
-  throw std::invalid_argument("[import_function] Invalid parameters for the "
-                              "primitive " +
-                              name + " (a corrupt or foreign file?).");
-}
+template <typename T, typename = void>
+struct HasFromState : std::false_type {};
+template <typename T>
+struct HasFromState<T, std::void_t<decltype(&T::from_state)>> : std::true_type {
+};
+
+// True when T declares state() itself: Primitive's own saves nothing.
+template <typename T>
+constexpr bool kSavesState =
+    !std::is_same_v<decltype(&T::state),
+                    std::vector<PrimitiveArg> (Primitive::*)() const>;
 
 template <typename T>
-const T& get(const Args& a, size_t i, const std::string& name) {
-  if (i >= a.size() || !std::holds_alternative<T>(a[i])) {
-    bad_args(name);
+std::shared_ptr<Primitive> from_stream(Stream s,
+                                       const std::vector<PrimitiveArg>&) {
+  return std::make_shared<T>(s);
+}
+
+// How T is rebuilt, or null when it cannot be.
+template <typename T>
+constexpr ImportFn import_fn() {
+  static_assert(!kSavesState<T> || HasFromState<T>::value,
+                "A primitive that saves parameters (state()) must be "
+                "rebuilt from them: declare state() and from_state together "
+                "with FLUXION_DECLARE_STATE.");
+  if constexpr (HasFromState<T>::value) {
+    return &T::from_state;
+  } else if constexpr (std::is_constructible_v<T, Stream>) {
+    return &from_stream<T>;
+  } else {
+    return nullptr;
   }
-  return std::get<T>(a[i]);
 }
 
-int64_t i64(const Args& a, size_t i, const std::string& n) {
-  return get<int64_t>(a, i, n);
-}
-int i32(const Args& a, size_t i, const std::string& n) {
-  return static_cast<int>(get<int64_t>(a, i, n));
-}
-bool b(const Args& a, size_t i, const std::string& n) {
-  return get<bool>(a, i, n);
-}
-double f64(const Args& a, size_t i, const std::string& n) {
-  return get<double>(a, i, n);
-}
-Dtype dt(const Args& a, size_t i, const std::string& n) {
-  return get<Dtype>(a, i, n);
-}
-std::vector<int> ints(const Args& a, size_t i, const std::string& n) {
-  auto& v = get<std::vector<int64_t>>(a, i, n);
-  return std::vector<int>(v.begin(), v.end());
-}
-Shape shp(const Args& a, size_t i, const std::string& n) {
-  auto& v = get<std::vector<int64_t>>(a, i, n);
-  return Shape(v.begin(), v.end());
+// MLX's "Log" carries its base: 0 two, 1 ten, 2 e (anything else is e).
+std::shared_ptr<Primitive> import_log(Stream s,
+                                      const std::vector<PrimitiveArg>& args) {
+  int base = args.empty() ? 2 : PrimitiveArgs(args, "Log").i32(0);
+  if (base == 0) {
+    return std::make_shared<Log2>(s);
+  }
+  if (base == 1) {
+    return std::make_shared<Log10>(s);
+  }
+  return std::make_shared<Log>(s);
 }
 
-// Interned op names for the primitives that keep a `const char*` tag.
-const char* interned(const std::string& s) {
-  static std::mutex mu;
-  static std::set<std::string> names;
-  std::lock_guard<std::mutex> lk(mu);
-  return names.insert(s).first->c_str();
+// The name carries equal_nan (MLX's Equal and NaNEqual; Equal itself is
+// rebuilt from its stream, equal_nan defaulting to false).
+std::shared_ptr<Primitive> import_nan_equal(Stream s,
+                                            const std::vector<PrimitiveArg>&) {
+  return std::make_shared<Equal>(s, true);
 }
 
-template <typename T>
-void plain(std::unordered_map<std::string, Factory>& f, const char* name) {
-  f[name] = [](Stream s, const Args&) { return std::make_shared<T>(s); };
-}
-
-const std::unordered_map<std::string, Factory>& factories() {
+const std::unordered_map<std::string, ImportFn>& import_table() {
   static const auto table = [] {
-    std::unordered_map<std::string, Factory> f;
-#define FX_PLAIN(T) plain<T>(f, #T);
-    FX_PLAIN(Abs)
-    FX_PLAIN(Negative)
-    FX_PLAIN(Sign)
-    FX_PLAIN(Exp)
-    FX_PLAIN(Expm1)
-    FX_PLAIN(Log1p)
-    FX_PLAIN(Sqrt)
-    FX_PLAIN(Rsqrt)
-    FX_PLAIN(Square)
-    FX_PLAIN(Reciprocal)
-    FX_PLAIN(Sin)
-    FX_PLAIN(Cos)
-    FX_PLAIN(Tan)
-    FX_PLAIN(ArcSin)
-    FX_PLAIN(ArcCos)
-    FX_PLAIN(ArcTan)
-    FX_PLAIN(Sinh)
-    FX_PLAIN(Cosh)
-    FX_PLAIN(Tanh)
-    FX_PLAIN(ArcSinh)
-    FX_PLAIN(ArcCosh)
-    FX_PLAIN(ArcTanh)
-    FX_PLAIN(Sigmoid)
-    FX_PLAIN(Erf)
-    FX_PLAIN(ErfInv)
-    FX_PLAIN(Floor)
-    FX_PLAIN(Ceil)
-    FX_PLAIN(Round)
-    FX_PLAIN(LogicalNot)
-    FX_PLAIN(IsNan)
-    FX_PLAIN(IsInf)
-    FX_PLAIN(IsFinite)
-    FX_PLAIN(Conjugate)
-    FX_PLAIN(Real)
-    FX_PLAIN(Imag)
-    FX_PLAIN(StopGradient)
-    FX_PLAIN(Copy)
-    FX_PLAIN(Add)
-    FX_PLAIN(Subtract)
-    FX_PLAIN(Multiply)
-    FX_PLAIN(Divide)
-    FX_PLAIN(FloorDivide)
-    FX_PLAIN(Remainder)
-    FX_PLAIN(Power)
-    FX_PLAIN(Maximum)
-    FX_PLAIN(Minimum)
-    FX_PLAIN(ArcTan2)
-    FX_PLAIN(LogAddExp)
-    FX_PLAIN(NotEqual)
-    FX_PLAIN(Less)
-    FX_PLAIN(LessEqual)
-    FX_PLAIN(Greater)
-    FX_PLAIN(GreaterEqual)
-    FX_PLAIN(LogicalAnd)
-    FX_PLAIN(LogicalOr)
-    FX_PLAIN(BitwiseAnd)
-    FX_PLAIN(BitwiseOr)
-    FX_PLAIN(BitwiseXor)
-    FX_PLAIN(LeftShift)
-    FX_PLAIN(RightShift)
-    FX_PLAIN(Matmul)
-    FX_PLAIN(Select)
-#undef FX_PLAIN
-    plain<linalg::Inverse>(f, "Inverse");
-    plain<linalg::Solve>(f, "Solve");
-    plain<linalg::Cholesky>(f, "Cholesky");
-    plain<linalg::QRF>(f, "QRF");
-    plain<linalg::LUF>(f, "LUF");
-    // MLX's "Log" carries its base: 0 two, 1 ten, 2 e.
-    f["Log"] = [](Stream s, const Args& a) -> std::shared_ptr<Primitive> {
-      int base = a.empty() ? 2 : i32(a, 0, "Log");
-      if (base == 0) {
-        return std::make_shared<Log2>(s);
-      }
-      if (base == 1) {
-        return std::make_shared<Log10>(s);
-      }
-      return std::make_shared<Log>(s);
-    };
-    // The name carries equal_nan (MLX's Equal and NaNEqual).
-    f["Equal"] = [](Stream s, const Args&) {
-      return std::make_shared<Equal>(s, false);
-    };
-    f["NaNEqual"] = [](Stream s, const Args&) {
-      return std::make_shared<Equal>(s, true);
-    };
-    f["Convolution"] = [](Stream s, const Args& a) {
-      const std::string n = "Convolution";
-      return std::make_shared<Convolution>(s, ints(a, 0, n), ints(a, 1, n),
-                                           ints(a, 2, n), ints(a, 3, n),
-                                           ints(a, 4, n), i32(a, 5, n),
-                                           b(a, 6, n));
-    };
-    f["Arange"] = [](Stream s, const Args& a) {
-      const std::string n = "Arange";
-      return std::make_shared<Arange>(s, f64(a, 0, n), f64(a, 1, n),
-                                      f64(a, 2, n), dt(a, 3, n));
-    };
-    f["Depends"] = [](Stream s, const Args& a) {
-      return std::make_shared<Depends>(s, i32(a, 0, "Depends"));
-    };
-    f["SearchSorted"] = [](Stream s, const Args& a) {
-      return std::make_shared<SearchSorted>(s, b(a, 0, "SearchSorted"));
-    };
-    f["Hadamard"] = [](Stream s, const Args& a) {
-      return std::make_shared<Hadamard>(s, f64(a, 0, "Hadamard"),
-                                        b(a, 1, "Hadamard"));
-    };
-    f["AsStrided"] = [](Stream s, const Args& a) {
-      const std::string n = "AsStrided";
-      auto& st = get<std::vector<int64_t>>(a, 1, n);
-      return std::make_shared<AsStrided>(s, shp(a, 0, n),
-                                         Strides(st.begin(), st.end()),
-                                         static_cast<size_t>(i64(a, 2, n)));
-    };
-    f["View"] = [](Stream s, const Args& a) {
-      return std::make_shared<View>(s, dt(a, 0, "View"));
-    };
-    f["Contiguous"] = [](Stream s, const Args& a) {
-      return std::make_shared<Contiguous>(s, b(a, 0, "Contiguous"));
-    };
-    f["LayerNorm"] = [](Stream s, const Args& a) {
-      const std::string n = "LayerNorm";
-      return std::make_shared<fast::LayerNorm>(s, static_cast<float>(f64(a, 0, n)),
-                                         b(a, 1, n), b(a, 2, n));
-    };
-    f["RMSNorm"] = [](Stream s, const Args& a) {
-      const std::string n = "RMSNorm";
-      return std::make_shared<fast::RMSNorm>(s, static_cast<float>(f64(a, 0, n)),
-                                       b(a, 1, n));
-    };
-    f["NormVJP"] = [](Stream s, const Args& a) {
-      const std::string n = "NormVJP";
-      return std::make_shared<fast::NormVJP>(
-          s, static_cast<float>(f64(a, 0, n)), b(a, 1, n), b(a, 2, n),
-          b(a, 3, n));
-    };
-    f["RoPE"] = [](Stream s, const Args& a) {
-      const std::string n = "RoPE";
-      return std::make_shared<fast::RoPE>(s, i32(a, 0, n), b(a, 1, n),
-                                    static_cast<float>(f64(a, 2, n)),
-                                    static_cast<float>(f64(a, 3, n)),
-                                    b(a, 4, n), b(a, 5, n));
-    };
-    f["ScaledDotProductAttention"] = [](Stream s, const Args& a) {
-      const std::string n = "ScaledDotProductAttention";
-      int mask = i32(a, 2, n);
-      if (mask < 0 || mask > 2) {
-        bad_args(n);
-      }
-      // Files written before the logsumexp output have four arguments.
-      return std::make_shared<fast::ScaledDotProductAttention>(
-          s, static_cast<float>(f64(a, 0, n)), b(a, 1, n),
-          static_cast<fast::ScaledDotProductAttention::MaskKind>(mask),
-          b(a, 3, n), a.size() > 4 && b(a, 4, n));
-    };
-    f["ScaledDotProductAttentionVJP"] = [](Stream s, const Args& a) {
-      const std::string n = "ScaledDotProductAttentionVJP";
-      return std::make_shared<fast::ScaledDotProductAttentionVJP>(
-          s, static_cast<float>(f64(a, 0, n)), b(a, 1, n));
-    };
-    f["CustomKernel"] = [](Stream s, const Args& a) {
-      return fast::custom_kernel_from_state(s, a);
-    };
-    f["FFT"] = [](Stream s, const Args& a) {
-      const std::string n = "FFT";
-      return std::make_shared<FFT>(s, ints(a, 0, n), b(a, 1, n), b(a, 2, n),
-                                   i32(a, 3, n));
-    };
-    f["Gather"] = [](Stream s, const Args& a) {
-      const std::string n = "Gather";
-      return std::make_shared<Gather>(s, ints(a, 0, n), shp(a, 1, n));
-    };
-    f["Scatter"] = [](Stream s, const Args& a) {
-      const std::string n = "Scatter";
-      int r = i32(a, 0, n);
-      if (r < 0 || r > 4) {
-        bad_args(n);
-      }
-      return std::make_shared<Scatter>(
-          s, static_cast<Scatter::ReduceType>(r), ints(a, 1, n));
-    };
-    f["GatherAxis"] = [](Stream s, const Args& a) {
-      const std::string n = "GatherAxis";
-      return std::make_shared<GatherAxis>(
-          s, i32(a, 0, n), interned(get<std::string>(a, 1, n)));
-    };
-    f["ScatterAxis"] = [](Stream s, const Args& a) {
-      const std::string n = "ScatterAxis";
-      int r = i32(a, 1, n);
-      if (r < 0 || r > 1) {
-        bad_args(n);
-      }
-      return std::make_shared<ScatterAxis>(
-          s, i32(a, 0, n), static_cast<ScatterAxis::ReduceType>(r),
-          interned(get<std::string>(a, 2, n)));
-    };
-    f["AddMM"] = [](Stream s, const Args& a) {
-      const std::string n = "AddMM";
-      return std::make_shared<AddMM>(s, static_cast<float>(f64(a, 0, n)),
-                                     static_cast<float>(f64(a, 1, n)));
-    };
-    f["SolveTriangular"] = [](Stream s, const Args& a) {
-      return std::make_shared<linalg::SolveTriangular>(s, b(a, 0, "SolveTriangular"));
-    };
-    f["SVD"] = [](Stream s, const Args& a) {
-      return std::make_shared<linalg::SVD>(s, b(a, 0, "SVD"));
-    };
-    f["Eigh"] = [](Stream s, const Args& a) {
-      return std::make_shared<linalg::Eigh>(s, b(a, 0, "Eigh"), b(a, 1, "Eigh"));
-    };
-    f["Eig"] = [](Stream s, const Args& a) {
-      return std::make_shared<linalg::Eig>(s, b(a, 0, "Eig"));
-    };
-    f["AsType"] = [](Stream s, const Args& a) {
-      return std::make_shared<AsType>(s, dt(a, 0, "AsType"));
-    };
-    f["QuantizedMatmul"] = [](Stream s, const Args& a) {
-      const std::string n = "QuantizedMatmul";
-      int m = i32(a, 3, n);
-      if (m < 0 || m > 3) {
-        bad_args(n);
-      }
-      return std::make_shared<QuantizedMatmul>(
-          s, i32(a, 0, n), i32(a, 1, n), b(a, 2, n),
-          static_cast<QuantizationMode>(m));
-    };
-    f["RandomBits"] = [](Stream s, const Args& a) {
-      const std::string n = "RandomBits";
-      return std::make_shared<random::RandomBits>(s, shp(a, 0, n),
-                                                  i32(a, 1, n));
-    };
-    f["Reduce"] = [](Stream s, const Args& a) {
-      const std::string n = "Reduce";
-      int t = i32(a, 0, n);
-      if (t < 0 || t > 5) {
-        bad_args(n);
-      }
-      return std::make_shared<Reduce>(s, static_cast<Reduce::ReduceType>(t),
-                                      ints(a, 1, n), dt(a, 2, n));
-    };
-    f["NumberOfElements"] = [](Stream s, const Args& a) {
-      const std::string n = "NumberOfElements";
-      return std::make_shared<NumberOfElements>(s, ints(a, 0, n), dt(a, 1, n));
-    };
-    f["ArgReduce"] = [](Stream s, const Args& a) {
-      const std::string n = "ArgReduce";
-      int t = i32(a, 0, n);
-      if (t < 0 || t > 1) {
-        bad_args(n);
-      }
-      return std::make_shared<ArgReduce>(
-          s, static_cast<ArgReduce::ReduceType>(t), i32(a, 1, n));
-    };
-    f["Reshape"] = [](Stream s, const Args& a) {
-      const std::string n = "Reshape";
-      if (a.size() == 1) {
-        return std::make_shared<Reshape>(s, shp(a, 0, n));
-      }
-      int kind = i32(a, 1, n);
-      if (kind < ReshapeRule::Requested || kind > ReshapeRule::Unflatten) {
-        bad_args(n);
-      }
-      ReshapeRule rule{static_cast<ReshapeRule::Kind>(kind), shp(a, 2, n),
-                       i32(a, 3, n), i32(a, 4, n)};
-      return std::make_shared<Reshape>(s, shp(a, 0, n), std::move(rule));
-    };
-    f["Transpose"] = [](Stream s, const Args& a) {
-      return std::make_shared<Transpose>(s, ints(a, 0, "Transpose"));
-    };
-    f["Broadcast"] = [](Stream s, const Args& a) {
-      return std::make_shared<Broadcast>(s, shp(a, 0, "Broadcast"));
-    };
-    f["ExpandDims"] = [](Stream s, const Args& a) {
-      return std::make_shared<ExpandDims>(s, ints(a, 0, "ExpandDims"));
-    };
-    f["Squeeze"] = [](Stream s, const Args& a) {
-      return std::make_shared<Squeeze>(s, ints(a, 0, "Squeeze"));
-    };
-    f["Slice"] = [](Stream s, const Args& a) {
-      const std::string n = "Slice";
-      return std::make_shared<Slice>(s, shp(a, 0, n), shp(a, 1, n),
-                                     shp(a, 2, n));
-    };
-    f["SliceUpdate"] = [](Stream s, const Args& a) {
-      const std::string n = "SliceUpdate";
-      return std::make_shared<SliceUpdate>(s, shp(a, 0, n), shp(a, 1, n),
-                                           shp(a, 2, n));
-    };
-    f["Concatenate"] = [](Stream s, const Args& a) {
-      return std::make_shared<Concatenate>(s, i32(a, 0, "Concatenate"));
-    };
-    f["Pad"] = [](Stream s, const Args& a) {
-      const std::string n = "Pad";
-      return std::make_shared<Pad>(s, ints(a, 0, n), shp(a, 1, n),
-                                   shp(a, 2, n));
-    };
-    f["Sort"] = [](Stream s, const Args& a) {
-      return std::make_shared<Sort>(s, i32(a, 0, "Sort"));
-    };
-    f["ArgSort"] = [](Stream s, const Args& a) {
-      return std::make_shared<ArgSort>(s, i32(a, 0, "ArgSort"));
-    };
-    f["Partition"] = [](Stream s, const Args& a) {
-      return std::make_shared<Partition>(s, i32(a, 0, "Partition"),
-                                         i32(a, 1, "Partition"));
-    };
-    f["ArgPartition"] = [](Stream s, const Args& a) {
-      return std::make_shared<ArgPartition>(s, i32(a, 0, "ArgPartition"),
-                                            i32(a, 1, "ArgPartition"));
-    };
-    f["Softmax"] = [](Stream s, const Args&) {
-      return std::make_shared<Softmax>(s);
-    };
-    f["Scan"] = [](Stream s, const Args& a) {
-      const std::string n = "Scan";
-      int t = i32(a, 0, n);
-      if (t < 0 || t > 4) {
-        bad_args(n);
-      }
-      return std::make_shared<Scan>(s, static_cast<Scan::ReduceType>(t),
-                                    i32(a, 1, n), b(a, 2, n), b(a, 3, n));
-    };
-    return f;
+    std::unordered_map<std::string, ImportFn> t;
+#define FLUXION_IMPORT_ENTRY(CLASS, FAMILY, CPU, GPU) \
+  if (ImportFn f = import_fn<CLASS>()) {              \
+    t.emplace(primitive_name_of_class(#CLASS), f);    \
+  }
+    FLUXION_PRIMITIVES(FLUXION_IMPORT_ENTRY)
+#undef FLUXION_IMPORT_ENTRY
+    // Log2 and Log10 are written as "Log" with their base
+    // (export_primitive), never under their own names.
+    t.erase("Log2");
+    t.erase("Log10");
+    t["Log"] = &import_log;
+    t["NaNEqual"] = &import_nan_equal;
+    return t;
   }();
   return table;
 }
@@ -422,14 +118,14 @@ std::pair<std::string, std::vector<PrimitiveArg>> export_primitive(
   if (dynamic_cast<const Log*>(&p)) {
     return {"Log", {int64_t{2}}};
   }
-  // Names that depend on parameters map back to one factory.
+  // Names that depend on parameters map back to one entry.
   std::string name = p.name();
   if (dynamic_cast<const Reduce*>(&p)) {
     name = "Reduce";
   } else if (dynamic_cast<const ArgReduce*>(&p)) {
     name = "ArgReduce";
   }
-  if (!factories().count(name)) {
+  if (!import_table().count(name)) {
     throw std::invalid_argument("[export_function] The primitive " + name +
                                 " cannot be exported.");
   }
@@ -439,12 +135,21 @@ std::pair<std::string, std::vector<PrimitiveArg>> export_primitive(
 std::shared_ptr<Primitive> import_primitive(const std::string& name,
                                             const std::vector<PrimitiveArg>& a,
                                             Stream s) {
-  auto it = factories().find(name);
-  if (it == factories().end()) {
-    throw std::invalid_argument("[import_function] Unknown primitive '" +
-                                name + "'.");
+  auto it = import_table().find(name);
+  if (it == import_table().end()) {
+    throw std::invalid_argument("[import_function] Unknown primitive '" + name +
+                                "'.");
   }
   return it->second(s, a);
+}
+
+std::vector<std::string> exported_primitive_names() {
+  std::vector<std::string> names;
+  for (auto& entry : import_table()) {
+    names.push_back(entry.first);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace fluxion
