@@ -48,10 +48,9 @@ build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The suite runs as on CI, with no GPU visible (CUDA_VISIBLE_DEVICES
-# empty), also on a machine with one: the CUDA backend does not cover every
-# primitive yet, and GPU cases of the op table still fail there (see
-# docs/architecture.md, "The CUDA backend"). The GPU's tests are
-# `make test-gpu`. Last come the installed packages, from the same build
+# empty), also on a machine with one, so that its results are the CPU's
+# whatever machine runs it (docs/architecture.md, "The CUDA backend"). The
+# GPU's tests are `make test-gpu`. Last come the installed packages, from the same build
 # folder (tools/test_install.sh: the C++ example against the installed
 # library, a smoke subset of tests/python against the installed package).
 TEST_ENV = CUDA_VISIBLE_DEVICES= FLUXION_DEFAULT_DEVICE=cpu

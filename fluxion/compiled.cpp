@@ -310,9 +310,9 @@ void fuse_ir(Ir& ir, bool shapeless) {
       // A computed value also read outside joins as one more output of
       // the group (written once, by the same loop), when its readers come
       // after the root, or before it but can join too (then outputs
-      // themselves); a view is copied in instead. Only on CPU streams for
-      // now: the CUDA Compiled's eval of several outputs has not run on a
-      // GPU yet, so GPU groups keep one output, as before.
+      // themselves); a view is copied in instead. Only on CPU streams: the
+      // CUDA Compiled writes one output (Compiled::eval_gpu), so GPU groups
+      // keep one output.
       if (!inside && !view && !several_outputs) {
         continue;
       }

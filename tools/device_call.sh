@@ -10,7 +10,9 @@
 # the call cost 650 s of the session's device time (the machine's start
 # and the transfers count); a start that fails costs 1.5 to 3 minutes.
 # Parts:
-#   sanitize  make test-gpu-sanitize (compute-sanitizer memcheck)
+#   sanitize  make test-gpu-sanitize (compute-sanitizer memcheck, then
+#             racecheck: longer than a call's 10 minutes for the whole
+#             GPU suite (session 20): narrow it with GPU_TESTS='<gtest filter>')
 #   bench     benchmarks/gpu/bench_gpu.py, all rows, then its conv, decode
 #             and linalg rows, into one log
 #   nobuild   skip test-gpu (the build of an earlier call is reused by the

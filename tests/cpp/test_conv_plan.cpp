@@ -33,6 +33,7 @@
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/conv.h"
 #include "fluxion/transforms.h"
+#include "device_scope.h"
 #include "test_utils.h"
 
 using namespace fluxion;
@@ -41,7 +42,6 @@ namespace cp = fluxion::conv_plan;
 
 namespace {
 
-const Device kCpu{Device::cpu};
 
 array rnd(const Shape& shape, unsigned seed) {
   std::mt19937 gen(seed);

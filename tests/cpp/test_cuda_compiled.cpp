@@ -10,25 +10,13 @@
 #include <functional>
 
 #include "fluxion/backend/gpu.h"
+#include "device_scope.h"
 #include "fused_cases.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()               \
-  if (!is_available(Device::gpu)) {      \
-    GTEST_SKIP() << "no GPU is visible"; \
-  }
-
-struct OnDevice {
-  Device saved;
-  explicit OnDevice(Device d) : saved(default_device()) {
-    detail::set_thread_default_device(d);
-  }
-  ~OnDevice() { detail::set_thread_default_device(saved); }
-};
 
 using Stats = gpu::FusedKernelStats;
 

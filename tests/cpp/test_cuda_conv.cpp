@@ -20,20 +20,13 @@
 #include "fluxion/backend/gpu.h"
 #include "fluxion/ops/conv.h"
 #include "fluxion/transforms.h"
+#include "device_scope.h"
 #include "test_utils.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()               \
-  if (!is_available(Device::gpu)) {      \
-    GTEST_SKIP() << "no GPU is visible"; \
-  }
-
-const Device kGpu{Device::gpu};
-const Device kCpu{Device::cpu};
 
 // Sets an environment variable for the scope (conv.cu reads these at each
 // convolution).

@@ -16,6 +16,7 @@
 #include "fluxion/ops/fast.h"
 #include "fluxion/ops/hadamard.h"
 #include "fluxion/ops/layout.h"
+#include "device_scope.h"
 #include "transform_checks.h"
 
 using namespace fluxion;
@@ -25,20 +26,6 @@ namespace fx = fluxion::fast;
 namespace {
 
 using Outs = std::vector<array>;
-
-// This thread's default device for the lifetime of the object.
-struct OnDevice {
-  Device saved;
-  explicit OnDevice(Device d) : saved(default_device()) {
-    detail::set_thread_default_device(d);
-  }
-  ~OnDevice() { detail::set_thread_default_device(saved); }
-};
-
-#define SKIP_WITHOUT_GPU()               \
-  if (!is_available(Device::gpu)) {      \
-    GTEST_SKIP() << "no GPU is visible"; \
-  }
 
 array randn(const Shape& shape, unsigned seed, Dtype t = float32,
             double mean = 0.0) {

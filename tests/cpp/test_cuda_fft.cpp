@@ -16,20 +16,13 @@
 
 #include "fluxion/ops/fft.h"
 #include "fluxion/transforms.h"
+#include "device_scope.h"
 #include "test_utils.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()               \
-  if (!is_available(Device::gpu)) {      \
-    GTEST_SKIP() << "no GPU is visible"; \
-  }
-
-const Device kGpu{Device::gpu};
-const Device kCpu{Device::cpu};
 
 array rnd(const Shape& shape, uint32_t seed) {
   std::mt19937 gen(seed);
@@ -88,15 +81,6 @@ template <typename F>
 void both(const std::string& what, F&& f) {
   expect_match(f(kGpu), f(kCpu), what);
 }
-
-// The thread's default device for a scope (the gradient rules' own ops).
-struct OnDevice {
-  Device saved;
-  explicit OnDevice(Device d) : saved(default_device()) {
-    detail::set_thread_default_device(d);
-  }
-  ~OnDevice() { detail::set_thread_default_device(saved); }
-};
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 
 #include "fluxion/ops/linalg_lapack.h"
 #include "fluxion/transforms.h"
+#include "device_scope.h"
 #include "test_utils.h"
 
 using namespace fluxion;
@@ -22,14 +23,6 @@ using namespace fluxion::test;
 namespace la = fluxion::linalg;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()               \
-  if (!is_available(Device::gpu)) {      \
-    GTEST_SKIP() << "no GPU is visible"; \
-  }
-
-const Device kGpu{Device::gpu};
-const Device kCpu{Device::cpu};
 
 array rnd(const Shape& shape, uint32_t seed, Dtype t = float64) {
   std::mt19937 gen(seed);

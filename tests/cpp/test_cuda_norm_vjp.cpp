@@ -17,6 +17,7 @@
 
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/fast.h"
+#include "device_scope.h"
 #include "transform_checks.h"
 
 using namespace fluxion;
@@ -27,19 +28,6 @@ namespace {
 
 using Outs = std::vector<array>;
 using Opt = std::optional<array>;
-
-struct OnDevice {
-  Device saved;
-  explicit OnDevice(Device d) : saved(default_device()) {
-    detail::set_thread_default_device(d);
-  }
-  ~OnDevice() { detail::set_thread_default_device(saved); }
-};
-
-#define SKIP_WITHOUT_GPU()               \
-  if (!is_available(Device::gpu)) {      \
-    GTEST_SKIP() << "no GPU is visible"; \
-  }
 
 // Made on the CPU once, so that both devices read the same values.
 array randn(const Shape& shape, unsigned seed, Dtype t, double mean = 0.0) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fluxion/ops/searchsorted.h"
+#include "device_scope.h"
 #include "test_utils.h"
 
 using namespace fluxion;
@@ -25,11 +26,6 @@ const Dtype kAllDtypes[] = {bool_,    uint8,   uint16,  uint32,   uint64,
 bool is_float(Dtype t) {
   return t == float16 || t == bfloat16 || t == float32 || t == float64;
 }
-
-#define SKIP_WITHOUT_GPU()               \
-  if (!is_available(Device::gpu)) {      \
-    GTEST_SKIP() << "no GPU is visible"; \
-  }
 
 // Values with many ties: integers in [-range, range] (halves for floats),
 // made nonnegative for unsigned types; floats get NaN, +-inf and -0.0

@@ -25,20 +25,13 @@
 #include "fluxion/backend/common/codegen_parts.h"
 #include "fluxion/backend/common/fused_layout.h"
 #include "fluxion/backend/cuda/codegen_cuda.h"
+#include "device_scope.h"
 #include "fused_cases.h"
 
 using namespace fluxion;
 using namespace fluxion::test;
 
 namespace {
-
-struct OnDevice {
-  Device saved;
-  explicit OnDevice(Device d) : saved(default_device()) {
-    detail::set_thread_default_device(d);
-  }
-  ~OnDevice() { detail::set_thread_default_device(saved); }
-};
 
 // What the host build of a generated source needs instead of CUDA's.
 const char* const kShim = R"(

@@ -13,6 +13,7 @@
 
 #include "fluxion/backend/cuda/codegen_cuda.h"
 #include "fluxion/backend/cuda/nvrtc_compile.h"
+#include "device_scope.h"
 #include "fused_cases.h"
 
 using namespace fluxion;
@@ -27,15 +28,6 @@ namespace {
       GTEST_SKIP() << "no NVRTC: " << why;     \
     }                                          \
   }
-
-// This thread's default device for the lifetime of the object.
-struct OnDevice {
-  Device saved;
-  explicit OnDevice(Device d) : saved(default_device()) {
-    detail::set_thread_default_device(d);
-  }
-  ~OnDevice() { detail::set_thread_default_device(saved); }
-};
 
 // Case `c` compiled and called on the CPU (not evaluated): its outputs'
 // graph holds the Compiled nodes.

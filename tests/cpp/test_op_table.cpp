@@ -20,6 +20,7 @@
 #include "fluxion/backend/gpu.h"
 #include "fluxion/compile.h"
 #include "fluxion/compiled.h"
+#include "device_scope.h"
 #include "op_cases.h"
 
 namespace fluxion::test {
@@ -93,15 +94,6 @@ std::vector<Device> table_devices() {
   }
   return d;
 }
-
-// Runs the body with `d` as this thread's default device.
-struct OnDevice {
-  Device saved;
-  explicit OnDevice(Device d) : saved(default_device()) {
-    detail::set_thread_default_device(d);
-  }
-  ~OnDevice() { detail::set_thread_default_device(saved); }
-};
 
 // A GPU kernel not ported yet raises "... on the gpu yet" (a primitive of
 // the registry's GPU column 0, or a dtype the kernel does not take yet,

@@ -137,47 +137,47 @@ class ConvBuilder : public cudnn::GraphBuilder {
     set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, spatial,
         m.post);
     finalize(conv, "convolution");
+    // The three operations take the same six attributes under their own
+    // names: alpha, beta, the convolution, and x, w, y in cuDNN's roles.
+    struct Names {
+      cudnnBackendDescriptorType_t type;
+      cudnnBackendAttributeName_t alpha, beta, conv, x, w, y;
+    };
+    static const Names kForward{
+        CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y};
+    static const Names kData{
+        CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY};
+    static const Names kFilter{
+        CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY};
+    const Names& n = m.op == Op::forward         ? kForward
+                     : m.op == Op::backward_data ? kData
+                                                 : kFilter;
     float alpha = 1.0f, beta = 0.0f;
-    cudnnBackendDescriptor_t op = nullptr;
-    switch (m.op) {
-      case Op::forward:
-        op = create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-        set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-            CUDNN_TYPE_FLOAT, 1, &alpha);
-        set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
-            CUDNN_TYPE_FLOAT, 1, &beta);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y);
-        break;
-      case Op::backward_data:
-        op = create(
-            CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-        set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
-            CUDNN_TYPE_FLOAT, 1, &alpha);
-        set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
-            CUDNN_TYPE_FLOAT, 1, &beta);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-                 conv);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, x);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, w);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, y);
-        break;
-      case Op::backward_filter:
-        op = create(
-            CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-        set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
-            CUDNN_TYPE_FLOAT, 1, &alpha);
-        set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
-            CUDNN_TYPE_FLOAT, 1, &beta);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
-                 conv);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, x);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, w);
-        set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, y);
-        break;
-    }
+    cudnnBackendDescriptor_t op = create(n.type);
+    set(op, n.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+    set(op, n.beta, CUDNN_TYPE_FLOAT, 1, &beta);
+    set_desc(op, n.conv, conv);
+    set_desc(op, n.x, x);
+    set_desc(op, n.w, w);
+    set_desc(op, n.y, y);
     add_op(op, "convolution op");
   }
 };
@@ -210,55 +210,24 @@ bool acceptable(const Problem& p, cudnnBackendDescriptor_t cfg,
 
 // ------------------------------------------------------------------ cache
 
-struct Key {
-  std::vector<int64_t> v;
-  bool operator==(const Key& o) const { return v == o.v; }
-};
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t x : k.v) {
-      h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
-    }
-    return static_cast<size_t>(h);
-  }
-};
+using Key = cudnn::PlanCache::Key;
 
 Key key_of(int device, const Problem& p) {
   const Mapping& m = p.m;
-  Key k{{device, p.dt, p.tf32, static_cast<int64_t>(m.op), m.x.nd,
-         m.convolution_mode}};
+  Key k{device, p.dt, p.tf32, static_cast<int64_t>(m.op), m.x.nd,
+        m.convolution_mode};
   for (const conv_plan::Tensor* t : {&m.x, &m.w, &m.y}) {
-    k.v.insert(k.v.end(), t->dim, t->dim + t->nd);
-    k.v.insert(k.v.end(), t->stride, t->stride + t->nd);
+    k.insert(k.end(), t->dim, t->dim + t->nd);
+    k.insert(k.end(), t->stride, t->stride + t->nd);
   }
   for (const int64_t* a : {m.pre, m.post, m.stride, m.dilation}) {
-    k.v.insert(k.v.end(), a, a + 3);
+    k.insert(k.end(), a, a + 3);
   }
   return k;
 }
 
-struct Cache {
-  std::mutex mu;
-  std::unordered_map<Key, std::shared_ptr<Plan>, KeyHash> plans;
-};
-Cache& cache() {
-  static auto* c = new Cache();  // leaked: plans live to exit
-  return *c;
-}
-
-// The plan of `p` on `device`, built on first sight; a failure is cached
-// as a plan without one.
-std::shared_ptr<Plan> plan_for(int device, const Problem& p) {
-  Key key = key_of(device, p);
-  auto& c = cache();
-  {
-    std::lock_guard<std::mutex> lk(c.mu);
-    auto it = c.plans.find(key);
-    if (it != c.plans.end()) {
-      return it->second;
-    }
-  }
+// A new plan of `p` on `device` (one without a plan on failure).
+std::shared_ptr<Plan> build_plan(int device, const Problem& p) {
   auto plan = std::make_shared<Plan>();
   std::string error;
   cudnnHandle_t handle = cudnn::handle_for(device, error);
@@ -288,8 +257,13 @@ std::shared_ptr<Plan> plan_for(int device, const Problem& p) {
                  plan->plan ? "plan made"
                             : ("no plan (" + plan->error + ")").c_str());
   }
-  std::lock_guard<std::mutex> lk(c.mu);
-  return c.plans.emplace(std::move(key), std::move(plan)).first->second;
+  return plan;
+}
+
+// The plan of `p` on `device`, built on first sight.
+std::shared_ptr<Plan> plan_for(int device, const Problem& p) {
+  static auto* cache = new cudnn::PlanCache();  // leaked: plans live to exit
+  return cache->get(key_of(device, p), [&] { return build_plan(device, p); });
 }
 
 // ---------------------------------------------------------------- running

@@ -435,6 +435,28 @@ bool execute(const Plan& plan,
   return true;
 }
 
+size_t PlanCache::Hash::operator()(const Key& k) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the numbers
+  for (int64_t x : k) {
+    h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
+  }
+  return static_cast<size_t>(h);
+}
+
+std::shared_ptr<Plan> PlanCache::get(
+    const Key& key, const std::function<std::shared_ptr<Plan>()>& build) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) {
+      return it->second;
+    }
+  }
+  auto plan = build();
+  std::lock_guard<std::mutex> lk(mu_);
+  return plans_.emplace(key, std::move(plan)).first->second;
+}
+
 }  // namespace fluxion::cu::cudnn
 
 #endif  // FLUXION_HAVE_CUDNN

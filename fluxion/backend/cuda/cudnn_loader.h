@@ -27,7 +27,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -116,6 +118,26 @@ struct PlanOptions {
 // execution plan: `p.plan`, or `p.error`.
 void make_plan(cudnnHandle_t handle, GraphBuilder& g, Plan& p,
                const PlanOptions& options = {});
+
+// Plans by every number they depend on (device, dtype, shapes, ...), each
+// built once: a failure is kept too, as a plan without one, so a shape
+// cuDNN cannot take is not planned again at every call.
+class PlanCache {
+ public:
+  using Key = std::vector<int64_t>;
+  // The plan of `key`: built by `build` on first sight (outside the lock:
+  // planning takes milliseconds; two threads may both build, the first
+  // stored wins).
+  std::shared_ptr<Plan> get(
+      const Key& key, const std::function<std::shared_ptr<Plan>()>& build);
+
+ private:
+  struct Hash {
+    size_t operator()(const Key& k) const;
+  };
+  std::mutex mu_;
+  std::unordered_map<Key, std::shared_ptr<Plan>, Hash> plans_;
+};
 
 // The numerical notes of an engine config's engine (false when cuDNN does
 // not say).

@@ -35,10 +35,6 @@ using namespace cu::solver;
 namespace kern = cu::lapack;
 namespace plan = lapack_plan;
 
-char* at(void* p, int64_t i, int64_t elems, Dtype t) {
-  return static_cast<char*>(p) + i * elems * static_cast<int64_t>(t.size);
-}
-
 }  // namespace
 
 void Cholesky::eval_gpu(const std::vector<array>& inputs,

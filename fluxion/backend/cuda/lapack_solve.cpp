@@ -39,10 +39,6 @@ namespace plan = lapack_plan;
 
 constexpr const char* kSingular = "Matrix is singular.";
 
-char* at(void* p, int64_t i, int64_t elems, Dtype t) {
-  return static_cast<char*>(p) + i * elems * static_cast<int64_t>(t.size);
-}
-
 // getrf of each matrix of `w` (column-major (n, n)) with the 64-bit API:
 // pivots in `ipiv` (n per matrix), info per matrix. One workspace.
 void getrf_each(const Handles& h, Dtype t, int64_t n, void* w, int64_t batch,
@@ -58,6 +54,20 @@ void getrf_each(const Handles& h, Dtype t, int64_t n, void* w, int64_t batch,
     check(cusolverDnXgetrf(h.dn, h.params, n, n, dt, at(w, i, n * n, t), n,
                            ipiv + i * n, dt, dws, dev, hws, host, info + i),
           op, "cusolverDnXgetrf");
+  }
+}
+
+// getrs of each matrix (n, k) of `b` (column-major, in place) with the
+// factors of getrf_each; the calls' own info is only about arguments.
+void getrs_each(const Handles& h, Dtype t, cublasOperation_t trans, int64_t n,
+                int64_t k, void* w, const int64_t* ipiv, void* b, int64_t batch,
+                const char* op) {
+  const cudaDataType dt = data_type(t);
+  int* info = device_zeros(1);
+  for (int64_t i = 0; i < batch; ++i) {
+    check(cusolverDnXgetrs(h.dn, h.params, trans, n, k, dt, at(w, i, n * n, t),
+                           n, ipiv + i * n, dt, at(b, i, n * k, t), n, info),
+          op, "cusolverDnXgetrs");
   }
 }
 
@@ -90,14 +100,7 @@ void Inverse::eval_gpu(const std::vector<array>& inputs,
     auto* ipiv = device_array<int64_t>(batch * n);
     getrf_each(h, t, n, w.data, batch, ipiv, info, op);
     kern::identity(o, t, batch, n, n);
-    int* info2 = device_zeros(1);
-    const cudaDataType dt = data_type(t);
-    for (int64_t i = 0; i < batch; ++i) {
-      check(cusolverDnXgetrs(h.dn, h.params, CUBLAS_OP_N, n, n, dt,
-                             at(w.data, i, n * n, t), n, ipiv + i * n, dt,
-                             at(o, i, n * n, t), n, info2),
-            op, "cusolverDnXgetrs");
-    }
+    getrs_each(h, t, CUBLAS_OP_N, n, n, w.data, ipiv, o, batch, op);
   }
   kern::check_info(info, w.bad, batch, op, kSingular);
   kern::nan_where(o, t, batch, n * n, w.bad);
@@ -133,13 +136,7 @@ void Solve::eval_gpu(const std::vector<array>& inputs,
   } else {
     auto* ipiv = device_array<int64_t>(batch * n);
     getrf_each(h, wt, n, w.data, batch, ipiv, info, op);
-    int* info2 = device_zeros(1);
-    for (int64_t i = 0; i < batch; ++i) {
-      check(cusolverDnXgetrs(h.dn, h.params, CUBLAS_OP_T, n, k, CUDA_R_64F,
-                             at(w.data, i, n * n, wt), n, ipiv + i * n,
-                             CUDA_R_64F, at(x, i, n * k, wt), n, info2),
-            op, "cusolverDnXgetrs");
-    }
+    getrs_each(h, wt, CUBLAS_OP_T, n, k, w.data, ipiv, x, batch, op);
   }
   // x column-major (n, k) is row-major (k, n): transposed back, rounded.
   void* o = cu::ptr<void>(out);

@@ -394,57 +394,21 @@ void build_backward(Builder& g, const Problem& p) {
 // ---------------------------------------------------------------- plans
 
 // The cache key: every number a plan depends on.
-struct Key {
-  std::vector<int64_t> v;
-  bool operator==(const Key& o) const { return v == o.v; }
-};
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t x : k.v) {
-      h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
-    }
-    return static_cast<size_t>(h);
-  }
-};
+using Key = cudnn::PlanCache::Key;
 
 Key key_of(int device, const Problem& p) {
   uint32_t sbits;
   std::memcpy(&sbits, &p.scale, sizeof(sbits));
-  Key k{{device, p.dt, p.B, p.Hq, p.Hkv, p.Lq, p.Lk, p.D, p.causal, p.stats,
-         p.backward, sbits}};
+  Key k{device, p.dt, p.B, p.Hq, p.Hkv, p.Lq, p.Lk, p.D, p.causal, p.stats,
+        p.backward, sbits};
   for (const Layout* l : {&p.q, &p.k, &p.v, &p.o, &p.d_o}) {
-    k.v.insert(k.v.end(), l->st, l->st + 4);
+    k.insert(k.end(), l->st, l->st + 4);
   }
   return k;
 }
 
-struct Cache {
-  std::mutex mu;
-  std::unordered_map<Key, std::shared_ptr<Plan>, KeyHash> plans;
-};
-Cache& cache() {
-  static auto* c = new Cache();  // leaked: plans live to exit
-  return *c;
-}
-
-// The plan of `p` on `device` (the current one), built on first sight; a
-// failure is cached as a plan without one. Null when the library is
-// unusable.
-std::shared_ptr<Plan> plan_for(int device, const Problem& p) {
-  auto& l = lib();
-  if (!l.handle) {
-    return nullptr;
-  }
-  Key key = key_of(device, p);
-  auto& c = cache();
-  {
-    std::lock_guard<std::mutex> lk(c.mu);
-    auto it = c.plans.find(key);
-    if (it != c.plans.end()) {
-      return it->second;
-    }
-  }
+// A new plan of `p` on `device` (one without a plan on failure).
+std::shared_ptr<Plan> build_plan(int device, const Problem& p) {
   auto plan = std::make_shared<Plan>();
   std::string error;
   cudnnHandle_t handle = cudnn::handle_for(device, error);
@@ -480,8 +444,17 @@ std::shared_ptr<Plan> plan_for(int device, const Problem& p) {
                    p.Lq, p.Lk, p.D, int{p.causal}, plan->error.c_str());
     }
   }
-  std::lock_guard<std::mutex> lk(c.mu);
-  return c.plans.emplace(std::move(key), std::move(plan)).first->second;
+  return plan;
+}
+
+// The plan of `p` on `device` (the current one), built on first sight.
+// Null when the library is unusable.
+std::shared_ptr<Plan> plan_for(int device, const Problem& p) {
+  if (!lib().handle) {
+    return nullptr;
+  }
+  static auto* cache = new cudnn::PlanCache();  // leaked: plans live to exit
+  return cache->get(key_of(device, p), [&] { return build_plan(device, p); });
 }
 
 // ---------------------------------------------------------------- running
@@ -612,16 +585,24 @@ bool plans_ready(int device, Dtype t, int B, int Hq, int Hkv, int Lq, int Lk,
   }
 }
 
+// Whether cuDNN may take attention of q, k, v (in[0..2]): the shapes and
+// dtype it runs, and the library loaded.
+bool takes(const std::vector<array>& in, bool causal) {
+  const array& q = in[0];
+  const array& k = in[1];
+  return eligible(q.dtype(), q.shape(0), q.shape(1), k.shape(1), q.shape(2),
+                  k.shape(2), q.shape(3), in[2].shape(3), causal) &&
+         lib().handle;
+}
+
 bool forward(const std::vector<array>& in, std::vector<array>& out,
              float scale, bool causal) {
+  if (!takes(in, causal)) {
+    return false;
+  }
   const array& q = in[0];
   const array& k = in[1];
   const array& v = in[2];
-  if (!eligible(q.dtype(), q.shape(0), q.shape(1), k.shape(1), q.shape(2),
-                k.shape(2), q.shape(3), v.shape(3), causal) ||
-      !lib().handle) {
-    return false;
-  }
   const bool stats = out.size() > 1;
   // Decoding (a few queries, no backward to feed): cuDNN makes a block per
   // 64 queries of each head, too few to fill the GPU; sdpa.cu's kernel
@@ -693,14 +674,11 @@ bool forward(const std::vector<array>& in, std::vector<array>& out,
 
 bool backward(const std::vector<array>& in, std::vector<array>& out,
               float scale, bool causal) {
-  const array& q = in[0];
-  const array& k = in[1];
-  const array& v = in[2];
-  if (!eligible(q.dtype(), q.shape(0), q.shape(1), k.shape(1), q.shape(2),
-                k.shape(2), q.shape(3), v.shape(3), causal) ||
-      in[4].dtype() != float32 || !lib().handle) {
+  if (!takes(in, causal) || in[4].dtype() != float32) {
     return false;
   }
+  const array& q = in[0];
+  const array& k = in[1];
   const int device = current_device();
   Problem p = problem(q, k, scale, causal, true, true);
   auto plan = plan_for(device, p);  // row-contiguous operands

@@ -77,6 +77,10 @@ Work stage(const array& x, Dtype t, bool transpose, bool conj = false);
 
 // The number of (rows, cols) matrices in `x` (0 when they are empty).
 int64_t matrices(const array& x);
+// Matrix i of a batch of matrices of `elems` elements of dtype t at p.
+inline char* at(void* p, int64_t i, int64_t elems, Dtype t) {
+  return static_cast<char*>(p) + i * elems * static_cast<int64_t>(t.size);
+}
 // The product of x's batch dims (every dim but the last two).
 int64_t batch_size(const array& x);
 size_t item_size(Dtype t);
