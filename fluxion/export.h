@@ -24,6 +24,12 @@
 // shape, constant index or -1), the input and output value ids and the
 // nodes (primitive name, parameters as tagged values, input and output
 // value ids).
+//
+// The work is split by job: export.cpp traces and flattens a function and
+// writes its file, export_format.cpp turns traces into the file's bytes and
+// back, export_registry.cpp names each primitive and rebuilds it (its table
+// comes from fluxion/primitive_list.h and each primitive's state() /
+// from_state), import.cpp reads a file into an ImportedFunction.
 #pragma once
 
 #include <functional>
@@ -42,7 +48,7 @@ using Kwargs = std::map<std::string, array>;
 using KwFn = std::function<std::vector<array>(const std::vector<array>&,
                                               const Kwargs&)>;
 
-// One traced call, before serialization.
+// One traced call: collected by an exporter, read back by an import.
 struct ExportedTrace {
   int n_args = 0;
   std::vector<std::string> kwarg_names;  // sorted
@@ -69,6 +75,9 @@ std::pair<std::string, std::vector<PrimitiveArg>> export_primitive(
     const Primitive& p);
 std::shared_ptr<Primitive> import_primitive(
     const std::string& name, const std::vector<PrimitiveArg>& args, Stream s);
+// The names import_primitive accepts (those export_primitive writes),
+// sorted.
+std::vector<std::string> exported_primitive_names();
 
 // Collects traces of one function and writes them to `path` after each
 // (so the file is complete at any time); close() ends it.
@@ -109,17 +118,10 @@ class ImportedFunction {
   bool shapeless() const { return shapeless_; }
 
  private:
-  struct Trace {
-    int n_args;
-    std::vector<std::string> kwarg_names;
-    std::vector<Dtype> dtypes;
-    std::vector<Shape> shapes;
-    detail::Ir ir;
-  };
   std::string path_;
   std::string metadata_;
   bool shapeless_ = false;
-  std::vector<Trace> traces_;
+  std::vector<ExportedTrace> traces_;
 };
 
 ImportedFunction import_function(const std::string& path);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -89,7 +90,8 @@ class Primitive {
   virtual const char* name() const = 0;
   // The parameters that rebuild this primitive with its name (see
   // fluxion/export.h; every exportable primitive with parameters lists
-  // them, in its constructor's order).
+  // them, in its constructor's order, and declares this together with the
+  // static from_state that reads them back: FLUXION_DECLARE_STATE below).
   virtual std::vector<PrimitiveArg> state() const { return {}; }
   // Name plus parameters, for graph printing.
   virtual void print(std::ostream& os) const { os << name(); }
@@ -140,6 +142,18 @@ class Primitive {
   FLUXION_DECLARE_VJP         \
   FLUXION_DECLARE_JVP         \
   FLUXION_DECLARE_VMAP
+
+// A primitive with parameters saves them with state() and is rebuilt from
+// them by the static from_state (export_function writes the first,
+// import_function calls the second; fluxion/primitive_args.h reads them
+// back typed and checked). Declaring both together keeps saving and loading
+// side by side: a primitive defines them next to each other in its .cpp
+// file, and the import table (export_registry.cpp) finds from_state for
+// every class of fluxion/primitive_list.h that has it.
+#define FLUXION_DECLARE_STATE                       \
+  std::vector<PrimitiveArg> state() const override; \
+  static std::shared_ptr<Primitive> from_state(     \
+      Stream s, const std::vector<PrimitiveArg>& args);
 
 // An elementwise primitive NAME deriving from BASE (UnaryPrimitive or
 // BinaryPrimitive): its output dtype is OUT, an expression of the input

@@ -1,6 +1,7 @@
 // Every header declaring a primitive class of the library: for the files
-// that define a kernel for each entry of fluxion/primitive_list.h
-// (backend/no_gpu/primitives.cpp, backend/cpu/missing_kernels.cpp).
+// that expand fluxion/primitive_list.h over the classes themselves (the
+// kernels of backend/no_gpu/primitives.cpp and
+// backend/cpu/missing_kernels.cpp, export_registry.cpp's import table).
 #pragma once
 
 #include "fluxion/compiled.h"

@@ -9,6 +9,10 @@
 //    eval_gpu is undefined), and an entry without a class fails to compile;
 //    a 1 in a backend's column without a kernel fails to link too, and a
 //    kernel defined next to a 0 is a duplicate definition.
+//  - fluxion/export_registry.cpp generates export_function's import table
+//    from it: each class is rebuilt by its from_state (declared with its
+//    state(), FLUXION_DECLARE_STATE) or, without parameters, from its
+//    stream; a class with neither cannot be exported.
 //  - fluxion/primitive_registry.h turns it into a table at run time
 //    (primitive_registry(), kernels_missing()), which the rules-coverage
 //    test (RulesCoverage.KernelsPerBackend) and fluxion.core._primitive_registry()

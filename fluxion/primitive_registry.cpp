@@ -5,24 +5,10 @@
 
 namespace fluxion {
 
-namespace {
-
-// "linalg::Inverse" -> "Inverse".
-constexpr const char* base_name(const char* cls) {
-  const char* name = cls;
-  for (const char* p = cls; *p != '\0'; ++p) {
-    if (*p == ':') {
-      name = p + 1;
-    }
-  }
-  return name;
-}
-
-}  // namespace
-
 const std::vector<PrimitiveInfo>& primitive_registry() {
-#define FLUXION_REGISTRY_ENTRY(CLASS, FAMILY, CPU, GPU) \
-  PrimitiveInfo{base_name(#CLASS), #CLASS, #FAMILY, CPU != 0, GPU != 0},
+#define FLUXION_REGISTRY_ENTRY(CLASS, FAMILY, CPU, GPU)                     \
+  PrimitiveInfo{primitive_name_of_class(#CLASS), #CLASS, #FAMILY, CPU != 0, \
+                GPU != 0},
   static const std::vector<PrimitiveInfo> table = {
       FLUXION_PRIMITIVES(FLUXION_REGISTRY_ENTRY)};
 #undef FLUXION_REGISTRY_ENTRY

@@ -19,6 +19,18 @@ struct PrimitiveInfo {
   bool gpu;            // the GPU backend defines eval_gpu
 };
 
+// A primitive's name from its class as the list spells it:
+// "linalg::Inverse" -> "Inverse".
+constexpr const char* primitive_name_of_class(const char* cls) {
+  const char* name = cls;
+  for (const char* p = cls; *p != '\0'; ++p) {
+    if (*p == ':') {
+      name = p + 1;
+    }
+  }
+  return name;
+}
+
 // Every primitive, in the list's order.
 const std::vector<PrimitiveInfo>& primitive_registry();
 // The entry named `name` (a class name, as PrimitiveInfo::name), or null.

@@ -8,6 +8,7 @@
 #include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -43,6 +44,14 @@ std::vector<array> AsType::jvp(const std::vector<array>& primals,
     return {zeros(x.shape(), dtype_, stream())};
   }
   return {astype(tangents[0], dtype_, stream())};
+}
+
+std::vector<PrimitiveArg> AsType::state() const { return export_state(dtype_); }
+
+std::shared_ptr<Primitive> AsType::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "AsType");
+  return std::make_shared<AsType>(s, a.dt(0));
 }
 
 std::vector<array> AsType::vjp(const std::vector<array>& primals,

@@ -26,9 +26,7 @@ class AsType : public Primitive {
   const char* elementwise_functor(const std::vector<Dtype>& in) const override {
     return is_floating_point(in[0]) && is_unsigned(dtype_) ? nullptr : "AsType";
   }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(dtype_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override {
     return Primitive::is_equivalent(o) &&

@@ -5,13 +5,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/conv_impl.h"
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -396,6 +397,19 @@ bool Convolution::is_equivalent(const Primitive& o) const {
          c.kernel_dilation_ == kernel_dilation_ &&
          c.input_dilation_ == input_dilation_ && c.groups_ == groups_ &&
          c.flip_ == flip_;
+}
+
+std::vector<PrimitiveArg> Convolution::state() const {
+  return export_state(export_ints(stride_), export_ints(padding_lo_),
+                      export_ints(padding_hi_), export_ints(kernel_dilation_),
+                      export_ints(input_dilation_), int64_t{groups_}, flip_);
+}
+
+std::shared_ptr<Primitive> Convolution::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Convolution");
+  return std::make_shared<Convolution>(s, a.ints(0), a.ints(1), a.ints(2),
+                                       a.ints(3), a.ints(4), a.i32(5), a.b(6));
 }
 
 std::vector<Shape> Convolution::output_shapes(const std::vector<array>& in) {

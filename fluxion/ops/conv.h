@@ -123,9 +123,7 @@ class Convolution : public Primitive {
         flip_(flip) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Convolution"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(stride_), export_ints(padding_lo_), export_ints(padding_hi_), export_ints(kernel_dilation_), export_ints(input_dilation_), int64_t{groups_}, flip_);
-  }
+  FLUXION_DECLARE_STATE
   void print(std::ostream& os) const override;
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

@@ -1,19 +1,20 @@
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/hadamard.h"
-#include "fluxion/ops/layout.h"
-#include "fluxion/ops/matmul_variants.h"
-#include "fluxion/ops/searchsorted.h"
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <sstream>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
+#include "fluxion/ops/hadamard.h"
+#include "fluxion/ops/layout.h"
+#include "fluxion/ops/matmul_variants.h"
+#include "fluxion/ops/searchsorted.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
+#include "fluxion/primitive_args.h"
 #include "fluxion/transforms.h"
 
 namespace fluxion {
@@ -166,6 +167,16 @@ bool Arange::is_equivalent(const Primitive& o) const {
   auto& r = static_cast<const Arange&>(o);
   return r.start_ == start_ && r.stop_ == stop_ && r.step_ == step_ &&
          r.dtype_ == dtype_;
+}
+
+std::vector<PrimitiveArg> Arange::state() const {
+  return export_state(start_, stop_, step_, dtype_);
+}
+
+std::shared_ptr<Primitive> Arange::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Arange");
+  return std::make_shared<Arange>(s, a.f64(0), a.f64(1), a.f64(2), a.dt(3));
 }
 
 std::vector<Shape> Arange::output_shapes(const std::vector<array>&) {

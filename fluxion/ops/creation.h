@@ -64,9 +64,7 @@ class Arange : public Primitive {
       : Primitive(s), start_(start), stop_(stop), step_(step), dtype_(dtype) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Arange"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(start_, stop_, step_, dtype_);
-  }
+  FLUXION_DECLARE_STATE
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fluxion/ops/creation.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -70,6 +71,16 @@ std::vector<Shape> Depends::output_shapes(const std::vector<array>& inputs) {
     shapes.push_back(inputs[i].shape());
   }
   return shapes;
+}
+
+std::vector<PrimitiveArg> Depends::state() const {
+  return export_state(int64_t{num_passed_});
+}
+
+std::shared_ptr<Primitive> Depends::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Depends");
+  return std::make_shared<Depends>(s, a.i32(0));
 }
 
 std::vector<Shape> CustomTransforms::output_shapes(

@@ -25,9 +25,7 @@ class Depends : public Primitive {
   FLUXION_DECLARE_RULES
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const char* name() const override { return "Depends"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{num_passed_});
-  }
+  FLUXION_DECLARE_STATE
   bool is_equivalent(const Primitive& o) const override {
     return Primitive::is_equivalent(o) &&
            static_cast<const Depends&>(o).num_passed_ == num_passed_;

@@ -369,7 +369,7 @@ std::vector<PrimitiveArg> CustomKernel::state() const {
   return st;
 }
 
-std::shared_ptr<Primitive> custom_kernel_from_state(
+std::shared_ptr<Primitive> CustomKernel::from_state(
     Stream s, const std::vector<PrimitiveArg>& a) {
   size_t i = 0;
   auto next = [&]() -> const PrimitiveArg& {

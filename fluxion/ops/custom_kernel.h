@@ -23,7 +23,7 @@
 //
 // Every kind: the rules (vjp, jvp, vmap) raise, output shapes are given,
 // not inferred (a shapeless replay raises), the node is exported with its
-// spec and launch and rebuilt by custom_kernel_from_state. It is the one
+// spec and launch and rebuilt by CustomKernel::from_state. It is the one
 // primitive without an op-spec case (it runs no fixed computation);
 // tests/python/test_metal_kernel.py and test_cuda_custom_kernel.py cover it.
 #pragma once
@@ -124,7 +124,9 @@ class CustomKernel : public Primitive {
       : Primitive(s), spec_(std::move(spec)), launch_(std::move(launch)) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "CustomKernel"; }
-  std::vector<PrimitiveArg> state() const override;
+  // state(): the spec and launch; from_state raises "[import_function]
+  // Malformed parameters for CustomKernel." for anything else.
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   // Output shapes are given, not inferred: a shapeless replay raises.
@@ -137,9 +139,5 @@ class CustomKernel : public Primitive {
   CustomKernelSpec spec_;
   KernelLaunch launch_;
 };
-
-// The CustomKernel rebuilt from its state() (export's factory).
-std::shared_ptr<Primitive> custom_kernel_from_state(
-    Stream s, const std::vector<PrimitiveArg>& state);
 
 }  // namespace fluxion::fast

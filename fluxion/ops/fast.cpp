@@ -5,15 +5,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/linalg.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/primitive_args.h"
 #include "fluxion/transforms.h"
 
 namespace fluxion::fast {
@@ -575,12 +576,32 @@ bool LayerNorm::is_equivalent(const Primitive& o) const {
          p.has_bias_ == has_bias_;
 }
 
+std::vector<PrimitiveArg> LayerNorm::state() const {
+  return export_state(double{eps_}, has_weight_, has_bias_);
+}
+
+std::shared_ptr<Primitive> LayerNorm::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "LayerNorm");
+  return std::make_shared<LayerNorm>(s, a.f32(0), a.b(1), a.b(2));
+}
+
 bool RMSNorm::is_equivalent(const Primitive& o) const {
   if (typeid(o) != typeid(*this)) {
     return false;
   }
   auto& p = static_cast<const RMSNorm&>(o);
   return p.eps_ == eps_ && p.has_weight_ == has_weight_;
+}
+
+std::vector<PrimitiveArg> RMSNorm::state() const {
+  return export_state(double{eps_}, has_weight_);
+}
+
+std::shared_ptr<Primitive> RMSNorm::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "RMSNorm");
+  return std::make_shared<RMSNorm>(s, a.f32(0), a.b(1));
 }
 
 bool RoPE::is_equivalent(const Primitive& o) const {
@@ -593,6 +614,18 @@ bool RoPE::is_equivalent(const Primitive& o) const {
          p.has_freqs_ == has_freqs_;
 }
 
+std::vector<PrimitiveArg> RoPE::state() const {
+  return export_state(int64_t{dims_}, traditional_, double{base_},
+                      double{scale_}, forward_, has_freqs_);
+}
+
+std::shared_ptr<Primitive> RoPE::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "RoPE");
+  return std::make_shared<RoPE>(s, a.i32(0), a.b(1), a.f32(2), a.f32(3), a.b(4),
+                                a.b(5));
+}
+
 bool ScaledDotProductAttention::is_equivalent(const Primitive& o) const {
   if (typeid(o) != typeid(*this)) {
     return false;
@@ -600,6 +633,20 @@ bool ScaledDotProductAttention::is_equivalent(const Primitive& o) const {
   auto& p = static_cast<const ScaledDotProductAttention&>(o);
   return p.scale_ == scale_ && p.causal_ == causal_ && p.mask_ == mask_ &&
          p.has_sinks_ == has_sinks_ && p.output_lse_ == output_lse_;
+}
+
+std::vector<PrimitiveArg> ScaledDotProductAttention::state() const {
+  return export_state(double{scale_}, causal_, int64_t{mask_}, has_sinks_,
+                      output_lse_);
+}
+
+std::shared_ptr<Primitive> ScaledDotProductAttention::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "ScaledDotProductAttention");
+  auto mask = a.enum_up_to(2, Additive);
+  // Files written before the logsumexp output have four parameters.
+  return std::make_shared<ScaledDotProductAttention>(
+      s, a.f32(0), a.b(1), mask, a.b(3), a.size() > 4 && a.b(4));
 }
 
 std::vector<Shape> ScaledDotProductAttention::output_shapes(
@@ -618,6 +665,16 @@ bool ScaledDotProductAttentionVJP::is_equivalent(const Primitive& o) const {
   }
   auto& p = static_cast<const ScaledDotProductAttentionVJP&>(o);
   return p.scale_ == scale_ && p.causal_ == causal_;
+}
+
+std::vector<PrimitiveArg> ScaledDotProductAttentionVJP::state() const {
+  return export_state(double{scale_}, causal_);
+}
+
+std::shared_ptr<Primitive> ScaledDotProductAttentionVJP::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "ScaledDotProductAttentionVJP");
+  return std::make_shared<ScaledDotProductAttentionVJP>(s, a.f32(0), a.b(1));
 }
 
 }  // namespace fluxion::fast

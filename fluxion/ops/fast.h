@@ -108,9 +108,7 @@ class LayerNorm : public Primitive {
       : Primitive(s), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "LayerNorm"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(double{eps_}, has_weight_, has_bias_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -133,9 +131,7 @@ class RMSNorm : public Primitive {
       : Primitive(s), eps_(eps), has_weight_(has_weight) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "RMSNorm"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(double{eps_}, has_weight_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -167,9 +163,7 @@ class NormVJP : public Primitive {
         has_bias_(has_bias) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "NormVJP"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(double{eps_}, layer_, has_weight_, has_bias_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -201,9 +195,7 @@ class RoPE : public Primitive {
         has_freqs_(has_freqs) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "RoPE"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{dims_}, traditional_, double{base_}, double{scale_}, forward_, has_freqs_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -246,10 +238,7 @@ class ScaledDotProductAttention : public Primitive {
         output_lse_(output_lse) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "ScaledDotProductAttention"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(double{scale_}, causal_, int64_t{mask_}, has_sinks_,
-                        output_lse_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -280,9 +269,7 @@ class ScaledDotProductAttentionVJP : public Primitive {
       : Primitive(s), scale_(scale), causal_(causal) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "ScaledDotProductAttentionVJP"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(double{scale_}, causal_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {

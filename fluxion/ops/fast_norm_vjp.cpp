@@ -17,6 +17,7 @@
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/fast.h"
 #include "fluxion/ops/reduce.h"
+#include "fluxion/primitive_args.h"
 #include "fluxion/transforms.h"
 
 namespace fluxion::fast {
@@ -143,6 +144,16 @@ bool NormVJP::is_equivalent(const Primitive& o) const {
   auto& p = static_cast<const NormVJP&>(o);
   return p.eps_ == eps_ && p.layer_ == layer_ && p.has_weight_ == has_weight_ &&
          p.has_bias_ == has_bias_;
+}
+
+std::vector<PrimitiveArg> NormVJP::state() const {
+  return export_state(double{eps_}, layer_, has_weight_, has_bias_);
+}
+
+std::shared_ptr<Primitive> NormVJP::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "NormVJP");
+  return std::make_shared<NormVJP>(s, a.f32(0), a.b(1), a.b(2), a.b(3));
 }
 
 std::vector<Shape> NormVJP::output_shapes(const std::vector<array>& in) {

@@ -7,12 +7,13 @@
 #include <string>
 
 #include "fluxion/ops/array_ops.h"
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -206,6 +207,16 @@ bool FFT::is_equivalent(const Primitive& o) const {
   auto& p = static_cast<const FFT&>(o);
   return p.axes_ == axes_ && p.inverse_ == inverse_ && p.real_ == real_ &&
          p.n_ == n_;
+}
+
+std::vector<PrimitiveArg> FFT::state() const {
+  return export_state(export_ints(axes_), inverse_, real_, int64_t{n_});
+}
+
+std::shared_ptr<Primitive> FFT::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "FFT");
+  return std::make_shared<FFT>(s, a.ints(0), a.b(1), a.b(2), a.i32(3));
 }
 
 std::vector<Shape> FFT::output_shapes(const std::vector<array>& in) {

@@ -100,9 +100,7 @@ class FFT : public Primitive {
         n_(n) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "FFT"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(axes_), inverse_, real_, int64_t{n_});
-  }
+  FLUXION_DECLARE_STATE
   void print(std::ostream& os) const override;
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

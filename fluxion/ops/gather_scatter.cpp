@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <string>
 
-#include "fluxion/ops/common.h"
 #include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
+#include "fluxion/ops/common.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -180,12 +181,33 @@ bool Gather::is_equivalent(const Primitive& o) const {
   return g.axes_ == axes_ && g.slice_sizes_ == slice_sizes_;
 }
 
+std::vector<PrimitiveArg> Gather::state() const {
+  return export_state(export_ints(axes_), export_ints(slice_sizes_));
+}
+
+std::shared_ptr<Primitive> Gather::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Gather");
+  return std::make_shared<Gather>(s, a.ints(0), a.shp(1));
+}
+
 bool Scatter::is_equivalent(const Primitive& o) const {
   if (typeid(*this) != typeid(o)) {
     return false;
   }
   auto& g = static_cast<const Scatter&>(o);
   return g.axes_ == axes_ && g.reduce_ == reduce_;
+}
+
+std::vector<PrimitiveArg> Scatter::state() const {
+  return export_state(int64_t{reduce_}, export_ints(axes_));
+}
+
+std::shared_ptr<Primitive> Scatter::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Scatter");
+  auto reduce = a.enum_up_to(0, Min);
+  return std::make_shared<Scatter>(s, reduce, a.ints(1));
 }
 
 const char* Scatter::op_name() const {

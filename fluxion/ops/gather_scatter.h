@@ -68,9 +68,7 @@ class Gather : public Primitive {
         slice_sizes_(std::move(slice_sizes)) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Gather"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(axes_), export_ints(slice_sizes_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -92,9 +90,7 @@ class Scatter : public Primitive {
       : Primitive(s), reduce_(reduce), axes_(std::move(axes)) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Scatter"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{reduce_}, export_ints(axes_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {

@@ -3,16 +3,17 @@
 #include <cmath>
 #include <string>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/gather_scatter.h"
 #include "fluxion/ops/indexing.h"
 #include "fluxion/ops/linalg.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -59,6 +60,16 @@ bool Hadamard::is_equivalent(const Primitive& o) const {
   return typeid(*this) == typeid(o) &&
          static_cast<const Hadamard&>(o).scale_ == scale_ &&
          static_cast<const Hadamard&>(o).transpose_ == transpose_;
+}
+
+std::vector<PrimitiveArg> Hadamard::state() const {
+  return export_state(scale_, transpose_);
+}
+
+std::shared_ptr<Primitive> Hadamard::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Hadamard");
+  return std::make_shared<Hadamard>(s, a.f64(0), a.b(1));
 }
 
 namespace detail {

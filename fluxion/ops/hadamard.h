@@ -40,9 +40,7 @@ class Hadamard : public Primitive {
       : Primitive(s), scale_(scale), transpose_(transpose) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Hadamard"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(scale_, transpose_);
-  }
+  FLUXION_DECLARE_STATE
   bool transposed() const { return transpose_; }
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

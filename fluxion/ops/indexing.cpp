@@ -4,15 +4,16 @@
 #include <limits>
 #include <string>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/sort.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -264,12 +265,33 @@ bool GatherAxis::is_equivalent(const Primitive& o) const {
          static_cast<const GatherAxis&>(o).axis_ == axis_;
 }
 
+std::vector<PrimitiveArg> GatherAxis::state() const {
+  return export_state(int64_t{axis_}, std::string(op_));
+}
+
+std::shared_ptr<Primitive> GatherAxis::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "GatherAxis");
+  return std::make_shared<GatherAxis>(s, a.i32(0), a.interned(1));
+}
+
 bool ScatterAxis::is_equivalent(const Primitive& o) const {
   if (typeid(*this) != typeid(o)) {
     return false;
   }
   auto& p = static_cast<const ScatterAxis&>(o);
   return p.axis_ == axis_ && p.reduce_ == reduce_;
+}
+
+std::vector<PrimitiveArg> ScatterAxis::state() const {
+  return export_state(int64_t{axis_}, int64_t{reduce_}, std::string(op_));
+}
+
+std::shared_ptr<Primitive> ScatterAxis::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "ScatterAxis");
+  auto reduce = a.enum_up_to(1, Sum);
+  return std::make_shared<ScatterAxis>(s, a.i32(0), reduce, a.interned(2));
 }
 
 // --- transformation rules ---

@@ -55,9 +55,7 @@ class GatherAxis : public Primitive {
       : Primitive(s), axis_(axis), op_(op) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "GatherAxis"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{axis_}, std::string(op_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -82,9 +80,7 @@ class ScatterAxis : public Primitive {
       : Primitive(s), axis_(axis), reduce_(reduce), op_(op) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "ScatterAxis"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{axis_}, int64_t{reduce_}, std::string(op_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {

@@ -3,16 +3,17 @@
 #include <cmath>
 #include <string>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/gather_scatter.h"
 #include "fluxion/ops/indexing.h"
 #include "fluxion/ops/linalg.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -106,9 +107,31 @@ bool AsStrided::is_equivalent(const Primitive& o) const {
   return p.shape_ == shape_ && p.strides_ == strides_ && p.offset_ == offset_;
 }
 
+std::vector<PrimitiveArg> AsStrided::state() const {
+  return export_state(export_ints(shape_), export_ints(strides_),
+                      static_cast<int64_t>(offset_));
+}
+
+std::shared_ptr<Primitive> AsStrided::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "AsStrided");
+  auto& strides = a.get<std::vector<int64_t>>(1);
+  return std::make_shared<AsStrided>(s, a.shp(0),
+                                     Strides(strides.begin(), strides.end()),
+                                     static_cast<size_t>(a.i64(2)));
+}
+
 bool View::is_equivalent(const Primitive& o) const {
   return typeid(*this) == typeid(o) &&
          static_cast<const View&>(o).dtype_ == dtype_;
+}
+
+std::vector<PrimitiveArg> View::state() const { return export_state(dtype_); }
+
+std::shared_ptr<Primitive> View::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "View");
+  return std::make_shared<View>(s, a.dt(0));
 }
 
 std::vector<Shape> View::output_shapes(const std::vector<array>& in) {
@@ -118,6 +141,16 @@ std::vector<Shape> View::output_shapes(const std::vector<array>& in) {
 bool Contiguous::is_equivalent(const Primitive& o) const {
   return typeid(*this) == typeid(o) &&
          static_cast<const Contiguous&>(o).allow_col_major_ == allow_col_major_;
+}
+
+std::vector<PrimitiveArg> Contiguous::state() const {
+  return export_state(allow_col_major_);
+}
+
+std::shared_ptr<Primitive> Contiguous::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Contiguous");
+  return std::make_shared<Contiguous>(s, a.b(0));
 }
 
 // --- AsStrided: each output element reads one element of a ---

@@ -38,9 +38,7 @@ class AsStrided : public Primitive {
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "AsStrided"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(shape_), export_ints(strides_), static_cast<int64_t>(offset_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override {
@@ -61,9 +59,7 @@ class View : public Primitive {
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "View"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(dtype_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -79,9 +75,7 @@ class Contiguous : public Primitive {
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Contiguous"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(allow_col_major_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {

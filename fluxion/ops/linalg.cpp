@@ -5,12 +5,13 @@
 #include <optional>
 #include <sstream>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -150,6 +151,16 @@ bool AddMM::is_equivalent(const Primitive& o) const {
   }
   auto& r = static_cast<const AddMM&>(o);
   return r.alpha_ == alpha_ && r.beta_ == beta_;
+}
+
+std::vector<PrimitiveArg> AddMM::state() const {
+  return export_state(double{alpha_}, double{beta_});
+}
+
+std::shared_ptr<Primitive> AddMM::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "AddMM");
+  return std::make_shared<AddMM>(s, a.f32(0), a.f32(1));
 }
 
 namespace {

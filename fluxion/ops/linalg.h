@@ -40,9 +40,7 @@ class AddMM : public Primitive {
       : Primitive(s), alpha_(alpha), beta_(beta) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "AddMM"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(double{alpha_}, double{beta_});
-  }
+  FLUXION_DECLARE_STATE
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES

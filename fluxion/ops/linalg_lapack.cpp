@@ -9,16 +9,17 @@
 #include <limits>
 #include <sstream>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/linalg.h"
 #include "fluxion/ops/linalg_lapack_impl.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion::linalg {
 
@@ -193,6 +194,16 @@ bool SolveTriangular::is_equivalent(const Primitive& o) const {
          static_cast<const SolveTriangular&>(o).upper_ == upper_;
 }
 
+std::vector<PrimitiveArg> SolveTriangular::state() const {
+  return export_state(upper_);
+}
+
+std::shared_ptr<Primitive> SolveTriangular::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "SolveTriangular");
+  return std::make_shared<SolveTriangular>(s, a.b(0));
+}
+
 std::vector<Shape> SolveTriangular::output_shapes(
     const std::vector<array>& in) {
   return {in[1].shape()};
@@ -318,6 +329,16 @@ bool Eigh::is_equivalent(const Primitive& o) const {
   return e.upper_ == upper_ && e.vectors_ == vectors_;
 }
 
+std::vector<PrimitiveArg> Eigh::state() const {
+  return export_state(upper_, vectors_);
+}
+
+std::shared_ptr<Primitive> Eigh::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Eigh");
+  return std::make_shared<Eigh>(s, a.b(0), a.b(1));
+}
+
 std::vector<Shape> Eigh::output_shapes(const std::vector<array>& in) {
   Shape ws = batch_of(in[0]);
   ws.push_back(in[0].shape(-1));
@@ -350,6 +371,16 @@ std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s) {
 bool SVD::is_equivalent(const Primitive& o) const {
   return typeid(o) == typeid(*this) &&
          static_cast<const SVD&>(o).compute_uv_ == compute_uv_;
+}
+
+std::vector<PrimitiveArg> SVD::state() const {
+  return export_state(compute_uv_);
+}
+
+std::shared_ptr<Primitive> SVD::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "SVD");
+  return std::make_shared<SVD>(s, a.b(0));
 }
 
 std::vector<Shape> SVD::output_shapes(const std::vector<array>& in) {
@@ -408,6 +439,14 @@ array eigvals(const array& a, StreamOrDevice s) {
 bool Eig::is_equivalent(const Primitive& o) const {
   return typeid(o) == typeid(*this) &&
          static_cast<const Eig&>(o).vectors_ == vectors_;
+}
+
+std::vector<PrimitiveArg> Eig::state() const { return export_state(vectors_); }
+
+std::shared_ptr<Primitive> Eig::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Eig");
+  return std::make_shared<Eig>(s, a.b(0));
 }
 
 std::vector<Shape> Eig::output_shapes(const std::vector<array>& in) {

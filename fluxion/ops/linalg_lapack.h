@@ -107,9 +107,7 @@ class SolveTriangular : public Primitive {
   SolveTriangular(Stream s, bool upper) : Primitive(s), upper_(upper) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "SolveTriangular"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(upper_);
-  }
+  FLUXION_DECLARE_STATE
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -146,9 +144,7 @@ class SVD : public Primitive {
   SVD(Stream s, bool compute_uv) : Primitive(s), compute_uv_(compute_uv) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "SVD"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(compute_uv_);
-  }
+  FLUXION_DECLARE_STATE
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -165,9 +161,7 @@ class Eigh : public Primitive {
       : Primitive(s), upper_(upper), vectors_(vectors) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Eigh"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(upper_, vectors_);
-  }
+  FLUXION_DECLARE_STATE
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES
@@ -182,9 +176,7 @@ class Eig : public Primitive {
   Eig(Stream s, bool vectors) : Primitive(s), vectors_(vectors) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Eig"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(vectors_);
-  }
+  FLUXION_DECLARE_STATE
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES

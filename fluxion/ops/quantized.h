@@ -154,9 +154,7 @@ class QuantizedMatmul : public Primitive {
         mode_(mode) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "QuantizedMatmul"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{group_size_}, int64_t{bits_}, transpose_, static_cast<int64_t>(mode_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;

@@ -14,6 +14,7 @@
 #include "fluxion/ops/quantized.h"
 #include "fluxion/ops/quantized_impl.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -289,6 +290,18 @@ bool QuantizedMatmul::is_equivalent(const Primitive& o) const {
   auto& q = static_cast<const QuantizedMatmul&>(o);
   return q.group_size_ == group_size_ && q.bits_ == bits_ &&
          q.transpose_ == transpose_ && q.mode_ == mode_;
+}
+
+std::vector<PrimitiveArg> QuantizedMatmul::state() const {
+  return export_state(int64_t{group_size_}, int64_t{bits_}, transpose_,
+                      static_cast<int64_t>(mode_));
+}
+
+std::shared_ptr<Primitive> QuantizedMatmul::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "QuantizedMatmul");
+  auto mode = a.enum_up_to(3, QuantizationMode::mxfp8);
+  return std::make_shared<QuantizedMatmul>(s, a.i32(0), a.i32(1), a.b(2), mode);
 }
 
 std::vector<Shape> QuantizedMatmul::output_shapes(

@@ -7,17 +7,18 @@
 #include <mutex>
 #include <string>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/indexing.h"
 #include "fluxion/ops/linalg_lapack.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
 #include "fluxion/ops/sort.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion::random {
 
@@ -666,6 +667,16 @@ bool RandomBits::is_equivalent(const Primitive& o) const {
   }
   auto& r = static_cast<const RandomBits&>(o);
   return r.shape_ == shape_ && r.width_ == width_;
+}
+
+std::vector<PrimitiveArg> RandomBits::state() const {
+  return export_state(export_ints(shape_), int64_t{width_});
+}
+
+std::shared_ptr<Primitive> RandomBits::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "RandomBits");
+  return std::make_shared<RandomBits>(s, a.shp(0), a.i32(1));
 }
 
 std::vector<Shape> RandomBits::output_shapes(const std::vector<array>& in) {

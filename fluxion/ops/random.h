@@ -127,9 +127,7 @@ class RandomBits : public Primitive {
       : Primitive(s), shape_(std::move(shape)), width_(width) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "RandomBits"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(shape_), int64_t{width_});
-  }
+  FLUXION_DECLARE_STATE
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
   FLUXION_DECLARE_RULES

@@ -5,13 +5,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -294,6 +295,17 @@ bool Reduce::is_equivalent(const Primitive& o) const {
   return r.type_ == type_ && r.axes_ == axes_ && r.dtype_ == dtype_;
 }
 
+std::vector<PrimitiveArg> Reduce::state() const {
+  return export_state(int64_t{type_}, export_ints(axes_), dtype_);
+}
+
+std::shared_ptr<Primitive> Reduce::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Reduce");
+  auto type = a.enum_up_to(0, Max);
+  return std::make_shared<Reduce>(s, type, a.ints(1), a.dt(2));
+}
+
 std::vector<Shape> Reduce::output_shapes(const std::vector<array>& in) {
   // The axes were normalized when the node was built, but a node replayed
   // from a file (import_function) carries the file's axes: checked here so
@@ -329,6 +341,17 @@ bool ArgReduce::is_equivalent(const Primitive& o) const {
   }
   auto& r = static_cast<const ArgReduce&>(o);
   return r.type_ == type_ && r.axis_ == axis_;
+}
+
+std::vector<PrimitiveArg> ArgReduce::state() const {
+  return export_state(int64_t{type_}, int64_t{axis_});
+}
+
+std::shared_ptr<Primitive> ArgReduce::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "ArgReduce");
+  auto type = a.enum_up_to(0, ArgMax);
+  return std::make_shared<ArgReduce>(s, type, a.i32(1));
 }
 
 std::vector<Shape> ArgReduce::output_shapes(const std::vector<array>& in) {
@@ -527,6 +550,16 @@ bool NumberOfElements::is_equivalent(const Primitive& o) const {
   }
   auto& r = static_cast<const NumberOfElements&>(o);
   return r.axes_ == axes_ && r.dtype_ == dtype_;
+}
+
+std::vector<PrimitiveArg> NumberOfElements::state() const {
+  return export_state(export_ints(axes_), dtype_);
+}
+
+std::shared_ptr<Primitive> NumberOfElements::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "NumberOfElements");
+  return std::make_shared<NumberOfElements>(s, a.ints(0), a.dt(1));
 }
 
 std::vector<array> NumberOfElements::jvp(const std::vector<array>&,

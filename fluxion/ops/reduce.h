@@ -75,9 +75,7 @@ class Reduce : public Primitive {
       : Primitive(s), type_(type), axes_(std::move(axes)), dtype_(dtype) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override;
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{type_}, export_ints(axes_), dtype_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   // The output keeps reduced axes as size 1 (ops squeeze afterwards).
@@ -124,9 +122,7 @@ class ArgReduce : public Primitive {
       : Primitive(s), type_(type), axis_(axis) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override;
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{type_}, int64_t{axis_});
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -148,9 +144,7 @@ class NumberOfElements : public Primitive {
       : Primitive(s), axes_(std::move(axes)), dtype_(dtype) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "NumberOfElements"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(axes_), dtype_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override {

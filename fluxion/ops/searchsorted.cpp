@@ -3,16 +3,17 @@
 #include <cmath>
 #include <string>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/gather_scatter.h"
 #include "fluxion/ops/indexing.h"
 #include "fluxion/ops/linalg.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/rule_helpers.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -62,6 +63,16 @@ array searchsorted(const array& a, const array& v, const std::string& side,
 bool SearchSorted::is_equivalent(const Primitive& o) const {
   return typeid(*this) == typeid(o) &&
          static_cast<const SearchSorted&>(o).right_ == right_;
+}
+
+std::vector<PrimitiveArg> SearchSorted::state() const {
+  return export_state(right_);
+}
+
+std::shared_ptr<Primitive> SearchSorted::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "SearchSorted");
+  return std::make_shared<SearchSorted>(s, a.b(0));
 }
 
 // --- transformation rules: integer positions, piecewise constant ---

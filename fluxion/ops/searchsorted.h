@@ -28,9 +28,7 @@ class SearchSorted : public Primitive {
   SearchSorted(Stream s, bool right) : Primitive(s), right_(right) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "SearchSorted"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(right_);
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {

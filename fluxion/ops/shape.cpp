@@ -5,11 +5,12 @@
 #include <numeric>
 #include <string>
 
+#include "fluxion/compile.h"
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/indexing.h"
-#include "fluxion/ops/astype.h"
 #include "fluxion/ops/ternary.h"
-#include "fluxion/compile.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -821,11 +822,41 @@ bool Reshape::is_equivalent(const Primitive& o) const {
     return std::make_pair(r.shape_, r.rule_);
   });
 }
+
+std::vector<PrimitiveArg> Reshape::state() const {
+  return export_state(export_ints(shape_), int64_t{rule_.kind},
+                      export_ints(rule_.dims), int64_t{rule_.start},
+                      int64_t{rule_.end});
+}
+
+std::shared_ptr<Primitive> Reshape::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Reshape");
+  // Files written before the rule was saved have the shape only.
+  if (a.size() == 1) {
+    return std::make_shared<Reshape>(s, a.shp(0));
+  }
+  ReshapeRule rule{a.enum_up_to(1, ReshapeRule::Unflatten), a.shp(2), a.i32(3),
+                   a.i32(4)};
+  return std::make_shared<Reshape>(s, a.shp(0), std::move(rule));
+}
+
 bool Transpose::is_equivalent(const Primitive& o) const {
   return same_params(*this, o, [](const Primitive& p) {
     return static_cast<const Transpose&>(p).axes_;
   });
 }
+
+std::vector<PrimitiveArg> Transpose::state() const {
+  return export_state(export_ints(axes_));
+}
+
+std::shared_ptr<Primitive> Transpose::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Transpose");
+  return std::make_shared<Transpose>(s, a.ints(0));
+}
+
 std::vector<Shape> Transpose::output_shapes(const std::vector<array>& in) {
   Shape shape;
   for (int x : axes_) {
@@ -838,11 +869,33 @@ bool Broadcast::is_equivalent(const Primitive& o) const {
     return static_cast<const Broadcast&>(p).shape_;
   });
 }
+
+std::vector<PrimitiveArg> Broadcast::state() const {
+  return export_state(export_ints(shape_));
+}
+
+std::shared_ptr<Primitive> Broadcast::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Broadcast");
+  return std::make_shared<Broadcast>(s, a.shp(0));
+}
+
 bool ExpandDims::is_equivalent(const Primitive& o) const {
   return same_params(*this, o, [](const Primitive& p) {
     return static_cast<const ExpandDims&>(p).axes_;
   });
 }
+
+std::vector<PrimitiveArg> ExpandDims::state() const {
+  return export_state(export_ints(axes_));
+}
+
+std::shared_ptr<Primitive> ExpandDims::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "ExpandDims");
+  return std::make_shared<ExpandDims>(s, a.ints(0));
+}
+
 std::vector<Shape> ExpandDims::output_shapes(const std::vector<array>& in) {
   Shape shape = in[0].shape();
   for (int ax : axes_) {
@@ -855,6 +908,17 @@ bool Squeeze::is_equivalent(const Primitive& o) const {
     return static_cast<const Squeeze&>(p).axes_;
   });
 }
+
+std::vector<PrimitiveArg> Squeeze::state() const {
+  return export_state(export_ints(axes_));
+}
+
+std::shared_ptr<Primitive> Squeeze::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Squeeze");
+  return std::make_shared<Squeeze>(s, a.ints(0));
+}
+
 std::vector<Shape> Squeeze::output_shapes(const std::vector<array>& in) {
   Shape shape;
   for (int i = 0; i < in[0].ndim(); ++i) {
@@ -872,6 +936,18 @@ bool Slice::is_equivalent(const Primitive& o) const {
   auto& p = static_cast<const Slice&>(o);
   return start_ == p.start_ && stop_ == p.stop_ && strides_ == p.strides_;
 }
+
+std::vector<PrimitiveArg> Slice::state() const {
+  return export_state(export_ints(start_), export_ints(stop_),
+                      export_ints(strides_));
+}
+
+std::shared_ptr<Primitive> Slice::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Slice");
+  return std::make_shared<Slice>(s, a.shp(0), a.shp(1), a.shp(2));
+}
+
 std::vector<Shape> Slice::output_shapes(const std::vector<array>&) {
   Shape shape(start_.size());
   for (size_t i = 0; i < start_.size(); ++i) {
@@ -886,11 +962,34 @@ bool SliceUpdate::is_equivalent(const Primitive& o) const {
   auto& p = static_cast<const SliceUpdate&>(o);
   return start_ == p.start_ && stop_ == p.stop_ && strides_ == p.strides_;
 }
+
+std::vector<PrimitiveArg> SliceUpdate::state() const {
+  return export_state(export_ints(start_), export_ints(stop_),
+                      export_ints(strides_));
+}
+
+std::shared_ptr<Primitive> SliceUpdate::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "SliceUpdate");
+  return std::make_shared<SliceUpdate>(s, a.shp(0), a.shp(1), a.shp(2));
+}
+
 bool Concatenate::is_equivalent(const Primitive& o) const {
   return same_params(*this, o, [](const Primitive& p) {
     return static_cast<const Concatenate&>(p).axis_;
   });
 }
+
+std::vector<PrimitiveArg> Concatenate::state() const {
+  return export_state(int64_t{axis_});
+}
+
+std::shared_ptr<Primitive> Concatenate::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Concatenate");
+  return std::make_shared<Concatenate>(s, a.i32(0));
+}
+
 std::vector<Shape> Concatenate::output_shapes(const std::vector<array>& in) {
   Shape shape = in[0].shape();
   shape[axis_] = 0;
@@ -906,6 +1005,18 @@ bool Pad::is_equivalent(const Primitive& o) const {
   auto& p = static_cast<const Pad&>(o);
   return axes_ == p.axes_ && low_ == p.low_ && high_ == p.high_;
 }
+
+std::vector<PrimitiveArg> Pad::state() const {
+  return export_state(export_ints(axes_), export_ints(low_),
+                      export_ints(high_));
+}
+
+std::shared_ptr<Primitive> Pad::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Pad");
+  return std::make_shared<Pad>(s, a.ints(0), a.shp(1), a.shp(2));
+}
+
 std::vector<Shape> Pad::output_shapes(const std::vector<array>& in) {
   Shape shape = in[0].shape();
   for (size_t i = 0; i < axes_.size(); ++i) {

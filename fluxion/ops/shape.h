@@ -110,10 +110,7 @@ class Reshape : public Primitive {
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Reshape"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(shape_), int64_t{rule_.kind}, export_ints(rule_.dims),
-            int64_t{rule_.start}, int64_t{rule_.end});
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -138,9 +135,7 @@ class Transpose : public Primitive {
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Transpose"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(axes_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -156,9 +151,7 @@ class Broadcast : public Primitive {
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Broadcast"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(shape_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override {
@@ -208,9 +201,7 @@ class ExpandDims : public Primitive {
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "ExpandDims"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(axes_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -227,9 +218,7 @@ class Squeeze : public Primitive {
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Squeeze"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(axes_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -250,9 +239,7 @@ class Slice : public Primitive {
   FLUXION_DECLARE_EVAL
   FLUXION_DECLARE_VIEW_EVAL
   const char* name() const override { return "Slice"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(start_), export_ints(stop_), export_ints(strides_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -273,9 +260,7 @@ class SliceUpdate : public Primitive {
         strides_(std::move(strides)) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "SliceUpdate"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(start_), export_ints(stop_), export_ints(strides_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -294,9 +279,7 @@ class Concatenate : public Primitive {
   Concatenate(Stream s, int axis) : Primitive(s), axis_(axis) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Concatenate"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{axis_});
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;
@@ -316,9 +299,7 @@ class Pad : public Primitive {
         high_(std::move(high)) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Pad"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(export_ints(axes_), export_ints(low_), export_ints(high_));
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override;

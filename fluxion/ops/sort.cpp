@@ -5,15 +5,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "fluxion/ops/astype.h"
 #include "fluxion/ops/binary.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/indexing.h"
-#include "fluxion/ops/astype.h"
-#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/reduce.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/ternary.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/primitive_args.h"
 
 namespace fluxion {
 
@@ -170,10 +171,32 @@ bool Sort::is_equivalent(const Primitive& o) const {
   return typeid(o) == typeid(*this) &&
          static_cast<const Sort&>(o).axis_ == axis_;
 }
+
+std::vector<PrimitiveArg> Sort::state() const {
+  return export_state(int64_t{axis_});
+}
+
+std::shared_ptr<Primitive> Sort::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Sort");
+  return std::make_shared<Sort>(s, a.i32(0));
+}
+
 bool ArgSort::is_equivalent(const Primitive& o) const {
   return typeid(o) == typeid(*this) &&
          static_cast<const ArgSort&>(o).axis_ == axis_;
 }
+
+std::vector<PrimitiveArg> ArgSort::state() const {
+  return export_state(int64_t{axis_});
+}
+
+std::shared_ptr<Primitive> ArgSort::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "ArgSort");
+  return std::make_shared<ArgSort>(s, a.i32(0));
+}
+
 bool Partition::is_equivalent(const Primitive& o) const {
   if (typeid(o) != typeid(*this)) {
     return false;
@@ -181,6 +204,17 @@ bool Partition::is_equivalent(const Primitive& o) const {
   auto& p = static_cast<const Partition&>(o);
   return p.kth_ == kth_ && p.axis_ == axis_;
 }
+
+std::vector<PrimitiveArg> Partition::state() const {
+  return export_state(int64_t{kth_}, int64_t{axis_});
+}
+
+std::shared_ptr<Primitive> Partition::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Partition");
+  return std::make_shared<Partition>(s, a.i32(0), a.i32(1));
+}
+
 bool ArgPartition::is_equivalent(const Primitive& o) const {
   if (typeid(o) != typeid(*this)) {
     return false;
@@ -188,6 +222,17 @@ bool ArgPartition::is_equivalent(const Primitive& o) const {
   auto& p = static_cast<const ArgPartition&>(o);
   return p.kth_ == kth_ && p.axis_ == axis_;
 }
+
+std::vector<PrimitiveArg> ArgPartition::state() const {
+  return export_state(int64_t{kth_}, int64_t{axis_});
+}
+
+std::shared_ptr<Primitive> ArgPartition::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "ArgPartition");
+  return std::make_shared<ArgPartition>(s, a.i32(0), a.i32(1));
+}
+
 bool Scan::is_equivalent(const Primitive& o) const {
   if (typeid(o) != typeid(*this)) {
     return false;
@@ -195,6 +240,17 @@ bool Scan::is_equivalent(const Primitive& o) const {
   auto& p = static_cast<const Scan&>(o);
   return p.type_ == type_ && p.axis_ == axis_ && p.reverse_ == reverse_ &&
          p.inclusive_ == inclusive_;
+}
+
+std::vector<PrimitiveArg> Scan::state() const {
+  return export_state(int64_t{type_}, int64_t{axis_}, reverse_, inclusive_);
+}
+
+std::shared_ptr<Primitive> Scan::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "Scan");
+  auto type = a.enum_up_to(0, LogAddExp);
+  return std::make_shared<Scan>(s, type, a.i32(1), a.b(2), a.b(3));
 }
 
 void Scan::print(std::ostream& os) const {

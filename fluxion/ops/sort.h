@@ -56,9 +56,7 @@ class Sort : public Primitive {
   Sort(Stream s, int axis) : Primitive(s), axis_(axis) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Sort"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{axis_});
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -75,9 +73,7 @@ class ArgSort : public Primitive {
   ArgSort(Stream s, int axis) : Primitive(s), axis_(axis) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "ArgSort"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{axis_});
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -97,9 +93,7 @@ class Partition : public Primitive {
       : Primitive(s), kth_(kth), axis_(axis) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Partition"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{kth_}, int64_t{axis_});
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -119,9 +113,7 @@ class ArgPartition : public Primitive {
       : Primitive(s), kth_(kth), axis_(axis) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "ArgPartition"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{kth_}, int64_t{axis_});
-  }
+  FLUXION_DECLARE_STATE
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
@@ -155,9 +147,7 @@ class Scan : public Primitive {
         inclusive_(inclusive) {}
   FLUXION_DECLARE_EVAL
   const char* name() const override { return "Scan"; }
-  std::vector<PrimitiveArg> state() const override {
-    return export_state(int64_t{type_}, int64_t{axis_}, reverse_, inclusive_);
-  }
+  FLUXION_DECLARE_STATE
   void print(std::ostream& os) const override;
   FLUXION_DECLARE_RULES
   bool is_equivalent(const Primitive& o) const override;

@@ -118,7 +118,7 @@ TEST(CudaKernelState, RoundTripAndOlderFiles) {
   Stream st(-1, Device(Device::gpu));
   CustomKernel p(st, s, launch);
   auto state = p.state();
-  auto back = custom_kernel_from_state(st, state);
+  auto back = CustomKernel::from_state(st, state);
   EXPECT_TRUE(p.is_equivalent(*back));
   auto& q = static_cast<const CustomKernel&>(*back);
   EXPECT_EQ(q.spec().kind, KernelKind::cuda);
@@ -128,13 +128,13 @@ TEST(CudaKernelState, RoundTripAndOlderFiles) {
   EXPECT_EQ(*q.launch().init_value, 2.5);
   // Without kind, shared memory and scalars: a Metal kernel.
   state.resize(state.size() - 7);
-  auto old = custom_kernel_from_state(st, state);
+  auto old = CustomKernel::from_state(st, state);
   EXPECT_EQ(static_cast<const CustomKernel&>(*old).spec().kind,
             KernelKind::metal);
   // A kind that is none of the three is refused.
   state = p.state();
   state[state.size() - 7] = std::string("x");
-  EXPECT_THROW(custom_kernel_from_state(st, state), std::invalid_argument);
+  EXPECT_THROW(CustomKernel::from_state(st, state), std::invalid_argument);
 }
 
 #if FLUXION_TEST_CUDA
