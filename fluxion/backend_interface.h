@@ -35,6 +35,13 @@ class Backend {
   bool available() { return device_count() > 0; }
   // Properties of device `index` < device_count() (fluxion/device.h).
   virtual DeviceInfo device_info(int index) = 0;
+  // The device type whose stream runs the host-side primitives (Load,
+  // which reads a file into host memory) asked for on a device of this
+  // type: this type where the backend has their kernels, else the CPU's
+  // (a GPU backend reads files through the host: Load's 0 in the GPU
+  // column of primitive_list.h). ops/io.cpp puts Load's node on that
+  // type's default stream when it is not the one asked for.
+  virtual Device::DeviceType host_primitive_device() const = 0;
 
   // ---- Memory ------------------------------------------------------------
 

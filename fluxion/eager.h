@@ -22,16 +22,31 @@
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
+#include "fluxion/dtype.h"
 #include "fluxion/trace_state.h"
 
 namespace fluxion::detail {
 
-// Run `out`'s primitive now if the fast path applies (see above): `out`
-// is then available and keeps its node. Otherwise, or if the kernel throws
-// (the node is left as it was, to fail again, where lazy evaluation
-// reports errors), it stays a lazy node. Only ops whose kernels are
-// elementwise or views call this.
-void eval_if_small(array& out);
+// The node factory of the elementwise ops (unary, binary, where, astype):
+// the node of `primitive` on `inputs`, computed at once when the fast path
+// applies (see above; if the kernel throws, the node is left lazy, to fail
+// again at eval, where lazy evaluation reports errors). The one place
+// that decides whether a node runs when built (eager.cpp): op files build
+// nodes through it and call nothing of eval.
+array elementwise_node(Shape shape, Dtype dtype,
+                       std::shared_ptr<Primitive> primitive,
+                       std::vector<array> inputs);
+
+// An operand of an elementwise op broadcast to `shape` (already checked
+// compatible), as MLX builds it: `a` itself when it has that shape, else a
+// Broadcast node, computed at once when small and computed, so that the op
+// itself can run at once.
+array elementwise_broadcast(const array& a, const Shape& shape, Stream st);
+
+// The same for a binary op's operands, where a one-element computed
+// operand (a Python scalar) outside of any transformation is a stride-0
+// view of its buffer whatever the size (eager.cpp says how it is kept).
+array binary_operand(const array& a, const Shape& shape, Stream st);
 
 // The primitive of a new elementwise node. One without parameters on the
 // shared default CPU stream (the fast path's) is one instance per thread
@@ -52,13 +67,6 @@ std::shared_ptr<P> node_primitive(Stream st, Args... args) {
 // does to the nodes it runs): called by eval for outputs that need no
 // kernel. Stops at lazy nodes, tracers and arrays without a primitive.
 void detach_computed(const std::vector<array>& outputs);
-
-// Whether computed node `a` still holds its primitive (no eval has
-// detached it), read under the scheduling lock every detach takes, so that
-// another thread's eval cannot be detaching it meanwhile; false when the
-// lock is busy.
-bool still_a_node(const array& a);
-
 
 // The largest output (in elements) the fast path computes at once; 0 turns
 // it off. The default, 4096, is set by FLUXION_EAGER_MAX_SIZE when given.

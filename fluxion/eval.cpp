@@ -20,6 +20,7 @@
 #include "fluxion/eager.h"
 #include "fluxion/flat_map.h"
 #include "fluxion/primitive.h"
+#include "fluxion/schedule_lock.h"
 #include "fluxion/scheduler.h"
 #include "fluxion/transforms.h"
 
@@ -397,12 +398,13 @@ bool any_unscheduled(const std::vector<array>& outputs) {
 // tasks already queued: it waits for it like for an earlier async_eval's
 // (FIFO on the same stream, an event wait on another). Recursive: nothing
 // evaluates from inside eval_impl today, but a backend hook may.
-namespace {
+namespace detail {
 std::recursive_mutex& schedule_mutex() {
   static std::recursive_mutex m;
   return m;
 }
-}  // namespace
+}  // namespace detail
+using detail::schedule_mutex;
 
 void async_eval(std::vector<array> outputs) {
   std::lock_guard<std::recursive_mutex> lock(schedule_mutex());
@@ -440,133 +442,5 @@ void eval(std::vector<array> outputs) {
     std::rethrow_exception(e);
   }
 }
-
-namespace detail {
-
-namespace {
-// At most 2^31, so that eager_output_ok's running product (at most the
-// limit times one int32 dimension) cannot overflow.
-constexpr size_t kEagerCap = size_t{1} << 31;
-
-std::atomic<size_t>& eager_limit() {
-  static std::atomic<size_t> limit = [] {
-    const char* v = std::getenv("FLUXION_EAGER_MAX_SIZE");
-    size_t n = v != nullptr
-                   ? static_cast<size_t>(std::strtoull(v, nullptr, 10))
-                   : size_t{4096};
-    return std::min(n, kEagerCap);
-  }();
-  return limit;
-}
-}  // namespace
-
-size_t eager_max_size() { return eager_limit().load(std::memory_order_relaxed); }
-void set_eager_max_size(size_t n) { eager_limit().store(std::min(n, kEagerCap)); }
-
-namespace {
-// Only the shared default CPU stream (index 0, which every thread may
-// use): another stream may belong to another thread, whose ops must fail
-// at eval here, or be meant to run apart from this thread.
-bool eager_stream(const Stream& st) {
-  return st.index == 0 && st.device == Device::cpu;
-}
-
-// Computed (an async_eval result whose event has fired counts) and homed
-// on the host: a buffer homed on a GPU stays lazy (reading it here would
-// mean a blocking copy).
-bool eager_input_ok(const array& in) {
-  return in.is_available() && in.home_device() == Device::cpu;
-}
-
-// A computed node that only the graph still holds (the intermediates of
-// `y = y + 1` in a loop, once Python has rebound `y`) goes back to lazy:
-// its value is dropped and its node kept, which is what MLX would hold for
-// it. Without this a loop of small ops left unevaluated kept every
-// intermediate's buffer until the eval (20,000 adds of 4,096 floats: 312
-// MB, where a lazy graph holds its nodes only). Nothing needs the value
-// again: its consumers are computed, and eval stops at computed arrays;
-// should the node be reached and evaluated through the graph, it is
-// recomputed from its inputs as any lazy node. Nodes with siblings are
-// left as they are (their outputs are computed together).
-void release_if_only_held_by_graph(array& a) {
-  if (a.use_count() == 1 && a.is_computed_node() && a.siblings().empty()) {
-    a.set_data(nullptr, 0, {}, a.flags());
-    a.set_status(array::Status::unscheduled);
-  }
-}
-
-// Called when `arr` has been computed: its inputs held by it alone (a
-// temporary broadcast) and its inputs' inputs (the value a rebound name
-// held when `arr`'s input was built) are released. One level back is
-// enough for a chain, as every op of it releases the one before.
-void release_held_values(array& arr) {
-  // Under the scheduling lock, as every detach: another thread may be
-  // evaluating (detaching) a node this reads the inputs of. Skipped when
-  // the lock is busy: dropping values early only saves memory.
-  std::unique_lock<std::recursive_mutex> lock(schedule_mutex(), std::try_to_lock);
-  if (!lock.owns_lock()) {
-    return;
-  }
-  for (auto& in : arr.inputs()) {
-    if (in.is_computed_node()) {
-      for (auto& before : in.inputs()) {
-        release_if_only_held_by_graph(before);
-      }
-    }
-    release_if_only_held_by_graph(in);
-  }
-}
-}  // namespace
-
-void eval_if_small(array& out) {
-  // Cheapest tests first: this runs for every op that calls it.
-  if (out.size() == 0 || out.size() > eager_max_size() || graph_required() ||
-      !out.has_primitive() || out.status() != array::Status::unscheduled ||
-      !eager_stream(out.primitive().stream())) {
-    return;
-  }
-  for (auto& in : out.inputs()) {
-    if (!eager_input_ok(in)) {
-      return;
-    }
-  }
-  // eager_stream: only the default cpu stream gets here.
-  if (cpu_backend().eval_now(out)) {
-    release_held_values(out);
-  }
-}
-
-bool still_a_node(const array& a) {
-  std::unique_lock<std::recursive_mutex> lock(schedule_mutex(),
-                                              std::try_to_lock);
-  return lock.owns_lock() && a.has_primitive();
-}
-
-void detach_computed(const std::vector<array>& outputs) {
-  // Depth first on an explicit stack: a chain of a million computed adds
-  // must not recurse. Each node's inputs are held by the stack before the
-  // node lets go of them, so nothing is freed recursively either.
-  std::vector<array> stack;
-  for (auto& o : outputs) {
-    if (o.is_computed_node()) {
-      stack.push_back(o);
-    }
-  }
-  while (!stack.empty()) {
-    array a = std::move(stack.back());
-    stack.pop_back();
-    if (!a.is_computed_node()) {
-      continue;  // reached twice, detached the first time
-    }
-    for (auto& in : a.inputs()) {
-      if (in.is_computed_node()) {
-        stack.push_back(in);
-      }
-    }
-    a.detach();
-  }
-}
-
-}  // namespace detail
 
 }  // namespace fluxion

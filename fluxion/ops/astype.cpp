@@ -28,10 +28,8 @@ array astype(const array& a, Dtype dtype, StreamOrDevice s) {
   if (a.dtype() == dtype) {
     return a;
   }
-  array out(a.shape(), dtype, std::make_shared<AsType>(to_stream(s), dtype),
-            {a});
-  detail::eval_if_small(out);  // a small computed input: run it now
-  return out;
+  return detail::elementwise_node(
+      a.shape(), dtype, std::make_shared<AsType>(to_stream(s), dtype), {a});
 }
 
 // --- transformation rules ---

@@ -19,78 +19,10 @@ namespace fluxion {
 
 namespace {
 
-// The Broadcast primitive of a scalar's view: one per thread for the
-// last stream and shape (primitives are immutable; nodes may share one, as
-// eager.h's node_primitive shares those without parameters).
-std::shared_ptr<Broadcast> scalar_broadcast(Stream st, const Shape& shape) {
-  thread_local std::shared_ptr<Broadcast> last;
-  if (!last || last->stream() != st || last->shape() != shape) {
-    last = std::make_shared<Broadcast>(st, shape);
-  }
-  return last;
-}
-
-// An operand broadcast to `shape` (already checked compatible), as MLX
-// builds it: a Broadcast node. A one-element computed operand (a Python
-// scalar) outside of any transformation is an all-stride-0 view of its
-// buffer, made at once whatever the size (what the Broadcast kernel would
-// make of it): on a CPU stream as a computed Broadcast node (eager.h), so
-// the graph shows MLX's node (issue 33) while eval has nothing to schedule
-// for it (issue 18: `x + 1.0` cost two scheduled nodes per op); on a GPU
-// stream without a node (the GPU path has not been measured with one).
-// Other operands become their view at once when small and computed (the
-// fast path, eager.h), so that the op itself can run at once; inside a
-// trace every operand keeps a lazy Broadcast node.
-array broadcast_operand(const array& a, const Shape& shape, Stream st) {
-  if (a.shape() == shape) {
-    return a;
-  }
-  if (a.size() != 1 || a.status() != array::Status::available ||
-      a.data_shared_ptr() == nullptr || in_tracing() || retain_graph() ||
-      (st.device != Device::cpu && a.has_primitive())) {
-    auto b = broadcast_to(a, shape, st);
-    detail::eval_if_small(b);
-    return b;
-  }
-  int64_t size = 1;
-  for (auto d : shape) {
-    size *= d;
-  }
-  if (size == 0) {
-    return broadcast_to(a, shape, st);
-  }
-  // A loop's `y + 1.0` broadcasts the same cached scalar to the same shape
-  // at every step: the view built last on this thread is handed out again
-  // while it is still the Broadcast node of that scalar (not detached by an
-  // eval, which another thread may be running). Nodes sharing an input is
-  // an ordinary graph (common subexpressions are shared the same way); it
-  // saves building a node per op (a third of `y + 1.0`'s cost). The stream
-  // is kept beside the view because its primitive may only be read under
-  // the scheduling lock (still_a_node), which is taken last.
-  thread_local std::optional<array> last_scalar, last_view;
-  thread_local Stream last_stream = st;
-  if (last_view && last_scalar->id() == a.id() && last_stream == st &&
-      last_view->shape() == shape && detail::still_a_node(*last_view)) {
-    return *last_view;
-  }
-  Strides zero(shape.size(), 0);
-  auto flags = layout_flags(shape, zero, 1);
-  array out = st.device == Device::cpu
-                  ? array(shape, a.dtype(), scalar_broadcast(st, shape), {a})
-                  : array(shape, a.dtype(), nullptr, {});
-  out.copy_shared_buffer(a, std::move(zero), flags, 1);
-  out.set_status(array::Status::available);
-  if (st.device == Device::cpu) {
-    last_scalar = a;
-    last_view = out;
-    last_stream = st;
-  }
-  return out;
-}
-
 // Under a shapeless compile trace: each operand cast and broadcast against
 // the other, so that a replay recomputes the shape from both (shape.h,
-// BroadcastAxes). Out of line: the hot path above stays as small as it was.
+// BroadcastAxes). Out of line: make_binary's hot path stays as small as it
+// was.
 [[gnu::noinline, gnu::cold]] std::vector<array> shapeless_operands(
     const array& a, const array& b, Dtype compute, const Shape& shape,
     Stream st) {
@@ -101,8 +33,9 @@ array broadcast_operand(const array& a, const Shape& shape, Stream st) {
   return {std::move(bx), std::move(by)};
 }
 
-// Cast both inputs to `compute`, broadcast them, and build the node
-// (small and computed, it is computed at once: fluxion/eager.h).
+// Cast both inputs to `compute`, broadcast them, and build the node with
+// the elementwise node factory (fluxion/eager.h: small and computed, it is
+// computed at once).
 template <typename P, typename... Args>
 array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
                   const char* name, StreamOrDevice s, Args... args) {
@@ -118,19 +51,18 @@ array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
   // copies (atomic counts) on the hottest path of all.
   std::optional<array> xa, yb;
   if (a.dtype() != compute || (!same_shape && a.shape() != shape)) {
-    xa = broadcast_operand(astype(a, compute, st), shape, st);
+    xa = detail::binary_operand(astype(a, compute, st), shape, st);
   }
   if (b.dtype() != compute || (!same_shape && b.shape() != shape)) {
-    yb = broadcast_operand(astype(b, compute, st), shape, st);
+    yb = detail::binary_operand(astype(b, compute, st), shape, st);
   }
   std::vector<array> inputs;  // not an initializer_list: that would copy
   inputs.reserve(2);
   inputs.push_back(xa ? std::move(*xa) : a);
   inputs.push_back(yb ? std::move(*yb) : b);
-  array node(std::move(shape), out, detail::node_primitive<P>(st, args...),
-             std::move(inputs));
-  detail::eval_if_small(node);  // small and computed: run now, keep the node
-  return node;
+  return detail::elementwise_node(std::move(shape), out,
+                                  detail::node_primitive<P>(st, args...),
+                                  std::move(inputs));
 }
 
 template <typename P>

@@ -12,6 +12,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "fluxion/backend_interface.h"
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/io_impl.h"
 #include "fluxion/ops/shape.h"
@@ -392,7 +393,10 @@ void write_npy(io::Writer& w, array a) {
 
 Stream load_stream(StreamOrDevice s) {
   Stream st = to_stream(s);
-  return st.device == Device::gpu ? default_stream(Device::cpu) : st;
+  // Which device runs Load is the backend's fact (D34: file loads stay on
+  // the CPU's stream when the GPU is asked).
+  auto runs_it = backend(st.device.type).host_primitive_device();
+  return st.device == runs_it ? st : default_stream(runs_it);
 }
 
 array npy_array(const std::shared_ptr<io::Reader>& r, uint64_t base, Stream s) {

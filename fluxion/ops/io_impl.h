@@ -37,11 +37,13 @@ const char* row_major_bytes(array& a, std::string& tmp);
 std::string npy_header(const array& a);
 void write_npy(io::Writer& w, array a);
 
-// The stream a load reads on: the one `s` names, unless it is a GPU's.
-// Reading a file is host work (no backend has a Load kernel on the GPU):
-// there the read runs on the CPU's default stream, and the arrays, whose
-// home is then the host, are uploaded once by their first GPU op. So
-// mx.load works where the GPU is the default device.
+// The stream a load reads on: the one `s` names, unless its device's
+// backend says another device type runs Load (Backend::
+// host_primitive_device: reading a file is host work, and no GPU backend
+// has a Load kernel). There the read runs on that type's default stream
+// (the CPU's), and the arrays, whose home is then the host, are uploaded
+// once by their first GPU op. So mx.load works where the GPU is the
+// default device.
 Stream load_stream(StreamOrDevice s);
 
 // The lazy array stored as .npy at `base` in `r` (parses the header now).

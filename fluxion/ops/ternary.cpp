@@ -20,8 +20,9 @@ array where(const array& condition, const array& x, const array& y,
       broadcast_shapes(broadcast_shapes(condition.shape(), x.shape(), "where"),
                        y.shape(), "where");
   Dtype t = promote_types(x.dtype(), y.dtype());
-  // Each operand's broadcast and the select itself run at once when small
-  // and computed (fluxion/eager.h).
+  // Each operand's broadcast and the select itself are built by the
+  // elementwise node factory (fluxion/eager.h: run at once when small and
+  // computed).
   const bool shapeless = detail::in_shapeless_trace();
   const bool aligned = condition.shape() == shape && x.shape() == shape &&
                        y.shape() == shape;
@@ -38,17 +39,11 @@ array where(const array& condition, const array& x, const array& y,
       }
       return detail::broadcast_against(c, partners, shape, 0, st);
     }
-    if (c.shape() == shape) {
-      return c;  // maybe the caller's own array: not ours to evaluate
-    }
-    auto b = broadcast_to(c, shape, st);
-    detail::eval_if_small(b);
-    return b;
+    return detail::elementwise_broadcast(c, shape, st);
   };
-  array out(shape, t, std::make_shared<Select>(st),
-            {operand(condition, bool_), operand(x, t), operand(y, t)});
-  detail::eval_if_small(out);
-  return out;
+  return detail::elementwise_node(
+      shape, t, std::make_shared<Select>(st),
+      {operand(condition, bool_), operand(x, t), operand(y, t)});
 }
 
 array clip(const array& a, const std::optional<array>& a_min,

@@ -17,9 +17,8 @@ namespace {
 
 template <typename P>
 array make_unary(const array& a, Dtype out, StreamOrDevice s) {
-  array node(a.shape(), out, detail::node_primitive<P>(to_stream(s)), {a});
-  detail::eval_if_small(node);  // small and computed: run now, keep the node
-  return node;
+  return detail::elementwise_node(a.shape(), out,
+                                  detail::node_primitive<P>(to_stream(s)), {a});
 }
 
 // Ops defined on real and complex inputs: ints and bools become float32.

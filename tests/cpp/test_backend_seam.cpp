@@ -1,6 +1,7 @@
 // The seam between the core and the backends: allocators per device, the
 // memory API per device, streams / events / fences dispatched by device,
 // the primitive registry, and the errors of a build without GPU backend.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -395,6 +396,21 @@ TEST(Registry, TransformerPathHasGpuKernels) {
     auto* p = find_primitive(name);
     ASSERT_NE(p, nullptr) << name;
     EXPECT_TRUE(p->gpu) << name << " has no GPU kernel";
+  }
+}
+
+// Which device type reads files is each backend's answer
+// (host_primitive_device), and it agrees with the registry: a backend runs
+// Load on its own streams exactly where it has Load's kernel; the others
+// send it to the CPU, which has one.
+TEST(Registry, LoadRunsWhereItsBackendSays) {
+  EXPECT_EQ(cpu_backend().host_primitive_device(), Device::cpu);
+  EXPECT_EQ(gpu_backend().host_primitive_device(), Device::cpu);
+  for (auto t : {Device::cpu, Device::gpu}) {
+    auto missing = kernels_missing(t);
+    bool has_load =
+        std::find(missing.begin(), missing.end(), "Load") == missing.end();
+    EXPECT_EQ(backend(t).host_primitive_device() == t, has_load);
   }
 }
 

@@ -115,6 +115,10 @@ class CpuBackend final : public Backend {
   // ---- Devices: one, the host.
 
   bool built() const override { return true; }
+  // Load and every other primitive run on the host's own streams.
+  Device::DeviceType host_primitive_device() const override {
+    return Device::cpu;
+  }
   int device_count() override { return 1; }
   DeviceInfo device_info(int index) override {
     static const DeviceInfo info = {

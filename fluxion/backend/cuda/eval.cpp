@@ -813,6 +813,11 @@ void fence_wait(const Event& fence, Stream s) { event_wait(fence, s); }
 class CudaBackend final : public Backend {
  public:
   bool built() const override { return true; }
+  // No Load kernel here (primitive_list.h): files are read on the
+  // CPU's stream, and the arrays uploaded by their first GPU op.
+  Device::DeviceType host_primitive_device() const override {
+    return Device::cpu;
+  }
   int device_count() override { return gpu::device_count(); }
   DeviceInfo device_info(int index) override { return gpu::device_info(index); }
 

@@ -24,6 +24,10 @@ namespace {
 class NoGpuBackend final : public Backend {
  public:
   bool built() const override { return false; }
+  // As the CUDA backend: files are read on the CPU's stream.
+  Device::DeviceType host_primitive_device() const override {
+    return Device::cpu;
+  }
   int device_count() override { return 0; }
   DeviceInfo device_info(int index) override {
     throw std::invalid_argument("[device_info] There is no gpu " +
