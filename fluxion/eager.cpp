@@ -97,12 +97,23 @@ void release_held_values(array& arr) {
   }
 }
 
+// Whether computed node `a` still holds its primitive (no eval has
+// detached it), read under the scheduling lock every detach takes, so that
+// another thread's eval cannot be detaching it meanwhile; false when the
+// lock is busy.
+bool still_a_node(const array& a) {
+  std::unique_lock<std::recursive_mutex> lock(schedule_mutex(),
+                                              std::try_to_lock);
+  return lock.owns_lock() && a.has_primitive();
+}
+}  // namespace
+
 // Run `out`'s primitive now if the small-op path applies: `out` is then
 // available and keeps its node. Otherwise, or if the kernel throws (the
 // node is left as it was, to fail again at eval, where lazy evaluation
 // reports errors), it stays a lazy node.
-void eval_if_small(array& out) {
-  // Cheapest tests first: this runs for every op that calls it.
+void run_if_small(array& out) {
+  // Cheapest tests first: this runs for every node the factories build.
   if (out.size() == 0 || out.size() > eager_max_size() || graph_required() ||
       !out.has_primitive() || out.status() != array::Status::unscheduled ||
       !eager_stream(out.primitive().stream())) {
@@ -118,17 +129,6 @@ void eval_if_small(array& out) {
     release_held_values(out);
   }
 }
-
-// Whether computed node `a` still holds its primitive (no eval has
-// detached it), read under the scheduling lock every detach takes, so that
-// another thread's eval cannot be detaching it meanwhile; false when the
-// lock is busy.
-bool still_a_node(const array& a) {
-  std::unique_lock<std::recursive_mutex> lock(schedule_mutex(),
-                                              std::try_to_lock);
-  return lock.owns_lock() && a.has_primitive();
-}
-}  // namespace
 
 void detach_computed(const std::vector<array>& outputs) {
   // Depth first on an explicit stack: a chain of a million computed adds
@@ -155,20 +155,12 @@ void detach_computed(const std::vector<array>& outputs) {
   }
 }
 
-array elementwise_node(Shape shape, Dtype dtype,
-                       std::shared_ptr<Primitive> primitive,
-                       std::vector<array> inputs) {
-  array node(std::move(shape), dtype, std::move(primitive), std::move(inputs));
-  eval_if_small(node);  // small and computed: run now, keep the node
-  return node;
-}
-
 array elementwise_broadcast(const array& a, const Shape& shape, Stream st) {
   if (a.shape() == shape) {
     return a;  // maybe the caller's own array: not ours to evaluate
   }
   auto b = broadcast_to(a, shape, st);
-  eval_if_small(b);
+  run_if_small(b);
   return b;
 }
 

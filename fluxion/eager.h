@@ -33,9 +33,16 @@ namespace fluxion::detail {
 // again at eval, where lazy evaluation reports errors). The one place
 // that decides whether a node runs when built (eager.cpp): op files build
 // nodes through it and call nothing of eval.
-array elementwise_node(Shape shape, Dtype dtype,
-                       std::shared_ptr<Primitive> primitive,
-                       std::vector<array> inputs);
+// Inline, as each op built its node inline before; the decision is
+// run_if_small (eager.cpp), called by the factories, not by the ops.
+void run_if_small(array& node);
+inline array elementwise_node(Shape shape, Dtype dtype,
+                              std::shared_ptr<Primitive> primitive,
+                              std::vector<array> inputs) {
+  array node(std::move(shape), dtype, std::move(primitive), std::move(inputs));
+  run_if_small(node);
+  return node;
+}
 
 // An operand of an elementwise op broadcast to `shape` (already checked
 // compatible), as MLX builds it: `a` itself when it has that shape, else a
