@@ -23,49 +23,16 @@
 // family: the header it is declared in, or `view` for the primitives that
 // move no data, evaluated in backend/common/views.cpp); CPU and GPU 1 when
 // that backend defines the kernel (backend/cpu; the CUDA backend), else 0.
-// Keep the families together, in the order of their headers.
+// Keep the families together, in the order of their headers. The unary
+// elementwise primitives come from their op spec (ops/elementwise_spec.h,
+// each entry's CPU and GPU columns there), Copy and StopGradient aside.
 #pragma once
+
+#include "fluxion/ops/elementwise_spec.h"
 
 // clang-format off
 #define FLUXION_PRIMITIVES(X) \
-  X(Abs, unary, 1, 1)                             \
-  X(Negative, unary, 1, 1)                        \
-  X(Sign, unary, 1, 1)                            \
-  X(Exp, unary, 1, 1)                             \
-  X(Expm1, unary, 1, 1)                           \
-  X(Log, unary, 1, 1)                             \
-  X(Log1p, unary, 1, 1)                           \
-  X(Log2, unary, 1, 1)                            \
-  X(Log10, unary, 1, 1)                           \
-  X(Sqrt, unary, 1, 1)                            \
-  X(Rsqrt, unary, 1, 1)                           \
-  X(Square, unary, 1, 1)                          \
-  X(Reciprocal, unary, 1, 1)                      \
-  X(Sin, unary, 1, 1)                             \
-  X(Cos, unary, 1, 1)                             \
-  X(Tan, unary, 1, 1)                             \
-  X(ArcSin, unary, 1, 1)                          \
-  X(ArcCos, unary, 1, 1)                          \
-  X(ArcTan, unary, 1, 1)                          \
-  X(Sinh, unary, 1, 1)                            \
-  X(Cosh, unary, 1, 1)                            \
-  X(Tanh, unary, 1, 1)                            \
-  X(ArcSinh, unary, 1, 1)                         \
-  X(ArcCosh, unary, 1, 1)                         \
-  X(ArcTanh, unary, 1, 1)                         \
-  X(Sigmoid, unary, 1, 1)                         \
-  X(Erf, unary, 1, 1)                             \
-  X(ErfInv, unary, 1, 1)                          \
-  X(Floor, unary, 1, 1)                           \
-  X(Ceil, unary, 1, 1)                            \
-  X(Round, unary, 1, 1)                           \
-  X(LogicalNot, unary, 1, 1)                      \
-  X(IsNan, unary, 1, 1)                           \
-  X(IsInf, unary, 1, 1)                           \
-  X(IsFinite, unary, 1, 1)                        \
-  X(Conjugate, unary, 1, 1)                       \
-  X(Real, unary, 1, 1)                            \
-  X(Imag, unary, 1, 1)                            \
+  FLUXION_UNARY_SPEC(FLUXION_UNARY_SPEC_TO_REGISTRY, X) \
   X(Copy, unary, 1, 1)                            \
   X(Add, binary, 1, 1)                            \
   X(Subtract, binary, 1, 1)                       \
@@ -160,3 +127,8 @@
 #define FLUXION_IF_NO_KERNEL(FLAG) FLUXION_IF_NO_KERNEL_##FLAG
 #define FLUXION_IF_NO_KERNEL_0(...) __VA_ARGS__
 #define FLUXION_IF_NO_KERNEL_1(...)
+// FLUXION_IF_KERNEL(FLAG)(code...): the converse, for the kernels a backend
+// generates from an op spec (backend/cpu/unary.cpp, backend/cuda/unary.cu).
+#define FLUXION_IF_KERNEL(FLAG) FLUXION_IF_KERNEL_##FLAG
+#define FLUXION_IF_KERNEL_0(...)
+#define FLUXION_IF_KERNEL_1(...) __VA_ARGS__

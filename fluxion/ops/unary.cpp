@@ -21,30 +21,38 @@ array make_unary(const array& a, Dtype out, StreamOrDevice s) {
                                   detail::node_primitive<P>(to_stream(s)), {a});
 }
 
-// Ops defined on real and complex inputs: ints and bools become float32.
-template <typename P>
-array inexact_unary(const array& a, StreamOrDevice s) {
-  if (is_inexact(a.dtype())) {
-    return make_unary<P>(a, a.dtype(), s);
+// The op function of a unary primitive P of the spec, by its policy
+// (elementwise_spec.h says what each accepts and returns).
+template <typename P, UnaryPolicy Policy>
+array spec_unary(const array& a, const char* op, StreamOrDevice s) {
+  if constexpr (Policy == UnaryPolicy::real ||
+                Policy == UnaryPolicy::real_keep) {
+    if (is_complex(a.dtype())) {
+      throw std::invalid_argument(std::string("[") + op +
+                                  "] Not supported for complex64 inputs.");
+    }
   }
-  return make_unary<P>(astype(a, float32, s), float32, s);
-}
-
-// Ops defined on reals only.
-template <typename P>
-array real_unary(const array& a, const char* op, StreamOrDevice s) {
-  if (is_complex(a.dtype())) {
-    throw std::invalid_argument(std::string("[") + op +
-                                "] Not supported for complex64 inputs.");
+  if constexpr (Policy == UnaryPolicy::inexact || Policy == UnaryPolicy::real) {
+    // Ints and bools become float32.
+    if (!is_inexact(a.dtype())) {
+      return make_unary<P>(astype(a, float32, s), float32, s);
+    }
   }
-  return inexact_unary<P>(a, s);
+  return make_unary<P>(a, unary_output_dtype(Policy, a.dtype()), s);
 }
 
 }  // namespace
 
-array abs(const array& a, StreamOrDevice s) {
-  return make_unary<Abs>(a, is_complex(a.dtype()) ? float32 : a.dtype(), s);
-}
+// The op functions of the spec's entries (elementwise_spec.h).
+#define FLUXION_UNARY_OP_DEF(A, CLASS, NAME, POLICY, ...)         \
+  FLUXION_UNARY_IF_OP(POLICY)(                                    \
+      array NAME(const array& a, StreamOrDevice s) {              \
+        return spec_unary<CLASS, UnaryPolicy::POLICY>(a, #NAME, s); \
+      })
+FLUXION_UNARY_SPEC(FLUXION_UNARY_OP_DEF, _)
+#undef FLUXION_UNARY_OP_DEF
+
+// The spec's ops written by hand (policy custom).
 
 array negative(const array& a, StreamOrDevice s) {
   if (a.dtype() == bool_) {
@@ -52,90 +60,6 @@ array negative(const array& a, StreamOrDevice s) {
         "[negative] Not supported for bool; use logical_not instead.");
   }
   return make_unary<Negative>(a, a.dtype(), s);
-}
-
-array sign(const array& a, StreamOrDevice s) {
-  return make_unary<Sign>(a, a.dtype(), s);
-}
-
-array exp(const array& a, StreamOrDevice s) { return inexact_unary<Exp>(a, s); }
-array expm1(const array& a, StreamOrDevice s) {
-  return real_unary<Expm1>(a, "expm1", s);
-}
-array log(const array& a, StreamOrDevice s) { return inexact_unary<Log>(a, s); }
-array log1p(const array& a, StreamOrDevice s) {
-  return inexact_unary<Log1p>(a, s);
-}
-array log2(const array& a, StreamOrDevice s) {
-  return inexact_unary<Log2>(a, s);
-}
-array log10(const array& a, StreamOrDevice s) {
-  return inexact_unary<Log10>(a, s);
-}
-array sqrt(const array& a, StreamOrDevice s) {
-  return inexact_unary<Sqrt>(a, s);
-}
-array rsqrt(const array& a, StreamOrDevice s) {
-  return inexact_unary<Rsqrt>(a, s);
-}
-array square(const array& a, StreamOrDevice s) {
-  return make_unary<Square>(a, a.dtype() == bool_ ? bool_ : a.dtype(), s);
-}
-array reciprocal(const array& a, StreamOrDevice s) {
-  return inexact_unary<Reciprocal>(a, s);
-}
-array sin(const array& a, StreamOrDevice s) { return inexact_unary<Sin>(a, s); }
-array cos(const array& a, StreamOrDevice s) { return inexact_unary<Cos>(a, s); }
-array tan(const array& a, StreamOrDevice s) { return inexact_unary<Tan>(a, s); }
-array arcsin(const array& a, StreamOrDevice s) {
-  return inexact_unary<ArcSin>(a, s);
-}
-array arccos(const array& a, StreamOrDevice s) {
-  return inexact_unary<ArcCos>(a, s);
-}
-array arctan(const array& a, StreamOrDevice s) {
-  return inexact_unary<ArcTan>(a, s);
-}
-array sinh(const array& a, StreamOrDevice s) {
-  return inexact_unary<Sinh>(a, s);
-}
-array cosh(const array& a, StreamOrDevice s) {
-  return inexact_unary<Cosh>(a, s);
-}
-array tanh(const array& a, StreamOrDevice s) {
-  return inexact_unary<Tanh>(a, s);
-}
-array arcsinh(const array& a, StreamOrDevice s) {
-  return inexact_unary<ArcSinh>(a, s);
-}
-array arccosh(const array& a, StreamOrDevice s) {
-  return inexact_unary<ArcCosh>(a, s);
-}
-array arctanh(const array& a, StreamOrDevice s) {
-  return inexact_unary<ArcTanh>(a, s);
-}
-array sigmoid(const array& a, StreamOrDevice s) {
-  return real_unary<Sigmoid>(a, "sigmoid", s);
-}
-array erf(const array& a, StreamOrDevice s) {
-  return real_unary<Erf>(a, "erf", s);
-}
-array erfinv(const array& a, StreamOrDevice s) {
-  return real_unary<ErfInv>(a, "erfinv", s);
-}
-
-array floor(const array& a, StreamOrDevice s) {
-  if (is_complex(a.dtype())) {
-    throw std::invalid_argument("[floor] Not supported for complex64 inputs.");
-  }
-  return make_unary<Floor>(a, a.dtype(), s);
-}
-
-array ceil(const array& a, StreamOrDevice s) {
-  if (is_complex(a.dtype())) {
-    throw std::invalid_argument("[ceil] Not supported for complex64 inputs.");
-  }
-  return make_unary<Ceil>(a, a.dtype(), s);
 }
 
 array round(const array& a, int decimals, StreamOrDevice s) {
@@ -172,18 +96,6 @@ array round(const array& a, int decimals, StreamOrDevice s) {
                 s);
 }
 
-array logical_not(const array& a, StreamOrDevice s) {
-  return make_unary<LogicalNot>(a, bool_, s);
-}
-array isnan(const array& a, StreamOrDevice s) {
-  return make_unary<IsNan>(a, bool_, s);
-}
-array isinf(const array& a, StreamOrDevice s) {
-  return make_unary<IsInf>(a, bool_, s);
-}
-array isfinite(const array& a, StreamOrDevice s) {
-  return make_unary<IsFinite>(a, bool_, s);
-}
 namespace {
 
 array signed_inf(const array& a, bool positive, const char* op,
@@ -258,15 +170,6 @@ array nan_to_num(const array& a, double nan, std::optional<double> posinf,
   return add(
       astype(re, complex64, s),
       multiply(astype(im, complex64, s), array(complex64_t(0.0f, 1.0f)), s), s);
-}
-array conjugate(const array& a, StreamOrDevice s) {
-  return make_unary<Conjugate>(a, a.dtype(), s);
-}
-array real(const array& a, StreamOrDevice s) {
-  return make_unary<Real>(a, is_complex(a.dtype()) ? float32 : a.dtype(), s);
-}
-array imag(const array& a, StreamOrDevice s) {
-  return make_unary<Imag>(a, is_complex(a.dtype()) ? float32 : a.dtype(), s);
 }
 array stop_gradient(const array& a, StreamOrDevice s) {
   return make_unary<StopGradient>(a, a.dtype(), s);
@@ -438,6 +341,12 @@ std::optional<array> Erf::derivative(const array& x, const array& out) const {
   // 2/sqrt(pi) exp(-x^2)
   auto s = stream();
   return multiply(cst(std::numbers::inv_sqrtpi * 2, x),
+                  exp(negative(square(x, s), s), s), s);
+}
+std::optional<array> Erfc::derivative(const array& x, const array& out) const {
+  // -2/sqrt(pi) exp(-x^2): erf's, negated.
+  auto s = stream();
+  return multiply(cst(-std::numbers::inv_sqrtpi * 2, x),
                   exp(negative(square(x, s), s), s), s);
 }
 std::optional<array> ErfInv::derivative(const array& x,

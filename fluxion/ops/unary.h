@@ -6,46 +6,25 @@
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
+#include "fluxion/ops/elementwise_spec.h"
 #include "fluxion/primitive.h"
 
 namespace fluxion {
 
-array abs(const array& a, StreamOrDevice s = {});
+// The ops of the unary spec (elementwise_spec.h: abs, exp, erf, ...), one
+// per entry but those whose POLICY is custom:
+//   array NAME(const array& a, StreamOrDevice s = {});
+#define FLUXION_UNARY_OP_DECL(A, CLASS, NAME, POLICY, ...) \
+  FLUXION_UNARY_IF_OP(POLICY)(                             \
+      array NAME(const array& a, StreamOrDevice s = {});)
+FLUXION_UNARY_SPEC(FLUXION_UNARY_OP_DECL, _)
+#undef FLUXION_UNARY_OP_DECL
+
+// The ops of the spec written by hand (policy custom).
 array negative(const array& a, StreamOrDevice s = {});
-array sign(const array& a, StreamOrDevice s = {});
-array exp(const array& a, StreamOrDevice s = {});
-array expm1(const array& a, StreamOrDevice s = {});
-array log(const array& a, StreamOrDevice s = {});
-array log1p(const array& a, StreamOrDevice s = {});
-array log2(const array& a, StreamOrDevice s = {});
-array log10(const array& a, StreamOrDevice s = {});
-array sqrt(const array& a, StreamOrDevice s = {});
-array rsqrt(const array& a, StreamOrDevice s = {});
-array square(const array& a, StreamOrDevice s = {});
-array reciprocal(const array& a, StreamOrDevice s = {});
-array sin(const array& a, StreamOrDevice s = {});
-array cos(const array& a, StreamOrDevice s = {});
-array tan(const array& a, StreamOrDevice s = {});
-array arcsin(const array& a, StreamOrDevice s = {});
-array arccos(const array& a, StreamOrDevice s = {});
-array arctan(const array& a, StreamOrDevice s = {});
-array sinh(const array& a, StreamOrDevice s = {});
-array cosh(const array& a, StreamOrDevice s = {});
-array tanh(const array& a, StreamOrDevice s = {});
-array arcsinh(const array& a, StreamOrDevice s = {});
-array arccosh(const array& a, StreamOrDevice s = {});
-array arctanh(const array& a, StreamOrDevice s = {});
-array sigmoid(const array& a, StreamOrDevice s = {});
-array erf(const array& a, StreamOrDevice s = {});
-array erfinv(const array& a, StreamOrDevice s = {});
-array floor(const array& a, StreamOrDevice s = {});
-array ceil(const array& a, StreamOrDevice s = {});
 // Round half to even to `decimals` places.
 array round(const array& a, int decimals = 0, StreamOrDevice s = {});
-array logical_not(const array& a, StreamOrDevice s = {});
-array isnan(const array& a, StreamOrDevice s = {});
-array isinf(const array& a, StreamOrDevice s = {});
-array isfinite(const array& a, StreamOrDevice s = {});
+
 // isinf(a) and a > 0 (a < 0): false for integers; complex is rejected.
 array isposinf(const array& a, StreamOrDevice s = {});
 array isneginf(const array& a, StreamOrDevice s = {});
@@ -59,13 +38,36 @@ array nan_to_num(const array& a, double nan = 0.0,
                  std::optional<double> posinf = std::nullopt,
                  std::optional<double> neginf = std::nullopt,
                  StreamOrDevice s = {});
-array conjugate(const array& a, StreamOrDevice s = {});
-array real(const array& a, StreamOrDevice s = {});
-array imag(const array& a, StreamOrDevice s = {});
 // Identity in the forward pass; blocks gradients.
 array stop_gradient(const array& a, StreamOrDevice s = {});
 // A new buffer with the same contents.
 array copy(const array& a, StreamOrDevice s = {});
+
+// What a unary op of the spec accepts and returns (POLICY in
+// elementwise_spec.h, which says what each means).
+enum class UnaryPolicy {
+  inexact,
+  real,
+  real_keep,
+  same,
+  to_real,
+  to_bool,
+  custom
+};
+
+// The output dtype of a unary primitive of `policy` on an input of dtype
+// `in` (the op has cast the input already: inexact and real ops see a
+// float or complex dtype here).
+inline Dtype unary_output_dtype(UnaryPolicy policy, Dtype in) {
+  switch (policy) {
+    case UnaryPolicy::to_real:
+      return is_complex(in) ? float32 : in;
+    case UnaryPolicy::to_bool:
+      return bool_;
+    default:
+      return in;
+  }
+}
 
 // Base for one-input elementwise primitives: the output has the input's
 // shape, and vmap passes the mapped axis through.
@@ -125,44 +127,22 @@ class UnaryPrimitive : public Primitive,
                          const std::vector<int>& argnums,           \
                          const std::vector<array>& outputs) override;
 
-FLUXION_UNARY_PRIMITIVE(Abs, is_complex(in) ? float32 : in, FLUXION_OWN_RULES)
-FLUXION_UNARY_PRIMITIVE(Negative, in, FLUXION_OWN_RULES)
-FLUXION_UNARY_PRIMITIVE(Sign, in)
-FLUXION_UNARY_PRIMITIVE(Exp, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Expm1, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Log, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Log1p, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Log2, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Log10, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Sqrt, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Rsqrt, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Square, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Reciprocal, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Sin, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Cos, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Tan, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(ArcSin, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(ArcCos, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(ArcTan, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Sinh, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Cosh, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Tanh, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(ArcSinh, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(ArcCosh, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(ArcTanh, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Sigmoid, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Erf, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(ErfInv, in, FLUXION_DERIVATIVE)
-FLUXION_UNARY_PRIMITIVE(Floor, in)
-FLUXION_UNARY_PRIMITIVE(Ceil, in)
-FLUXION_UNARY_PRIMITIVE(Round, in)
-FLUXION_UNARY_PRIMITIVE(LogicalNot, bool_)
-FLUXION_UNARY_PRIMITIVE(IsNan, bool_)
-FLUXION_UNARY_PRIMITIVE(IsInf, bool_)
-FLUXION_UNARY_PRIMITIVE(IsFinite, bool_)
-FLUXION_UNARY_PRIMITIVE(Conjugate, in, FLUXION_OWN_RULES)
-FLUXION_UNARY_PRIMITIVE(Real, is_complex(in) ? float32 : in, FLUXION_OWN_RULES)
-FLUXION_UNARY_PRIMITIVE(Imag, is_complex(in) ? float32 : in, FLUXION_OWN_RULES)
+// The classes of the spec's primitives: the output dtype is the policy's
+// (unary_output_dtype), the rules those RULES names.
+#define FLUXION_UNARY_RULES_derivative FLUXION_DERIVATIVE
+#define FLUXION_UNARY_RULES_own FLUXION_OWN_RULES
+#define FLUXION_UNARY_RULES_none
+#define FLUXION_UNARY_CLASS(A, CLASS, NAME, POLICY, KERNEL, TYPES, RULES, ...) \
+  FLUXION_UNARY_PRIMITIVE(CLASS, unary_output_dtype(UnaryPolicy::POLICY, in),  \
+                          FLUXION_UNARY_RULES_##RULES)
+FLUXION_UNARY_SPEC(FLUXION_UNARY_CLASS, _)
+#undef FLUXION_UNARY_CLASS
+#undef FLUXION_UNARY_RULES_derivative
+#undef FLUXION_UNARY_RULES_own
+#undef FLUXION_UNARY_RULES_none
+
+// Unary primitives outside the spec: a view, and a copy whose GPU kernel
+// is the copy kernel's.
 FLUXION_UNARY_PRIMITIVE(StopGradient, in, FLUXION_DECLARE_VIEW_EVAL)
 FLUXION_UNARY_PRIMITIVE(Copy, in, FLUXION_OWN_RULES)
 #undef FLUXION_DERIVATIVE

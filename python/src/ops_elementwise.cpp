@@ -31,108 +31,19 @@ void init_ops_elementwise(py::module_& m) {
         "stream"_a = py::none(),                                       \
         SUMMARY FXDOC_ARGS FXDOC_A FXDOC_STREAM FXDOC_RET_ARRAY RESULT \
         "\n");
-  FLUXION_UNARY("abs", fx::abs,
-                "Element-wise absolute value.",
-                "``|a|``, with the dtype of ``a``.")
+  // The ops of the unary spec (fluxion/ops/elementwise_spec.h), with their
+  // docstrings; core.pyi and docs/api/ops.rst list them too
+  // (tools/gen_op_spec.py).
+#define FLUXION_UNARY_SPEC_BINDING(A, CLASS, NAME, POLICY, KERNEL, TYPES, \
+                                   RULES, CPU, GPU, SUMMARY, RESULT)      \
+  FLUXION_UNARY_IF_OP(POLICY)(FLUXION_UNARY(#NAME, fx::NAME, SUMMARY, RESULT))
+  FLUXION_UNARY_SPEC(FLUXION_UNARY_SPEC_BINDING, _)
+#undef FLUXION_UNARY_SPEC_BINDING
+  // The unary ops outside the spec (negative: written by hand; the rest
+  // compositions, an alias, a view, a copy).
   FLUXION_UNARY("negative", fx::negative,
                 "Element-wise negation.",
                 "``-a``, with the dtype of ``a``.")
-  FLUXION_UNARY("sign", fx::sign,
-                "Element-wise sign: -1, 0 or 1.",
-                "The sign of each element (for complex input ``a / |a|``).")
-  FLUXION_UNARY("exp", fx::exp,
-                "Element-wise exponential.",
-                "``e ** a``; integer input gives ``float32``.")
-  FLUXION_UNARY("expm1", fx::expm1,
-                "Element-wise ``exp(a) - 1``, accurate for small ``a``.",
-                "``exp(a) - 1``; integer input gives ``float32``.")
-  FLUXION_UNARY("log", fx::log,
-                "Element-wise natural logarithm.",
-                "``ln(a)`` (NaN for negative input, -inf at 0).")
-  FLUXION_UNARY("log1p", fx::log1p,
-                "Element-wise ``log(1 + a)``, accurate for small ``a``.",
-                "``ln(1 + a)``.")
-  FLUXION_UNARY("log2", fx::log2,
-                "Element-wise base-2 logarithm.",
-                "``log2(a)``.")
-  FLUXION_UNARY("log10", fx::log10,
-                "Element-wise base-10 logarithm.",
-                "``log10(a)``.")
-  FLUXION_UNARY("sqrt", fx::sqrt,
-                "Element-wise square root.",
-                "``a ** 0.5`` (NaN for negative real input).")
-  FLUXION_UNARY("rsqrt", fx::rsqrt,
-                "Element-wise reciprocal square root.",
-                "``1 / sqrt(a)``.")
-  FLUXION_UNARY("square", fx::square,
-                "Element-wise square.",
-                "``a * a``, with the dtype of ``a``.")
-  FLUXION_UNARY("reciprocal", fx::reciprocal,
-                "Element-wise reciprocal.",
-                "``1 / a``.")
-  FLUXION_UNARY("sin", fx::sin,
-                "Element-wise sine (radians).",
-                "``sin(a)``.")
-  FLUXION_UNARY("cos", fx::cos,
-                "Element-wise cosine (radians).",
-                "``cos(a)``.")
-  FLUXION_UNARY("tan", fx::tan,
-                "Element-wise tangent (radians).",
-                "``tan(a)``.")
-  FLUXION_UNARY("arcsin", fx::arcsin,
-                "Element-wise inverse sine.",
-                "``arcsin(a)`` in radians, NaN outside [-1, 1].")
-  FLUXION_UNARY("arccos", fx::arccos,
-                "Element-wise inverse cosine.",
-                "``arccos(a)`` in radians, NaN outside [-1, 1].")
-  FLUXION_UNARY("arctan", fx::arctan,
-                "Element-wise inverse tangent.",
-                "``arctan(a)`` in radians.")
-  FLUXION_UNARY("sinh", fx::sinh,
-                "Element-wise hyperbolic sine.",
-                "``sinh(a)``.")
-  FLUXION_UNARY("cosh", fx::cosh,
-                "Element-wise hyperbolic cosine.",
-                "``cosh(a)``.")
-  FLUXION_UNARY("tanh", fx::tanh,
-                "Element-wise hyperbolic tangent.",
-                "``tanh(a)``.")
-  FLUXION_UNARY("arcsinh", fx::arcsinh,
-                "Element-wise inverse hyperbolic sine.",
-                "``arcsinh(a)``.")
-  FLUXION_UNARY("arccosh", fx::arccosh,
-                "Element-wise inverse hyperbolic cosine.",
-                "``arccosh(a)``, NaN below 1.")
-  FLUXION_UNARY("arctanh", fx::arctanh,
-                "Element-wise inverse hyperbolic tangent.",
-                "``arctanh(a)``, NaN outside [-1, 1].")
-  FLUXION_UNARY("sigmoid", fx::sigmoid,
-                "Element-wise logistic sigmoid ``1 / (1 + exp(-a))``.",
-                "Values in (0, 1).")
-  FLUXION_UNARY("erf", fx::erf,
-                "Element-wise Gauss error function.",
-                "``erf(a)``, values in [-1, 1].")
-  FLUXION_UNARY("erfinv", fx::erfinv,
-                "Element-wise inverse of the error function.",
-                "``x`` with ``erf(x) == a``; +-inf at +-1.")
-  FLUXION_UNARY("floor", fx::floor,
-                "Element-wise floor.",
-                "The largest integer not above each element (integers unchanged).")
-  FLUXION_UNARY("ceil", fx::ceil,
-                "Element-wise ceiling.",
-                "The smallest integer not below each element (integers unchanged).")
-  FLUXION_UNARY("logical_not", fx::logical_not,
-                "Element-wise logical not.",
-                "A ``bool`` array, ``True`` where ``a`` is zero.")
-  FLUXION_UNARY("isnan", fx::isnan,
-                "Test element-wise for NaN.",
-                "A ``bool`` array, ``True`` where ``a`` is NaN.")
-  FLUXION_UNARY("isinf", fx::isinf,
-                "Test element-wise for positive or negative infinity.",
-                "A ``bool`` array, ``True`` where ``a`` is +-inf.")
-  FLUXION_UNARY("isfinite", fx::isfinite,
-                "Test element-wise for finiteness.",
-                "A ``bool`` array, ``True`` where ``a`` is neither NaN nor +-inf.")
   FLUXION_UNARY("isposinf", fx::isposinf,
                 "Test element-wise for positive infinity.",
                 "A ``bool`` array, ``True`` where ``a`` is +inf.")
@@ -145,18 +56,9 @@ void init_ops_elementwise(py::module_& m) {
   FLUXION_UNARY("radians", fx::radians,
                 "Convert angles from degrees to radians.",
                 "``a * pi / 180``.")
-  FLUXION_UNARY("conjugate", fx::conjugate,
-                "Element-wise complex conjugate.",
-                "The conjugate of ``a`` (real input unchanged).")
   FLUXION_UNARY("conj", fx::conjugate,
                 "Element-wise complex conjugate (alias of :func:`conjugate`).",
                 "The conjugate of ``a`` (real input unchanged).")
-  FLUXION_UNARY("real", fx::real,
-                "The real part of each element.",
-                "A real array (``float32`` for ``complex64``).")
-  FLUXION_UNARY("imag", fx::imag,
-                "The imaginary part of each element.",
-                "A real array; zeros for real input.")
   FLUXION_UNARY("stop_gradient", fx::stop_gradient,
                 "Identity that blocks gradients.",
                 "``a`` unchanged; transformations treat it as a constant.")

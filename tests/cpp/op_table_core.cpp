@@ -275,6 +275,12 @@ std::vector<OpCase> core_cases() {
             Deriv::second, kFloats, 2);
   add_unary("erf", [](auto& x) { return erf(x); }, normal(s),
             r1([](double x) { return std::erf(x); }));
+  add_unary("erfc", [](auto& x) { return erfc(x); }, normal(s),
+            r1([](double x) { return std::erfc(x); }));
+  // The tail, where erfc is far from 1 - erf (its own test checks the
+  // relative error there: test_unary.cpp).
+  add_unary("erfc_tail", [](auto& x) { return erfc(x); },
+            uniform_in(s, 1.5, 4), r1([](double x) { return std::erfc(x); }));
   // Its double-precision Newton steps contract into FMAs when fused.
   add_unary("erfinv", [](auto& x) { return erfinv(x); }, unit(s),
             r1(erfinv_ref), Deriv::second, kFloats, 1);

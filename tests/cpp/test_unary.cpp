@@ -135,6 +135,13 @@ std::vector<UnaryCase> cases() {
        3,
        Kind::RealInexact,
        {}},
+      {"erfc",
+       [](const array& a) { return erfc(a); },
+       [](double x) { return std::erfc(x); },
+       -3,
+       9,
+       Kind::RealInexact,
+       {}},
       {"erfinv",
        [](const array& a) { return erfinv(a); },
        erfinv_ref,
@@ -457,6 +464,7 @@ TEST(UnaryOps, Errors) {
        std::vector<std::pair<std::string, std::function<array(const array&)>>>{
            {"expm1", [](const array& a) { return expm1(a); }},
            {"erf", [](const array& a) { return erf(a); }},
+           {"erfc", [](const array& a) { return erfc(a); }},
            {"erfinv", [](const array& a) { return erfinv(a); }},
            {"sigmoid", [](const array& a) { return sigmoid(a); }},
            {"floor", [](const array& a) { return floor(a); }},
@@ -476,6 +484,39 @@ TEST(UnaryOps, Errors) {
   expect_error<std::invalid_argument>(
       [] { -array(false); },
       "[negative] Not supported for bool; use logical_not instead.");
+}
+
+// erfc keeps its relative accuracy in the tail, where 1 - erf(x) has
+// rounded to 0 (float32 past x = 4, float64 past 6), down to the
+// subnormals; and erfc(-x) = 2 - erfc(x) without a loss.
+TEST(UnaryOps, ErfcKeepsTheTail) {
+  for (Dtype dt : {float32, float64}) {
+    double top = dt == float32 ? 9.0 : 26.0;
+    std::vector<double> x;
+    for (double v = -6; v <= top; v += 0.25) {
+      x.push_back(v);
+    }
+    auto got = to_vector<double>(erfc(array(x.begin(), {int(x.size())}, dt)));
+    double rtol = dt == float32 ? 1e-6 : 1e-14;
+    for (size_t i = 0; i < x.size(); ++i) {
+      double want = std::erfc(round_to(x[i], dt));
+      if (dt == float32) {
+        want = static_cast<float>(want);
+      }
+      EXPECT_NEAR(got[i], want, rtol * want) << dtype_name(dt) << " " << x[i];
+    }
+    // Where erf's complement has nothing left.
+    auto one_minus_erf =
+        to_vector<double>(subtract(array(1.0, dt), erf(array(top - 1, dt))));
+    EXPECT_EQ(one_minus_erf[0], 0.0) << dtype_name(dt);
+  }
+  EXPECT_EQ(erfc(array(std::numeric_limits<float>::infinity())).item<float>(),
+            0.0f);
+  EXPECT_EQ(erfc(array(-std::numeric_limits<float>::infinity())).item<float>(),
+            2.0f);
+  EXPECT_TRUE(std::isnan(erfc(array(NAN)).item<float>()));
+  // Integers become float32, as erf's.
+  EXPECT_EQ(erfc(array({0, 1})).dtype(), float32);
 }
 
 // An intermediate that nothing else holds lends its buffer to the next op:

@@ -14,6 +14,7 @@ UNSIGNED = [mx.uint8, mx.uint16, mx.uint32, mx.uint64]
 INTS = SIGNED + UNSIGNED
 
 erf = np.vectorize(math.erf)
+erfc = np.vectorize(math.erfc)
 
 # name, NumPy reference (on float64), dtypes, input domain (low, high)
 UNARY = [
@@ -44,6 +45,7 @@ UNARY = [
     ("arctanh", np.arctanh, FLOATS, (-0.9, 0.9)),
     ("sigmoid", lambda x: 1 / (1 + np.exp(-x)), FLOATS, (-4, 4)),
     ("erf", erf, FLOATS, (-2, 2)),
+    ("erfc", erfc, FLOATS, (-2, 3)),
     ("floor", np.floor, FLOATS, (-3, 3)),
     ("ceil", np.ceil, FLOATS, (-3, 3)),
     ("round", np.round, FLOATS, (-3, 3)),
@@ -198,3 +200,20 @@ def test_divmod():
     q, r = mx.divmod(mx.array([7, -7]), 3)
     assert q.tolist() == [2, -3]
     assert r.tolist() == [1, 2]
+
+
+def test_erfc_tail_and_gradient():
+    # 1 - erf(x) is 0 in float32 from x = 4 on; erfc keeps every bit.
+    x = np.array([0.5, 2.0, 4.0, 6.0, 9.0], dtype=np.float32)
+    got = np.array(mx.erfc(mx.array(x)))
+    want = erfc(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert np.all(got > 0)
+    assert (1 - mx.erf(mx.array(6.0))).item() == 0.0
+    # d/dx erfc(x) = -2/sqrt(pi) exp(-x^2)
+    g = mx.grad(lambda v: mx.erfc(v).sum())(mx.array(x[:3]))
+    np.testing.assert_allclose(
+        np.array(g), -2 / np.sqrt(np.pi) * np.exp(-x[:3].astype(np.float64) ** 2),
+        rtol=1e-5)
+    with pytest.raises(ValueError, match=r"\[erfc\] Not supported for complex64"):
+        mx.erfc(mx.array([1 + 2j]))

@@ -89,6 +89,9 @@ FLUXION_FLOAT_UNARY(ArcSinh, asinh)
 FLUXION_FLOAT_UNARY(ArcCosh, acosh)
 FLUXION_FLOAT_UNARY(ArcTanh, atanh)
 FLUXION_FLOAT_UNARY(Erf, erf)  // real only (the op rejects complex)
+// libm's (CUDA's) erfc: accurate where 1 - erf(x) cancels to 0 or to a few
+// bits (x past about 4 in float32, 6 in float64), down to the subnormals.
+FLUXION_FLOAT_UNARY(Erfc, erfc)
 #undef FLUXION_FLOAT_UNARY
 
 // log1p and log2 of complex z (as MLX): log(1 + z) with its real part

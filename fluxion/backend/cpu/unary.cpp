@@ -1,5 +1,7 @@
-// CPU kernels of the unary primitives: one line per op, choosing the dtypes
-// it is instantiated for and the functor (backend/common/unary_ops.h).
+// CPU kernels of the unary primitives: generated from their op spec
+// (ops/elementwise_spec.h: the dtypes each is instantiated for, the
+// output dtype, vector math or not), each calling its functor
+// (backend/common/unary_ops.h).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -9,6 +11,7 @@
 #include "fluxion/backend/cpu/elementwise.h"
 #include "fluxion/backend/cpu/simd.h"
 #include "fluxion/ops/unary.h"
+#include "fluxion/primitive_list.h"
 
 namespace fluxion {
 
@@ -119,18 +122,6 @@ void math_in(const array& in, array& out, const char* name) {
   same_type<List>(in, out, Op{}, name, kMathGrain);
 }
 
-// Defined for real and complex inputs.
-template <typename Op>
-void inexact_math(const array& in, array& out, const char* name) {
-  math_in<InexactTypes, Op>(in, out, name);
-}
-
-// Defined for real inputs only.
-template <typename Op>
-void real_math(const array& in, array& out, const char* name) {
-  math_in<FloatTypes, Op>(in, out, name);
-}
-
 // Output dtype differs (bool predicates, real/imag/abs of complex).
 template <typename Op, typename Out>
 void to_type(const array& in, array& out, Op op, const char* name) {
@@ -145,126 +136,37 @@ void to_type(const array& in, array& out, Op op, const char* name) {
   });
 }
 
+// The kernel of a primitive of the spec: its POLICY's output dtype, its
+// KERNEL's math (vector math where there is one) or plain loop over its
+// TYPES.
+enum class UnaryKernel { math, plain };
+template <typename Op, UnaryPolicy Policy, UnaryKernel Kernel, typename List>
+void spec_kernel(const array& in, array& out, const char* name) {
+  if constexpr (Policy == UnaryPolicy::to_real) {
+    to_type<Op, float>(in, out, {}, name);
+  } else if constexpr (Policy == UnaryPolicy::to_bool) {
+    to_type<Op, bool>(in, out, {}, name);
+  } else if constexpr (Kernel == UnaryKernel::math) {
+    math_in<List, Op>(in, out, name);
+  } else {
+    same_type<List>(in, out, Op{}, name);
+  }
+}
+
 }  // namespace
 
+// The kernels of the spec's primitives (ops/elementwise_spec.h).
+#define FLUXION_CPU_UNARY(A, CLASS, NAME, POLICY, KERNEL, TYPES, RULES, CPU, \
+                          ...)                                               \
+  FLUXION_IF_KERNEL(CPU)(                                                    \
+      void CLASS::eval_cpu(const std::vector<array>& in,                     \
+                           std::vector<array>& out) {                        \
+        spec_kernel<detail::CLASS, UnaryPolicy::POLICY,                      \
+                    UnaryKernel::KERNEL, TYPES>(in[0], out[0], #NAME);       \
+      })
+FLUXION_UNARY_SPEC(FLUXION_CPU_UNARY, _)
+#undef FLUXION_CPU_UNARY
 
-void Abs::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  to_type<detail::Abs, float>(in[0], out[0], {}, "abs");
-}
-void Negative::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  same_type<AllTypes>(in[0], out[0], detail::Negative{}, "negative");
-}
-void Sign::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  same_type<AllTypes>(in[0], out[0], detail::Sign{}, "sign");
-}
-void Exp::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Exp>(in[0], out[0], "exp");
-}
-void Expm1::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  real_math<detail::Expm1>(in[0], out[0], "expm1");
-}
-void Log::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Log>(in[0], out[0], "log");
-}
-void Log1p::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Log1p>(in[0], out[0], "log1p");
-}
-void Log2::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Log2>(in[0], out[0], "log2");
-}
-void Log10::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Log10>(in[0], out[0], "log10");
-}
-void Sqrt::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Sqrt>(in[0], out[0], "sqrt");
-}
-void Rsqrt::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Rsqrt>(in[0], out[0], "rsqrt");
-}
-void Square::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  same_type<AllTypes>(in[0], out[0], detail::Square{}, "square");
-}
-void Reciprocal::eval_cpu(const std::vector<array>& in,
-                          std::vector<array>& out) {
-  same_type<InexactTypes>(in[0], out[0], detail::Reciprocal{}, "reciprocal");
-}
-void Sin::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Sin>(in[0], out[0], "sin");
-}
-void Cos::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Cos>(in[0], out[0], "cos");
-}
-void Tan::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Tan>(in[0], out[0], "tan");
-}
-void ArcSin::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::ArcSin>(in[0], out[0], "arcsin");
-}
-void ArcCos::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::ArcCos>(in[0], out[0], "arccos");
-}
-void ArcTan::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::ArcTan>(in[0], out[0], "arctan");
-}
-void Sinh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Sinh>(in[0], out[0], "sinh");
-}
-void Cosh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Cosh>(in[0], out[0], "cosh");
-}
-void Tanh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Tanh>(in[0], out[0], "tanh");
-}
-void ArcSinh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::ArcSinh>(in[0], out[0], "arcsinh");
-}
-void ArcCosh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::ArcCosh>(in[0], out[0], "arccosh");
-}
-void ArcTanh::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::ArcTanh>(in[0], out[0], "arctanh");
-}
-void Sigmoid::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  inexact_math<detail::Sigmoid>(in[0], out[0], "sigmoid");
-}
-void Erf::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  real_math<detail::Erf>(in[0], out[0], "erf");
-}
-void ErfInv::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  real_math<detail::ErfInv>(in[0], out[0], "erfinv");
-}
-void Floor::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  same_type<RealTypes>(in[0], out[0], detail::Floor{}, "floor");
-}
-void Ceil::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  same_type<RealTypes>(in[0], out[0], detail::Ceil{}, "ceil");
-}
-void Round::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  same_type<AllTypes>(in[0], out[0], detail::Round{}, "round");
-}
-void LogicalNot::eval_cpu(const std::vector<array>& in,
-                          std::vector<array>& out) {
-  to_type<detail::LogicalNot, bool>(in[0], out[0], {}, "logical_not");
-}
-void IsNan::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  to_type<detail::IsNan, bool>(in[0], out[0], {}, "isnan");
-}
-void IsInf::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  to_type<detail::IsInf, bool>(in[0], out[0], {}, "isinf");
-}
-void IsFinite::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  to_type<detail::IsFinite, bool>(in[0], out[0], {}, "isfinite");
-}
-void Conjugate::eval_cpu(const std::vector<array>& in,
-                         std::vector<array>& out) {
-  same_type<AllTypes>(in[0], out[0], detail::Conjugate{}, "conjugate");
-}
-void Real::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  to_type<detail::Real, float>(in[0], out[0], {}, "real");
-}
-void Imag::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
-  to_type<detail::Imag, float>(in[0], out[0], {}, "imag");
-}
 // No copy: the output shares the input's buffer.
 void Copy::eval_cpu(const std::vector<array>& in, std::vector<array>& out) {
   same_type<AllTypes>(in[0], out[0], detail::Identity{}, "copy");

@@ -1,8 +1,10 @@
-// GPU kernels of the unary primitives: one line per op, with the dtypes
-// the CPU instantiates it for (backend/cpu/unary.cpp) and the shared
-// functor (backend/common/unary_ops.h).
+// GPU kernels of the unary primitives: generated from their op spec
+// (ops/elementwise_spec.h), with the dtypes the CPU instantiates each for
+// (backend/cpu/unary.cpp) and the shared functor
+// (backend/common/unary_ops.h).
 #include "fluxion/backend/cuda/elementwise.cuh"
 #include "fluxion/ops/unary.h"
+#include "fluxion/primitive_list.h"
 
 namespace fluxion {
 
@@ -37,64 +39,31 @@ void to_real(const array& in, array& out, const char* name) {
   });
 }
 
+// The kernels of the spec's primitives (ops/elementwise_spec.h), by
+// policy: the output dtype the op gives, over the TYPES the CPU takes too.
+template <typename Op, UnaryPolicy Policy, typename List>
+void spec_kernel(const array& in, array& out, const char* name) {
+  if constexpr (Policy == UnaryPolicy::to_real) {
+    to_real<Op>(in, out, name);
+  } else if constexpr (Policy == UnaryPolicy::to_bool) {
+    to_bool<Op>(in, out, name);
+  } else {
+    same_type<List, Op>(in, out, name);
+  }
+}
+
 }  // namespace
 
-#define FLUXION_GPU_UNARY(NAME, LIST, OPNAME)                              \
-  void NAME::eval_gpu(const std::vector<array>& in,                        \
-                      std::vector<array>& out) {                           \
-    same_type<LIST, detail::NAME>(in[0], out[0], OPNAME);                  \
-  }
-#define FLUXION_GPU_TO_REAL(NAME, OPNAME)                                  \
-  void NAME::eval_gpu(const std::vector<array>& in,                        \
-                      std::vector<array>& out) {                           \
-    to_real<detail::NAME>(in[0], out[0], OPNAME);                          \
-  }
-#define FLUXION_GPU_PREDICATE(NAME, OPNAME)                                \
-  void NAME::eval_gpu(const std::vector<array>& in,                        \
-                      std::vector<array>& out) {                           \
-    to_bool<detail::NAME>(in[0], out[0], OPNAME);                          \
-  }
-
-FLUXION_GPU_TO_REAL(Abs, "abs")
-FLUXION_GPU_UNARY(Negative, AllTypes, "negative")
-FLUXION_GPU_UNARY(Sign, AllTypes, "sign")
-FLUXION_GPU_UNARY(Exp, InexactTypes, "exp")
-FLUXION_GPU_UNARY(Expm1, FloatTypes, "expm1")
-FLUXION_GPU_UNARY(Log, InexactTypes, "log")
-FLUXION_GPU_UNARY(Log1p, InexactTypes, "log1p")
-FLUXION_GPU_UNARY(Log2, InexactTypes, "log2")
-FLUXION_GPU_UNARY(Log10, InexactTypes, "log10")
-FLUXION_GPU_UNARY(Sqrt, InexactTypes, "sqrt")
-FLUXION_GPU_UNARY(Rsqrt, InexactTypes, "rsqrt")
-FLUXION_GPU_UNARY(Square, AllTypes, "square")
-FLUXION_GPU_UNARY(Reciprocal, InexactTypes, "reciprocal")
-FLUXION_GPU_UNARY(Sin, InexactTypes, "sin")
-FLUXION_GPU_UNARY(Cos, InexactTypes, "cos")
-FLUXION_GPU_UNARY(Tan, InexactTypes, "tan")
-FLUXION_GPU_UNARY(ArcSin, InexactTypes, "arcsin")
-FLUXION_GPU_UNARY(ArcCos, InexactTypes, "arccos")
-FLUXION_GPU_UNARY(ArcTan, InexactTypes, "arctan")
-FLUXION_GPU_UNARY(Sinh, InexactTypes, "sinh")
-FLUXION_GPU_UNARY(Cosh, InexactTypes, "cosh")
-FLUXION_GPU_UNARY(Tanh, InexactTypes, "tanh")
-FLUXION_GPU_UNARY(ArcSinh, InexactTypes, "arcsinh")
-FLUXION_GPU_UNARY(ArcCosh, InexactTypes, "arccosh")
-FLUXION_GPU_UNARY(ArcTanh, InexactTypes, "arctanh")
-FLUXION_GPU_UNARY(Sigmoid, InexactTypes, "sigmoid")
-FLUXION_GPU_UNARY(Erf, FloatTypes, "erf")
-FLUXION_GPU_UNARY(ErfInv, FloatTypes, "erfinv")
-FLUXION_GPU_UNARY(Floor, RealTypes, "floor")
-FLUXION_GPU_UNARY(Ceil, RealTypes, "ceil")
-FLUXION_GPU_UNARY(Round, AllTypes, "round")
-FLUXION_GPU_UNARY(Conjugate, AllTypes, "conjugate")
-FLUXION_GPU_TO_REAL(Real, "real")
-FLUXION_GPU_TO_REAL(Imag, "imag")
-FLUXION_GPU_PREDICATE(LogicalNot, "logical_not")
-FLUXION_GPU_PREDICATE(IsNan, "isnan")
-FLUXION_GPU_PREDICATE(IsInf, "isinf")
-FLUXION_GPU_PREDICATE(IsFinite, "isfinite")
+// The kernels of the spec's primitives.
+#define FLUXION_GPU_UNARY(A, CLASS, NAME, POLICY, KERNEL, TYPES, RULES, CPU, \
+                          GPU, ...)                                          \
+  FLUXION_IF_KERNEL(GPU)(                                                    \
+      void CLASS::eval_gpu(const std::vector<array>& in,                     \
+                           std::vector<array>& out) {                        \
+        spec_kernel<detail::CLASS, UnaryPolicy::POLICY, TYPES>(             \
+            in[0], out[0], #NAME);                                           \
+      })
+FLUXION_UNARY_SPEC(FLUXION_GPU_UNARY, _)
 #undef FLUXION_GPU_UNARY
-#undef FLUXION_GPU_PREDICATE
-#undef FLUXION_GPU_TO_REAL
 
 }  // namespace fluxion
