@@ -121,7 +121,7 @@ void Compiled::eval_gpu(const std::vector<array>& inputs,
   for (size_t i = 0; contiguous && i < inputs.size() && !donated; ++i) {
     const array& in = inputs[i];
     if (!codegen::scalar_input(tape(), i) && in.dtype() == out.dtype() &&
-        in.shape() == out.shape() && in.is_donatable(gpu)) {
+        in.shape() == out.shape() && cu::donatable(in)) {
       out.copy_shared_buffer(in);
       donated = true;
     }

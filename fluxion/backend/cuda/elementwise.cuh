@@ -142,7 +142,7 @@ inline bool flat_layout(const array& a, const array& b, FlatMode& mode,
   if (a.flags().contiguous && b.flags().contiguous &&
       a.strides() == b.strides() && a.data_size() == b.data_size()) {
     mode = kFlatBoth;
-    like = !a.is_donatable(gpu) && b.is_donatable(gpu) ? &b : &a;
+    like = !donatable(a) && donatable(b) ? &b : &a;
   } else if (a.data_size() == 1 && b.flags().contiguous) {
     mode = kFlatScalarA;
     like = &b;
