@@ -138,7 +138,6 @@ __global__ void binary_strided(const In* a, const In* b, Out* y, int64_t n,
 enum FlatMode : int { kFlatBoth, kFlatScalarA, kFlatScalarB };
 inline bool flat_layout(const array& a, const array& b, FlatMode& mode,
                         const array*& like) {
-  const Device gpu{Device::gpu};
   if (a.flags().contiguous && b.flags().contiguous &&
       a.strides() == b.strides() && a.data_size() == b.data_size()) {
     mode = kFlatBoth;
