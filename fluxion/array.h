@@ -280,9 +280,13 @@ class array {
   // its output into it.
   // `d` is the device of the kernel that would write it: the buffer must
   // live there and have no copy elsewhere (Data's residency rule).
-  bool is_donatable(Device d = Device::cpu) const {
+  // `stream_holds` counts owners of the buffer that the caller knows to be
+  // harmless: the GPU stream's own list of buffers its queued kernels use,
+  // which a later kernel on that stream runs after (stream order).
+  bool is_donatable(Device d = Device::cpu, long stream_holds = 0) const {
     return desc_.use_count() == 1 && desc_->data != nullptr &&
-           desc_->data.use_count() == 1 && desc_->flags.row_contiguous &&
+           desc_->data.use_count() == 1 + stream_holds &&
+           desc_->flags.row_contiguous &&
            desc_->data_size == desc_->size && desc_->data->device() == d &&
            !desc_->data->has_copy() && !desc_->data->borrowed();
   }

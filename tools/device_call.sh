@@ -15,6 +15,9 @@
 #             GPU suite (session 20): narrow it with GPU_TESTS='<gtest filter>')
 #   bench     benchmarks/gpu/bench_gpu.py, all rows, then its conv, decode
 #             and linalg rows, into one log
+#   profile   Nsight Compute over the kernels of the rows that miss their
+#             targets (benchmarks/gpu/profile_kernels.py: qmv decode,
+#             attention decode, cumsum, rope), into profile.log
 #   nobuild   skip test-gpu (the build of an earlier call is reused by the
 #             other parts as it is)
 set -u
@@ -32,8 +35,8 @@ timed() {  # timed NAME COMMAND...: runs COMMAND into $OUT/NAME.log
   tail -n 25 "$OUT/$name.log"
   return $rc
 }
-# At most 8 files come back: summary.txt, test-gpu.log, gtest-failed.txt,
-# gtest-gpu.log.gz, pytest-gpu.log, sanitize.log, bench.log. The exit status
+# At most 9 files come back: summary.txt, test-gpu.log, gtest-failed.txt,
+# gtest-gpu.log.gz, pytest-gpu.log, sanitize.log, bench.log, profile.log. The exit status
 # is 1 when test-gpu or sanitize failed.
 status=0
 note "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version \
@@ -55,6 +58,18 @@ for part in "$@"; do
       timed bench sh -c 'for rows in "" conv decode linalg; do
           echo "== bench_gpu.py $rows"
           PYTHONPATH=build-gpu/python python3 benchmarks/gpu/bench_gpu.py $rows
+        done'
+      ;;
+    profile)
+      timed profile sh -c 'for w in qmv4 decode cumsum rope; do
+          echo "== $w"
+          PYTHONPATH=build-gpu/python ncu --clock-control none \
+            -k regex:"qmv_kernel|sdpa_decode|lookback_scan|rope_kernel" \
+            --launch-skip 2 --launch-count 2 \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis \
+            --section Occupancy --section LaunchStats \
+            --section WarpStateStats \
+            python3 benchmarks/gpu/profile_kernels.py $w
         done'
       ;;
     nobuild) ;;

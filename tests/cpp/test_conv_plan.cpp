@@ -280,7 +280,14 @@ std::vector<double> run_mapping(const cp::Mapping& m, const array& x,
     }
     case cp::Op::backward_filter: {
       EXPECT_FALSE(m.pack_input || m.pack_weight) << where(m);
-      auto dw = emulate(m, xb, Buf{}, wb, m.scratch_elems);
+      Buf xr = xb;
+      if (m.input_elems > 0) {  // grouped: the input rearranged first
+        xr.own.assign(m.input_elems, kNaN);
+        copy_region(m.input_copy, xb, xr.own, "input rearrangement");
+        xr.p = xr.own.data();
+        xr.n = m.input_elems;
+      }
+      auto dw = emulate(m, xr, Buf{}, wb, m.scratch_elems);
       Buf dwb;
       dwb.p = dw.data();
       dwb.n = static_cast<int64_t>(dw.size());
@@ -590,6 +597,48 @@ TEST(ConvPlan, TrainingStepUsesTheNativeOperations) {
     EXPECT_FALSE(first[0].pack_weight);
     EXPECT_EQ(first[1].op, cp::Op::backward_data);
     EXPECT_EQ(first[2].op, cp::Op::backward_filter);
+  }
+}
+
+// The weight gradient of a grouped convolution (depthwise included) is
+// cuDNN's backward filter, tried first, on the forward input rearranged out
+// of the rule's [C_in/g, L..., g N] copy; its values are checked in
+// EveryFormAndItsGradients.
+TEST(ConvPlan, GroupedWeightGradientIsBackwardFilter) {
+  struct Case {
+    int groups;
+    Shape xs, ws;
+  };
+  for (const Case& k : {Case{8, {3, 6, 5, 8}, {8, 3, 3, 1}},
+                        Case{2, {2, 5, 5, 6}, {4, 3, 3, 3}}}) {
+    SCOPED_TRACE("groups " + std::to_string(k.groups));
+    auto x = rnd(k.xs, 11);
+    auto w = rnd(k.ws, 12);
+    auto f = [&](const std::vector<array>& in) {
+      return std::vector<array>{conv2d(in[0], in[1], 1, 1, 1, k.groups, kCpu)};
+    };
+    auto y = f({x, w})[0];
+    auto [outs, grads] = vjp(f, {x, w}, {rnd(y.shape(), 13)});
+    std::vector<array> nodes;
+    std::set<uintptr_t> seen;
+    collect(grads[1], nodes, seen);
+    ASSERT_EQ(nodes.size(), 1u);
+    auto ins = nodes[0].inputs();
+    eval(ins);
+    auto& c = static_cast<Convolution&>(nodes[0].primitive());
+    auto maps = cp::cudnn_mappings(
+        ins[0].shape(), ins[0].strides(), ins[1].shape(), ins[1].strides(),
+        nodes[0].shape(), c.stride(), c.padding_lo(), c.padding_hi(),
+        c.kernel_dilation(), c.input_dilation(), c.groups(), c.flip());
+    ASSERT_FALSE(maps.empty());
+    const cp::Mapping& m = maps[0];
+    EXPECT_EQ(m.op, cp::Op::backward_filter) << m.str();
+    // X is the forward input's shape, packed; DW one group's channels.
+    EXPECT_EQ(m.input_elems, x.size()) << m.str();
+    EXPECT_EQ(m.x.dim[0], k.xs[0]);
+    EXPECT_EQ(m.x.dim[1], k.xs[3]);
+    EXPECT_EQ(m.w.dim[1], k.ws[3]);
+    EXPECT_EQ(m.scratch_elems, w.size());
   }
 }
 

@@ -293,6 +293,42 @@ def test_memory_accounting_of_the_gpu():
     assert mx.get_cache_memory() == 0
 
 
+@pytest.mark.skipif(os.environ.get("FLUXION_DEFAULT_DEVICE") == "cpu",
+                    reason="the memory API reports on the default device")
+def test_ops_donate_an_input_nothing_else_holds():
+    """An op whose input has no other user takes over its buffer on the
+    GPU as on the CPU (MLX's donation): a chain of elementwise ops on a
+    temporary peaks at one temporary, not one per op."""
+    n = 1 << 22
+    x = mx.random.normal((n,), stream=G)
+    mx.eval(x)
+
+    def peak(f):
+        mx.synchronize()
+        mx.reset_peak_memory()
+        base = mx.get_active_memory()
+        y = f()
+        mx.eval(y)
+        mx.synchronize()
+        grew = mx.get_peak_memory() - base
+        del y
+        return grew
+
+    one = peak(lambda: mx.add(x, 1, stream=G))
+    assert one >= 4 * n
+    chain = peak(lambda: mx.subtract(
+        mx.exp(mx.multiply(mx.add(x, 1, stream=G), 0.5, stream=G),
+               stream=G), 3, stream=G))
+    # The scalars' own small blocks aside, no second temporary.
+    assert chain < one + (1 << 20)
+    # An input someone else still holds is not taken over.
+    t = mx.add(x, 1, stream=G)
+    mx.eval(t)
+    u = mx.multiply(t, 2, stream=G)
+    mx.eval(u)
+    assert np.allclose(np.array(t), np.array(u) / 2)
+
+
 def test_errors_name_the_op_and_the_process_keeps_working():
     a = mx.array([3.0, 1.0, 2.0])
     # A primitive without a GPU kernel yet raises naming it (Sort, Hadamard

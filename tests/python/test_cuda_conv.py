@@ -135,6 +135,32 @@ def test_cudnn_runs_the_training_convolutions(monkeypatch):
         assert after[k] == before[k] + 1, (k, before, after)
 
 
+@pytest.mark.parametrize("dtype", [mx.float32, mx.bfloat16], ids=str)
+def test_cudnn_takes_the_grouped_weight_gradients(monkeypatch, dtype):
+    """A depthwise and a grouped convolution train on cuDNN's three
+    operations (the weight gradient as backward filter on the rearranged
+    input) and match the CPU."""
+    monkeypatch.delenv("FLUXION_CUDNN_CONV", raising=False)
+    if not mx._gpu_conv_stats()["cudnn_loaded"]:
+        pytest.skip("cuDNN does not load")
+    for cin, cout, groups in [(32, 32, 32), (32, 64, 32), (16, 8, 4)]:
+        x = rand((3, 20, 20, cin), dtype)
+        w = rand((cout, 3, 3, cin // groups), dtype)
+        ct = rand((3, 20, 20, cout), dtype)
+
+        def f(a, b, s):
+            return mx.conv2d(a, b, padding=1, groups=groups, stream=s)
+
+        before = mx._gpu_conv_stats()
+        gpu = forward_and_grads(f, x, w, ct, G)
+        after = mx._gpu_conv_stats()
+        assert (after["cudnn_backward_filter"] ==
+                before["cudnn_backward_filter"] + 1), (groups, after)
+        cpu = forward_and_grads(f, x, w, ct, C)
+        for a, b in zip(gpu, cpu):
+            close(a, b, 4 * TOL[dtype])
+
+
 def test_vmap_and_compile(path):
     ws = rand((3, 8, 3, 3, 4), mx.float32)
     x = rand((2, 6, 6, 4), mx.float32)

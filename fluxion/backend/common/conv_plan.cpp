@@ -316,9 +316,13 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
   // cuDNN's X [N=B, C=A, L] and DY [N=B, K=Co, O] (packed channels-last as
   // they are: the weight gradient's transposed views), our output [A,
   // Kr..., Co] as DW [K=Co, C=A, Kr] (a packed scratch, then copied).
+  // With g groups the rule's input is [A, L..., g N] (A = C_in/g; element
+  // (a, l, j N + n) is the forward input's (n, l, j A + a)): X [N, C=g A,
+  // L] is that rearranged into a packed scratch, and DW [Co, A, Kr] holds
+  // each output channel's group's A channels.
   Mapping b;
   b.op = Op::backward_filter;
-  bool filter_ok = groups == 1 && !flip;
+  bool filter_ok = !flip && xs[d + 1] % groups == 0;
   for (int i = 0; i < d && filter_ok; ++i) {
     const int64_t Kr = ys[i + 1];
     const int64_t S = kernel_dilation[i], D = stride[i];
@@ -331,10 +335,35 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
     b.stride[j] = S;
     b.dilation[j] = D;
   }
-  if (filter_ok) {
+  if (filter_ok && groups == 1) {
     b.x = tensor(xs, xst, d + 1, 0);
+    filter_ok = packed(b.x);
+  } else if (filter_ok) {
+    const int32_t a = xs[0], n = xs[d + 1] / groups;
+    Shape xp{n};  // the forward input [N, L..., g A]
+    for (int i = 0; i < d; ++i) {
+      xp.push_back(xs[i + 1]);
+    }
+    xp.push_back(groups * a);
+    const Strides xpst = row_major(xp);
+    Copy& c = b.input_copy;
+    c.shape = {a};  // over (a, l..., j, n)
+    c.src = {xst[0]};
+    c.dst = {1};
+    for (int i = 0; i < d; ++i) {
+      c.shape.push_back(xs[i + 1]);
+      c.src.push_back(xst[i + 1]);
+      c.dst.push_back(xpst[i + 1]);
+    }
+    c.shape.insert(c.shape.end(), {groups, n});
+    c.src.insert(c.src.end(), {n * xst[d + 1], xst[d + 1]});
+    c.dst.insert(c.dst.end(), {a, xpst[0]});
+    b.input_elems = shape_size(xp);
+    b.x = tensor(xp, xpst, 0, d + 1);
+  }
+  if (filter_ok) {
     b.y = tensor(ws, wst, d + 1, 0);
-    filter_ok = packed(b.x) && packed(b.y);
+    filter_ok = packed(b.y);
   }
   if (filter_ok) {
     // DW [Co, Kr..., A] packed.
@@ -358,8 +387,10 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
     b.scratch_elems = elems;
   }
   // A row-contiguous input is a forward convolution's; transposed views
-  // (the rule's weight gradient) are backward filter's.
-  const bool filter_first = !row_contiguous(xs, xst);
+  // (the rule's weight gradient) are backward filter's. With groups the
+  // rule's input is a copy, but its weight (the cotangent) still a view.
+  const bool filter_first =
+      !row_contiguous(xs, xst) || (groups > 1 && !row_contiguous(ws, wst));
   if (filter_ok && filter_first) {
     out.push_back(b);
   }

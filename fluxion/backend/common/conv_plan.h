@@ -23,7 +23,10 @@
 //        the forward, tried next);
 //      * a weight-shaped result whose operands are transposed views of
 //        channels-last arrays (the weight's gradient with groups = 1) is
-//        cuDNN's backward filter on those arrays;
+//        cuDNN's backward filter on those arrays; with groups > 1 (the
+//        rule's input is then a copy [C_in/g, L..., g N]) the input is
+//        first rearranged into the forward's packed input [N, L..., C_in]
+//        (input_copy), and cuDNN reads the groups off the channel counts;
 //      * anything else without input dilation is a forward convolution.
 //    The test emulates each operation from cuDNN's documented formulas
 //    over the very descriptors built here and compares with the CPU.
@@ -244,8 +247,10 @@ struct Copy {
 //                                          a scratch, DX <- our output
 //   backward_filter: DW = wgrad(X, DY)    X <- our input, DY <- our weight
 //                                          (both as they are: transposed
-//                                          views), DW <- a scratch copied
-//                                          into our output (result_copy)
+//                                          views; with groups the input
+//                                          rearranged, input_copy), DW <- a
+//                                          scratch copied into our output
+//                                          (result_copy)
 // x, w, y hold X / DX, W / DW and Y / DY. The operation's spatial
 // parameters: pre/post paddings, strides and dilations (cuDNN's: output p
 // reads input p * stride + r * dilation - pre at filter tap r, r reversed
@@ -267,6 +272,10 @@ struct Mapping {
   // our row-contiguous output [C_in, K..., C_out].
   Copy result_copy;
   int64_t scratch_elems = 0;  // the rearranged weight's or DW's scratch
+  // backward_filter with groups: our input [C_in/g, L..., g N] into X's
+  // packed scratch [N, L..., C_in] of input_elems (no copy when empty).
+  Copy input_copy;
+  int64_t input_elems = 0;
   std::string str() const;    // for messages and debug output
 };
 

@@ -113,7 +113,6 @@ void Compiled::eval_gpu(const std::vector<array>& inputs,
     return;
   }
   const bool contiguous = layout.kind == codegen::FusedLayout::kContiguous;
-  const Device gpu{Device::gpu};
   const int64_t n = static_cast<int64_t>(out.size());
   // Donate an input's buffer of the output's dtype and shape when no one
   // else can see it (the kernels read each element before writing it).
@@ -121,7 +120,7 @@ void Compiled::eval_gpu(const std::vector<array>& inputs,
   for (size_t i = 0; contiguous && i < inputs.size() && !donated; ++i) {
     const array& in = inputs[i];
     if (!codegen::scalar_input(tape(), i) && in.dtype() == out.dtype() &&
-        in.shape() == out.shape() && in.is_donatable(gpu)) {
+        in.shape() == out.shape() && cu::donatable(in)) {
       out.copy_shared_buffer(in);
       donated = true;
     }

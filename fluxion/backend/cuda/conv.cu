@@ -350,16 +350,16 @@ void Convolution::eval_gpu(const std::vector<array>& inputs,
   }
   // Long sums with one output channel per group (a depthwise weight
   // gradient: a few outputs per group, each over the batch and every
-  // position) stay on reduce_kernel: cuDNN would see a grouped forward
+  // position) are cuDNN's backward filter (conv_plan.h), else they stay on
+  // reduce_kernel: cuDNN's forward operation would see a grouped forward
   // convolution with an image-sized filter and an output of a few pixels,
   // which tiles of output positions times output channels leave nearly
-  // empty (expected, not measured yet: FLUXION_CUDNN_CONV=all offers them
-  // to cuDNN too, for the comparison).
+  // empty (FLUXION_CUDNN_CONV=all offers it anyway, for the comparison).
   // (The weight is [C_out, K..., C_in/g]: a sum has size / C_out terms.)
   const bool long_sums = w.shape(0) == groups_ &&
                          static_cast<int64_t>(w.size()) / w.shape(0) >= kLongSum;
-  if ((!long_sums || cu::cudnn_conv::offer_all()) &&
-      cu::cudnn_conv::run(x, w, out, *this)) {
+  if (cu::cudnn_conv::run(x, w, out, *this,
+                          !long_sums || cu::cudnn_conv::offer_all())) {
     return;
   }
   general_path(x, w, out, *this);

@@ -38,7 +38,7 @@ bool offer_all() {
 #if !FLUXION_HAVE_CUDNN
 
 namespace fluxion::cu::cudnn_conv {
-bool run(const array&, const array&, array&, const Convolution&) {
+bool run(const array&, const array&, array&, const Convolution&, bool) {
   return false;
 }
 Status status() {
@@ -321,12 +321,19 @@ bool run_mapping(const Mapping& m, const array& x, const array& w,
       break;
     }
     case Op::backward_filter: {
-      // The views are read as they are: their strides are the descriptors'.
-      if (x.dtype() != t || w.dtype() != t || !aligned(x) || !aligned(w)) {
+      // The views are read as they are: their strides are the descriptors'
+      // (the input rearranged first with groups).
+      array xr = x;
+      if (m.input_elems > 0) {
+        xr = fresh({static_cast<int32_t>(m.input_elems)}, t);
+        const auto& c = m.input_copy;
+        cu::copy_region(x, c.src, 0, xr, c.dst, 0, c.shape);
+      }
+      if (xr.dtype() != t || w.dtype() != t || !aligned(xr) || !aligned(w)) {
         return false;
       }
       dw = fresh({static_cast<int32_t>(m.scratch_elems)}, t);
-      ptrs = {{kX, cu::ptr(x)}, {kW, cu::ptr(dw)}, {kY, cu::ptr(w)}};
+      ptrs = {{kX, cu::ptr(xr)}, {kW, cu::ptr(dw)}, {kY, cu::ptr(w)}};
       break;
     }
   }
@@ -358,7 +365,8 @@ bool run_mapping(const Mapping& m, const array& x, const array& w,
 
 }  // namespace
 
-bool run(const array& x, const array& w, array& out, const Convolution& c) {
+bool run(const array& x, const array& w, array& out, const Convolution& c,
+         bool forward) {
   const Dtype t = out.dtype();
   if (!enabled() || (t != float32 && t != float16 && t != bfloat16) ||
       !lib().handle) {
@@ -373,7 +381,8 @@ bool run(const array& x, const array& w, array& out, const Convolution& c) {
   }
   const int device = cudnn::current_device("conv");
   for (const auto& m : mappings) {
-    if (run_mapping(m, x, w, out, device)) {
+    if ((forward || m.op != Op::forward) &&
+        run_mapping(m, x, w, out, device)) {
       return true;
     }
   }

@@ -17,8 +17,8 @@ namespace fluxion::cu::cudnn_conv {
 // FLUXION_CUDNN_CONV is not "0". Read at every convolution, so a test can
 // run both paths in one process.
 bool enabled();
-// FLUXION_CUDNN_CONV is "all": cuDNN is offered even the convolutions the
-// general path keeps by default (conv.cu's long sums).
+// FLUXION_CUDNN_CONV is "all": cuDNN's forward operation is offered even
+// the convolutions the general path keeps by default (conv.cu's long sums).
 bool offer_all();
 
 // Computes the convolution of x and w into `out` (allocated,
@@ -26,7 +26,9 @@ bool offer_all();
 // loads, takes the dtype (float32, float16, bfloat16), has an operation for
 // the form (backend/common/conv_plan.h) and a plan for the shapes. False,
 // with `out` not written, otherwise (the caller runs the general path).
-bool run(const array& x, const array& w, array& out, const Convolution& c);
+// `forward` false: only the backward operations are tried.
+bool run(const array& x, const array& w, array& out, const Convolution& c,
+         bool forward = true);
 
 // For gpu::conv_stats.
 struct Status {

@@ -45,8 +45,8 @@ inline T* ptr(const array& a) {
 }
 
 // Output allocation like `like` (same strides over its data_size
-// elements), donating like's buffer when it can (is_donatable on the gpu
-// and the same element size).
+// elements), donating like's buffer when it can (`donatable` below, and
+// the same element size).
 void alloc_like(const array& like, array& out, bool may_donate);
 
 // Up to this many dimensions take the general strided kernels (after
@@ -156,5 +156,9 @@ IndexFault* status_fault(const char* op, const char* failure);
 // stream has finished (temporaries of a kernel).
 void keep_alive(const array& a);
 void keep_alive(std::shared_ptr<Data> d);
+
+// array::is_donatable for a kernel about to run on the current stream: the
+// holds of that stream's own kept buffers (above) do not prevent donation.
+bool donatable(const array& a);
 
 }  // namespace fluxion::cu

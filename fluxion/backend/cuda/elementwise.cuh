@@ -138,11 +138,10 @@ __global__ void binary_strided(const In* a, const In* b, Out* y, int64_t n,
 enum FlatMode : int { kFlatBoth, kFlatScalarA, kFlatScalarB };
 inline bool flat_layout(const array& a, const array& b, FlatMode& mode,
                         const array*& like) {
-  const Device gpu{Device::gpu};
   if (a.flags().contiguous && b.flags().contiguous &&
       a.strides() == b.strides() && a.data_size() == b.data_size()) {
     mode = kFlatBoth;
-    like = !a.is_donatable(gpu) && b.is_donatable(gpu) ? &b : &a;
+    like = !donatable(a) && donatable(b) ? &b : &a;
   } else if (a.data_size() == 1 && b.flags().contiguous) {
     mode = kFlatScalarA;
     like = &b;

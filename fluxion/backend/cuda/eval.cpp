@@ -133,14 +133,43 @@ Uploads& uploads(int device) {
   return *u;
 }
 
+// The buffers a stream's launched kernels use, kept alive until an event
+// recorded after those kernels has completed. Each buffer's holds are
+// counted, so that the donation check can tell them from other owners: a
+// buffer only this stream's kernels still use may be overwritten by the next
+// kernel on the same stream, which runs after them (stream order).
+struct KeptBuffers {
+  using Buffers = std::vector<std::shared_ptr<Data>>;
+  Buffers pending;  // since the last checkpoint
+  std::deque<std::pair<cudaEvent_t, Buffers>> in_flight;
+  std::unordered_map<const Data*, long> holds;
+
+  void keep(std::shared_ptr<Data> d) {
+    ++holds[d.get()];
+    pending.push_back(std::move(d));
+  }
+  // Lets go of `bufs` (their kernels have finished).
+  void release(Buffers& bufs) {
+    for (auto& d : bufs) {
+      auto it = holds.find(d.get());
+      if (--it->second == 0) {
+        holds.erase(it);
+      }
+    }
+    bufs.clear();  // after the counts: a freed address may be reused
+  }
+  long held(const Data* d) const {
+    auto it = holds.find(d);
+    return it == holds.end() ? 0 : it->second;
+  }
+};
+
 struct StreamState {
   Faults faults;
   cudaStream_t stream = nullptr;
   int device = 0;
   std::mutex mu;  // the buffers (a stream may be used by several threads)
-  std::vector<std::shared_ptr<Data>> pending;
-  std::deque<std::pair<cudaEvent_t, std::vector<std::shared_ptr<Data>>>>
-      in_flight;
+  KeptBuffers kept;
   int launches = 0;
   MicroBatch batch;  // small elementwise kernels not launched yet
   uint64_t upload_generation = 0;  // of the uploads waited for
@@ -163,15 +192,17 @@ StreamState& state(Stream s) {
 // Release the buffers of the checkpoints that completed (all of them when
 // `wait`). Called with st.mu held.
 void release_completed(StreamState& st, bool wait) {
-  while (!st.in_flight.empty()) {
-    auto& [ev, bufs] = st.in_flight.front();
+  auto& in_flight = st.kept.in_flight;
+  while (!in_flight.empty()) {
+    auto& [ev, bufs] = in_flight.front();
     cudaError_t r = wait ? cudaEventSynchronize(ev) : cudaEventQuery(ev);
     if (r == cudaErrorNotReady) {
       cudaGetLastError();
       return;
     }
     cudaEventDestroy(ev);
-    st.in_flight.pop_front();
+    st.kept.release(bufs);
+    in_flight.pop_front();
   }
 }
 
@@ -195,14 +226,15 @@ void flush_batch(StreamState& st) {
 // Close the pending buffers into a checkpoint. Called with st.mu held.
 void checkpoint(StreamState& st) {
   flush_batch(st);  // the event must follow the kernels using the buffers
-  if (st.pending.empty()) {
+  auto& kept = st.kept;
+  if (kept.pending.empty()) {
     return;
   }
   cudaEvent_t ev;
   check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "eval");
   check(cudaEventRecord(ev, st.stream), "eval");
-  st.in_flight.emplace_back(ev, std::move(st.pending));
-  st.pending.clear();
+  kept.in_flight.emplace_back(ev, std::move(kept.pending));
+  kept.pending.clear();
 }
 
 thread_local cudaStream_t t_current = nullptr;
@@ -401,7 +433,7 @@ void alloc(array& out) { out.set_data(out.nbytes(), Device{Device::gpu}); }
 namespace {
 // The pending buffers of the stream whose kernel is being launched on this
 // thread (set by gpu::eval, which holds the stream's lock).
-thread_local std::vector<std::shared_ptr<Data>>* t_keep = nullptr;
+thread_local KeptBuffers* t_keep = nullptr;
 }  // namespace
 
 IndexFault* index_fault(const char* op) {
@@ -467,8 +499,14 @@ void keep_alive(const array& a) { keep_alive(a.data_shared_ptr()); }
 
 void keep_alive(std::shared_ptr<Data> d) {
   if (d && t_keep != nullptr) {
-    t_keep->push_back(std::move(d));
+    t_keep->keep(std::move(d));
   }
+}
+
+bool donatable(const array& a) {
+  const Data* d = a.data_shared_ptr().get();
+  long holds = t_keep != nullptr && d != nullptr ? t_keep->held(d) : 0;
+  return a.is_donatable(Device{Device::gpu}, holds);
 }
 
 }  // namespace cu
@@ -592,7 +630,7 @@ void eval(array& arr) {
   }
   t_current = st.stream;
   t_state = &st;
-  t_keep = &st.pending;
+  t_keep = &st.kept;
   t_took_fault_slot = false;
   bool queued = false;
   try {
@@ -616,7 +654,7 @@ void eval(array& arr) {
   for (auto* v : {&inputs, &outputs}) {
     for (auto& a : *v) {
       if (a.data_shared_ptr()) {
-        st.pending.push_back(a.data_shared_ptr());
+        st.kept.keep(a.data_shared_ptr());
       }
     }
   }

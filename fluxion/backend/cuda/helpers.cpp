@@ -11,7 +11,7 @@ namespace fluxion::cu {
 void alloc_like(const array& like, array& out, bool may_donate) {
   const Device gpu{Device::gpu};
   if (may_donate && like.itemsize() == out.itemsize() &&
-      like.is_donatable(gpu)) {
+      donatable(like)) {
     out.move_shared_buffer(like);
     return;
   }

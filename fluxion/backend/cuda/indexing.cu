@@ -348,7 +348,7 @@ void scatter_passes(Reduce r, const array& o, int64_t updates, const char* op,
 // The output of a scatter starts as a's values: its buffer donated, or a
 // row-contiguous copy.
 void scatter_output(const array& a, array& o) {
-  if (a.is_donatable(Device{Device::gpu}) && a.flags().row_contiguous) {
+  if (donatable(a) && a.flags().row_contiguous) {
     o.move_shared_buffer(a);
   } else {
     copy_general(a, o);

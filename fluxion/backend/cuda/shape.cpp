@@ -11,7 +11,7 @@ void SliceUpdate::eval_gpu(const std::vector<array>& in,
   const array& src = in[0];
   const array& upd = in[1];
   array& o = out[0];
-  if (src.is_donatable(Device{Device::gpu})) {
+  if (cu::donatable(src)) {
     o.move_shared_buffer(src);
   } else {
     cu::copy_general(src, o);
