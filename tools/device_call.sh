@@ -61,14 +61,15 @@ for part in "$@"; do
         done'
       ;;
     profile)
-      timed profile sh -c 'for w in qmv4 decode cumsum rope; do
+      # The last run of each workload (cudaProfilerStart/Stop), every
+      # kernel: the misses' kernels in detail, depthwise by duration.
+      timed profile sh -c 'for w in qmv4 decode cumsum rope depthwise; do
           echo "== $w"
+          sections="--section SpeedOfLight --section MemoryWorkloadAnalysis
+            --section Occupancy --section LaunchStats --section WarpStateStats"
+          [ $w = depthwise ] && sections="--section SpeedOfLight"
           PYTHONPATH=build-gpu/python ncu --clock-control none \
-            -k regex:"qmv_kernel|sdpa_decode|lookback_scan|rope_kernel" \
-            --launch-skip 2 --launch-count 2 \
-            --section SpeedOfLight --section MemoryWorkloadAnalysis \
-            --section Occupancy --section LaunchStats \
-            --section WarpStateStats \
+            --profile-from-start off $sections \
             python3 benchmarks/gpu/profile_kernels.py $w
         done'
       ;;

@@ -11,7 +11,11 @@ bench_gpu.py prints, tell a slow kernel from host time between kernels.
 (tools/device_call.sh's `profile` part runs each workload so.) Workloads:
 qmv4 (1 x 4096 @ 4096 x 14336, affine 4 bits, group 64), decode
 (attention, 1 query, 32 heads on 8 KV heads, 32k keys, D 128, bfloat16),
-cumsum (256M float32), rope (bfloat16 4 x 32 x 4096 x 128)."""
+cumsum (256M float32), rope (bfloat16 4 x 32 x 4096 x 128), depthwise
+(3x3, 256 channels, N 64, 56 x 56, float32, forward and both gradients).
+The last run of each is bracketed by cudaProfilerStart/Stop (through
+torch, where it is installed), so `ncu --profile-from-start off` sees
+exactly one run's kernels."""
 import sys
 
 import fluxion.core as mx
@@ -49,11 +53,36 @@ def rope():
                                 scale=1.0, offset=0)
 
 
+def depthwise():
+    x = mx.random.normal((64, 56, 56, 256))
+    w = mx.random.normal((256, 3, 3, 1))
+    ct = mx.random.normal((64, 56, 56, 256))
+    mx.eval(x, w, ct)
+
+    def run():
+        outs, grads = mx.vjp(
+            lambda a, b: mx.conv2d(a, b, padding=1, groups=256), [x, w], [ct])
+        return outs + grads
+    return run
+
+
 def main():
-    for name in sys.argv[1:] or ["qmv4", "decode", "cumsum", "rope"]:
+    try:
+        import torch.cuda.profiler as profiler
+    except ImportError:
+        profiler = None
+    for name in sys.argv[1:] or ["qmv4", "decode", "cumsum", "rope",
+                                 "depthwise"]:
         fn = globals()[name]()
-        for _ in range(REPS):
+        for i in range(REPS):
+            last = i == REPS - 1
+            if last and profiler is not None:
+                mx.synchronize()
+                profiler.start()
             mx.eval(fn())
+            if last and profiler is not None:
+                mx.synchronize()
+                profiler.stop()
         mx.synchronize()
         print(name, "ran", REPS, "times")
 

@@ -13,6 +13,15 @@
 // x [outer, L, D] (row-contiguous; other layouts are copied first): row r
 // of outer * L has position l = r % L and, with a vector offset (one per
 // element of axis 0), offset[r / (rows per element of axis 0)].
+//
+// The rows that share a position and an offset (every head and batch
+// element, or every head of one batch element) share their angles, so a
+// thread computes one (position, frequency) angle's sine and cosine and
+// rotates that pair in up to `chunk` of those rows, L rows apart (chunks
+// sized so that about 2^20 threads run): computing them per element made
+// the kernel compute-bound (Nsight Compute on an H100, 4 x 32
+// x 4096 x 128 bfloat16: 83% SM throughput, DRAM at 41%, 183 us).
+#include <algorithm>
 #include <cmath>
 
 #include "fluxion/backend/cuda/kernels.cuh"
@@ -38,6 +47,10 @@ struct RopeArgs {
   bool traditional;
   int64_t rows;        // outer * L
   int64_t group_rows;  // rows per element of axis 0
+  // Rows sharing one angle row's angles: angle row a's rows are
+  // (a / l) * group_stride + (a % l) + t * l for t < reuse, taken `chunk`
+  // at a time (nchunks chunks).
+  int64_t reuse, group_stride, chunk, nchunks;
   int l, d, dims, half;
   int work;  // items per row: half pairs, then d - dims copied features
   M scale, sign;
@@ -50,10 +63,12 @@ __device__ __forceinline__ M inv_freq(const RopeArgs<M>& a, int j) {
                  : static_cast<M>(exp(static_cast<double>(j) * a.coef));
 }
 
-// Items (row r, j) of [0, rows * work), index arithmetic in I (32 bits
-// when the count allows: 64-bit division is a long subroutine). With
-// `table`, the block first puts the half inverse frequencies in shared
-// memory (one double exp per frequency and block, not per item).
+// Items (angle row a, chunk c, j) of [0, rows / reuse * nchunks * work),
+// j fastest, index arithmetic in
+// I (32 bits when the count allows: 64-bit division is a long
+// subroutine). With `table`, the block first puts the half inverse
+// frequencies in shared memory (one double exp per frequency and block,
+// not per item).
 template <typename T, typename M, typename I>
 __global__ void rope_kernel(const T* x, T* y, RopeArgs<M> a, bool table) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -64,32 +79,43 @@ __global__ void rope_kernel(const T* x, T* y, RopeArgs<M> a, bool table) {
     }
     __syncthreads();
   }
-  const I n = static_cast<I>(a.rows * a.work);
+  const I n = static_cast<I>(a.rows / a.reuse * a.nchunks * a.work);
   const I work = static_cast<I>(a.work), l = static_cast<I>(a.l);
-  const I group_rows = static_cast<I>(a.group_rows);
+  const I nchunks = static_cast<I>(a.nchunks);
+  const int64_t step = int64_t{a.l} * a.d;  // from one row to the next
   for (I idx = blockIdx.x * I(blockDim.x) + threadIdx.x; idx < n;
        idx += I(blockDim.x) * gridDim.x) {
-    const I r = idx / work;
-    const int j = static_cast<int>(idx - r * work);
-    const T* xr = x + int64_t(r) * a.d;
-    T* yr = y + int64_t(r) * a.d;
+    const I q = idx / work;
+    const int j = static_cast<int>(idx - q * work);
+    const I ar = q / nchunks;
+    const int64_t t0 = int64_t(q - ar * nchunks) * a.chunk;
+    const int64_t t1 = t0 + a.chunk < a.reuse ? t0 + a.chunk : a.reuse;
+    const int64_t r0 = int64_t(ar / l) * a.group_stride + ar % l;
+    const T* xr = x + r0 * a.d;
+    T* yr = y + r0 * a.d;
     if (j >= a.half) {
       const int k = a.dims + (j - a.half);
-      yr[k] = xr[k];
+      for (int64_t t = t0; t < t1; ++t) {
+        yr[t * step + k] = xr[t * step + k];
+      }
       continue;
     }
-    const I g = a.offset_vector ? r / group_rows : I(0);
+    const int64_t g = a.offset_vector ? r0 / a.group_rows : 0;
     const M o = static_cast<M>(a.offset[g]);
-    const M pos = (static_cast<M>(r % l) + o) * a.scale;
+    const M pos = (static_cast<M>(r0 % a.l) + o) * a.scale;
     const M inv = table ? tab[j] : inv_freq(a, j);
     M s, c;
     sin_cos(pos * inv, &s, &c);
     s = a.sign * s;
     const int i1 = a.traditional ? 2 * j : j;
     const int i2 = a.traditional ? 2 * j + 1 : j + a.half;
-    const M x1 = cu::convert<M>(xr[i1]), x2 = cu::convert<M>(xr[i2]);
-    yr[i1] = cu::convert<T>(x1 * c - x2 * s);
-    yr[i2] = cu::convert<T>(x1 * s + x2 * c);
+#pragma unroll 4
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t e = t * step;
+      const M x1 = cu::convert<M>(xr[e + i1]), x2 = cu::convert<M>(xr[e + i2]);
+      yr[e + i1] = cu::convert<T>(x1 * c - x2 * s);
+      yr[e + i2] = cu::convert<T>(x1 * s + x2 * c);
+    }
   }
 }
 
@@ -116,6 +142,21 @@ void RoPE::eval_gpu(const std::vector<array>& inputs,
     a.rows = static_cast<int64_t>(x.size()) / a.d;
     a.offset_vector = off.size() != 1;
     a.group_rows = a.rows / x.shape(0);
+    // The rows sharing a position and an offset: all of them (a scalar
+    // offset), or those of one element of axis 0; else each row alone.
+    a.reuse = 1;
+    a.group_stride = a.l;
+    if (!a.offset_vector && a.rows % a.l == 0) {
+      a.reuse = a.rows / a.l;
+      a.group_stride = a.rows;
+    } else if (a.offset_vector && a.group_rows % a.l == 0) {
+      a.reuse = a.group_rows / a.l;
+      a.group_stride = a.group_rows;
+    }
+    // Chunks of the shared rows: at least about 2^20 threads.
+    const int64_t pairs = a.rows * a.work;
+    a.chunk = std::clamp<int64_t>(pairs >> 20, 1, a.reuse);
+    a.nchunks = (a.reuse + a.chunk - 1) / a.chunk;
     a.offset = cu::ptr<const int32_t>(off);
     a.traditional = traditional_;
     a.scale = static_cast<M>(scale_);
@@ -141,7 +182,7 @@ void RoPE::eval_gpu(const std::vector<array>& inputs,
     }
     // The frequency table in shared memory when it fits in 16 KB (dims
     // of up to 8192 in float).
-    const int64_t n = a.rows * a.work;
+    const int64_t n = a.rows / a.reuse * a.nchunks * a.work;
     const size_t tab_bytes = size_t(a.half) * sizeof(M);
     const bool table = tab_bytes <= 16 * 1024;
     const size_t smem = table ? tab_bytes : 0;

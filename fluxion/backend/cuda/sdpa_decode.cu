@@ -398,11 +398,17 @@ __global__ void __launch_bounds__(kDecThreads)
 }
 
 // Merges the splits of each output row (a block per row): weights
-// exp(m_s - max) in shared memory, then a thread per feature.
+// exp(m_s - max) in shared memory, then each thread sums four features over
+// every `groups`-th split (the block's threads cover the features about
+// kDecThreads / (D / 4) times), and the groups' sums are added in shared
+// memory. One thread per feature summing every split in turn left each
+// thread a chain of nsplit dependent loads (Nsight Compute on an H100: 8.4
+// us for 32 rows of 64 splits, 4% of the DRAM bandwidth).
 template <typename T>
 __global__ void __launch_bounds__(kDecThreads) sdpa_decode_merge(SdpaParams p) {
   __shared__ float w[kMaxSplits];
   __shared__ float sm_stat[2];  // max, sum
+  __shared__ float red[kDecThreads * 4];
   const int64_t row = blockIdx.x;
   const float* ml = static_cast<const float*>(p.part);
   const float* pacc = ml + int64_t{p.B} * p.Hq * p.Lq * p.nsplit * 2;
@@ -426,18 +432,38 @@ __global__ void __launch_bounds__(kDecThreads) sdpa_decode_merge(SdpaParams p) {
     }
   }
   __syncthreads();
+  // D is a multiple of 4 (whole 16-byte units) and at most 4 * kDecThreads.
+  const int quads = p.D / 4;
+  const int groups = kDecThreads / quads;
+  const int qd = threadIdx.x % quads, sg = threadIdx.x / quads;
+  const float* ar = pacc + row * p.nsplit * p.D + qd * 4;
+  float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (sg < groups) {
+#pragma unroll 4
+    for (int s = sg; s < p.nsplit; s += groups) {
+      const float ws = w[s];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        a[k] += ar[int64_t{s} * p.D + k] * ws;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      red[(sg * quads + qd) * 4 + k] = a[k];
+    }
+  }
+  __syncthreads();
   const int h = static_cast<int>((row / p.Lq) % p.Hq);
   const float sink =
       p.has_sinks ? load<T, float>(p.sinks, h * p.sink_stride) : 0.0f;
   float total;
   const float wf = finish_scale(p, sm_stat[0], sm_stat[1], sink, total);
-  const float* ar = pacc + row * p.nsplit * p.D;
   for (int d = threadIdx.x; d < p.D; d += blockDim.x) {
-    float a = 0;
-    for (int s = 0; s < p.nsplit; ++s) {
-      a += ar[s * p.D + d] * w[s];
+    float sum = 0;
+    for (int g = 0; g < groups; ++g) {
+      sum += red[g * p.D + d];
     }
-    static_cast<T*>(p.out)[row * p.D + d] = cu::convert<T>(a * wf / total);
+    static_cast<T*>(p.out)[row * p.D + d] = cu::convert<T>(sum * wf / total);
   }
 }
 
