@@ -1,12 +1,15 @@
 """nn.fully_shard / nn.FullyShardedModule (MLX 0.32's fully-sharded data
 parallelism) over MPI: run on every rank by mpirun (tests/mpi/run.sh, with
-2 and 3 processes), like test_collectives.py.
+2 and 3 processes), like test_collectives.py; and over NCCL on two GPUs
+(tests/python/test_nccl.py, FLUXION_TEST_BACKEND=nccl).
 
 The reference is computed on every rank without collectives: each rank can
 make every rank's batch, so the unsharded model's gradient of the mean of
 the ranks' losses (what FSDP's reduce-scatter divided by N gives) is a
 local computation. Sharded results are compared with the rows of it this
 rank holds, and, after gathering the shards, with all of it."""
+
+import os
 
 import numpy as np
 import pytest
@@ -16,7 +19,10 @@ import fluxion.nn as nn
 import fluxion.optimizers as optim
 from fluxion.utils import tree_flatten
 
-world = mx.distributed.init(strict=True, backend="mpi")
+# MPI under mpirun; tests/python/test_nccl.py runs this file again over
+# NCCL, one process per GPU (FLUXION_TEST_BACKEND=nccl).
+world = mx.distributed.init(
+    strict=True, backend=os.environ.get("FLUXION_TEST_BACKEND", "mpi"))
 R, N = world.rank(), world.size()
 D = 4 * N  # every sharded axis: 4 rows per rank
 

@@ -7,6 +7,8 @@ with torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
                cross-rank check (FLUXION_DIST_CHECK=1) of mismatched shapes.
   timeout:     rank 1 comes 6 s late to an all_sum; with
                FLUXION_DIST_TIMEOUT=2 both raise (rank 0: the timeout).
+  fsdp:        tests/mpi/test_fsdp.py (nn.fully_shard) over this NCCL
+               group; exits with pytest's status.
 """
 import os
 import sys
@@ -61,6 +63,13 @@ if mode == "collectives":
         assert "[all_sum] Mismatched arguments across the ranks" in str(e), e
     assert mx.distributed.all_sum(mx.ones(2)).tolist() == [float(N)] * 2
     print(f"rank {R}: collectives ok", flush=True)
+elif mode == "fsdp":
+    import pytest
+
+    os.environ["FLUXION_TEST_BACKEND"] = "nccl"
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider",
+                          os.path.join(here, "..", "mpi", "test_fsdp.py")]))
 elif mode == "timeout":
     os.environ["FLUXION_DIST_TIMEOUT"] = "2"
     if R == 1:

@@ -233,3 +233,15 @@ def test_two_ranks_on_two_gpus():
     codes, outs, elapsed = launch(2, "timeout", devices=["0", "1"])
     assert codes == [0, 0], outs
     assert "rank 0 raised: [all_sum] Timed out after 2.000000 s" in outs[0], outs
+
+
+def test_fully_sharded_training_on_two_gpus():
+    """nn.fully_shard's tests (tests/mpi/test_fsdp.py: shards, forward and
+    gradients against the unsharded model, Adam steps, bfloat16 compute,
+    nested and frozen parameters) with NCCL's all_gather and sum_scatter,
+    one process per GPU."""
+    if mx.device_count(mx.gpu) < 2:
+        pytest.skip("needs 2 GPUs (NCCL refuses two ranks on one GPU)")
+    codes, outs, _ = launch(2, "fsdp", devices=["0", "1"], limit=300)
+    assert codes == [0, 0], outs
+
