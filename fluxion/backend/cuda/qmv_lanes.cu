@@ -51,13 +51,13 @@ struct LaneParams {
   bool x_vec;      // x readable 16 bytes at a time
 };
 
-template <int S, int R>
+template <typename T, int S, int R>
 struct LaneStep {
   static constexpr int U = kColumns<R>;
   static constexpr int upc = SchemeOf<S>::upc;
   uint4 w[U][R];
-  float s[U][R][upc];
-  float b[U][R][upc];
+  RawScale<T, S> s[U][R][upc];  // converted when used (quantized_codes.cuh)
+  RawScale<T, S> b[U][R][upc];
 };
 
 template <typename T, int S, int R>
@@ -79,7 +79,7 @@ struct Lanes {
            set;
   }
 
-  __device__ void load(int step, LaneStep<S, R>& d) const {
+  __device__ void load(int step, LaneStep<T, S, R>& d) const {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int n = column(step * U + u);
@@ -88,16 +88,16 @@ struct Lanes {
         d.w[u][r] = make_uint4(0, 0, 0, 0);
 #pragma unroll
         for (int uu = 0; uu < Sc::upc; ++uu) {
-          d.s[u][r][uu] = d.b[u][r][uu] = 0;
+          d.s[u][r][uu] = d.b[u][r][uu] = zero_scale<T, S>();
         }
         if (n < p.N && chunk[r] < p.row_chunks) {
           d.w[u][r] = __ldcs(p.w + int64_t{n} * p.row_chunks + chunk[r]);
 #pragma unroll
           for (int uu = 0; uu < Sc::upc; ++uu) {
             const int64_t k = int64_t{chunk[r]} * Sc::cc + uu * Sc::uc;
-            load_scale<T, S>(p.scales, p.biases,
-                             n * groups_per_row + (k >> p.lgs), gscale,
-                             d.s[u][r][uu], d.b[u][r][uu]);
+            fetch_scale<T, S>(p.scales, p.biases,
+                              n * groups_per_row + (k >> p.lgs),
+                              d.s[u][r][uu], d.b[u][r][uu]);
           }
         }
       }
@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       k.gscale = *p.global_scale / (448.0f * 6.0f);
     }
   }
-  LaneStep<S, R> now, ahead;
+  LaneStep<T, S, R> now, ahead;
   k.load(0, now);  // the weights' first loads before x's
   float xr[R][Sc::cc], xsum[R][Sc::upc];
   k.load_x(xr, xsum);
@@ -228,8 +228,14 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       uint32_t nan_codes = 0;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        accumulate_chunk<S>(now.w[u][r], now.s[u][r], now.b[u][r], xr[r],
-                            xsum[r], acc, nan_codes);
+        float s[Sc::upc], b[Sc::upc];
+#pragma unroll
+        for (int uu = 0; uu < Sc::upc; ++uu) {
+          scale_of<T, S>(now.s[u][r][uu], now.b[u][r][uu], k.gscale, s[uu],
+                         b[uu]);
+        }
+        accumulate_chunk<S>(now.w[u][r], s, b, xr[r], xsum[r], acc,
+                            nan_codes);
       }
       if (S == kMxfp8 && (nan_codes & 0x80808080u) != 0) {
         acc = __int_as_float(0x7fc00000);

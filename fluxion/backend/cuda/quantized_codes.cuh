@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "fluxion/backend/cuda/kernels.cuh"
 #include "fluxion/backend/cuda/quantized.cuh"
@@ -121,18 +122,46 @@ __device__ __forceinline__ float e4m3(uint32_t c) {
   const float v = __uint_as_float((c & 0x7F) << 20) * 0x1p120f;
   return (c & 0x80) ? -v : v;
 }
-// Scale and bias of group `g` (index into the scales), in float.
+// A group's scale and bias as stored (x's type for affine codes, else an
+// E8M0/E4M3 byte): the kernels fetch them with the weights a step ahead
+// and convert them (scale_of) only when they multiply, so that no
+// instruction waits on a scale's load at the prefetch (on the H100 that
+// wait stalled both decoding kernels: half their cycles on L1TEX).
 template <typename T, int S>
-__device__ __forceinline__ void load_scale(const void* scales,
-                                           const void* biases, int64_t g,
-                                           float gscale, float& s, float& b) {
+using RawScale = std::conditional_t<SchemeOf<S>::affine, T, uint8_t>;
+
+template <typename T, int S>
+__device__ __forceinline__ void fetch_scale(const void* scales,
+                                            const void* biases, int64_t g,
+                                            RawScale<T, S>& s,
+                                            RawScale<T, S>& b) {
+  s = static_cast<const RawScale<T, S>*>(scales)[g];
   if constexpr (SchemeOf<S>::affine) {
-    s = cu::convert<float>(static_cast<const T*>(scales)[g]);
-    b = cu::convert<float>(static_cast<const T*>(biases)[g]);
+    b = static_cast<const T*>(biases)[g];
+  }
+}
+
+// Zeros in the stored form (a dead lane's scale and bias: its products
+// vanish; E8M0's 0 is 2^-127, times codes of zero).
+template <typename T, int S>
+__device__ __forceinline__ RawScale<T, S> zero_scale() {
+  if constexpr (SchemeOf<S>::affine) {
+    return cu::convert<T>(0.0f);
   } else {
-    const uint32_t c = static_cast<const uint8_t*>(scales)[g];
-    s = S == kNvfp4 ? e4m3(c) * gscale : e8m0(c);
-    b = 0;
+    return 0;
+  }
+}
+
+// Scale and bias in float.
+template <typename T, int S>
+__device__ __forceinline__ void scale_of(RawScale<T, S> s, RawScale<T, S> b,
+                                         float gscale, float& sf, float& bf) {
+  if constexpr (SchemeOf<S>::affine) {
+    sf = cu::convert<float>(s);
+    bf = cu::convert<float>(b);
+  } else {
+    sf = S == kNvfp4 ? e4m3(s) * gscale : e8m0(s);
+    bf = 0;
   }
 }
 

@@ -235,11 +235,11 @@ __device__ __forceinline__ void accumulate(const uint4& w, const float* s,
 }
 
 // A lane's packed weights and scales for one step: kUnroll chunks.
-template <int S, int M>
+template <typename T, int S, int M>
 struct StepData {
   uint4 w[kUnroll<S, M>];
-  float s[kUnroll<S, M>][SchemeOf<S>::upc];
-  float b[kUnroll<S, M>][SchemeOf<S>::upc];
+  RawScale<T, S> s[kUnroll<S, M>][SchemeOf<S>::upc];
+  RawScale<T, S> b[kUnroll<S, M>][SchemeOf<S>::upc];
 };
 
 // Position of a block's threads in their common sequence of work: column
@@ -281,7 +281,7 @@ struct Kernel {
   }
   // Issues the loads of step w (nothing for a dead column, zeros past the
   // tile's chunks).
-  __device__ void load(Work w, StepData<S, M>& d) const {
+  __device__ void load(Work w, StepData<T, S, M>& d) const {
     const int n = column(w.g);
     const int nc = chunks_in(w.t), c0 = w.t * nct;
 #pragma unroll
@@ -290,7 +290,7 @@ struct Kernel {
       d.w[u] = make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int uu = 0; uu < Sc::upc; ++uu) {
-        d.s[u][uu] = d.b[u][uu] = 0;
+        d.s[u][uu] = d.b[u][uu] = zero_scale<T, S>();
       }
       if (n < p.N && c < nc) {
         // Streamed once: evict-first, so x's lines and the scales stay.
@@ -298,18 +298,29 @@ struct Kernel {
 #pragma unroll
         for (int uu = 0; uu < Sc::upc; ++uu) {
           const int64_t k = int64_t{c0 + c} * Sc::cc + uu * Sc::uc;
-          load_scale<T, S>(p.scales, p.biases,
-                           n * groups_per_row + (k >> p.lgs), gscale,
-                           d.s[u][uu], d.b[u][uu]);
+          fetch_scale<T, S>(p.scales, p.biases,
+                            n * groups_per_row + (k >> p.lgs), d.s[u][uu],
+                            d.b[u][uu]);
         }
       }
     }
   }
+  // acc += the products of the step's chunk u (tile chunk c).
+  __device__ void chunk(const StepData<T, S, M>& d, int u, const float4* xs4,
+                        const float* sums, int c, float* acc,
+                        uint32_t& nan_codes) const {
+    float s[Sc::upc], b[Sc::upc];
+#pragma unroll
+    for (int uu = 0; uu < Sc::upc; ++uu) {
+      scale_of<T, S>(d.s[u][uu], d.b[u][uu], gscale, s[uu], b[uu]);
+    }
+    accumulate<S, M>(d.w[u], s, b, xs4, sums, c, nct, p.kt, acc, nan_codes);
+  }
   // acc += step w's products. When every chunk of the step lies in the
   // tile (the usual case) the chunks' arithmetic has no branches between
   // them, so the compiler interleaves it.
-  __device__ void compute(Work w, const StepData<S, M>& d, const float4* xs4,
-                          const float* sums, float* acc,
+  __device__ void compute(Work w, const StepData<T, S, M>& d,
+                          const float4* xs4, const float* sums, float* acc,
                           uint32_t& nan_codes) const {
     if (column(w.g) >= p.N) {
       return;
@@ -319,15 +330,13 @@ struct Kernel {
     if (c_first + (U - 1) * lpc < nc) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        accumulate<S, M>(d.w[u], d.s[u], d.b[u], xs4, sums, c_first + u * lpc,
-                         nct, p.kt, acc, nan_codes);
+        chunk(d, u, xs4, sums, c_first + u * lpc, acc, nan_codes);
       }
     } else {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         if (c_first + u * lpc < nc) {
-          accumulate<S, M>(d.w[u], d.s[u], d.b[u], xs4, sums, c_first + u * lpc,
-                           nct, p.kt, acc, nan_codes);
+          chunk(d, u, xs4, sums, c_first + u * lpc, acc, nan_codes);
         }
       }
     }
@@ -362,7 +371,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) qmv_kernel(Params<T> p) {
   if (cur.g >= p.groups) {
     return;  // the whole block (grids are capped at the groups anyway)
   }
-  StepData<S, M> now, ahead;
+  StepData<T, S, M> now, ahead;
   k.load(cur, now);
   float acc[M];
 #pragma unroll
