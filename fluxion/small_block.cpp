@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "fluxion/tls.h"
+
 namespace fluxion::detail {
 namespace {
 
@@ -49,14 +51,12 @@ void* checked_malloc(size_t bytes) {
 
 }  // namespace
 
-// Each entry point reads the thread's cache address once: in a shared
-// library every thread-local access is a __tls_get_addr call, which GCC
-// does not merge across the cache's fields (callgrind: two per free).
+// Each entry point reads the thread's cache address once (fluxion/tls.h).
 void* small_block_alloc(size_t bytes) {
   if (bytes == 0 || bytes > kSmallBlockMax) {
     return checked_malloc(bytes == 0 ? 1 : bytes);
   }
-  Cache& cache = t_cache;
+  Cache& cache = *pin_tls(&t_cache);
   size_t c = class_of(bytes);
   if (FreeBlock* b = cache.head[c]) {
     cache.head[c] = b->next;
@@ -70,7 +70,7 @@ void small_block_free(void* p, size_t bytes) noexcept {
   if (p == nullptr) {
     return;
   }
-  Cache& cache = t_cache;
+  Cache& cache = *pin_tls(&t_cache);
   if (bytes == 0 || bytes > kSmallBlockMax || cache.closed) {
     std::free(p);
     return;
