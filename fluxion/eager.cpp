@@ -15,6 +15,7 @@
 #include "fluxion/ops/shape.h"
 #include "fluxion/primitive.h"
 #include "fluxion/schedule_lock.h"
+#include "fluxion/tls.h"
 #include "fluxion/trace_state.h"
 
 namespace fluxion::detail {
@@ -211,11 +212,15 @@ array binary_operand(const array& a, const Shape& shape, Stream st) {
   // saves building a node per op (a third of `y + 1.0`'s cost). The stream
   // is kept beside the view because its primitive may only be read under
   // the scheduling lock (still_a_node), which is taken last.
-  thread_local std::optional<array> last_scalar, last_view;
-  thread_local Stream last_stream = st;
-  if (last_view && last_scalar->id() == a.id() && last_stream == st &&
-      last_view->shape() == shape && still_a_node(*last_view)) {
-    return *last_view;
+  struct LastView {
+    std::optional<array> scalar, view;
+    Stream stream{0, Device::cpu};
+  };
+  thread_local LastView t_last;
+  LastView& last = *pin_tls(&t_last);  // one TLS call (fluxion/tls.h)
+  if (last.view && last.scalar->id() == a.id() && last.stream == st &&
+      last.view->shape() == shape && still_a_node(*last.view)) {
+    return *last.view;
   }
   Strides zero(shape.size(), 0);
   auto flags = layout_flags(shape, zero, 1);
@@ -225,9 +230,9 @@ array binary_operand(const array& a, const Shape& shape, Stream st) {
   out.copy_shared_buffer(a, std::move(zero), flags, 1);
   out.set_status(array::Status::available);
   if (st.device == Device::cpu) {
-    last_scalar = a;
-    last_view = out;
-    last_stream = st;
+    last.scalar = a;
+    last.view = out;
+    last.stream = st;
   }
   return out;
 }

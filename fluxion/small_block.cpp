@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "fluxion/tls.h"
+
 namespace fluxion::detail {
 namespace {
 
@@ -49,14 +51,16 @@ void* checked_malloc(size_t bytes) {
 
 }  // namespace
 
+// Each entry point reads the thread's cache address once (fluxion/tls.h).
 void* small_block_alloc(size_t bytes) {
   if (bytes == 0 || bytes > kSmallBlockMax) {
     return checked_malloc(bytes == 0 ? 1 : bytes);
   }
+  Cache& cache = *pin_tls(&t_cache);
   size_t c = class_of(bytes);
-  if (FreeBlock* b = t_cache.head[c]) {
-    t_cache.head[c] = b->next;
-    --t_cache.count[c];
+  if (FreeBlock* b = cache.head[c]) {
+    cache.head[c] = b->next;
+    --cache.count[c];
     return b;
   }
   return checked_malloc((c + 1) * kGranule);
@@ -66,26 +70,27 @@ void small_block_free(void* p, size_t bytes) noexcept {
   if (p == nullptr) {
     return;
   }
-  if (bytes == 0 || bytes > kSmallBlockMax || t_cache.closed) {
+  Cache& cache = *pin_tls(&t_cache);
+  if (bytes == 0 || bytes > kSmallBlockMax || cache.closed) {
     std::free(p);
     return;
   }
-  if (!t_cache.open) {
+  if (!cache.open) [[unlikely]] {
     // First block kept on this thread: arrange for the cache to be drained
     // when the thread ends.
     static thread_local Drain drain;
     (void)drain;
-    t_cache.open = true;
+    cache.open = true;
   }
   size_t c = class_of(bytes);
-  if (t_cache.count[c] >= kKeep) {
+  if (cache.count[c] >= kKeep) {
     std::free(p);
     return;
   }
   auto* b = static_cast<FreeBlock*>(p);
-  b->next = t_cache.head[c];
-  t_cache.head[c] = b;
-  ++t_cache.count[c];
+  b->next = cache.head[c];
+  cache.head[c] = b;
+  ++cache.count[c];
 }
 
 }  // namespace fluxion::detail

@@ -46,8 +46,11 @@ std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim,
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
-  if (a == b) {
-    return a;
+  if (a == b || b.empty()) {
+    return a;  // a scalar broadcasts to the other shape as it is
+  }
+  if (a.empty()) {
+    return b;
   }
   size_t n = std::max(a.size(), b.size());
   Shape out(n);

@@ -36,28 +36,86 @@ bool rejected_operand(py::handle b) {
 
 // A result as a Python array. py::cast would look the C++ type up in
 // pybind11's registry (a hash of the mangled name) twice per call, and the
-// result's address among the registered instances once; the type's record
-// is found once instead and the instance is built as class_::init_instance
-// builds it for a moved value (owned, registered, its unique_ptr holder
-// constructed), which is what pybind11_object_dealloc undoes.
+// result's address among the registered instances once; the instance is
+// built here as class_::init_instance builds it for a moved value (owned,
+// its unique_ptr holder constructed, the simple layout that
+// instance::allocate_layout picks for a type with one pybind11 base and a
+// one-pointer holder), without allocate_layout's type lookup, and is not
+// registered: pybind11 looks registered instances up only to hand out the
+// existing Python object of a C++ pointer it returns by reference, and no
+// binding returns an array by reference (each result is a fresh handle
+// owned by its Python object). An unregistered instance is what
+// pybind11_object_dealloc expects to skip, and array_dealloc's fast path
+// below handles exactly this layout. Both cut a tiny op's cost (callgrind:
+// the registry's insert and erase with their malloc, get_internals and
+// all_type_info were ~20% of the binding's instructions).
+using ArrayHolder = std::unique_ptr<fx::array>;  // class_<fx::array>'s holder
+
+bool simple_array_layout() {
+  static const bool simple = [] {
+    auto* ti = py::detail::get_type_info(typeid(fx::array));
+    return ti != nullptr &&
+           ti->holder_size_in_ptrs <=
+               py::detail::instance_simple_holder_in_ptrs() &&
+           py::detail::all_type_info(ti->type).size() == 1;
+  }();
+  return simple;
+}
+
 py::object wrap(fx::array&& a) {
   static const py::detail::type_info* ti =
       py::detail::get_type_info(typeid(fx::array));
-  using Holder = std::unique_ptr<fx::array>;  // class_<fx::array>'s holder
-  Holder value(new fx::array(std::move(a)));
-  PyObject* obj = py::detail::make_new_instance(ti->type);
-  if (obj == nullptr) {
-    throw py::error_already_set();
+  ArrayHolder value(new fx::array(std::move(a)));
+  PyObject* obj;
+  if (simple_array_layout()) [[likely]] {
+    obj = ti->type->tp_alloc(ti->type, 0);  // zeroed; holds the type
+    if (obj == nullptr) {
+      throw py::error_already_set();
+    }
+    auto* inst = reinterpret_cast<py::detail::instance*>(obj);
+    inst->simple_layout = true;
+    inst->owned = true;
+  } else {
+    obj = py::detail::make_new_instance(ti->type);
+    if (obj == nullptr) {
+      throw py::error_already_set();
+    }
+    reinterpret_cast<py::detail::instance*>(obj)->owned = true;
   }
   auto* inst = reinterpret_cast<py::detail::instance*>(obj);
-  inst->owned = true;
   auto v_h = inst->get_value_and_holder(ti);
   v_h.value_ptr() = value.get();
-  py::detail::register_instance(inst, value.get(), ti);
-  v_h.set_instance_registered();
-  new (std::addressof(v_h.holder<Holder>())) Holder(std::move(value));
+  new (std::addressof(v_h.holder<ArrayHolder>())) ArrayHolder(std::move(value));
   v_h.set_holder_constructed();
   return py::reinterpret_steal<py::object>(obj);
+}
+
+// The type's tp_dealloc: an array built by wrap (exactly of this type, the
+// simple layout, not registered, no weak references or kept-alive
+// patients) is released directly, as pybind11_object_dealloc would after
+// looking its internals up; anything else goes to pybind11's.
+destructor pybind_array_dealloc = nullptr;
+
+void array_dealloc(PyObject* self) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(self);
+  PyTypeObject* type = Py_TYPE(self);
+  if (type != fxpy::array_type || !inst->simple_layout ||
+      inst->simple_instance_registered || !inst->simple_holder_constructed ||
+      inst->weakrefs != nullptr || inst->has_patients) {
+    pybind_array_dealloc(self);
+    return;
+  }
+  {
+    // As class_::dealloc: a destructor must not clobber a pending error
+    // (dropping an array may release a NumPy buffer, which runs Python).
+    py::error_scope scope;
+    py::detail::value_and_holder v_h(inst, nullptr, 0, 0);
+    v_h.holder<ArrayHolder>().~ArrayHolder();
+    v_h.set_holder_constructed(false);
+    v_h.value_ptr() = nullptr;
+  }
+  type->tp_free(self);
+  Py_DECREF(type);
 }
 
 // The operator paths are the hottest bindings (a chain of tiny adds is
@@ -605,5 +663,7 @@ Example:
   num.nb_xor = &number_slot<bitwise_xor_op>;
   num.nb_lshift = &number_slot<left_shift_op>;
   num.nb_rshift = &number_slot<right_shift_op>;
+  pybind_array_dealloc = fxpy::array_type->tp_dealloc;
+  fxpy::array_type->tp_dealloc = &array_dealloc;
   PyType_Modified(fxpy::array_type);
 }

@@ -532,3 +532,39 @@ def test_fast_methods_keep_nothing_alive():
         # Results die at once; a per-call Python allocation kept alive
         # would show as thousands of blocks.
         assert sys.getallocatedblocks() - before < 100
+
+
+def test_results_are_released_by_the_lean_dealloc():
+    # Operator results are built outside pybind11's instance registry and
+    # released by the array type's own tp_dealloc: weak references still
+    # fire, a pending exception survives dropping an array (whose buffer
+    # may be NumPy's), and subclass instances take pybind11's path.
+    import gc
+    import weakref
+
+    x = mx.ones((4,))
+    fired = []
+    y = x + 1.0
+    ref = weakref.ref(y, lambda r: fired.append(True))
+    del y
+    gc.collect()
+    assert ref() is None and fired == [True]
+
+    borrowed = mx.array(np.arange(4, dtype=np.float32))
+    try:
+        raise KeyError("pending")
+    except KeyError:
+        z = borrowed * 2
+        del borrowed, z
+        assert sys.exc_info()[0] is KeyError
+
+    class Sub(mx.array):
+        pass
+
+    s = Sub(mx.ones((2,)))
+    sref = weakref.ref(s)
+    t = s + 1
+    assert t.tolist() == [2.0, 2.0]
+    del s, t
+    gc.collect()
+    assert sref() is None

@@ -17,6 +17,7 @@
 #include "fluxion/graph_utils.h"
 #include "fluxion/primitive.h"
 #include "fluxion/scheduler.h"
+#include "fluxion/tls.h"
 
 namespace fluxion {
 
@@ -182,7 +183,7 @@ class CpuBackend final : public Backend {
   }
 
   bool eval_now(array& arr) override {
-    Scratch& t = t_scratch;
+    Scratch& t = *detail::pin_tls(&t_scratch);  // one TLS call (tls.h)
     // The kernel reads copies of the input handles: an input only this
     // node holds (a temporary cast) would otherwise be donated, its buffer
     // taken over by the output, while the node keeps it in the graph that
