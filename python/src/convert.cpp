@@ -625,6 +625,14 @@ void flatten_arrays(py::handle tree, std::vector<fx::array>& out, bool strict) {
   }
 }
 
+std::vector<fx::array> arrays_of(const py::args& args) {
+  std::vector<fx::array> out;
+  for (auto a : args) {
+    flatten_arrays(a, out);
+  }
+  return out;
+}
+
 void eval_nogil(const fx::array& a) {
   // A computed node (fluxion/eager.h) still goes through eval, which
   // detaches its graph, as reading an MLX array evaluates it.

@@ -246,6 +246,8 @@ std::vector<fx::array> array_or_arrays(py::handle h, const char* op,
 // unless `strict`, when they raise.
 void flatten_arrays(py::handle tree, std::vector<fx::array>& out,
                     bool strict = false);
+// The arrays of the trees in `args` (flatten_arrays of each).
+std::vector<fx::array> arrays_of(const py::args& args);
 
 // Evaluate with the GIL released, so other Python threads run meanwhile.
 void eval_nogil(const fx::array& a);
@@ -296,5 +298,6 @@ void init_distributed(py::module_& m);
 void init_ops_compat(py::module_& m);
 void init_ops_hadamard(py::module_& m);
 void init_ops_layout(py::module_& m);
+void init_graph_utils(py::module_& m);
 // DLPack: array.__dlpack__/__dlpack_device__ and mx.from_dlpack.
 void init_dlpack(py::module_& m, py::class_<fx::array>& cls);

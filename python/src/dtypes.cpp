@@ -1,4 +1,6 @@
-// Dtype objects (mx.float32, ...), dtype categories, finfo and iinfo.
+// Dtype objects (mx.float32, ...), dtype categories, finfo and iinfo, and
+// the numeric constants (mx.pi, mx.e, mx.inf, mx.nan, ...).
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -337,4 +339,12 @@ Returns:
                ", max=" + py::str(f.max).cast<std::string>() +
                ", dtype=" + fx::dtype_name(f.dtype) + ")";
       });
+
+  // Constants.
+  m.attr("e") = py::float_(M_E);
+  m.attr("pi") = py::float_(M_PI);
+  m.attr("inf") = py::float_(INFINITY);
+  m.attr("nan") = py::float_(NAN);
+  m.attr("newaxis") = py::none();
+  m.attr("euler_gamma") = py::float_(0.57721566490153286060651209008240243);
 }

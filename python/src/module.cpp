@@ -77,5 +77,6 @@ PYBIND11_MODULE(core, m) {
   init_ops_compat(m);
   init_ops_hadamard(m);
   init_ops_layout(m);
+  init_graph_utils(m);
   m.attr("__version__") = FLUXION_VERSION;  // CMakeLists.txt, project()
 }

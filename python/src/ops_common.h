@@ -12,6 +12,23 @@ inline bool is_integer_scalar(py::handle h) {
   return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr());
 }
 
+// Module functions of one array, or of two array-likes (broadcast, weak
+// Python scalars), from the op of the same arguments.
+using UnaryFn = fx::array (*)(const fx::array&, fx::StreamOrDevice);
+using BinaryFn = fx::array (*)(const fx::array&, const fx::array&,
+                               fx::StreamOrDevice);
+
+template <UnaryFn Op>
+fx::array unary(const fx::array& a, fx::StreamOrDevice s) {
+  return Op(a, s);
+}
+
+template <BinaryFn Op>
+fx::array binary(py::handle a, py::handle b, fx::StreamOrDevice s) {
+  auto [x, y] = fxpy::to_arrays(a, b);
+  return Op(x, y, s);
+}
+
 using ReduceAllFn = fx::array (*)(const fx::array&, bool, fx::StreamOrDevice);
 using ReduceAxesFn = fx::array (*)(const fx::array&, const std::vector<int>&,
                                    bool, fx::StreamOrDevice);

@@ -1,6 +1,6 @@
 // Bindings of fluxion/ops/creation.h: full, zeros, ones and their _like
 // forms, arange (with MLX's dtype inference), linspace, eye, identity, tri,
-// tril, triu.
+// tril, triu; and the array API's asarray.
 #include <climits>
 #include <cstdint>
 
@@ -290,4 +290,39 @@ Returns:
     array: ``x`` with the elements below diagonal ``k`` set to zero.
 )doc");
 
+  m.def(
+      "asarray",
+      [](py::object a, std::optional<fx::Dtype> dtype,
+         std::optional<bool> copy) -> py::object {
+        if (copy && !*copy) {
+          // Arrays are values: a new array always gets its own node, so no
+          // conversion can promise to reuse the input's memory.
+          throw std::invalid_argument(
+              "[asarray] copy=False is not supported: the result may not "
+              "share memory with the input. Use copy=None or copy=True.");
+        }
+        if (auto* p = fxpy::array_ptr(a)) {
+          if (copy && *copy) {
+            return py::cast(fx::copy(dtype ? fx::astype(*p, *dtype) : *p));
+          }
+          if (!dtype || p->dtype() == *dtype) {
+            return a;  // no copy
+          }
+          return py::cast(fx::astype(*p, *dtype));
+        }
+        return py::cast(fxpy::to_array(a, dtype));
+      },
+      "a"_a, "dtype"_a = py::none(), "copy"_a = py::none(),
+      R"doc(Convert the input to an array, without a copy where possible.
+
+Args:
+    a (array-like): An array, scalar, (nested) list, NumPy array, ...
+    dtype (Dtype, optional): Type of the result.
+    copy (bool, optional): ``None`` returns an array input of that dtype
+        itself; ``True`` always copies; ``False`` raises (an array never
+        promises to share the input's memory).
+
+Returns:
+    array: The array.
+)doc");
 }

@@ -1,26 +1,15 @@
 // Elementwise module functions: unary math and binary ops with NumPy
 // broadcasting and weakly typed Python scalars (fluxion/ops/unary.h,
-// binary.h, with isclose / allclose / array_equal), astype
-// (fluxion/ops/astype.h) and where / clip (fluxion/ops/ternary.h).
+// binary.h, with isclose / allclose / array_equal, and the array API's
+// spellings: acos, pow, positive, ...), astype (fluxion/ops/astype.h) and
+// where / clip (fluxion/ops/ternary.h).
 #include "python/src/docs.h"
 #include "python/src/ops_common.h"
 
 namespace {
 
-using UnaryFn = fx::array (*)(const fx::array&, fx::StreamOrDevice);
-using BinaryFn = fx::array (*)(const fx::array&, const fx::array&,
-                               fx::StreamOrDevice);
-
-template <UnaryFn Op>
-fx::array unary(const fx::array& a, fx::StreamOrDevice s) {
-  return Op(a, s);
-}
-
-template <BinaryFn Op>
-fx::array binary(py::handle a, py::handle b, fx::StreamOrDevice s) {
-  auto [x, y] = fxpy::to_arrays(a, b);
-  return Op(x, y, s);
-}
+using fxpy::binary;
+using fxpy::unary;
 
 }  // namespace
 
@@ -65,6 +54,25 @@ void init_ops_elementwise(py::module_& m) {
   FLUXION_UNARY("copy", fx::copy,
                 "A copy of ``a``.",
                 "A new array with the values of ``a``.")
+  // The array API's spellings of the ops above.
+  FLUXION_UNARY("acos", fx::arccos,
+                "Element-wise inverse cosine (the array API's name of :func:`arccos`).",
+                "The result, element by element.")
+  FLUXION_UNARY("asin", fx::arcsin,
+                "Element-wise inverse sine (the array API's name of :func:`arcsin`).",
+                "The result, element by element.")
+  FLUXION_UNARY("atan", fx::arctan,
+                "Element-wise inverse tangent (the array API's name of :func:`arctan`).",
+                "The result, element by element.")
+  FLUXION_UNARY("acosh", fx::arccosh,
+                "Element-wise inverse hyperbolic cosine (alias of :func:`arccosh`).",
+                "The result, element by element.")
+  FLUXION_UNARY("asinh", fx::arcsinh,
+                "Element-wise inverse hyperbolic sine (alias of :func:`arcsinh`).",
+                "The result, element by element.")
+  FLUXION_UNARY("atanh", fx::arctanh,
+                "Element-wise inverse hyperbolic tangent (alias of :func:`arctanh`).",
+                "The result, element by element.")
 #undef FLUXION_UNARY
   m.def(
       "round",
@@ -116,7 +124,31 @@ void init_ops_elementwise(py::module_& m) {
   FLUXION_BINARY(#NAME, fx::NAME, SUMMARY, RESULT)
   FLUXION_BINARY_SPEC(FLUXION_BINARY_SPEC_BINDING, _)
 #undef FLUXION_BINARY_SPEC_BINDING
+  // The array API's spellings of the ops above.
+  FLUXION_BINARY("atan2", fx::arctan2,
+                 "Element-wise arc tangent of ``a / b`` (alias of :func:`arctan2`).",
+                 "The result, element by element.")
+  FLUXION_BINARY("pow", fx::power,
+                 "Element-wise power ``a ** b`` (alias of :func:`power`).",
+                 "The result, element by element.")
+  FLUXION_BINARY("bitwise_left_shift", fx::left_shift,
+                 "Element-wise left shift (alias of :func:`left_shift`).",
+                 "The result, element by element.")
+  FLUXION_BINARY("bitwise_right_shift", fx::right_shift,
+                 "Element-wise right shift (alias of :func:`right_shift`).",
+                 "The result, element by element.")
 #undef FLUXION_BINARY
+  m.def(
+      "positive", [](const fx::array& a, fx::StreamOrDevice) { return a; },
+      "a"_a, py::pos_only(), py::kw_only(), "stream"_a = py::none(),
+      R"doc(``+a``: the array itself.
+
+Args:
+    a (array): Input array.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: ``a``.
+)doc");
   m.def(
       "divmod",
       [](py::handle a, py::handle b, fx::StreamOrDevice s) {

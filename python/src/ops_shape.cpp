@@ -1,4 +1,5 @@
-// Shape ops: reshape, transpose, broadcast (and broadcast_shapes, of
+// Shape ops: reshape, transpose (with the array API's permute_dims and
+// matrix_transpose), broadcast (and broadcast_shapes, of
 // fluxion/ops/common.h), join/split, pad, tile, and MLX's slice/slice_update
 // signatures.
 #include "python/src/docs.h"
@@ -270,6 +271,43 @@ Args:
 )doc" FXDOC_STREAM R"doc(
 Returns:
     array: ``a`` with ``axis1`` and ``axis2`` exchanged.
+)doc");
+  m.def(
+      "permute_dims",
+      [](const fx::array& a, std::optional<std::vector<int>> axes,
+         fx::StreamOrDevice st) {
+        return axes ? fx::transpose(a, *axes, st) : fx::transpose(a, st);
+      },
+      "a"_a, py::pos_only(), "axes"_a = py::none(), py::kw_only(), s,
+      R"doc(Permute the axes (the array API's name of :func:`transpose`).
+
+Args:
+    a (array): Input array.
+    axes (list(int), optional): The permutation; reversed axes when
+        omitted.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: The transposed array.
+)doc");
+  m.def(
+      "matrix_transpose",
+      [](const fx::array& a, fx::StreamOrDevice st) {
+        if (a.ndim() < 2) {
+          throw std::invalid_argument(
+              "[matrix_transpose] Expected an array with at least two "
+              "dimensions; got shape " +
+              fx::shape_str(a.shape()) + ".");
+        }
+        return fx::swapaxes(a, -1, -2, st);
+      },
+      "a"_a, py::pos_only(), py::kw_only(), s,
+      R"doc(Swap the last two axes.
+
+Args:
+    a (array): Input with at least two dimensions.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: ``swapaxes(a, -1, -2)``.
 )doc");
   m.def(
       "moveaxis",

@@ -1,5 +1,6 @@
 // Sorting, partitioning, top-k and cumulative scans (mx.sort, mx.cumsum,
-// ...); the scans are array methods too. Also searchsorted
+// ...; the scans are array methods too, and the array API's
+// cumulative_sum / cumulative_prod). Also searchsorted
 // (fluxion/ops/searchsorted.h).
 #include "fluxion/ops/searchsorted.h"
 #include "python/src/docs.h"
@@ -34,6 +35,33 @@ fx::array scan(const fx::array& a, std::optional<int> axis, bool reverse,
                bool inclusive, fx::StreamOrDevice s) {
   return axis ? Axis(a, *axis, reverse, inclusive, s)
               : All(a, reverse, inclusive, s);
+}
+
+// The array API's cumulative_sum / cumulative_prod: an inclusive scan along
+// `axis` (the flattened array when None), optionally starting with the
+// identity (include_initial), in `dtype` when given.
+template <bool IsSum>
+fx::array cumulative(const fx::array& a, std::optional<int> axis,
+                     std::optional<fx::Dtype> dtype, bool include_initial,
+                     fx::StreamOrDevice s) {
+  fx::array x = dtype ? fx::astype(a, *dtype, s) : a;
+  if (!axis) {
+    x = fx::flatten(x, 0, -1, s);
+  }
+  int ax = axis.value_or(0);
+  fx::array out = IsSum ? fx::cumsum(x, ax, false, true, s)
+                        : fx::cumprod(x, ax, false, true, s);
+  if (!include_initial) {
+    return out;
+  }
+  int nd = out.ndim();
+  int k = fx::normalize_axis(ax, nd, IsSum ? "cumulative_sum"
+                                            : "cumulative_prod");
+  fx::Shape first = out.shape();
+  first[k] = 1;
+  fx::array init = IsSum ? fx::zeros(first, out.dtype(), s)
+                         : fx::ones(first, out.dtype(), s);
+  return fx::concatenate({init, out}, k, s);
 }
 
 }  // namespace
@@ -109,6 +137,36 @@ void init_ops_sort(py::module_& m) {
                "")
 #undef FLUXION_SCAN
 #undef FLUXION_SCAN_ARGS
+  m.def("cumulative_sum", &cumulative<true>, "a"_a, py::pos_only(),
+        "axis"_a = py::none(), py::kw_only(), "dtype"_a = py::none(),
+        "include_initial"_a = false, s,
+      R"doc(Cumulative sum (the array API's), optionally starting with 0.
+
+Args:
+    a (array): Input array.
+    axis (int, optional): The axis; the flattened array when omitted.
+    dtype (Dtype, optional): Type of the result.
+    include_initial (bool, optional): Start with a 0, so the result is
+        one longer along ``axis``. Default ``False``.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: The running sums.
+)doc");
+  m.def("cumulative_prod", &cumulative<false>, "a"_a, py::pos_only(),
+        "axis"_a = py::none(), py::kw_only(), "dtype"_a = py::none(),
+        "include_initial"_a = false, s,
+      R"doc(Cumulative product (the array API's), optionally starting with 1.
+
+Args:
+    a (array): Input array.
+    axis (int, optional): The axis; the flattened array when omitted.
+    dtype (Dtype, optional): Type of the result.
+    include_initial (bool, optional): Start with a 1, so the result is
+        one longer along ``axis``. Default ``False``.
+)doc" FXDOC_STREAM R"doc(
+Returns:
+    array: The running products.
+)doc");
   // --- fluxion/ops/searchsorted.h ---
   m.def(
       "searchsorted",

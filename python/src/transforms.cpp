@@ -1,5 +1,4 @@
-// eval / async_eval over pytrees, graph printing, and the function
-// transformations (grad, value_and_grad, vjp, jvp, vmap, custom_function,
+// eval / async_eval over pytrees, and the function transformations (grad, value_and_grad, vjp, jvp, vmap, custom_function,
 // checkpoint, compile, and Fluxion's jacrev, jacfwd, hessian) over pytrees.
 //
 // The transformed functions are functools.partial objects around a C++
@@ -10,7 +9,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -27,20 +25,13 @@
 
 namespace {
 
+using fxpy::arrays_of;
 using fxpy::rest;
 using fxpy::type_name_str;
 using fxpy::wrap;
 
 using IntOrVec = std::variant<int, std::vector<int>>;
 using StrOrSet = std::variant<std::string, std::vector<std::string>>;
-
-std::vector<fx::array> arrays_of(const py::args& args) {
-  std::vector<fx::array> out;
-  for (auto a : args) {
-    fxpy::flatten_arrays(a, out);
-  }
-  return out;
-}
 
 // A Python object owned by C++ code that may outlive the call that made it
 // (graph nodes hold transformation rules, and a graph may be released on a
@@ -696,58 +687,6 @@ for it.
 Args:
     *args (array or tree of arrays): Arrays, or lists, tuples and dicts of
         them; other leaves are ignored.
-)doc");
-  m.def(
-      "export_to_dot",
-      [](py::object file, const py::args& args, const py::kwargs& kwargs) {
-        std::ostringstream os;
-        auto outputs = arrays_of(args);
-        // Keyword-named outputs label their nodes with the keyword.
-        std::unordered_map<uintptr_t, std::string> names;
-        for (auto item : kwargs) {
-          std::vector<fx::array> named;
-          fxpy::flatten_arrays(item.second, named);
-          auto key = py::str(item.first).cast<std::string>();
-          for (size_t i = 0; i < named.size(); ++i) {
-            names.emplace(named[i].id(), named.size() == 1
-                                             ? key
-                                             : key + "_" + std::to_string(i));
-          }
-          outputs.insert(outputs.end(), named.begin(), named.end());
-        }
-        fx::export_to_dot(os, outputs, names);
-        if (py::isinstance<py::str>(file) || py::hasattr(file, "__fspath__")) {
-          auto path = py::module_::import("os").attr("fspath")(file);
-          std::ofstream f(path.cast<std::string>());
-          if (!f) {
-            throw std::invalid_argument("[export_to_dot] Cannot open " +
-                                        path.cast<std::string>() + ".");
-          }
-          f << os.str();
-        } else {
-          file.attr("write")(os.str());
-        }
-      },
-      "file"_a,
-      R"doc(Write the graph that produces the given arrays as Graphviz source.
-
-Args:
-    file (str, path or file object): Where to write.
-    *args (array or tree of arrays): The outputs whose graph is drawn.
-    **kwargs (array or tree of arrays): More outputs; the keyword labels
-        their nodes.
-)doc");
-  m.def(
-      "print_graph",
-      [](const py::args& args) {
-        std::ostringstream os;
-        fx::print_graph(os, arrays_of(args));
-        py::print(os.str(), "end"_a = "");
-      },
-      R"doc(Print the graph that produces the given arrays, one node per line.
-
-Args:
-    *args (array or tree of arrays): The outputs whose graph is printed.
 )doc");
 
   m.def(

@@ -1,10 +1,10 @@
 // The GPU's memory: the shared caching allocator (backend/common) over
 // plain cudaMalloc, never managed memory (design.md §5). Blocks are reused
-// only after the kernels that used them have finished (eval.cpp keeps the
-// buffers of queued kernels alive until then), so reuse across streams is
-// safe without stream-ordered allocation. Host copies of GPU buffers go to
-// pinned host memory, cached the same way (pinning is slow: a reused block
-// costs nothing).
+// only after the kernels that used them have finished (kept_buffers.cpp
+// keeps the buffers of queued kernels alive until then), so reuse across
+// streams is safe without stream-ordered allocation. Host copies of GPU
+// buffers go to pinned host memory, cached the same way (pinning is slow: a
+// reused block costs nothing).
 #include "fluxion/backend/cuda/allocator.h"
 
 #include <cuda_runtime_api.h>

@@ -8,7 +8,8 @@
 // __syncthreads between ops ordering each after the ones it may read,
 // with the shared functors of their own kernels (same results). The queue
 // is launched before anything else is put on the stream: another kernel,
-// an event, a checkpoint of its buffers, the stream's end (eval.cpp).
+// an event, a checkpoint of its buffers, the stream's end (eval.cpp,
+// events.cpp, kept_buffers.cpp, device.cpp).
 #pragma once
 
 #include <cuda_runtime_api.h>
