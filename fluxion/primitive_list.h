@@ -24,8 +24,9 @@
 // move no data, evaluated in backend/common/views.cpp); CPU and GPU 1 when
 // that backend defines the kernel (backend/cpu; the CUDA backend), else 0.
 // Keep the families together, in the order of their headers. The unary
-// elementwise primitives come from their op spec (ops/elementwise_spec.h,
-// each entry's CPU and GPU columns there), Copy and StopGradient aside.
+// and binary elementwise primitives come from their op specs
+// (ops/elementwise_spec.h, each entry's CPU and GPU columns there), Copy and
+// StopGradient aside.
 #pragma once
 
 #include "fluxion/ops/elementwise_spec.h"
@@ -34,30 +35,7 @@
 #define FLUXION_PRIMITIVES(X) \
   FLUXION_UNARY_SPEC(FLUXION_UNARY_SPEC_TO_REGISTRY, X) \
   X(Copy, unary, 1, 1)                            \
-  X(Add, binary, 1, 1)                            \
-  X(Subtract, binary, 1, 1)                       \
-  X(Multiply, binary, 1, 1)                       \
-  X(Divide, binary, 1, 1)                         \
-  X(FloorDivide, binary, 1, 1)                    \
-  X(Remainder, binary, 1, 1)                      \
-  X(Power, binary, 1, 1)                          \
-  X(Maximum, binary, 1, 1)                        \
-  X(Minimum, binary, 1, 1)                        \
-  X(ArcTan2, binary, 1, 1)                        \
-  X(LogAddExp, binary, 1, 1)                      \
-  X(Equal, binary, 1, 1)                          \
-  X(NotEqual, binary, 1, 1)                       \
-  X(Less, binary, 1, 1)                           \
-  X(LessEqual, binary, 1, 1)                      \
-  X(Greater, binary, 1, 1)                        \
-  X(GreaterEqual, binary, 1, 1)                   \
-  X(LogicalAnd, binary, 1, 1)                     \
-  X(LogicalOr, binary, 1, 1)                      \
-  X(BitwiseAnd, binary, 1, 1)                     \
-  X(BitwiseOr, binary, 1, 1)                      \
-  X(BitwiseXor, binary, 1, 1)                     \
-  X(LeftShift, binary, 1, 1)                      \
-  X(RightShift, binary, 1, 1)                     \
+  FLUXION_BINARY_SPEC(FLUXION_BINARY_SPEC_TO_REGISTRY, X) \
   X(AsType, astype, 1, 1)                         \
   X(Select, ternary, 1, 1)                        \
   X(Reduce, reduce, 1, 1)                         \

@@ -65,20 +65,6 @@ array make_binary(const array& a, const array& b, Dtype compute, Dtype out,
                                   std::move(inputs));
 }
 
-template <typename P>
-array arith(const array& a, const array& b, const char* name,
-            StreamOrDevice s) {
-  Dtype t = promote_types(a.dtype(), b.dtype());
-  return make_binary<P>(a, b, t, t, name, s);
-}
-
-template <typename P>
-array compare(const array& a, const array& b, const char* name,
-              StreamOrDevice s) {
-  return make_binary<P>(a, b, promote_types(a.dtype(), b.dtype()), bool_, name,
-                        s);
-}
-
 void no_complex(const array& a, const array& b, const char* name) {
   if (is_complex(a.dtype()) || is_complex(b.dtype())) {
     throw std::invalid_argument(std::string("[") + name +
@@ -86,23 +72,48 @@ void no_complex(const array& a, const array& b, const char* name) {
   }
 }
 
-template <typename P>
-array bitwise(const array& a, const array& b, const char* name,
-              StreamOrDevice s) {
-  if (is_inexact(a.dtype()) || is_inexact(b.dtype())) {
-    throw std::invalid_argument(
-        std::string("[") + name +
-        "] Only integer and boolean types are supported; got " +
-        dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()) + ".");
+// The op function of a binary primitive P of the spec, by its policy
+// (elementwise_spec.h says what each accepts and returns): the policy's
+// checks, the compute dtype, then make_binary.
+template <typename P, BinaryPolicy Policy>
+array spec_binary(const array& a, const array& b, const char* name,
+                  StreamOrDevice s) {
+  if constexpr (Policy == BinaryPolicy::logical) {
+    return make_binary<P>(a, b, bool_, bool_, name, s);
+  } else {
+    if constexpr (Policy == BinaryPolicy::real ||
+                  Policy == BinaryPolicy::real_inexact) {
+      no_complex(a, b, name);
+    }
+    if constexpr (Policy == BinaryPolicy::bitwise) {
+      if (is_inexact(a.dtype()) || is_inexact(b.dtype())) {
+        throw std::invalid_argument(
+            std::string("[") + name +
+            "] Only integer and boolean types are supported; got " +
+            dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()) + ".");
+      }
+    }
+    Dtype t = promote_types(a.dtype(), b.dtype());
+    if constexpr (Policy == BinaryPolicy::inexact ||
+                  Policy == BinaryPolicy::real_inexact) {
+      t = at_least_float(t);
+    }
+    return make_binary<P>(a, b, t, binary_output_dtype(Policy, t), name, s);
   }
-  return arith<P>(a, b, name, s);
 }
 
 }  // namespace
 
-array add(const array& a, const array& b, StreamOrDevice s) {
-  return arith<Add>(a, b, "add", s);
-}
+// The op functions of the spec's entries (elementwise_spec.h).
+#define FLUXION_BINARY_OP_DEF(A, CLASS, NAME, POLICY, ...)                \
+  FLUXION_BINARY_IF_OP(POLICY)(                                           \
+      array NAME(const array& a, const array& b, StreamOrDevice s) {      \
+        return spec_binary<CLASS, BinaryPolicy::POLICY>(a, b, #NAME, s);  \
+      })
+FLUXION_BINARY_SPEC(FLUXION_BINARY_OP_DEF, _)
+#undef FLUXION_BINARY_OP_DEF
+
+// The spec's ops written by hand (policy custom).
 
 array subtract(const array& a, const array& b, StreamOrDevice s) {
   if (a.dtype() == bool_ && b.dtype() == bool_) {
@@ -110,97 +121,13 @@ array subtract(const array& a, const array& b, StreamOrDevice s) {
         "[subtract] Not supported for two bool inputs; use logical_xor or "
         "not_equal instead.");
   }
-  return arith<Subtract>(a, b, "subtract", s);
-}
-
-array multiply(const array& a, const array& b, StreamOrDevice s) {
-  return arith<Multiply>(a, b, "multiply", s);
-}
-
-array divide(const array& a, const array& b, StreamOrDevice s) {
-  Dtype t = at_least_float(promote_types(a.dtype(), b.dtype()));
-  return make_binary<Divide>(a, b, t, t, "divide", s);
-}
-
-array floor_divide(const array& a, const array& b, StreamOrDevice s) {
-  no_complex(a, b, "floor_divide");
-  return arith<FloorDivide>(a, b, "floor_divide", s);
-}
-
-array remainder(const array& a, const array& b, StreamOrDevice s) {
-  no_complex(a, b, "remainder");
-  return arith<Remainder>(a, b, "remainder", s);
+  return spec_binary<Subtract, BinaryPolicy::promote>(a, b, "subtract", s);
 }
 
 std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
   no_complex(a, b, "divmod");
   return {stop_gradient(floor_divide(a, b, s), s),
           stop_gradient(remainder(a, b, s), s)};
-}
-
-array power(const array& a, const array& b, StreamOrDevice s) {
-  return arith<Power>(a, b, "power", s);
-}
-
-array maximum(const array& a, const array& b, StreamOrDevice s) {
-  return arith<Maximum>(a, b, "maximum", s);
-}
-
-array minimum(const array& a, const array& b, StreamOrDevice s) {
-  return arith<Minimum>(a, b, "minimum", s);
-}
-
-array arctan2(const array& a, const array& b, StreamOrDevice s) {
-  no_complex(a, b, "arctan2");
-  Dtype t = at_least_float(promote_types(a.dtype(), b.dtype()));
-  return make_binary<ArcTan2>(a, b, t, t, "arctan2", s);
-}
-
-array logaddexp(const array& a, const array& b, StreamOrDevice s) {
-  Dtype t = at_least_float(promote_types(a.dtype(), b.dtype()));
-  return make_binary<LogAddExp>(a, b, t, t, "logaddexp", s);
-}
-
-array equal(const array& a, const array& b, StreamOrDevice s) {
-  return compare<Equal>(a, b, "equal", s);
-}
-array not_equal(const array& a, const array& b, StreamOrDevice s) {
-  return compare<NotEqual>(a, b, "not_equal", s);
-}
-array less(const array& a, const array& b, StreamOrDevice s) {
-  return compare<Less>(a, b, "less", s);
-}
-array less_equal(const array& a, const array& b, StreamOrDevice s) {
-  return compare<LessEqual>(a, b, "less_equal", s);
-}
-array greater(const array& a, const array& b, StreamOrDevice s) {
-  return compare<Greater>(a, b, "greater", s);
-}
-array greater_equal(const array& a, const array& b, StreamOrDevice s) {
-  return compare<GreaterEqual>(a, b, "greater_equal", s);
-}
-
-array logical_and(const array& a, const array& b, StreamOrDevice s) {
-  return make_binary<LogicalAnd>(a, b, bool_, bool_, "logical_and", s);
-}
-array logical_or(const array& a, const array& b, StreamOrDevice s) {
-  return make_binary<LogicalOr>(a, b, bool_, bool_, "logical_or", s);
-}
-
-array bitwise_and(const array& a, const array& b, StreamOrDevice s) {
-  return bitwise<BitwiseAnd>(a, b, "bitwise_and", s);
-}
-array bitwise_or(const array& a, const array& b, StreamOrDevice s) {
-  return bitwise<BitwiseOr>(a, b, "bitwise_or", s);
-}
-array bitwise_xor(const array& a, const array& b, StreamOrDevice s) {
-  return bitwise<BitwiseXor>(a, b, "bitwise_xor", s);
-}
-array left_shift(const array& a, const array& b, StreamOrDevice s) {
-  return bitwise<LeftShift>(a, b, "left_shift", s);
-}
-array right_shift(const array& a, const array& b, StreamOrDevice s) {
-  return bitwise<RightShift>(a, b, "right_shift", s);
 }
 
 array operator-(const array& a) { return negative(a); }

@@ -9,36 +9,20 @@
 
 #include "fluxion/array.h"
 #include "fluxion/device.h"
+#include "fluxion/ops/elementwise_spec.h"
 #include "fluxion/primitive.h"
 
 namespace fluxion {
 
-array add(const array& a, const array& b, StreamOrDevice s = {});
-array subtract(const array& a, const array& b, StreamOrDevice s = {});
-array multiply(const array& a, const array& b, StreamOrDevice s = {});
-// True division: integers give float32.
-array divide(const array& a, const array& b, StreamOrDevice s = {});
-array floor_divide(const array& a, const array& b, StreamOrDevice s = {});
-// Python's modulo: the result takes the sign of `b`.
-array remainder(const array& a, const array& b, StreamOrDevice s = {});
-array power(const array& a, const array& b, StreamOrDevice s = {});
-array maximum(const array& a, const array& b, StreamOrDevice s = {});
-array minimum(const array& a, const array& b, StreamOrDevice s = {});
-array arctan2(const array& a, const array& b, StreamOrDevice s = {});
-array logaddexp(const array& a, const array& b, StreamOrDevice s = {});
-array equal(const array& a, const array& b, StreamOrDevice s = {});
-array not_equal(const array& a, const array& b, StreamOrDevice s = {});
-array less(const array& a, const array& b, StreamOrDevice s = {});
-array less_equal(const array& a, const array& b, StreamOrDevice s = {});
-array greater(const array& a, const array& b, StreamOrDevice s = {});
-array greater_equal(const array& a, const array& b, StreamOrDevice s = {});
-array logical_and(const array& a, const array& b, StreamOrDevice s = {});
-array logical_or(const array& a, const array& b, StreamOrDevice s = {});
-array bitwise_and(const array& a, const array& b, StreamOrDevice s = {});
-array bitwise_or(const array& a, const array& b, StreamOrDevice s = {});
-array bitwise_xor(const array& a, const array& b, StreamOrDevice s = {});
-array left_shift(const array& a, const array& b, StreamOrDevice s = {});
-array right_shift(const array& a, const array& b, StreamOrDevice s = {});
+// The ops of the binary spec (elementwise_spec.h: add, divide, equal,
+// bitwise_and, ...), one per entry:
+//   array NAME(const array& a, const array& b, StreamOrDevice s = {});
+// divide is true division (integers give float32); remainder is Python's
+// modulo (the sign of `b`).
+#define FLUXION_BINARY_OP_DECL(A, CLASS, NAME, ...) \
+  array NAME(const array& a, const array& b, StreamOrDevice s = {});
+FLUXION_BINARY_SPEC(FLUXION_BINARY_OP_DECL, _)
+#undef FLUXION_BINARY_OP_DECL
 // ~a for integers and booleans (logical not).
 array bitwise_invert(const array& a, StreamOrDevice s = {});
 
@@ -92,6 +76,30 @@ FLUXION_BINARY_OPERATOR(>>, right_shift)
 array operator-(const array& a);
 array operator!(const array& a);
 array operator~(const array& a);
+
+// The dtype policies of the binary spec (elementwise_spec.h says what each
+// accepts and returns).
+enum class BinaryPolicy {
+  promote,
+  inexact,
+  real,
+  real_inexact,
+  compare,
+  logical,
+  bitwise,
+  custom
+};
+
+// Whether a primitive of `policy` gives bool (else the compute dtype).
+constexpr bool binary_gives_bool(BinaryPolicy policy) {
+  return policy == BinaryPolicy::compare || policy == BinaryPolicy::logical;
+}
+
+// The output dtype of a binary primitive of `policy` on operands of the
+// compute dtype `in`.
+constexpr Dtype binary_output_dtype(BinaryPolicy policy, Dtype in) {
+  return binary_gives_bool(policy) ? bool_ : in;
+}
 
 // Base for two-input elementwise primitives: both inputs already have the
 // output's shape (the op broadcasts them first; the Broadcast's rules sum
@@ -149,29 +157,20 @@ class BinaryPrimitive : public Primitive,
                          const std::vector<int>& argnums,           \
                          const std::vector<array>& outputs) override;
 
-FLUXION_BINARY_PRIMITIVE(Add, in, FLUXION_OWN_RULES)
-FLUXION_BINARY_PRIMITIVE(Subtract, in, FLUXION_OWN_RULES)
-FLUXION_BINARY_PRIMITIVE(Multiply, in, FLUXION_PARTIAL)
-FLUXION_BINARY_PRIMITIVE(Divide, in, FLUXION_PARTIAL)
-FLUXION_BINARY_PRIMITIVE(FloorDivide, in)
-FLUXION_BINARY_PRIMITIVE(Remainder, in, FLUXION_PARTIAL)
-FLUXION_BINARY_PRIMITIVE(Power, in, FLUXION_PARTIAL)
-FLUXION_BINARY_PRIMITIVE(Maximum, in, FLUXION_PARTIAL)
-FLUXION_BINARY_PRIMITIVE(Minimum, in, FLUXION_PARTIAL)
-FLUXION_BINARY_PRIMITIVE(ArcTan2, in, FLUXION_PARTIAL)
-FLUXION_BINARY_PRIMITIVE(LogAddExp, in, FLUXION_PARTIAL)
-FLUXION_BINARY_PRIMITIVE(NotEqual, bool_)
-FLUXION_BINARY_PRIMITIVE(Less, bool_)
-FLUXION_BINARY_PRIMITIVE(LessEqual, bool_)
-FLUXION_BINARY_PRIMITIVE(Greater, bool_)
-FLUXION_BINARY_PRIMITIVE(GreaterEqual, bool_)
-FLUXION_BINARY_PRIMITIVE(LogicalAnd, bool_)
-FLUXION_BINARY_PRIMITIVE(LogicalOr, bool_)
-FLUXION_BINARY_PRIMITIVE(BitwiseAnd, in)
-FLUXION_BINARY_PRIMITIVE(BitwiseOr, in)
-FLUXION_BINARY_PRIMITIVE(BitwiseXor, in)
-FLUXION_BINARY_PRIMITIVE(LeftShift, in)
-FLUXION_BINARY_PRIMITIVE(RightShift, in)
+// The classes of the spec's primitives (but FORM class): the output dtype is
+// the policy's, the rules those RULES names.
+#define FLUXION_BINARY_RULES_partial FLUXION_PARTIAL
+#define FLUXION_BINARY_RULES_own FLUXION_OWN_RULES
+#define FLUXION_BINARY_RULES_none
+#define FLUXION_BINARY_CLASS(A, CLASS, NAME, POLICY, FORM, TYPES, RULES, ...) \
+  FLUXION_BINARY_IF_CLASS(FORM)(FLUXION_BINARY_PRIMITIVE(                      \
+      CLASS, binary_output_dtype(BinaryPolicy::POLICY, in),                   \
+      FLUXION_BINARY_RULES_##RULES))
+FLUXION_BINARY_SPEC(FLUXION_BINARY_CLASS, _)
+#undef FLUXION_BINARY_CLASS
+#undef FLUXION_BINARY_RULES_partial
+#undef FLUXION_BINARY_RULES_own
+#undef FLUXION_BINARY_RULES_none
 #undef FLUXION_PARTIAL
 #undef FLUXION_OWN_RULES
 #undef FLUXION_BINARY_PRIMITIVE
@@ -184,7 +183,9 @@ std::vector<array> divmod(const array& a, const array& b,
                           StreamOrDevice s = {});
 
 // Equality, optionally treating NaN == NaN (for array_equal(equal_nan)).
-// Piecewise constant: zero derivatives.
+// Piecewise constant: zero derivatives. The spec's entry of FORM class: its
+// op function, registry entry and binding come from the spec, this class
+// and its kernels are written by hand.
 class Equal : public BinaryPrimitive {
  public:
   Equal(Stream s, bool equal_nan = false)

@@ -1,5 +1,6 @@
-// The op spec of the unary elementwise primitives: one entry per primitive
-// (issue 32 item 1; docs/architecture.md, "How to add an op", D37). Every
+// The op specs of the elementwise primitives: FLUXION_UNARY_SPEC below, and
+// FLUXION_BINARY_SPEC after it, one entry per primitive (issue 32 item 1;
+// docs/architecture.md, "How to add an op", D37). The unary spec: every
 // fact about such an op that is not its math or its derivative is written
 // here once, and the rest of the code expands this list:
 //  - fluxion/ops/unary.h: the op function's declaration and the primitive's
@@ -195,3 +196,171 @@
 #define FLUXION_UNARY_IF_OP_to_real(...) __VA_ARGS__
 #define FLUXION_UNARY_IF_OP_to_bool(...) __VA_ARGS__
 #define FLUXION_UNARY_IF_OP_custom(...)
+
+// The op spec of the binary elementwise primitives (D37): one entry per
+// primitive, expanded the same way as the unary spec above into
+//  - fluxion/ops/binary.h: the op function's declaration and the
+//    primitive's class (its output dtype and which rules it declares);
+//  - fluxion/ops/binary.cpp: the op function (the dtype policy's checks,
+//    promotion and casts, then the broadcast and the node: make_binary);
+//  - fluxion/primitive_list.h: the registry entry;
+//  - backend/cpu/binary.cpp and backend/cuda/binary_*.cu: the kernels,
+//    dispatching TYPES to the functor detail::CLASS
+//    (backend/common/binary_ops.h);
+//  - python/src/ops_elementwise.cpp: the binding and its docstring;
+//  - python/fluxion/core.pyi and docs/api/ops.rst: the stub and the
+//    reference line (tools/gen_op_spec.py).
+// Written by hand stay the functor, the partial derivatives or the jvp/vjp
+// (binary.cpp) and a record in the op table (tests/cpp/op_table_core.cpp);
+// vmap, broadcasting's rules and the output shape are BinaryPrimitive's.
+//
+// FLUXION_BINARY_SPEC(B, A) expands to
+// B(A, CLASS, NAME, POLICY, FORM, TYPES, RULES, CPU, GPU, CU, SUMMARY, RESULT)
+// per primitive, A passed through unchanged:
+//  CLASS    the primitive (and its functor detail::CLASS).
+//  NAME     the op: C++ fluxion::NAME(a, b, s), Python fluxion.core.NAME(a,
+//           b) (scalars weakly typed); the name in its error messages.
+//  POLICY   the dtype both operands are cast to (the compute dtype) and
+//           the output's, after NumPy broadcasting:
+//             promote       promote_types(a, b), the same dtype out;
+//             inexact       as promote, integers and bool then float32;
+//             real          as promote, complex rejected ("[NAME] Not
+//                           supported for complex64 inputs.");
+//             real_inexact  as inexact, complex rejected;
+//             compare       promote_types(a, b), bool out;
+//             logical       both cast to bool, bool out;
+//             bitwise       as promote, floating and complex rejected
+//                           ("[NAME] Only integer and boolean types are
+//                           supported; got A and B.");
+//             custom        the op function is written by hand in
+//                           binary.cpp (checks of its own; the output
+//                           dtype is the compute dtype); its declaration,
+//                           binding and docs still come from here.
+//  FORM     spec: the class and both kernels come from this entry;
+//           cpu_kernel: the class and the GPU kernel do, the CPU kernel is
+//           written by hand (Power: x * x for a scalar exponent of 2);
+//           class: the class (a parameter) and both kernels are written by
+//           hand (Equal: equal_nan).
+//  TYPES    the compute dtypes both backends instantiate (dispatch.h).
+//  RULES    partial: a smooth op, BinaryPrimitive's jvp/vjp from its
+//           CLASS::partial; own: jvp and vjp of its own (linear ops);
+//           none: zero derivatives (piecewise constant ops).
+//  CPU, GPU 1 when that backend has the kernel (as primitive_list.h).
+//  CU       the CUDA file of its kernel, backend/cuda/binary_CU.cu (arith,
+//           math, compare: three files that nvcc builds in parallel).
+//  SUMMARY, RESULT  the docstring's summary line and what its result holds.
+//
+// Entries in the order of the registry (primitive_list.h).
+
+// clang-format off
+#define FLUXION_BINARY_SPEC(B, A)                                              \
+  B(A, Add, add, promote, spec, AllTypes, own, 1, 1, arith,                    \
+    "Element-wise sum ``a + b``, with broadcasting.",                          \
+    "``a + b``.")                                                              \
+  B(A, Subtract, subtract, custom, spec, AllTypes, own, 1, 1, arith,           \
+    "Element-wise difference ``a - b``, with broadcasting.",                   \
+    "``a - b``.")                                                              \
+  B(A, Multiply, multiply, promote, spec, AllTypes, partial, 1, 1, arith,      \
+    "Element-wise product ``a * b``, with broadcasting.",                      \
+    "``a * b``.")                                                              \
+  B(A, Divide, divide, inexact, spec, InexactTypes, partial, 1, 1, arith,      \
+    "Element-wise true division ``a / b``.",                                   \
+    "``a / b``; integer operands give ``float32``.")                           \
+  B(A, FloorDivide, floor_divide, real, spec, RealTypes, none, 1, 1, arith,    \
+    "Element-wise floor division ``a // b``.",                                 \
+    "``floor(a / b)``; integers stay integers.")                               \
+  B(A, Remainder, remainder, real, spec, RealTypes, partial, 1, 1, arith,      \
+    "Element-wise remainder ``a % b``, with the sign of ``b`` (as Python).",   \
+    "``a - b * floor(a / b)``.")                                               \
+  B(A, Power, power, promote, cpu_kernel, AllTypes, partial, 1, 1, arith,      \
+    "Element-wise power ``a ** b``.",                                          \
+    "``a`` raised to ``b``.")                                                  \
+  B(A, Maximum, maximum, promote, spec, AllTypes, partial, 1, 1, math,         \
+    "Element-wise maximum of two arrays (NaN propagates).",                    \
+    "The larger of each pair.")                                                \
+  B(A, Minimum, minimum, promote, spec, AllTypes, partial, 1, 1, math,         \
+    "Element-wise minimum of two arrays (NaN propagates).",                    \
+    "The smaller of each pair.")                                               \
+  B(A, ArcTan2, arctan2, real_inexact, spec, FloatTypes, partial, 1, 1, math,  \
+    "Element-wise ``arctan(a / b)`` using the signs of both to pick the "      \
+    "quadrant.",                                                               \
+    "Angles in radians in [-pi, pi].")                                         \
+  B(A, LogAddExp, logaddexp, inexact, spec, InexactTypes, partial, 1, 1, math, \
+    "Element-wise ``log(exp(a) + exp(b))``, computed without overflow.",       \
+    "``log(exp(a) + exp(b))``.")                                               \
+  B(A, Equal, equal, compare, class, AllTypes, none, 1, 1, compare,            \
+    "Element-wise ``a == b``.",                                                \
+    "A ``bool`` array.")                                                       \
+  B(A, NotEqual, not_equal, compare, spec, AllTypes, none, 1, 1, compare,      \
+    "Element-wise ``a != b``.",                                                \
+    "A ``bool`` array.")                                                       \
+  B(A, Less, less, compare, spec, AllTypes, none, 1, 1, compare,               \
+    "Element-wise ``a < b``.",                                                 \
+    "A ``bool`` array.")                                                       \
+  B(A, LessEqual, less_equal, compare, spec, AllTypes, none, 1, 1, compare,    \
+    "Element-wise ``a <= b``.",                                                \
+    "A ``bool`` array.")                                                       \
+  B(A, Greater, greater, compare, spec, AllTypes, none, 1, 1, compare,         \
+    "Element-wise ``a > b``.",                                                 \
+    "A ``bool`` array.")                                                       \
+  B(A, GreaterEqual, greater_equal, compare, spec, AllTypes, none, 1, 1,       \
+    compare,                                                                   \
+    "Element-wise ``a >= b``.",                                                \
+    "A ``bool`` array.")                                                       \
+  B(A, LogicalAnd, logical_and, logical, spec, TypeList<bool>, none, 1, 1,     \
+    compare,                                                                   \
+    "Element-wise logical and (nonzero is true).",                             \
+    "A ``bool`` array.")                                                       \
+  B(A, LogicalOr, logical_or, logical, spec, TypeList<bool>, none, 1, 1,       \
+    compare,                                                                   \
+    "Element-wise logical or (nonzero is true).",                              \
+    "A ``bool`` array.")                                                       \
+  B(A, BitwiseAnd, bitwise_and, bitwise, spec, IntBoolTypes, none, 1, 1,       \
+    compare,                                                                   \
+    "Element-wise bitwise and of integer or boolean arrays.",                  \
+    "``a & b``.")                                                              \
+  B(A, BitwiseOr, bitwise_or, bitwise, spec, IntBoolTypes, none, 1, 1,         \
+    compare,                                                                   \
+    "Element-wise bitwise or of integer or boolean arrays.",                   \
+    "``a | b``.")                                                              \
+  B(A, BitwiseXor, bitwise_xor, bitwise, spec, IntBoolTypes, none, 1, 1,       \
+    compare,                                                                   \
+    "Element-wise bitwise exclusive or of integer or boolean arrays.",         \
+    "``a ^ b``.")                                                              \
+  B(A, LeftShift, left_shift, bitwise, spec, IntBoolTypes, none, 1, 1,         \
+    compare,                                                                   \
+    "Element-wise left shift of integers ``a << b``.",                         \
+    "``a << b``.")                                                             \
+  B(A, RightShift, right_shift, bitwise, spec, IntBoolTypes, none, 1, 1,       \
+    compare,                                                                   \
+    "Element-wise right shift of integers ``a >> b``.",                        \
+    "``a >> b``.")
+// clang-format on
+
+// The registry's entries: X(CLASS, binary, CPU, GPU).
+#define FLUXION_BINARY_SPEC_TO_REGISTRY(X, CLASS, NAME, POLICY, FORM, TYPES,  \
+                                        RULES, CPU, GPU, CU, SUMMARY, RESULT) \
+  X(CLASS, binary, CPU, GPU)
+
+// FLUXION_BINARY_IF_OP(POLICY)(code...): `code` unless POLICY is custom.
+#define FLUXION_BINARY_IF_OP(POLICY) FLUXION_BINARY_IF_OP_##POLICY
+#define FLUXION_BINARY_IF_OP_promote(...) __VA_ARGS__
+#define FLUXION_BINARY_IF_OP_inexact(...) __VA_ARGS__
+#define FLUXION_BINARY_IF_OP_real(...) __VA_ARGS__
+#define FLUXION_BINARY_IF_OP_real_inexact(...) __VA_ARGS__
+#define FLUXION_BINARY_IF_OP_compare(...) __VA_ARGS__
+#define FLUXION_BINARY_IF_OP_logical(...) __VA_ARGS__
+#define FLUXION_BINARY_IF_OP_bitwise(...) __VA_ARGS__
+#define FLUXION_BINARY_IF_OP_custom(...)
+// FLUXION_BINARY_IF_CLASS(FORM)(code...): `code` unless the class is
+// written by hand (FORM class).
+#define FLUXION_BINARY_IF_CLASS(FORM) FLUXION_BINARY_IF_CLASS_##FORM
+#define FLUXION_BINARY_IF_CLASS_spec(...) __VA_ARGS__
+#define FLUXION_BINARY_IF_CLASS_cpu_kernel(...) __VA_ARGS__
+#define FLUXION_BINARY_IF_CLASS_class(...)
+// FLUXION_BINARY_IF_CPU_KERNEL(FORM)(code...): `code` when the spec gives
+// the CPU kernel (FORM spec). The GPU kernel follows FLUXION_BINARY_IF_CLASS.
+#define FLUXION_BINARY_IF_CPU_KERNEL(FORM) FLUXION_BINARY_IF_CPU_KERNEL_##FORM
+#define FLUXION_BINARY_IF_CPU_KERNEL_spec(...) __VA_ARGS__
+#define FLUXION_BINARY_IF_CPU_KERNEL_cpu_kernel(...)
+#define FLUXION_BINARY_IF_CPU_KERNEL_class(...)

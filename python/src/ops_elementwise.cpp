@@ -108,78 +108,14 @@ void init_ops_elementwise(py::module_& m) {
         "stream"_a = py::none(),                                        \
         SUMMARY FXDOC_ARGS FXDOC_AB FXDOC_STREAM FXDOC_RET_ARRAY RESULT \
         "\n");
-  FLUXION_BINARY("add", fx::add,
-                 "Element-wise sum ``a + b``, with broadcasting.",
-                 "``a + b``.")
-  FLUXION_BINARY("subtract", fx::subtract,
-                 "Element-wise difference ``a - b``, with broadcasting.",
-                 "``a - b``.")
-  FLUXION_BINARY("multiply", fx::multiply,
-                 "Element-wise product ``a * b``, with broadcasting.",
-                 "``a * b``.")
-  FLUXION_BINARY("divide", fx::divide,
-                 "Element-wise true division ``a / b``.",
-                 "``a / b``; integer operands give ``float32``.")
-  FLUXION_BINARY("floor_divide", fx::floor_divide,
-                 "Element-wise floor division ``a // b``.",
-                 "``floor(a / b)``; integers stay integers.")
-  FLUXION_BINARY("remainder", fx::remainder,
-                 "Element-wise remainder ``a % b``, with the sign of ``b`` (as Python).",
-                 "``a - b * floor(a / b)``.")
-  FLUXION_BINARY("power", fx::power,
-                 "Element-wise power ``a ** b``.",
-                 "``a`` raised to ``b``.")
-  FLUXION_BINARY("maximum", fx::maximum,
-                 "Element-wise maximum of two arrays (NaN propagates).",
-                 "The larger of each pair.")
-  FLUXION_BINARY("minimum", fx::minimum,
-                 "Element-wise minimum of two arrays (NaN propagates).",
-                 "The smaller of each pair.")
-  FLUXION_BINARY("arctan2", fx::arctan2,
-                 "Element-wise ``arctan(a / b)`` using the signs of both to pick the quadrant.",
-                 "Angles in radians in [-pi, pi].")
-  FLUXION_BINARY("logaddexp", fx::logaddexp,
-                 "Element-wise ``log(exp(a) + exp(b))``, computed without overflow.",
-                 "``log(exp(a) + exp(b))``.")
-  FLUXION_BINARY("equal", fx::equal,
-                 "Element-wise ``a == b``.",
-                 "A ``bool`` array.")
-  FLUXION_BINARY("not_equal", fx::not_equal,
-                 "Element-wise ``a != b``.",
-                 "A ``bool`` array.")
-  FLUXION_BINARY("less", fx::less,
-                 "Element-wise ``a < b``.",
-                 "A ``bool`` array.")
-  FLUXION_BINARY("less_equal", fx::less_equal,
-                 "Element-wise ``a <= b``.",
-                 "A ``bool`` array.")
-  FLUXION_BINARY("greater", fx::greater,
-                 "Element-wise ``a > b``.",
-                 "A ``bool`` array.")
-  FLUXION_BINARY("greater_equal", fx::greater_equal,
-                 "Element-wise ``a >= b``.",
-                 "A ``bool`` array.")
-  FLUXION_BINARY("logical_and", fx::logical_and,
-                 "Element-wise logical and (nonzero is true).",
-                 "A ``bool`` array.")
-  FLUXION_BINARY("logical_or", fx::logical_or,
-                 "Element-wise logical or (nonzero is true).",
-                 "A ``bool`` array.")
-  FLUXION_BINARY("bitwise_and", fx::bitwise_and,
-                 "Element-wise bitwise and of integer or boolean arrays.",
-                 "``a & b``.")
-  FLUXION_BINARY("bitwise_or", fx::bitwise_or,
-                 "Element-wise bitwise or of integer or boolean arrays.",
-                 "``a | b``.")
-  FLUXION_BINARY("bitwise_xor", fx::bitwise_xor,
-                 "Element-wise bitwise exclusive or of integer or boolean arrays.",
-                 "``a ^ b``.")
-  FLUXION_BINARY("left_shift", fx::left_shift,
-                 "Element-wise left shift of integers ``a << b``.",
-                 "``a << b``.")
-  FLUXION_BINARY("right_shift", fx::right_shift,
-                 "Element-wise right shift of integers ``a >> b``.",
-                 "``a >> b``.")
+  // The ops of the binary spec (fluxion/ops/elementwise_spec.h), with
+  // their docstrings; core.pyi and docs/api/ops.rst list them too
+  // (tools/gen_op_spec.py).
+#define FLUXION_BINARY_SPEC_BINDING(A, CLASS, NAME, POLICY, FORM, TYPES,    \
+                                    RULES, CPU, GPU, CU, SUMMARY, RESULT)   \
+  FLUXION_BINARY(#NAME, fx::NAME, SUMMARY, RESULT)
+  FLUXION_BINARY_SPEC(FLUXION_BINARY_SPEC_BINDING, _)
+#undef FLUXION_BINARY_SPEC_BINDING
 #undef FLUXION_BINARY
   m.def(
       "divmod",

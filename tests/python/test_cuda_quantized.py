@@ -4,6 +4,10 @@ path against the CPU, for every affine width, group size and floating
 mode, batched and broadcast weights, and the composites built on it
 (gather_qmm, nn.QuantizedLinear).
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -248,3 +252,67 @@ def test_fast_path_nan_and_inf_propagate():
     xi[0, 5] = np.inf
     g, c = qmm_both(mx.array(xi), wq, s, None, transpose=True, mode="mxfp8")
     assert not np.isfinite(g).any() and not np.isfinite(c).any()
+
+
+# One row of x with x in each lane's registers (qmv_lanes.cu): rows of w
+# of 32 to 256 chunks per lane-chunk, spread over 1 to 8 warps, one or
+# two chunks a lane, columns past a block's sets, several partial-sum
+# windows, x not 16-byte aligned.
+@pytest.mark.parametrize("dt", [mx.bfloat16, mx.float16, mx.float32])
+@pytest.mark.parametrize("bits,gs,K,N", [
+    (4, 64, 1024, 77),     # 32 chunks: one warp a column, 8 columns at once
+    (4, 32, 3072, 301),    # 96 chunks: 3 warps' worth, 4 warps a column
+    (4, 128, 8192, 40),    # 256 chunks: 8 warps a column
+    (8, 64, 8192, 33),     # 512 chunks: two a lane
+    (8, 32, 2048, 12000),  # 128 chunks: three windows of partial sums
+])
+def test_lanes_kernel_shapes(dt, bits, gs, K, N):
+    w = draw((N, K), 50, dt)
+    wq, s, b = mx.quantize(w, group_size=gs, bits=bits, stream=C)
+    x = draw((1, K), 51, dt)
+    g, c = qmm_both(x, wq, s, b, transpose=True, group_size=gs, bits=bits)
+    close_to_cpu(g, c, dt)
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "nvfp4", "mxfp8"])
+def test_lanes_kernel_floating_modes_and_unaligned_x(mode):
+    w = draw((90, 4096), 52, mx.bfloat16)
+    q = mx.quantize(w, mode=mode, stream=C)
+    # x one element into a buffer: not readable 16 bytes at a time.
+    x = draw((4097,), 53, mx.bfloat16)[1:].reshape(1, 4096)
+    g, c = qmm_both(x, q[0], q[1], None, transpose=True, mode=mode)
+    close_to_cpu(g, c, mx.bfloat16)
+
+
+def test_lanes_kernel_nan_code_poisons_its_column():
+    w = draw((20, 1024), 54)
+    wq, s = mx.quantize(w, mode="mxfp8", stream=C)
+    raw = np.array(wq)
+    raw[7, 100] = (raw[7, 100] & ~np.uint32(0xFF00)) | np.uint32(0xFF00)
+    x = draw((1, 1024), 55)
+    g, c = qmm_both(x, mx.array(raw), s, None, transpose=True, mode="mxfp8")
+    assert np.isnan(g[0, 7]) and np.isnan(c[0, 7])
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(c))
+    close_to_cpu(np.nan_to_num(g), np.nan_to_num(c), mx.float32)
+
+
+def test_lanes_and_staged_kernels_agree(tmp_path):
+    # The staged kernel for the same row: FLUXION_QMV_STAGED is read once
+    # per process, so each kernel runs in a child process.
+    code = (
+        "import sys, numpy as np, fluxion.core as mx\n"
+        "rng = np.random.default_rng(56)\n"
+        "w = mx.array(rng.standard_normal((300, 4096)).astype(np.float32))\n"
+        "wq, s, b = mx.quantize(w, group_size=64, bits=4, stream=mx.cpu)\n"
+        "x = mx.array(rng.standard_normal((1, 4096)).astype(np.float32))\n"
+        "y = mx.quantized_matmul(x, wq, s, b, group_size=64, bits=4,"
+        " stream=mx.gpu)\n"
+        "np.save(sys.argv[1], np.array(y))\n")
+    outs = []
+    for staged in ("0", "1"):
+        path = str(tmp_path / f"y{staged}.npy")
+        env = dict(os.environ, FLUXION_QMV_STAGED=staged)
+        subprocess.run([sys.executable, "-c", code, path], env=env,
+                       check=True)
+        outs.append(np.load(path))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=2e-5, atol=2e-4)

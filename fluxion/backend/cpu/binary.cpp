@@ -1,9 +1,10 @@
-// CPU kernels of the binary primitives (functors in
+// CPU kernels of the binary primitives, from their op spec (functors in
 // backend/common/binary_ops.h).
 #include "fluxion/backend/common/binary_ops.h"
 #include "fluxion/backend/common/unary_ops.h"
 #include "fluxion/backend/cpu/elementwise.h"
 #include "fluxion/ops/binary.h"
+#include "fluxion/primitive_list.h"
 
 namespace fluxion {
 
@@ -25,44 +26,32 @@ void to_bool(const std::vector<array>& in, array& out, const char* name) {
   });
 }
 
+// The kernel of a primitive of the spec: its POLICY's output dtype (bool
+// or the compute dtype) over its TYPES.
+template <typename Op, BinaryPolicy Policy, typename List>
+void spec_kernel(const std::vector<array>& in, array& out, const char* name) {
+  if constexpr (binary_gives_bool(Policy)) {
+    to_bool<List, Op>(in, out, name);
+  } else {
+    same_type<List, Op>(in, out, name);
+  }
+}
+
 }  // namespace
 
+// The kernels of the spec's primitives of FORM spec (ops/elementwise_spec.h).
+#define FLUXION_CPU_BINARY(A, CLASS, NAME, POLICY, FORM, TYPES, RULES, CPU, \
+                           ...)                                             \
+  FLUXION_IF_KERNEL(CPU)(FLUXION_BINARY_IF_CPU_KERNEL(FORM)(                \
+      void CLASS::eval_cpu(const std::vector<array>& in,                    \
+                           std::vector<array>& out) {                       \
+        spec_kernel<detail::CLASS, BinaryPolicy::POLICY, TYPES>(in, out[0], \
+                                                                #NAME);     \
+      }))
+FLUXION_BINARY_SPEC(FLUXION_CPU_BINARY, _)
+#undef FLUXION_CPU_BINARY
 
-#define FLUXION_SAME_TYPE(NAME, LIST, OPNAME)                         \
-  void NAME::eval_cpu(const std::vector<array>& in,                   \
-                      std::vector<array>& out) {                      \
-    same_type<LIST, detail::NAME>(in, out[0], OPNAME);                \
-  }
-#define FLUXION_TO_BOOL(NAME, LIST, OPNAME)                           \
-  void NAME::eval_cpu(const std::vector<array>& in,                   \
-                      std::vector<array>& out) {                      \
-    to_bool<LIST, detail::NAME>(in, out[0], OPNAME);                  \
-  }
-
-FLUXION_SAME_TYPE(Add, AllTypes, "add")
-FLUXION_SAME_TYPE(Subtract, AllTypes, "subtract")
-FLUXION_SAME_TYPE(Multiply, AllTypes, "multiply")
-FLUXION_SAME_TYPE(Divide, InexactTypes, "divide")
-FLUXION_SAME_TYPE(FloorDivide, RealTypes, "floor_divide")
-FLUXION_SAME_TYPE(Remainder, RealTypes, "remainder")
-FLUXION_SAME_TYPE(Maximum, AllTypes, "maximum")
-FLUXION_SAME_TYPE(Minimum, AllTypes, "minimum")
-FLUXION_SAME_TYPE(ArcTan2, FloatTypes, "arctan2")
-FLUXION_SAME_TYPE(LogAddExp, InexactTypes, "logaddexp")
-FLUXION_SAME_TYPE(BitwiseAnd, IntBoolTypes, "bitwise_and")
-FLUXION_SAME_TYPE(BitwiseOr, IntBoolTypes, "bitwise_or")
-FLUXION_SAME_TYPE(BitwiseXor, IntBoolTypes, "bitwise_xor")
-FLUXION_SAME_TYPE(LeftShift, IntBoolTypes, "left_shift")
-FLUXION_SAME_TYPE(RightShift, IntBoolTypes, "right_shift")
-FLUXION_TO_BOOL(NotEqual, AllTypes, "not_equal")
-FLUXION_TO_BOOL(Less, AllTypes, "less")
-FLUXION_TO_BOOL(LessEqual, AllTypes, "less_equal")
-FLUXION_TO_BOOL(Greater, AllTypes, "greater")
-FLUXION_TO_BOOL(GreaterEqual, AllTypes, "greater_equal")
-FLUXION_TO_BOOL(LogicalAnd, TypeList<bool>, "logical_and")
-FLUXION_TO_BOOL(LogicalOr, TypeList<bool>, "logical_or")
-#undef FLUXION_SAME_TYPE
-#undef FLUXION_TO_BOOL
+// The kernels written by hand: Power (FORM cpu_kernel), Equal (FORM class).
 
 // A float power whose exponent is one element equal to 2 is x * x, as
 // NumPy computes it: the correctly rounded square (pow may be a unit off

@@ -1,7 +1,10 @@
 // Copies: astype, Copy, and the row-contiguous copy behind views that
 // strides cannot express. Contiguous inputs are converted over their
-// data_size (keeping their layout), a broadcast scalar fills, anything
-// else takes the strided kernel over collapsed dimensions.
+// data_size (keeping their layout), a broadcast scalar fills, a
+// transposition goes through shared-memory tiles, anything else takes the
+// strided kernel over collapsed dimensions.
+#include <algorithm>
+
 #include "fluxion/backend/cuda/elementwise.cuh"
 #include "fluxion/ops/astype.h"
 #include "fluxion/ops/unary.h"
@@ -61,6 +64,97 @@ __global__ void copy_region_kernel(const In* x, Out* y, int64_t n, Layout l) {
   }
 }
 
+// A strided copy that transposes: the source is contiguous along axis a,
+// the destination along another axis b, both at least kTile long. Each
+// block moves kTile x kTile tiles through shared memory, reading along a
+// and writing along b, so both sides are coalesced; the strided kernels
+// read (or write) one element per 32-byte sector there (Nsight Compute on
+// an H100: the depthwise weight gradient's [C, N] <-> [N, C] copies of 205
+// MB ran at 13% and 37% of the DRAM bandwidth, 980 and 322 us).
+constexpr int kTile = 32, kTileRows = 8;
+
+// Operand 0 of `l` walks the source, operand 1 the destination; a and b
+// are -1 when the copy is no such transposition.
+void transpose_axes(const Layout& l, int& a, int& b) {
+  a = b = -1;
+  for (int d = 0; d < l.ndim; ++d) {
+    if (l.strides[0][d] == 1) {
+      a = d;
+    }
+    if (l.strides[1][d] == 1) {
+      b = d;
+    }
+  }
+  if (a < 0 || b < 0 || a == b || l.shape[a] < kTile || l.shape[b] < kTile) {
+    a = b = -1;
+  }
+}
+
+template <typename In, typename Out>
+__global__ void __launch_bounds__(kTile* kTileRows)
+    transpose_tiles(const In* x, Out* y, Layout l, int a, int b,
+                    int64_t tiles) {
+  // [b offset][a offset], a row padded by one element against bank
+  // conflicts; raw storage, as Out may have constructors.
+  constexpr int kRow = kTile + 1;
+  __shared__ alignas(Out) unsigned char raw[kTile * kRow * sizeof(Out)];
+  Out* tile = reinterpret_cast<Out*>(raw);
+  const int64_t na = l.shape[a], nb = l.shape[b];
+  const int64_t sxb = l.strides[0][b], sya = l.strides[1][a];
+  const int64_t tiles_a = (na + kTile - 1) / kTile;
+  const int64_t tiles_b = (nb + kTile - 1) / kTile;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t tb = t % tiles_b;
+    int64_t r = t / tiles_b;
+    const int64_t a0 = (r % tiles_a) * kTile, b0 = tb * kTile;
+    r /= tiles_a;
+    // The other axes: the tile's batch, row-major.
+    int64_t ox = 0, oy = 0;
+    for (int d = l.ndim - 1; d >= 0; --d) {
+      if (d != a && d != b) {
+        const int64_t q = r % l.shape[d];
+        r /= l.shape[d];
+        ox += q * l.strides[0][d];
+        oy += q * l.strides[1][d];
+      }
+    }
+    for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+      const int64_t ia = a0 + threadIdx.x, ib = b0 + i;
+      if (ia < na && ib < nb) {
+        tile[i * kRow + threadIdx.x] = convert<Out>(x[ox + ia + ib * sxb]);
+      }
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+      const int64_t ib = b0 + threadIdx.x, ia = a0 + i;
+      if (ia < na && ib < nb) {
+        y[oy + ib + ia * sya] = tile[threadIdx.x * kRow + i];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// Launches transpose_tiles when `l` (source, destination) is a
+// transposition; false otherwise.
+template <typename In, typename Out>
+bool launch_transpose(const In* x, Out* y, const Layout& l, cudaStream_t s) {
+  int a, b;
+  transpose_axes(l, a, b);
+  if (a < 0) {
+    return false;
+  }
+  int64_t tiles = 1;
+  for (int d = 0; d < l.ndim; ++d) {
+    tiles *= d == a || d == b ? (l.shape[d] + kTile - 1) / kTile : l.shape[d];
+  }
+  const unsigned blocks =
+      static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{1} << 20));
+  transpose_tiles<In, Out>
+      <<<blocks, dim3(kTile, kTileRows), 0, s>>>(x, y, l, a, b, tiles);
+  return true;
+}
+
 template <typename T>
 __global__ void fill_kernel(const T* v, T* y, int64_t n) {
   fill_range(v[0], y, n);
@@ -104,7 +198,10 @@ void launch_copy(const array& x, array& y, bool flat) {
       int64_t n = y.size();
       copy_fill<<<pack_blocks(n, pack_width<Out>()), kThreads, 0, s>>>(
           src, dst, n);
-    } else {
+    } else if (!launch_transpose(
+                   src, dst,
+                   collapse(x.shape(), {x.strides(), y.strides()}, "copy"),
+                   s)) {
       int64_t n = y.size();
       Layout l = collapse(x.shape(), {x.strides()}, "copy");
       unary_strided<In, Out, Identity>
@@ -131,8 +228,11 @@ void copy_region(const array& src, const Strides& src_strides,
   dispatch_copy(src.dtype(), dst.dtype(), [&](auto ti, auto to) {
     using In = typename decltype(ti)::type;
     using Out = typename decltype(to)::type;
-    copy_region_kernel<<<blocks_for(n, 4), kThreads, 0, s>>>(
-        ptr<const In>(src) + src_offset, ptr<Out>(dst) + dst_offset, n, l);
+    const In* x = ptr<const In>(src) + src_offset;
+    Out* y = ptr<Out>(dst) + dst_offset;
+    if (!launch_transpose(x, y, l, s)) {
+      copy_region_kernel<<<blocks_for(n, 4), kThreads, 0, s>>>(x, y, n, l);
+    }
   });
   check_launch("copy");
 }

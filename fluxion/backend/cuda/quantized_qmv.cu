@@ -2,7 +2,8 @@
 // of x and one N x K weight used transposed) for the layouts whose codes
 // never straddle a 32-bit word: affine 2, 4 and 8 bits, mxfp4 and nvfp4
 // (E2M1 nibbles, low first) and mxfp8 (E4M3 bytes). quantized.cu keeps the
-// generic kernel for the other widths and for unaligned rows.
+// generic kernel for the other widths and for unaligned rows; one row of
+// x goes to qmv_lanes.cu (x in registers) where its row fits a block.
 //
 // Decoding streams the packed weights once (half a byte per code at 4
 // bits) against a few kilobytes of x, so the kernel is built to keep the
@@ -35,12 +36,13 @@
 // 24-29 us for 1 x 4096 @ 4096 x 14336 (4 bits: 1.24 TB/s): its blocks
 // waited on the staging and the host on the runtime, not on the weights.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
 #include "fluxion/backend/cuda/kernels.cuh"
 #include "fluxion/backend/cuda/occupancy.cuh"
-#include "fluxion/backend/cuda/quantized.cuh"
+#include "fluxion/backend/cuda/quantized_codes.cuh"
 #include "fluxion/ops/quantized.h"
 
 namespace fluxion::qmv {
@@ -52,8 +54,6 @@ constexpr int kWarps = 8;  // columns (or column groups) per block step
 // two blocks (16 warps) still fit an SM.
 constexpr size_t kStageBudget = 96 * 1024;
 
-enum Scheme { kAffine2, kAffine4, kAffine8, kMxfp4, kNvfp4, kMxfp8 };
-
 // 16-byte loads per lane and step: four for one or two rows of x (the
 // memory-bound case); two for more rows, whose arithmetic per code (one
 // fma per row) bounds the kernel anyway and whose accumulators need the
@@ -62,20 +62,6 @@ enum Scheme { kAffine2, kAffine4, kAffine8, kMxfp4, kNvfp4, kMxfp8 };
 // arithmetic, a lane has up to twice as many in flight.
 template <int S, int M>
 constexpr int kUnroll = M <= 2 && S != kAffine2 ? 4 : 2;
-
-template <int S>
-struct SchemeOf {
-  static constexpr bool affine = S <= kAffine8;
-  static constexpr int bits =
-      S == kAffine2 ? 2 : (S == kAffine8 || S == kMxfp8 ? 8 : 4);
-  static constexpr int cpw = 32 / bits;  // codes per word
-  static constexpr int cc = 4 * cpw;     // codes per 16-byte chunk
-  // Words that share one scale (a "unit"): as many as the scheme's
-  // smallest group holds (affine 32, nvfp4 16, mx 32 codes).
-  static constexpr int wpu = S == kAffine2 || S == kNvfp4 ? 2 : 4;
-  static constexpr int upc = 4 / wpu;   // units per chunk
-  static constexpr int uc = wpu * cpw;  // codes per unit
-};
 
 template <typename T>
 struct Params {
@@ -94,109 +80,6 @@ struct Params {
   int groups;  // column groups of kWarps * (32 >> lpc_log) columns
   bool x_vec;  // x readable 16 bytes at a time
 };
-
-__device__ __forceinline__ __half2 half2_of_bits(uint32_t bits) {
-  __half2 h;
-  memcpy(&h, &bits, 4);
-  return h;
-}
-
-// 2^(-bits * j) for code kk's position j in its 16-bit half word (affine),
-// and its inverse.
-template <int bits>
-__device__ __forceinline__ float prescale(int kk) {
-  const int j = kk % (16 / bits);
-  return __int_as_float((127 - bits * j) << 23);
-}
-template <int bits>
-__device__ __forceinline__ float unscale(int kk) {
-  const int j = kk % (16 / bits);
-  return __int_as_float((127 + bits * j) << 23);
-}
-
-// The values of the cpw codes of word w, in code order: affine q *
-// 2^(bits j) (x is staged scaled by the inverse), E2M1 exactly, E4M3
-// divided by 2^8 (multiplied back per unit). E4M3's NaN codes (0x7f,
-// 0xff) would decode as 480: they set bits of `nan_codes` instead.
-template <int S>
-__device__ __forceinline__ void decode_word(uint32_t w, float* f,
-                                            uint32_t& nan_codes) {
-  using Sc = SchemeOf<S>;
-  if constexpr (Sc::affine) {
-    constexpr int cph = 16 / Sc::bits;
-    constexpr uint32_t mask = (1u << Sc::bits) - 1;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const uint32_t h = half ? w >> 16 : w;
-#pragma unroll
-      for (int j = 0; j < cph; ++j) {
-        f[half * cph + j] =
-            __uint_as_float((h & (mask << (Sc::bits * j))) | 0x4B000000u) -
-            8388608.0f;
-      }
-    }
-  } else if constexpr (S == kMxfp4 || S == kNvfp4) {
-    // A pair of nibbles 8 bits apart, at bits 4-7 and 12-15 of t, becomes a
-    // half2: the magnitudes through a byte-permute table of the high bytes
-    // of 0, 0.5, 1, 1.5, 2, 3, 4, 6 (the low bytes are zero), the sign
-    // bits (7 and 15) moved to 15 and 31 by a second permute.
-    const uint32_t ts[4] = {w << 4, w, w >> 12, w >> 16};  // nibbles
-    const int lo[4] = {0, 1, 4, 5}, hi[4] = {2, 3, 6, 7};  // of each pair
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint32_t t = ts[i];
-      const uint32_t mag = __byte_perm(0x3E3C3800u, 0x46444240u, t & 0x7070u);
-      const uint32_t sgn = __byte_perm(t, 0u, 0x1404u);
-      const float2 v = __half22float2(half2_of_bits(mag | (sgn & 0x80008000u)));
-      f[lo[i]] = v.x;
-      f[hi[i]] = v.y;
-    }
-  } else {
-    // Bytes 0 and 2 (then 1 and 3) as a half2: the 7 exponent and mantissa
-    // bits at 7-13 make half = E4M3 / 2^8, normal and subnormal alike; the
-    // sign bytes move by a permute.
-    nan_codes |= (w & 0x7F7F7F7Fu) + 0x01010101u;
-    const uint32_t em[2] = {(w << 7) & 0x3F803F80u, (w >> 1) & 0x3F803F80u};
-    const uint32_t sg[2] = {__byte_perm(w, 0u, 0x2404u),
-                            __byte_perm(w, 0u, 0x3414u)};
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const float2 v =
-          __half22float2(half2_of_bits(em[i] | (sg[i] & 0x80008000u)));
-      f[i] = v.x;
-      f[i + 2] = v.y;
-    }
-  }
-}
-
-// E8M0: 2^(c - 127), 255 is NaN (as the CPU's mx scales).
-__device__ __forceinline__ float e8m0(uint32_t c) {
-  return c == 255 ? __int_as_float(0x7fc00000)
-                  : __uint_as_float(c == 0 ? 0x00400000u : c << 23);
-}
-// E4M3 ("fn"): the 7 low bits at 20-26 of a float are the value / 2^120
-// (subnormals included); 0x7f / 0xff are NaN.
-__device__ __forceinline__ float e4m3(uint32_t c) {
-  if ((c & 0x7F) == 0x7F) {
-    return __int_as_float(0x7fc00000);
-  }
-  const float v = __uint_as_float((c & 0x7F) << 20) * 0x1p120f;
-  return (c & 0x80) ? -v : v;
-}
-
-// Scale and bias of group `g` (index into the scales), in float.
-template <typename T, int S>
-__device__ __forceinline__ void load_scale(const Params<T>& p, int64_t g,
-                                           float gscale, float& s, float& b) {
-  if constexpr (SchemeOf<S>::affine) {
-    s = cu::convert<float>(static_cast<const T*>(p.scales)[g]);
-    b = cu::convert<float>(static_cast<const T*>(p.biases)[g]);
-  } else {
-    const uint32_t c = static_cast<const uint8_t*>(p.scales)[g];
-    s = S == kNvfp4 ? e4m3(c) * gscale : e8m0(c);
-    b = 0;
-  }
-}
 
 // Shared-memory position (in floats) of code kk of a staged tile.
 template <int S>
@@ -415,7 +298,8 @@ struct Kernel {
 #pragma unroll
         for (int uu = 0; uu < Sc::upc; ++uu) {
           const int64_t k = int64_t{c0 + c} * Sc::cc + uu * Sc::uc;
-          load_scale<T, S>(p, n * groups_per_row + (k >> p.lgs), gscale,
+          load_scale<T, S>(p.scales, p.biases,
+                           n * groups_per_row + (k >> p.lgs), gscale,
                            d.s[u][uu], d.b[u][uu]);
         }
       }
@@ -589,12 +473,24 @@ bool launch(const Args& a, cudaStream_t stream) {
   return true;
 }
 
+// FLUXION_QMV_STAGED=1 keeps one row of x on the staged kernel too (an
+// A/B switch for benchmarks; read once).
+bool staged_only() {
+  static const bool on = [] {
+    const char* v = std::getenv("FLUXION_QMV_STAGED");
+    return v != nullptr && v[0] == '1';
+  }();
+  return on;
+}
+
 // Rows of x rounded up to the kernel's: 1, 2, 4 or 8 (the extra rows are
 // zeros in shared memory and are not written).
 template <typename T, int S>
 bool launch_rows(const Args& a, cudaStream_t stream) {
   if (a.rows <= 1) {
-    return launch<T, S, 1>(a, stream);
+    // One row (decoding one token): x in registers where it fits.
+    return (!staged_only() && launch_lanes<T, S>(a, stream)) ||
+           launch<T, S, 1>(a, stream);
   }
   if (a.rows == 2) {
     return launch<T, S, 2>(a, stream);

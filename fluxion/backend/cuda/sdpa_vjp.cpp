@@ -61,15 +61,18 @@ void host_vjp(const std::vector<array>& in, std::vector<array>& out,
   for (auto& o : out) {
     cu::alloc(o);
   }
-  std::vector<T> raw[5];
+  // The inputs are q, k, v, o, the row statistics (in M) and d_o.
+  std::vector<T> raw_q, raw_k, raw_v, raw_o, raw_do;
   std::vector<M> raw_lse;
-  for (int i : {0, 1, 2, 3, 5}) {
-    queue_to_host(c[i], raw[i == 5 ? 4 : i], stream);
-  }
+  queue_to_host(c[0], raw_q, stream);
+  queue_to_host(c[1], raw_k, stream);
+  queue_to_host(c[2], raw_v, stream);
+  queue_to_host(c[3], raw_o, stream);
   queue_to_host(c[4], raw_lse, stream);
+  queue_to_host(c[5], raw_do, stream);
   cu::check(cudaStreamSynchronize(stream), "scaled_dot_product_attention_vjp");
-  auto q = widened<M>(raw[0]), k = widened<M>(raw[1]), v = widened<M>(raw[2]),
-       o = widened<M>(raw[3]), d_o = widened<M>(raw[4]);
+  auto q = widened<M>(raw_q), k = widened<M>(raw_k), v = widened<M>(raw_v),
+       o = widened<M>(raw_o), d_o = widened<M>(raw_do);
   auto lse = widened<M>(raw_lse);
   common::SdpaVjpDims dims{in[0].shape(0), in[0].shape(1), in[1].shape(1),
                            in[0].shape(2), in[1].shape(2), in[0].shape(3),
