@@ -52,9 +52,31 @@ for f in "$BUILD"/gtest-gpu-[0-9]*.log; do
     tail -8 "$f"; }
 done
 summary="$summary\nC++ GPU tests: $passed passed, $skipped skipped (kernel not ported: the reason is in the log), $failed failed, $crashed shards crashed"
-PYTHONPATH="$BUILD/python" $PY -m pytest -q -rs tests/python/test_cuda*.py tests/python/test_nccl.py \
-  tests/python/test_backend_seam.py > "$BUILD/pytest-gpu.log" 2>&1 || status=1
-summary="$summary\nPython GPU tests: $(tail -1 "$BUILD/pytest-gpu.log")"
+# The Python GPU files in PY_SHARDS processes at once (every n-th test,
+# tests/python/conftest.py): one process spent ~90 s, mostly waiting on
+# the GPU and on Python, with 16 cores idle.
+PY_SHARDS=${PY_SHARDS:-4}
+j=0
+while [ $j -lt "$PY_SHARDS" ]; do
+  FLUXION_TEST_SHARD=$j/$PY_SHARDS PYTHONPATH="$BUILD/python" $PY -m pytest \
+    -q -rs -p no:cacheprovider tests/python/test_cuda*.py \
+    tests/python/test_nccl.py tests/python/test_backend_seam.py \
+    > "$BUILD/pytest-gpu-$j.log" 2>&1 &
+  j=$((j + 1))
+done
+wait
+cat "$BUILD"/pytest-gpu-[0-9]*.log > "$BUILD/pytest-gpu.log"
+# Each shard's last line counts its tests ("N passed, M skipped ... in T s"):
+# summed; a shard without it died.
+py_counts() {  # py_counts WORD: the sum of "<n> WORD" over the shards' last lines
+  for f in "$BUILD"/pytest-gpu-[0-9]*.log; do tail -1 "$f"; done |
+    grep -oE "[0-9]+ $1" | awk '{s += $1} END {print s + 0}'
+}
+py_done=$(for f in "$BUILD"/pytest-gpu-[0-9]*.log; do
+  tail -1 "$f" | grep -qE " in [0-9.]+s" && echo x; done | wc -l)
+py_failed=$(( $(py_counts failed) + $(py_counts error) ))
+[ "$py_failed" = 0 ] && [ "$py_done" = "$PY_SHARDS" ] || status=1
+summary="$summary\nPython GPU tests: $(py_counts passed) passed, $(py_counts skipped) skipped, $py_failed failed or errors, $((PY_SHARDS - py_done)) of $PY_SHARDS shards unfinished"
 if [ "${FULL:-0}" = 1 ]; then
   ( cd "$BUILD" && FLUXION_DEFAULT_DEVICE=cpu ctest -j "$JOBS" \
       > ctest-all.log 2>&1 ) || status=1

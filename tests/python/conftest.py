@@ -1,8 +1,23 @@
 """Session-wide pieces of the Python suite: the fuzz case count (see
 fuzz_support.py) printed at the end, so that the CI log shows the budget
-that ran."""
+that ran; FLUXION_TEST_SHARD=i/n keeps every n-th collected test from the
+i-th on (tools/test_gpu.sh runs the GPU files in shards at once)."""
 
+import os
 import sys
+
+
+def pytest_collection_modifyitems(config, items):
+    shard = os.environ.get("FLUXION_TEST_SHARD")
+    if not shard:
+        return
+    i, n = (int(v) for v in shard.split("/"))
+    if not 0 <= i < n:
+        raise ValueError(f"FLUXION_TEST_SHARD={shard}: want i/n, 0 <= i < n")
+    keep = items[i::n]
+    config.hook.pytest_deselected(
+        items=[t for k, t in enumerate(items) if k % n != i])
+    items[:] = keep
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
