@@ -11,8 +11,9 @@
 //    query heads on 8 KV heads read K and V once, not four times); the
 //    rows are (query head, query) pairs as in sdpa.cu;
 //  - a key's row is read by LPK lanes, 16 bytes each (D = 128 bf16: 16
-//    lanes), so a warp takes 32 / LPK keys at a time; each lane issues the
-//    loads of kKeys keys (K and V) before any arithmetic on them;
+//    lanes), so a warp takes 32 / LPK keys at a time; each lane copies its
+//    units of kKeys keys (K and V) into shared memory kStages - 1 steps
+//    ahead of their arithmetic (cp.async);
 //  - scores: each lane's partial dot products of its features with the
 //    query rows (held in registers, float); a reduce-scatter over the
 //    key's lanes leaves each lane the whole dot product of one or two
@@ -30,6 +31,7 @@
 // Within a block the 4 x (32 / LPK) key groups each keep their own softmax
 // state, merged through shared memory at the end.
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "fluxion/backend/cuda/occupancy.cuh"
@@ -43,6 +45,24 @@ constexpr int kDecWarps = 4;
 constexpr int kDecThreads = kDecWarps * 32;
 constexpr int kMaxSplits = 256;
 constexpr int kMinSplitKeys = 256;  // keys per split at least
+constexpr int kStages = 3;          // steps of K and V staged per lane
+
+// 16 bytes from global to shared memory without registers (cp.async, L2
+// only); `ok` false writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem,
+                                           bool ok) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst),
+               "l"(gmem), "r"(ok ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 // A 16-byte unit of a K or V row.
 template <typename T>
@@ -131,9 +151,18 @@ __global__ void __launch_bounds__(kDecThreads)
   constexpr int P = kKeys * ROWS;             // (key, row) pairs a step
   constexpr int V = P > LPK ? P / LPK : 1;    // pairs a lane owns
   constexpr int REP = LPK > P ? LPK / P : 1;  // lanes holding each pair
+  // The staged K and V units (kStages steps, each lane's own slots:
+  // [stage][slot][thread], conflict-free 16-byte accesses) share their
+  // memory with the groups' accumulators of the final merge.
+  constexpr int kSlots = 2 * kKeys * CPL;
+  constexpr size_t kStageBytes = size_t{kStages} * kSlots * kDecThreads * 16;
+  constexpr size_t kAccBytes = sizeof(float) * G * ROWS * DMAX;
+  __shared__ alignas(16)
+      unsigned char sm_raw[kStageBytes > kAccBytes ? kStageBytes : kAccBytes];
   __shared__ float sm_ml[G][ROWS][2];
-  __shared__ float sm_acc[G][ROWS][DMAX];
   __shared__ float sm_w[ROWS][G];
+  uint4* staged = reinterpret_cast<uint4*>(sm_raw);
+  auto sm_acc = reinterpret_cast<float(*)[ROWS][DMAX]>(sm_raw);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int grp = warp * KPW + lane / LPK;  // this lane's key group
@@ -196,28 +225,54 @@ __global__ void __launch_bounds__(kDecThreads)
   const T* vp = static_cast<const T*>(p.v) + b * p.vs[0] + hk * p.vs[1];
 
   // Steps of G * kKeys keys; group grp takes keys j0 + grp + G * t. The
-  // bound is uniform over the warp (its shuffles need every lane).
-  for (int j0 = kbeg; j0 < kstop; j0 += G * kKeys) {
-    Unit<T> kv[kKeys][CPL], vv[kKeys][CPL];
+  // bound is uniform over the warp (its shuffles need every lane). Each
+  // lane copies its units of step j0 + (kStages - 1) * step into shared
+  // memory (cp.async, zeros past the keys) before it works on step j0, so
+  // kStages - 1 steps of K and V are in flight behind the arithmetic (the
+  // first version loaded a step into registers and used it at once: on
+  // the H100 it ran at 56% of DRAM bandwidth, its loads in flight only
+  // while the warp waited for them).
+  constexpr int kStep = G * kKeys;
+  const int tid = threadIdx.x;
+  auto stage_step = [&](int j0, int stage) {
 #pragma unroll
     for (int t = 0; t < kKeys; ++t) {
       const int j = j0 + grp + G * t;
 #pragma unroll
       for (int c = 0; c < CPL; ++c) {
         const int u = gl + LPK * c;
-        if (j < kstop && u < nunits) {
-          kv[t][c] =
-              *reinterpret_cast<const Unit<T>*>(kp + j * p.ks[2] + u * VPC);
-          vv[t][c] =
-              *reinterpret_cast<const Unit<T>*>(vp + j * p.vs[2] + u * VPC);
-        } else {
-#pragma unroll
-          for (int e = 0; e < VPC; ++e) {
-            kv[t][c].v[e] = vv[t][c].v[e] = cu::convert<T>(0.0f);
-          }
-        }
+        const bool ok = j < kstop && u < nunits;
+        const T* ks = ok ? kp + int64_t{j} * p.ks[2] + u * VPC : kp;
+        const T* vs = ok ? vp + int64_t{j} * p.vs[2] + u * VPC : vp;
+        uint4* slot = staged + (stage * kSlots + t * CPL + c) * kDecThreads;
+        cp_async16(slot + tid, ks, ok);
+        cp_async16(slot + kKeys * CPL * kDecThreads + tid, vs, ok);
       }
     }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    stage_step(kbeg + s * kStep, s);
+  }
+  int stage = 0;
+  for (int j0 = kbeg; j0 < kstop; j0 += kStep) {
+    stage_step(j0 + (kStages - 1) * kStep, (stage + kStages - 1) % kStages);
+    cp_async_wait<kStages - 1>();  // this step's group is in
+    Unit<T> kv[kKeys][CPL], vv[kKeys][CPL];
+#pragma unroll
+    for (int t = 0; t < kKeys; ++t) {
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) {
+        const uint4* slot =
+            staged + (stage * kSlots + t * CPL + c) * kDecThreads;
+        const uint4 kr = slot[tid];
+        const uint4 vr = slot[kKeys * CPL * kDecThreads + tid];
+        memcpy(&kv[t][c], &kr, 16);
+        memcpy(&vv[t][c], &vr, 16);
+      }
+    }
+    stage = (stage + 1) % kStages;
     // The step's P = kKeys x ROWS (key, row) pairs, pair t * ROWS + r:
     // this lane's partial dot products, then a reduce-scatter over the
     // key's LPK lanes, after which lane gl holds the whole dot products of
@@ -334,7 +389,10 @@ __global__ void __launch_bounds__(kDecThreads)
   }
 
   // Merge the G groups' states: weights exp(m_g - max) per row and group,
-  // then every (row, feature) sums its groups.
+  // then every (row, feature) sums its groups. The accumulators reuse the
+  // staging memory: every copy done and read first.
+  cp_async_wait<0>();
+  __syncthreads();
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
     if (gl == 0) {
