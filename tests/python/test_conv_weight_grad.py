@@ -75,7 +75,7 @@ def numeric_grad(f, x, eps=1e-6):
     return g
 
 
-def setup(form, seed):
+def make_case(form, seed):
     _, f, xs, ws = form
     x, w = rng(xs, seed), rng(ws, seed + 1)
     c = rng(f(keep64(x), keep64(w)).shape, seed + 2)
@@ -84,7 +84,7 @@ def setup(form, seed):
 
 @pytest.mark.parametrize("form", FORMS, ids=IDS)
 def test_one_node_against_finite_differences(form):
-    f, x, w, c = setup(form, 10)
+    f, x, w, c = make_case(form, 10)
 
     def loss(xa, wa):
         return mx.sum(f(xa, wa) * keep64(c))
@@ -103,7 +103,7 @@ def test_one_node_against_finite_differences(form):
 @pytest.mark.parametrize("form", FORMS, ids=IDS)
 def test_second_order(form):
     """The node's own vjp: d/dx and d/dct of <R, wgrad(x, ct)>."""
-    f, x, w, c = setup(form, 20)
+    f, x, w, c = make_case(form, 20)
     r = rng(w.shape, 23)
 
     def gw(xa, ca):
