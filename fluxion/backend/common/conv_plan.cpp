@@ -150,6 +150,18 @@ int64_t fit_post(int64_t in, int64_t filter, int64_t pre, int64_t want,
 // The spatial parameters' slot for array axis i (1-D: after the unit H).
 int slot(int d, int i) { return d == 1 ? 1 : i; }
 
+// Sets array axis i's spatial parameters of m (of d axes); false where
+// cuDNN cannot take them (a negative padding).
+bool set_axis(Mapping& m, int d, int i, int64_t pre, int64_t post,
+              int64_t stride, int64_t dilation) {
+  const int j = slot(d, i);
+  m.pre[j] = pre;
+  m.post[j] = post;
+  m.stride[j] = stride;
+  m.dilation[j] = dilation;
+  return pre >= 0 && post >= 0;
+}
+
 // Whether any entry is not 1 (a stride or an input dilation in use).
 bool any_not_one(const std::vector<int>& v) {
   return std::any_of(v.begin(), v.end(), [](int e) { return e != 1; });
@@ -241,12 +253,7 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
       const int64_t post =
           fit_post(ys[i + 1], K, pre, xs[i + 1], input_dilation[i], kd,
                    (K - 1) * kd - padding_hi[i]);
-      data_ok = pre >= 0 && post >= 0;
-      const int j = slot(d, i);
-      m.pre[j] = pre;
-      m.post[j] = post;
-      m.stride[j] = input_dilation[i];
-      m.dilation[j] = kd;
+      data_ok = set_axis(m, d, i, pre, post, input_dilation[i], kd);
     }
     if (data_ok) {
       m.y = tensor(xs, xst, 0, d + 1);  // DY: our input
@@ -296,12 +303,7 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
     const int64_t K = ws[i + 1], kd = kernel_dilation[i];
     const int64_t post = fit_post(xs[i + 1], K, padding_lo[i], ys[i + 1],
                                   stride[i], kd, padding_hi[i]);
-    forward_ok = padding_lo[i] >= 0 && post >= 0;
-    const int j = slot(d, i);
-    f.pre[j] = padding_lo[i];
-    f.post[j] = post;
-    f.stride[j] = stride[i];
-    f.dilation[j] = kd;
+    forward_ok = set_axis(f, d, i, padding_lo[i], post, stride[i], kd);
   }
   if (forward_ok) {
     f.x = tensor(xs, xst, 0, d + 1);
@@ -331,12 +333,7 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
     const int64_t S = kernel_dilation[i], D = stride[i];
     const int64_t post =
         fit_post(xs[i + 1], Kr, padding_lo[i], ws[i + 1], S, D, -1);
-    filter_ok = padding_lo[i] >= 0 && post >= 0;
-    const int j = slot(d, i);
-    b.pre[j] = padding_lo[i];
-    b.post[j] = post;
-    b.stride[j] = S;
-    b.dilation[j] = D;
+    filter_ok = set_axis(b, d, i, padding_lo[i], post, S, D);
   }
   if (filter_ok) {
     b.x = tensor(xs, xst, d + 1, 0);
@@ -429,12 +426,7 @@ std::vector<Mapping> weight_grad_mappings(
       const int64_t K = ys[i + 1], kd = kernel_dilation[i];
       const int64_t post = fit_post(xs[i + 1], K, padding_lo[i], cts[i + 1],
                                     stride[i], kd, -1);
-      ok = padding_lo[i] >= 0 && post >= 0;
-      const int j = slot(d, i);
-      m.pre[j] = padding_lo[i];
-      m.post[j] = post;
-      m.stride[j] = stride[i];
-      m.dilation[j] = kd;
+      ok = set_axis(m, d, i, padding_lo[i], post, stride[i], kd);
     }
     if (ok) {
       m.x = packed_or_copy(xs, xst, m.pack_input);
@@ -463,12 +455,7 @@ std::vector<Mapping> weight_grad_mappings(
       const int64_t pre = (K - 1) * kd - padding_lo[i];
       const int64_t post = fit_post(cts[i + 1], K, pre, xs[i + 1],
                                     input_dilation[i], kd, -1);
-      ok = pre >= 0 && post >= 0;
-      const int j = slot(d, i);
-      m.pre[j] = pre;
-      m.post[j] = post;
-      m.stride[j] = input_dilation[i];
-      m.dilation[j] = kd;
+      ok = set_axis(m, d, i, pre, post, input_dilation[i], kd);
     }
     if (ok) {
       m.x = packed_or_copy(cts, ctst, m.pack_weight);
