@@ -31,7 +31,10 @@ CudnnSdpaInfo cudnn_sdpa_info();
 // convolutions ran as each cuDNN operation, how many shapes' cuDNN plans
 // failed (those run the general path), and how many ran each kernel of
 // the general path: direct (one input channel per group), reduce (one
-// output channel per group, long sums) or im2col + matmul.
+// output channel per group, long sums) or im2col + matmul;
+// weight_grad_composite counts the ConvolutionWeightGrad nodes no cuDNN
+// operation took, computed as the Convolution of rearranged (copied)
+// operands.
 struct ConvStats {
   bool cudnn_loaded = false;
   int64_t cudnn_version = 0;
@@ -39,6 +42,7 @@ struct ConvStats {
   int64_t cudnn_forward = 0, cudnn_backward_data = 0, cudnn_backward_filter = 0,
           cudnn_failed_plans = 0;
   int64_t direct = 0, reduce = 0, im2col = 0;
+  int64_t weight_grad_composite = 0;
 };
 ConvStats conv_stats();
 

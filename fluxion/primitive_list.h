@@ -82,6 +82,7 @@
   X(ArgPartition, sort, 1, 1)                     \
   X(Scan, sort, 1, 1)                             \
   X(Convolution, conv, 1, 1)                      \
+  X(ConvolutionWeightGrad, conv, 1, 1)            \
   X(FFT, fft, 1, 1)                               \
   X(fast::LayerNorm, fast, 1, 1)                  \
   X(fast::RMSNorm, fast, 1, 1)                    \

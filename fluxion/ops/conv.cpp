@@ -427,3 +427,70 @@ void Convolution::print(std::ostream& os) const {
 }
 
 }  // namespace fluxion
+
+namespace fluxion {
+
+bool ConvolutionWeightGrad::is_equivalent(const Primitive& o) const {
+  if (typeid(o) != typeid(*this)) {
+    return false;
+  }
+  auto& c = static_cast<const ConvolutionWeightGrad&>(o);
+  return c.kernel_size_ == kernel_size_ && c.stride_ == stride_ &&
+         c.padding_lo_ == padding_lo_ &&
+         c.kernel_dilation_ == kernel_dilation_ &&
+         c.input_dilation_ == input_dilation_ && c.groups_ == groups_ &&
+         c.flip_ == flip_;
+}
+
+std::vector<PrimitiveArg> ConvolutionWeightGrad::state() const {
+  return export_state(export_ints(kernel_size_), export_ints(stride_),
+                      export_ints(padding_lo_), export_ints(kernel_dilation_),
+                      export_ints(input_dilation_), int64_t{groups_}, flip_);
+}
+
+std::shared_ptr<Primitive> ConvolutionWeightGrad::from_state(
+    Stream s, const std::vector<PrimitiveArg>& args) {
+  PrimitiveArgs a(args, "ConvolutionWeightGrad");
+  return std::make_shared<ConvolutionWeightGrad>(
+      s, a.ints(0), a.ints(1), a.ints(2), a.ints(3), a.ints(4), a.i32(5),
+      a.b(6));
+}
+
+std::vector<Shape> ConvolutionWeightGrad::output_shapes(
+    const std::vector<array>& in) {
+  // Checked, as an imported node's parameters are only as sound as this
+  // rule makes them: the kernels index with them.
+  const auto& x = in[0].shape();
+  const auto& ct = in[1].shape();
+  const size_t d = kernel_size_.size();
+  bool ok = d >= 1 && x.size() == d + 2 && ct.size() == d + 2 &&
+            x[0] == ct[0] && groups_ > 0 && x.back() % groups_ == 0 &&
+            ct.back() % groups_ == 0;
+  for (const auto* v : {&stride_, &padding_lo_, &kernel_dilation_,
+                        &input_dilation_}) {
+    ok = ok && v->size() == d;
+  }
+  for (size_t i = 0; i < d && ok; ++i) {
+    ok = kernel_size_[i] >= 1 && stride_[i] >= 1 &&
+         kernel_dilation_[i] >= 1 && input_dilation_[i] >= 1;
+  }
+  if (!ok) {
+    throw std::invalid_argument(
+        "[ConvolutionWeightGrad] Received inputs of shapes " + shape_str(x) +
+        " and " + shape_str(ct) + " that do not fit its parameters.");
+  }
+  Shape out{ct.back()};
+  out.insert(out.end(), kernel_size_.begin(), kernel_size_.end());
+  out.push_back(x.back() / groups_);
+  return {out};
+}
+
+void ConvolutionWeightGrad::print(std::ostream& os) const {
+  os << "ConvolutionWeightGrad(kernel=" << vec_str(kernel_size_)
+     << ", stride=" << vec_str(stride_) << ", padding=" << vec_str(padding_lo_)
+     << ", kernel_dilation=" << vec_str(kernel_dilation_)
+     << ", input_dilation=" << vec_str(input_dilation_)
+     << ", groups=" << groups_ << (flip_ ? ", flip" : "") << ")";
+}
+
+}  // namespace fluxion

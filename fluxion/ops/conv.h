@@ -147,4 +147,59 @@ class Convolution : public Primitive {
   bool flip_;
 };
 
+// The weight's cotangent of a grouped Convolution (its vjp with respect to
+// the weight when groups > 1), as one node reading the forward's input x
+// [N, L..., C_in] and the cotangent ct [N, O..., C_out] as they are; the
+// output is weight-shaped, [C_out, K..., C_in/groups] (K the kernel's
+// spatial size, a parameter: strides make it ambiguous from the shapes).
+// The parameters are the forward's (padding_hi aside, which O implies).
+// It stands for the composite the rule wrote before: the input
+// rearranged to [C_in/g, L..., g N] (batch as channels, one group per
+// convolution group) correlated with the cotangent [C_out, O..., N]
+// (conv_detail::weight_grad_composite): the CPU computes exactly that; the
+// GPU maps it onto cuDNN's backward filter over x and ct without copies
+// (backend/common/conv_plan.h) and computes the composite where cuDNN
+// cannot. It is bilinear, so its rules are convolutions again: the vjp
+// with respect to x is the forward's input gradient with the cotangent as
+// weight, with respect to ct the forward convolution with it.
+class ConvolutionWeightGrad : public Primitive {
+ public:
+  ConvolutionWeightGrad(Stream s, std::vector<int> kernel_size,
+                        std::vector<int> stride, std::vector<int> padding_lo,
+                        std::vector<int> kernel_dilation,
+                        std::vector<int> input_dilation, int groups, bool flip)
+      : Primitive(s),
+        kernel_size_(std::move(kernel_size)),
+        stride_(std::move(stride)),
+        padding_lo_(std::move(padding_lo)),
+        kernel_dilation_(std::move(kernel_dilation)),
+        input_dilation_(std::move(input_dilation)),
+        groups_(groups),
+        flip_(flip) {}
+  FLUXION_DECLARE_EVAL
+  const char* name() const override { return "ConvolutionWeightGrad"; }
+  FLUXION_DECLARE_STATE
+  void print(std::ostream& os) const override;
+  FLUXION_DECLARE_RULES
+  bool is_equivalent(const Primitive& o) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override;
+
+  const std::vector<int>& kernel_size() const { return kernel_size_; }
+  const std::vector<int>& stride() const { return stride_; }
+  const std::vector<int>& padding_lo() const { return padding_lo_; }
+  const std::vector<int>& kernel_dilation() const { return kernel_dilation_; }
+  const std::vector<int>& input_dilation() const { return input_dilation_; }
+  int groups() const { return groups_; }
+  bool flip() const { return flip_; }
+
+ private:
+  std::vector<int> kernel_size_;
+  std::vector<int> stride_;
+  std::vector<int> padding_lo_;
+  std::vector<int> kernel_dilation_;
+  std::vector<int> input_dilation_;
+  int groups_;
+  bool flip_;
+};
+
 }  // namespace fluxion

@@ -42,4 +42,23 @@ array checked_conv(array in, array wt, ConvParams p, int spatial,
 void check_padding(const std::vector<int>& lo, const std::vector<int>& hi,
                    const char* op);
 
+// The cotangents of the convolution of x with a weight: the input's (with
+// weight `w`; x is read for its shape only) and the weight's, of kernel
+// spatial size `kernel` (the parameters' padding_hi is not read). Both are
+// bilinear, which the rules of ConvolutionWeightGrad use.
+array input_grad(const array& x, const array& w, const array& ct,
+                 const ConvParams& p, Stream s);
+// A ConvolutionWeightGrad node when groups > 1, else weight_grad_composite
+// (with one group its operands are transposed views: no copy to avoid).
+array weight_grad(const array& x, const array& ct,
+                  const std::vector<int>& kernel, const ConvParams& p,
+                  Stream s);
+// The weight's cotangent written with ops as one Convolution: the input as
+// [C_in/g, L..., g N] (batch as channels, one group per convolution group;
+// a copy when g > 1) correlated with the cotangent as [C_out, O..., N],
+// the result transposed back (and reversed where the forward flips).
+array weight_grad_composite(const array& x, const array& ct,
+                            const std::vector<int>& kernel,
+                            const ConvParams& p, Stream s);
+
 }  // namespace fluxion::conv_detail

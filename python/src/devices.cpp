@@ -370,13 +370,16 @@ Example:
         d["direct"] = i.direct;
         d["reduce"] = i.reduce;
         d["im2col"] = i.im2col;
+        d["weight_grad_composite"] = i.weight_grad_composite;
         return d;
       },
       "The Convolution primitive's GPU paths in this process (private, for "
       "tests and benchmarks): whether cuDNN loaded (else why not), how many "
       "convolutions ran as each cuDNN operation, how many shapes' cuDNN "
-      "plans failed, and how many ran each kernel of the general path "
-      "(direct, reduce, im2col + matmul).");
+      "plans failed, how many ran each kernel of the general path "
+      "(direct, reduce, im2col + matmul), and how many grouped weight "
+      "gradients no cuDNN operation took (weight_grad_composite: run as "
+      "the convolution of copied operands).");
   m.def(
       "_gpu_fused_kernel_stats",
       [] {

@@ -3,6 +3,7 @@
 // float64 shapes keep the finite-difference checks fast. References: a
 // direct loop over output positions and taps (conv_ref), the transposed
 // forms by scattering each input element through the kernel.
+#include "fluxion/ops/conv_impl.h"
 #include "op_cases.h"
 
 namespace fluxion::test {
@@ -85,6 +86,65 @@ array conv_ref(const array& x, const array& w, ConvParams p) {
     }
     return host_array(v, out);
   }();
+}
+
+// The weight gradient of conv_ref's convolution with cotangent ct [N, O...,
+// C_out] and kernel spatial size `ks` by its definition: each output
+// element's cotangent times the input each tap reads, added into the tap.
+array conv_weight_grad_ref(const array& x, const array& ct,
+                           std::vector<int> ks, ConvParams p) {
+  int nd = x.ndim() - 2;
+  Host hx(x), hc(ct);
+  int n = x.shape(0), cin = x.shape(-1), cout = ct.shape(-1);
+  int cg = cin / p.groups, og = cout / p.groups;
+  std::vector<int> in_sp, o_sp;
+  Shape ws{cout};
+  for (int d = 0; d < nd; ++d) {
+    in_sp.push_back(x.shape(1 + d));
+    o_sp.push_back(ct.shape(1 + d));
+    ws.push_back(ks[d]);
+  }
+  ws.push_back(cg);
+  int64_t taps = 1, positions = 1;
+  for (int k : ks) taps *= k;
+  for (int o : o_sp) positions *= o;
+  std::vector<double> v(shape_size(ws), 0.0);
+  for (int b = 0; b < n; ++b) {
+    for (int64_t q = 0; q < positions; ++q) {
+      std::vector<int> o(nd);
+      int64_t r = q;
+      for (int d = nd - 1; d >= 0; --d) {
+        o[d] = static_cast<int>(r % o_sp[d]);
+        r /= o_sp[d];
+      }
+      for (int64_t t = 0; t < taps; ++t) {
+        std::vector<int> k(nd);
+        int64_t xoff = b, rt = t;
+        bool inside = true;
+        for (int d = nd - 1; d >= 0; --d) {
+          k[d] = static_cast<int>(rt % ks[d]);
+          rt /= ks[d];
+        }
+        for (int d = 0; d < nd; ++d) {
+          int kk = p.flip ? ks[d] - 1 - k[d] : k[d];
+          int pos = o[d] * p.stride[d] + kk * p.kdil[d] - p.lo[d];
+          inside = inside && pos >= 0 && pos % p.idil[d] == 0 &&
+                   pos / p.idil[d] < in_sp[d];
+          xoff = xoff * in_sp[d] + (inside ? pos / p.idil[d] : 0);
+        }
+        if (!inside) continue;
+        for (int co = 0; co < cout; ++co) {
+          int g = co / og;
+          double c = hc.v[(b * positions + q) * cout + co];
+          for (int ci = 0; ci < cg; ++ci) {
+            v[(co * taps + t) * cg + ci] +=
+                c * hx.v[xoff * cin + g * cg + ci];
+          }
+        }
+      }
+    }
+  }
+  return host_array(v, ws);
 }
 
 // The transposed convolution by its definition: each input element at i
@@ -255,6 +315,31 @@ std::vector<OpCase> conv_cases() {
       {3, 3, 2, 1},
       general({{2, 2}, {1, 1}, {1, 1}, {}, {}, 3, false}),
       true);
+  // The grouped weight gradient's own node (ConvolutionWeightGrad), as the
+  // vjp builds it: of the input and the cotangent.
+  auto wgrad = [](std::vector<int> ks, P p) {
+    return [ks, p](const array& x, const array& ct) {
+      conv_detail::ConvParams q{p.stride, p.lo, p.hi, p.kdil,
+                                p.idil,   p.groups, p.flip};
+      return conv_detail::weight_grad(x, ct, ks, q, to_stream({}));
+    };
+  };
+  auto wgrad_ref = [](std::vector<int> ks, P p) {
+    return [ks, p](const array& x, const array& ct) {
+      return conv_weight_grad_ref(x, ct, ks, p);
+    };
+  };
+  // 2-D depthwise with a channel multiplier, strided, padded: x [1, 5, 4,
+  // 2], weight [4, 3, 2, 1], cotangent [1, 3, 3, 4].
+  P dw{{2, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, false};
+  add("conv_weight_grad_depthwise", wgrad({3, 2}, dw), {1, 5, 4, 2},
+      {1, 3, 3, 4}, wgrad_ref({3, 2}, dw), true);
+  // 1-D, groups 2, flipped, kernel and input dilation, asymmetric
+  // padding: L 4 -> dilated 7, padded 2 + 1, kernel 2 dilated 2: 8
+  // outputs.
+  P fl{{1}, {2}, {1}, {2}, {2}, 2, true};
+  add("conv_weight_grad_flip_input_dilation", wgrad({2}, fl), {2, 4, 4},
+      {2, 8, 2}, wgrad_ref({2}, fl));
   return c;
 }
 

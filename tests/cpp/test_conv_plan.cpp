@@ -1,8 +1,8 @@
 // The GPU convolution's plan (backend/common/conv_plan.h), checked without
-// a GPU against the CPU kernel, on every Convolution node of a set of
-// convolutions and of their gradients (the rules' nodes, with the strides
-// their operands really have: transposed views, negative padding, input
-// dilation):
+// a GPU against the CPU kernel, on every Convolution and
+// ConvolutionWeightGrad node of a set of convolutions and of their
+// gradients (the rules' nodes, with the strides their operands really
+// have: transposed views, negative padding, input dilation):
 //  - the general path: the unfolded matrix of conv_plan::im2col_source
 //    times the weight, and conv_plan::direct_tile where the GPU runs its
 //    direct kernel (one input channel per group), the very index code the
@@ -13,16 +13,19 @@
 //    copies where it asks for packing, the weight's rearrangement and the
 //    filter gradient's copy into the output done as cu::copy_region would),
 //    after checking the size relation cuDNN enforces between its tensors;
+//  - ConvolutionWeightGrad: every backward filter weight_grad_mappings
+//    offers, emulated the same way, and its composite (the Convolution the
+//    GPU runs where cuDNN does not take the node) through all of the above;
 //  - that the benchmark's forms get the operation meant for them (forward,
 //    backward data for the input gradient, backward filter for the weight
-//    gradient) without copies.
+//    gradient) without copies, grouped and depthwise ones included.
 // The emulation, for output p of a spatial axis, tap r, stride S, dilation
 // D and pre-padding P: forward y[n, k, p] = sum x[n, g Cw + c, p S + r D -
 // P] w[k, c, r'] over c < Cw = W's C and taps r (r' = R - 1 - r in
 // CUDNN_CONVOLUTION mode, else r), g = k / (K / groups), groups = X's C /
 // W's C; backward data dx[n, c, i] = sum over the k of c's group and the
 // (p, r) with p S + r D - P = i of dy[n, k, p] w[k, c mod Cw, r'];
-// backward filter dw[k, c, r] = sum over n, p of x[n, g Cw + c, p S + r D
+// backward filter dw[k, c, r] = sum over n, p of x[n, g Cw + c, p S + r' D
 // - P] dy[n, k, p].
 #include <functional>
 #include <random>
@@ -32,6 +35,7 @@
 #include "fluxion/backend/common/conv_plan.h"
 #include "fluxion/ops/common.h"
 #include "fluxion/ops/conv.h"
+#include "fluxion/ops/conv_impl.h"
 #include "fluxion/transforms.h"
 #include "device_scope.h"
 #include "test_utils.h"
@@ -53,13 +57,15 @@ array rnd(const Shape& shape, unsigned seed) {
   return array(v.begin(), shape, float64);
 }
 
-// Every Convolution node reachable from `a`, in no particular order.
+// Every Convolution (and ConvolutionWeightGrad) node reachable from `a`,
+// in no particular order.
 void collect(const array& a, std::vector<array>& out,
              std::set<uintptr_t>& seen) {
   if (!a.has_primitive() || !seen.insert(a.id()).second) {
     return;
   }
-  if (std::string(a.primitive().name()) == "Convolution") {
+  const std::string name = a.primitive().name();
+  if (name == "Convolution" || name == "ConvolutionWeightGrad") {
     out.push_back(a);
   }
   for (const auto& in : a.inputs()) {
@@ -207,7 +213,6 @@ std::vector<double> emulate(const cp::Mapping& m, const Buf& xb,
       });
       break;
     case cp::Op::backward_filter:
-      EXPECT_FALSE(m.convolution_mode) << where(m);
       for_each(W.nd, W.dim, [&](const int64_t* wi) {
         const int64_t g = wi[0] / Kg;
         double s = 0;
@@ -216,8 +221,8 @@ std::vector<double> emulate(const cp::Mapping& m, const Buf& xb,
         for_each(sp + 1, ndims, [&](const int64_t* np) {
           int64_t xi[5] = {np[0], g * Cw + wi[1]}, yi[5] = {np[0], wi[0]};
           for (int a = 0; a < sp; ++a) {
-            xi[2 + a] = np[1 + a] * m.stride[a] + wi[2 + a] * m.dilation[a] -
-                        m.pre[a];
+            xi[2 + a] = np[1 + a] * m.stride[a] +
+                        tap(wi + 2, a) * m.dilation[a] - m.pre[a];
             if (xi[2 + a] < 0 || xi[2 + a] >= X.dim[2 + a]) {
               return;
             }
@@ -232,7 +237,8 @@ std::vector<double> emulate(const cp::Mapping& m, const Buf& xb,
   return out;
 }
 
-// dst[idx . c.dst] = src[idx . c.src] over c.shape (cu::copy_region).
+// dst[idx . c.dst] = src[c.src_offset + idx . c.src] over c.shape
+// (cu::copy_region).
 void copy_region(const cp::Copy& c, const Buf& src, std::vector<double>& dst,
                  const std::string& what) {
   ASSERT_EQ(c.src.size(), c.shape.size()) << what;
@@ -241,7 +247,7 @@ void copy_region(const cp::Copy& c, const Buf& src, std::vector<double>& dst,
   std::vector<int64_t> idx(dims.size(), 0);
   const int64_t total = shape_size(c.shape);
   for (int64_t e = 0; e < total; ++e) {
-    int64_t so = 0, d = 0;
+    int64_t so = c.src_offset, d = 0;
     for (size_t i = 0; i < dims.size(); ++i) {
       so += idx[i] * c.src[i];
       d += idx[i] * c.dst[i];
@@ -279,15 +285,12 @@ std::vector<double> run_mapping(const cp::Mapping& m, const array& x,
       return emulate(m, Buf{}, wrb, xb, out_n);
     }
     case cp::Op::backward_filter: {
-      EXPECT_FALSE(m.pack_input || m.pack_weight) << where(m);
-      Buf xr = xb;
-      if (m.input_elems > 0) {  // grouped: the input rearranged first
-        xr.own.assign(m.input_elems, kNaN);
-        copy_region(m.input_copy, xb, xr.own, "input rearrangement");
-        xr.p = xr.own.data();
-        xr.n = m.input_elems;
+      const Buf& X = m.swap_operands ? wb : xb;
+      const Buf& DY = m.swap_operands ? xb : wb;
+      if (m.scratch_elems == 0) {  // DW is our output
+        return emulate(m, X, Buf{}, DY, out_n);
       }
-      auto dw = emulate(m, xr, Buf{}, wb, m.scratch_elems);
+      auto dw = emulate(m, X, Buf{}, DY, m.scratch_elems);
       Buf dwb;
       dwb.p = dw.data();
       dwb.n = static_cast<int64_t>(dw.size());
@@ -338,6 +341,123 @@ std::vector<double> general(const cp::Geometry& g, const std::vector<double>& x,
   return y;
 }
 
+// A Convolution's parameters (the node's, or a composite's).
+struct ConvArgs {
+  std::vector<int> stride, lo, hi, kd, id;
+  int groups = 1;
+  bool flip = false;
+  static ConvArgs of(const Convolution& c) {
+    return {c.stride(),         c.padding_lo(), c.padding_hi(),
+            c.kernel_dilation(), c.input_dilation(), c.groups(), c.flip()};
+  }
+};
+
+// A Convolution of x and w (any strides) giving `want` [ys], on every
+// path: the general path's im2col and direct kernel, every cuDNN mapping.
+// Returns the mappings' operations.
+std::vector<cp::Op> check_conv(const std::string& name, const ConvArgs& c,
+                               const array& x, const array& w,
+                               const Shape& ys,
+                               const std::vector<double>& want) {
+  std::ostringstream os;
+  os << name << ": node x" << shape_str(x.shape()) << " w"
+     << shape_str(w.shape()) << " y" << shape_str(ys) << " stride "
+     << vec_str(c.stride) << " lo " << vec_str(c.lo) << " hi "
+     << vec_str(c.hi) << " kd " << vec_str(c.kd) << " id " << vec_str(c.id)
+     << " g " << c.groups << " flip " << c.flip;
+  const std::string what = os.str();
+  const auto g = cp::geometry(x.shape(), w.shape(), ys, c.stride, c.lo, c.kd,
+                              c.id, c.groups, c.flip);
+  auto xv = to_vector<double>(x);
+  auto wv = to_vector<double>(w);
+  expect_close(general(g, xv, wv), want, what + " (im2col)");
+  if (g.cin_g == 1) {
+    // The direct kernel's items, 4 outputs each (32-bit indices).
+    std::vector<double> direct(want.size(), kNaN);
+    const int64_t items = cp::direct_items<4, uint32_t>(g);
+    for (int64_t i = 0; i < items; ++i) {
+      cp::direct_tile<4, double, uint32_t>(
+          g, static_cast<uint32_t>(i), [&](int64_t k) { return xv[k]; },
+          [&](int64_t k) { return wv[k]; },
+          [&](int64_t k, double v) {
+            ASSERT_TRUE(k >= 0 && k < static_cast<int64_t>(direct.size()));
+            ASSERT_TRUE(std::isnan(direct[k])) << "written twice: " << k;
+            direct[k] = v;
+          });
+    }
+    expect_close(direct, want, what + " (direct)");
+  }
+  auto maps = cp::cudnn_mappings(x.shape(), x.strides(), w.shape(),
+                                 w.strides(), ys, c.stride, c.lo, c.hi, c.kd,
+                                 c.id, c.groups, c.flip);
+  std::vector<cp::Op> ops;
+  for (const auto& m : maps) {
+    ops.push_back(m.op);
+    expect_close(run_mapping(m, x, w, static_cast<int64_t>(want.size())),
+                 want, what + " (cuDNN " + m.str() + ")");
+  }
+  return ops;
+}
+
+// A float64 array holding `v` as `shape`.
+array from(const std::vector<double>& v, const Shape& shape) {
+  return array(v.begin(), shape, float64);
+}
+
+// ConvolutionWeightGrad of x and ct giving `want` [ys]: every cuDNN
+// mapping, and its composite (the GPU's fallback) through check_conv.
+std::vector<cp::Op> check_weight_grad(const std::string& name,
+                                      const ConvolutionWeightGrad& c,
+                                      const array& x, const array& ct,
+                                      const Shape& ys,
+                                      const std::vector<double>& want) {
+  std::ostringstream os;
+  os << name << ": weight grad x" << shape_str(x.shape()) << " ct"
+     << shape_str(ct.shape()) << " y" << shape_str(ys) << " stride "
+     << vec_str(c.stride()) << " lo " << vec_str(c.padding_lo()) << " kd "
+     << vec_str(c.kernel_dilation()) << " id " << vec_str(c.input_dilation())
+     << " g " << c.groups() << " flip " << c.flip();
+  const std::string what = os.str();
+  auto maps = cp::weight_grad_mappings(
+      x.shape(), x.strides(), ct.shape(), ct.strides(), ys, c.stride(),
+      c.padding_lo(), c.kernel_dilation(), c.input_dilation(), c.groups(),
+      c.flip());
+  std::vector<cp::Op> ops;
+  for (const auto& m : maps) {
+    ops.push_back(m.op);
+    expect_close(run_mapping(m, x, ct, static_cast<int64_t>(want.size())),
+                 want, what + " (cuDNN " + m.str() + ")");
+  }
+  // The composite: operands rearranged as cu::copy_region does, the
+  // Convolution checked on every path against the CPU, its result
+  // rearranged into the output.
+  const auto k = cp::weight_grad_composite(
+      x.shape(), x.strides(), ct.shape(), ct.strides(), c.kernel_size(),
+      c.stride(), c.padding_lo(), c.kernel_dilation(), c.input_dilation(),
+      c.groups(), c.flip());
+  std::vector<double> xin(shape_size(k.xin), kNaN),
+      kern(shape_size(k.kern), kNaN);
+  copy_region(k.input, as_is(x), xin, what + " input rearrangement");
+  copy_region(k.cotangent, as_is(ct), kern, what + " cotangent's copy");
+  auto xa = from(xin, k.xin), ka = from(kern, k.kern);
+  ConvArgs q{k.stride,         k.padding_lo, k.padding_hi, k.kernel_dilation,
+             k.input_dilation, k.groups,     false};
+  conv_detail::ConvParams p{k.stride,          k.padding_lo, k.padding_hi,
+                            k.kernel_dilation, k.input_dilation, k.groups,
+                            false};
+  auto r = conv_detail::make_conv(xa, ka, p, default_stream(kCpu));
+  EXPECT_EQ(r.shape(), k.r) << what;
+  auto rv = to_vector<double>(r);
+  check_conv(what + " composite", q, xa, ka, k.r, rv);
+  std::vector<double> out(want.size(), kNaN);
+  Buf rb;
+  rb.p = rv.data();
+  rb.n = static_cast<int64_t>(rv.size());
+  copy_region(k.result, rb, out, what + " composite's result");
+  expect_close(out, want, what + " (composite)");
+  return ops;
+}
+
 struct Checked {
   int nodes = 0;
   std::vector<std::vector<cp::Op>> ops;  // the mappings of each node
@@ -366,52 +486,17 @@ Checked check_all(const std::string& name,
     auto ins = node.inputs();
     // Held: evaluating the node detaches it from its primitive.
     auto prim = node.primitive_ptr();
-    auto& c = static_cast<Convolution&>(*prim);
     eval(ins);
     const Shape ys = node.shape();
     auto want = to_vector<double>(node);
-    std::ostringstream os;
-    os << name << ": node x" << shape_str(ins[0].shape()) << " w"
-       << shape_str(ins[1].shape()) << " y" << shape_str(ys) << " stride "
-       << vec_str(c.stride()) << " lo " << vec_str(c.padding_lo()) << " hi "
-       << vec_str(c.padding_hi()) << " kd " << vec_str(c.kernel_dilation())
-       << " id " << vec_str(c.input_dilation()) << " g " << c.groups()
-       << " flip " << c.flip();
-    const std::string what = os.str();
-    const auto g = cp::geometry(ins[0].shape(), ins[1].shape(), ys,
-                                c.stride(), c.padding_lo(),
-                                c.kernel_dilation(), c.input_dilation(),
-                                c.groups(), c.flip());
-    auto xv = to_vector<double>(ins[0]);
-    auto wv = to_vector<double>(ins[1]);
-    expect_close(general(g, xv, wv), want, what + " (im2col)");
-    if (g.cin_g == 1) {
-      // The direct kernel's items, 4 outputs each (32-bit indices).
-      std::vector<double> direct(want.size(), kNaN);
-      const int64_t items = cp::direct_items<4, uint32_t>(g);
-      for (int64_t i = 0; i < items; ++i) {
-        cp::direct_tile<4, double, uint32_t>(
-            g, static_cast<uint32_t>(i), [&](int64_t k) { return xv[k]; },
-            [&](int64_t k) { return wv[k]; },
-            [&](int64_t k, double v) {
-              ASSERT_TRUE(k >= 0 && k < static_cast<int64_t>(direct.size()));
-              ASSERT_TRUE(std::isnan(direct[k])) << "written twice: " << k;
-              direct[k] = v;
-            });
-      }
-      expect_close(direct, want, what + " (direct)");
+    if (auto* wg = dynamic_cast<ConvolutionWeightGrad*>(prim.get())) {
+      result.ops.push_back(check_weight_grad(name, *wg, ins[0], ins[1], ys,
+                                             want));
+    } else {
+      auto& c = static_cast<Convolution&>(*prim);
+      result.ops.push_back(check_conv(name, ConvArgs::of(c), ins[0], ins[1],
+                                      ys, want));
     }
-    auto maps = cp::cudnn_mappings(
-        ins[0].shape(), ins[0].strides(), ins[1].shape(), ins[1].strides(),
-        ys, c.stride(), c.padding_lo(), c.padding_hi(), c.kernel_dilation(),
-        c.input_dilation(), c.groups(), c.flip());
-    std::vector<cp::Op> ops;
-    for (const auto& m : maps) {
-      ops.push_back(m.op);
-      expect_close(run_mapping(m, ins[0], ins[1], node.size()), want,
-                   what + " (cuDNN " + m.str() + ")");
-    }
-    result.ops.push_back(ops);
     ++result.nodes;
   }
   return result;
@@ -528,6 +613,38 @@ TEST(ConvPlan, EveryFormAndItsGradients) {
          return conv_transpose3d(x, w, 2, 1, 1, 0, 1, kCpu);
        },
        {1, 2, 3, 2, 1}, {2, 2, 2, 3, 1}},
+      // Grouped forms: their weight gradients are ConvolutionWeightGrad.
+      {"conv1d depthwise multiplier stride dilation",
+       [](auto& x, auto& w) { return conv1d(x, w, 2, 2, 2, 4, kCpu); },
+       {2, 11, 4}, {8, 3, 1}},
+      {"conv3d groups",
+       [](auto& x, auto& w) { return conv3d(x, w, 1, 1, 1, 2, kCpu); },
+       {1, 4, 3, 4, 4}, {4, 2, 2, 2, 2}},
+      {"conv3d depthwise stride",
+       [](auto& x, auto& w) { return conv3d(x, w, 2, 1, 1, 3, kCpu); },
+       {1, 5, 4, 5, 3}, {3, 2, 2, 3, 1}},
+      {"conv_general groups asymmetric flip kernel dilation",
+       [](auto& x, auto& w) {
+         return conv_general(x, w, {1, 2}, {2, 0}, {0, 1}, {2, 1}, {1, 1}, 2,
+                             true, kCpu);
+       },
+       {2, 6, 7, 4}, {4, 2, 3, 2}},
+      {"conv_general groups input dilation stride 1",
+       [](auto& x, auto& w) {
+         return conv_general(x, w, {1, 1}, {2, 1}, {1, 3}, {1, 2}, {2, 3}, 2,
+                             false, kCpu);
+       },
+       {2, 3, 4, 4}, {4, 3, 2, 2}},
+      {"conv_transpose1d depthwise",
+       [](auto& x, auto& w) {
+         return conv_transpose1d(x, w, 2, 1, 1, 1, 3, kCpu);
+       },
+       {2, 4, 3}, {3, 3, 1}},
+      {"conv_transpose3d groups",
+       [](auto& x, auto& w) {
+         return conv_transpose3d(x, w, 2, 1, 1, 1, 2, kCpu);
+       },
+       {1, 2, 3, 2, 4}, {4, 2, 2, 2, 2}},
   };
   unsigned seed = 1;
   for (auto& c : cases) {
@@ -600,22 +717,62 @@ TEST(ConvPlan, TrainingStepUsesTheNativeOperations) {
   }
 }
 
-// The weight gradient of a grouped convolution (depthwise included) is
-// cuDNN's backward filter, tried first, on the forward input rearranged out
-// of the rule's [C_in/g, L..., g N] copy; its values are checked in
-// EveryFormAndItsGradients.
-TEST(ConvPlan, GroupedWeightGradientIsBackwardFilter) {
+// The weight gradient of a grouped convolution (depthwise included, every
+// form) is a ConvolutionWeightGrad node whose first mapping is cuDNN's
+// backward filter reading the forward's input and the cotangent as they
+// are, writing our output: no operand packed, no scratch. Input dilation
+// (conv_transpose) swaps the operands' roles and rearranges the
+// weight-sized result; a stride with input dilation has no mapping (the
+// composite runs). Values are checked in EveryFormAndItsGradients.
+TEST(ConvPlan, GroupedWeightGradientIsBackwardFilterWithoutCopies) {
   struct Case {
-    int groups;
+    std::string name;
+    F f;
     Shape xs, ws;
+    bool swapped = false, none = false;
   };
-  for (const Case& k : {Case{8, {3, 6, 5, 8}, {8, 3, 3, 1}},
-                        Case{2, {2, 5, 5, 6}, {4, 3, 3, 3}}}) {
-    SCOPED_TRACE("groups " + std::to_string(k.groups));
+  std::vector<Case> cases = {
+      {"depthwise 3x3",
+       [](auto& x, auto& w) { return conv2d(x, w, 1, 1, 1, 8, kCpu); },
+       {3, 6, 5, 8}, {8, 3, 3, 1}},
+      {"groups 2",
+       [](auto& x, auto& w) { return conv2d(x, w, 1, 1, 1, 2, kCpu); },
+       {2, 5, 5, 6}, {4, 3, 3, 3}},
+      {"depthwise multiplier strided dilated",
+       [](auto& x, auto& w) {
+         return conv2d(x, w, {2, 1}, {1, 2}, {1, 2}, 3, kCpu);
+       },
+       {2, 7, 6, 3}, {6, 3, 3, 1}},
+      {"conv1d depthwise stride",
+       [](auto& x, auto& w) { return conv1d(x, w, 2, 1, 1, 4, kCpu); },
+       {2, 9, 4}, {4, 3, 1}},
+      {"conv3d groups",
+       [](auto& x, auto& w) { return conv3d(x, w, 1, 1, 1, 2, kCpu); },
+       {1, 4, 3, 4, 4}, {4, 2, 2, 2, 2}},
+      {"asymmetric padding, flip",
+       [](auto& x, auto& w) {
+         return conv_general(x, w, {1, 2}, {2, 0}, {0, 1}, {2, 1}, {1, 1}, 2,
+                             true, kCpu);
+       },
+       {2, 6, 7, 4}, {4, 2, 3, 2}},
+      {"conv_transpose2d groups",
+       [](auto& x, auto& w) {
+         return conv_transpose2d(x, w, {2, 2}, {1, 0}, {1, 1}, {0, 1}, 2,
+                                 kCpu);
+       },
+       {2, 3, 4, 4}, {4, 3, 2, 2}, true},
+      {"stride with input dilation",
+       [](auto& x, auto& w) {
+         return conv_general(x, w, {2}, {1}, {1}, {1}, {2}, 2, false, kCpu);
+       },
+       {2, 5, 4}, {2, 2, 2}, false, true},
+  };
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.name);
     auto x = rnd(k.xs, 11);
     auto w = rnd(k.ws, 12);
     auto f = [&](const std::vector<array>& in) {
-      return std::vector<array>{conv2d(in[0], in[1], 1, 1, 1, k.groups, kCpu)};
+      return std::vector<array>{k.f(in[0], in[1])};
     };
     auto y = f({x, w})[0];
     auto [outs, grads] = vjp(f, {x, w}, {rnd(y.shape(), 13)});
@@ -623,22 +780,37 @@ TEST(ConvPlan, GroupedWeightGradientIsBackwardFilter) {
     std::set<uintptr_t> seen;
     collect(grads[1], nodes, seen);
     ASSERT_EQ(nodes.size(), 1u);
+    ASSERT_EQ(std::string(nodes[0].primitive().name()),
+              "ConvolutionWeightGrad");
     auto ins = nodes[0].inputs();
     eval(ins);
-    auto& c = static_cast<Convolution&>(nodes[0].primitive());
-    auto maps = cp::cudnn_mappings(
+    auto& c = static_cast<ConvolutionWeightGrad&>(nodes[0].primitive());
+    auto maps = cp::weight_grad_mappings(
         ins[0].shape(), ins[0].strides(), ins[1].shape(), ins[1].strides(),
-        nodes[0].shape(), c.stride(), c.padding_lo(), c.padding_hi(),
-        c.kernel_dilation(), c.input_dilation(), c.groups(), c.flip());
+        nodes[0].shape(), c.stride(), c.padding_lo(), c.kernel_dilation(),
+        c.input_dilation(), c.groups(), c.flip());
+    if (k.none) {
+      EXPECT_TRUE(maps.empty());
+      continue;
+    }
     ASSERT_FALSE(maps.empty());
     const cp::Mapping& m = maps[0];
     EXPECT_EQ(m.op, cp::Op::backward_filter) << m.str();
-    // X is the forward input's shape, packed; DW one group's channels.
-    EXPECT_EQ(m.input_elems, x.size()) << m.str();
-    EXPECT_EQ(m.x.dim[0], k.xs[0]);
-    EXPECT_EQ(m.x.dim[1], k.xs[3]);
-    EXPECT_EQ(m.w.dim[1], k.ws[3]);
-    EXPECT_EQ(m.scratch_elems, w.size());
+    EXPECT_FALSE(m.pack_input) << m.str();
+    EXPECT_FALSE(m.pack_weight) << m.str();
+    EXPECT_EQ(m.swap_operands, k.swapped) << m.str();
+    if (k.swapped) {
+      // DW is [C_in, K..., C_out/g], rearranged: a weight-sized scratch.
+      EXPECT_EQ(m.scratch_elems, w.size()) << m.str();
+      EXPECT_EQ(m.y.dim[1], k.xs.back());
+    } else {
+      // X is the forward input, DY the cotangent, DW our output.
+      EXPECT_EQ(m.scratch_elems, 0) << m.str();
+      EXPECT_EQ(m.x.dim[0], k.xs[0]);
+      EXPECT_EQ(m.x.dim[1], k.xs.back());
+      EXPECT_EQ(m.w.dim[0], k.ws[0]);
+      EXPECT_EQ(m.w.dim[1], k.ws.back());
+    }
   }
 }
 

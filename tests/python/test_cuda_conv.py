@@ -87,6 +87,47 @@ FORMS = {
         (1, 2, 3, 2, 8), (8, 2, 2, 3, 8)),
 }
 
+# Grouped forms, whose weight gradients are ConvolutionWeightGrad nodes:
+# (f, x shape, w shape, whether cuDNN's backward filter takes the node;
+# a stride with input dilation has no cuDNN operation: the composite runs).
+GROUPED = {
+    "conv1d_depthwise_stride": (lambda x, w, s: mx.conv1d(
+        x, w, stride=2, padding=1, groups=8, stream=s),
+        (2, 12, 8), (8, 3, 1), True),
+    "conv1d_multiplier_dilation": (lambda x, w, s: mx.conv1d(
+        x, w, padding=2, dilation=2, groups=4, stream=s),
+        (2, 12, 4), (8, 3, 1), True),
+    "conv2d_groups_dilation": (lambda x, w, s: mx.conv2d(
+        x, w, padding=(1, 2), dilation=(2, 1), groups=2, stream=s),
+        (2, 9, 8, 8), (8, 3, 3, 4), True),
+    "conv2d_depthwise_multiplier_stride": (lambda x, w, s: mx.conv2d(
+        x, w, stride=2, padding=1, groups=8, stream=s),
+        (2, 9, 8, 8), (16, 3, 3, 1), True),
+    "conv3d_groups": (lambda x, w, s: mx.conv3d(
+        x, w, padding=1, groups=4, stream=s),
+        (1, 4, 5, 4, 8), (8, 2, 3, 2, 2), True),
+    "conv3d_depthwise_stride": (lambda x, w, s: mx.conv3d(
+        x, w, stride=2, padding=1, groups=8, stream=s),
+        (1, 5, 6, 5, 8), (8, 3, 3, 3, 1), True),
+    "conv_general_flip_asymmetric": (lambda x, w, s: mx.conv_general(
+        x, w, stride=(1, 2), padding=([2, 0], [0, 1]),
+        kernel_dilation=(2, 1), groups=2, flip=True, stream=s),
+        (2, 6, 7, 8), (8, 2, 3, 4), True),
+    "conv_general_input_dilation": (lambda x, w, s: mx.conv_general(
+        x, w, stride=1, padding=([2, 1], [1, 3]), kernel_dilation=(1, 2),
+        input_dilation=(2, 3), groups=2, stream=s),
+        (2, 3, 4, 8), (8, 3, 2, 4), True),
+    "conv_transpose2d_depthwise": (lambda x, w, s: mx.conv_transpose2d(
+        x, w, stride=2, padding=1, output_padding=1, groups=8, stream=s),
+        (2, 5, 4, 8), (8, 3, 3, 1), True),
+    "conv_transpose1d_groups": (lambda x, w, s: mx.conv_transpose1d(
+        x, w, stride=2, padding=1, groups=2, stream=s),
+        (1, 5, 8), (8, 3, 4), True),
+    "conv_general_stride_and_input_dilation": (lambda x, w, s: mx.conv_general(
+        x, w, stride=2, padding=1, input_dilation=2, groups=2, stream=s),
+        (2, 6, 8), (4, 2, 4), False),
+}
+
 
 def forward_and_grads(f, x, w, ct, stream):
     outs, grads = mx.vjp(lambda a, b: f(a, b, stream), [x, w], [ct])
@@ -138,8 +179,9 @@ def test_cudnn_runs_the_training_convolutions(monkeypatch):
 @pytest.mark.parametrize("dtype", [mx.float32, mx.bfloat16], ids=str)
 def test_cudnn_takes_the_grouped_weight_gradients(monkeypatch, dtype):
     """A depthwise and a grouped convolution train on cuDNN's three
-    operations (the weight gradient as backward filter on the rearranged
-    input) and match the CPU."""
+    operations (the weight gradient, a ConvolutionWeightGrad node, as
+    backward filter on the forward's input and the cotangent as they are:
+    no composite, so no copy of the input) and match the CPU."""
     monkeypatch.delenv("FLUXION_CUDNN_CONV", raising=False)
     if not mx._gpu_conv_stats()["cudnn_loaded"]:
         pytest.skip("cuDNN does not load")
@@ -156,9 +198,68 @@ def test_cudnn_takes_the_grouped_weight_gradients(monkeypatch, dtype):
         after = mx._gpu_conv_stats()
         assert (after["cudnn_backward_filter"] ==
                 before["cudnn_backward_filter"] + 1), (groups, after)
+        assert (after["weight_grad_composite"] ==
+                before["weight_grad_composite"]), (groups, after)
         cpu = forward_and_grads(f, x, w, ct, C)
         for a, b in zip(gpu, cpu):
             close(a, b, 4 * TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.bfloat16, mx.float64],
+                         ids=str)
+@pytest.mark.parametrize("form", sorted(GROUPED))
+def test_grouped_weight_gradients(form, dtype, path, monkeypatch):
+    """Every grouped form's gradients on the GPU against the CPU; with
+    cuDNN (not float64) the weight gradient runs as backward filter without
+    the composite's copies where the form has a mapping."""
+    f, xs, ws, mapped = GROUPED[form]
+    x, w = rand(xs, dtype), rand(ws, dtype)
+    ct = rand(f(x, w, C).shape, dtype)
+    before = mx._gpu_conv_stats()
+    gpu = forward_and_grads(f, x, w, ct, G)
+    after = mx._gpu_conv_stats()
+    cpu = forward_and_grads(f, x, w, ct, C)
+    tol = TOL[dtype]
+    close(gpu[0], cpu[0], tol)
+    close(gpu[1], cpu[1], 2 * tol)
+    close(gpu[2], cpu[2], 4 * tol)
+    composite = after["weight_grad_composite"] - before["weight_grad_composite"]
+    if path == "1" and dtype != mx.float64 and after["cudnn_loaded"]:
+        if mapped and after["cudnn_failed_plans"] == before["cudnn_failed_plans"]:
+            assert composite == 0, (form, before, after)
+            assert (after["cudnn_backward_filter"] >
+                    before["cudnn_backward_filter"]), (form, before, after)
+        elif not mapped:
+            assert composite == 1, (form, before, after)
+    else:
+        assert composite == 1, (form, before, after)
+
+
+def test_grouped_weight_gradient_second_order_and_vmap():
+    """The node's own rules on the GPU: the gradient of a depthwise weight
+    gradient, and per-example weight gradients by vmap, against the CPU."""
+    f, xs, ws, _ = GROUPED["conv2d_depthwise_multiplier_stride"]
+    x, w = rand(xs, mx.float32), rand(ws, mx.float32)
+    ct = rand(f(x, w, C).shape, mx.float32)
+    r = rand(ws, mx.float32)
+
+    def h(a, c, s):
+        gw = mx.grad(lambda v: mx.sum(f(a, v, s) * c))(w)
+        return mx.sum(gw * r)
+
+    for argnums in (0, 1):
+        got = mx.grad(lambda a, c: h(a, c, G), argnums=argnums)(x, ct)
+        want = mx.grad(lambda a, c: h(a, c, C), argnums=argnums)(x, ct)
+        close(got, want, 4 * TOL[mx.float32])
+    xb = rand((3,) + xs, mx.float32)
+    cb = rand((3,) + tuple(ct.shape), mx.float32)
+
+    def g(a, c, s):
+        return mx.grad(lambda v: mx.sum(f(a, v, s) * c))(w)
+
+    got = mx.vmap(lambda a, c: g(a, c, G))(xb, cb)
+    want = mx.vmap(lambda a, c: g(a, c, C))(xb, cb)
+    close(got, want, 4 * TOL[mx.float32])
 
 
 def test_vmap_and_compile(path):

@@ -150,6 +150,23 @@ int64_t fit_post(int64_t in, int64_t filter, int64_t pre, int64_t want,
 // The spatial parameters' slot for array axis i (1-D: after the unit H).
 int slot(int d, int i) { return d == 1 ? 1 : i; }
 
+// Sets array axis i's spatial parameters of m (of d axes); false where
+// cuDNN cannot take them (a negative padding).
+bool set_axis(Mapping& m, int d, int i, int64_t pre, int64_t post,
+              int64_t stride, int64_t dilation) {
+  const int j = slot(d, i);
+  m.pre[j] = pre;
+  m.post[j] = post;
+  m.stride[j] = stride;
+  m.dilation[j] = dilation;
+  return pre >= 0 && post >= 0;
+}
+
+// Whether any entry is not 1 (a stride or an input dilation in use).
+bool any_not_one(const std::vector<int>& v) {
+  return std::any_of(v.begin(), v.end(), [](int e) { return e != 1; });
+}
+
 }  // namespace
 
 std::string Mapping::str() const {
@@ -181,6 +198,9 @@ std::string Mapping::str() const {
   list("stride", stride);
   list("dilation", dilation);
   os << (convolution_mode ? " convolution" : " cross-correlation");
+  if (swap_operands) {
+    os << " (operands swapped)";
+  }
   return os.str();
 }
 
@@ -198,11 +218,8 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
   if (d < 1 || d > 3) {
     return out;
   }
-  bool dilated = false, strided = false;
-  for (int i = 0; i < d; ++i) {
-    dilated = dilated || input_dilation[i] != 1;
-    strided = strided || stride[i] != 1;
-  }
+  const bool dilated = any_not_one(input_dilation),
+             strided = any_not_one(stride);
   const int64_t cin = xs.back(), cout = ws[0];
   const int64_t cin_g = cin / groups, cout_g = cout / groups;
   const Strides yst = row_major(ys);
@@ -236,12 +253,7 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
       const int64_t post =
           fit_post(ys[i + 1], K, pre, xs[i + 1], input_dilation[i], kd,
                    (K - 1) * kd - padding_hi[i]);
-      data_ok = pre >= 0 && post >= 0;
-      const int j = slot(d, i);
-      m.pre[j] = pre;
-      m.post[j] = post;
-      m.stride[j] = input_dilation[i];
-      m.dilation[j] = kd;
+      data_ok = set_axis(m, d, i, pre, post, input_dilation[i], kd);
     }
     if (data_ok) {
       m.y = tensor(xs, xst, 0, d + 1);  // DY: our input
@@ -291,12 +303,7 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
     const int64_t K = ws[i + 1], kd = kernel_dilation[i];
     const int64_t post = fit_post(xs[i + 1], K, padding_lo[i], ys[i + 1],
                                   stride[i], kd, padding_hi[i]);
-    forward_ok = padding_lo[i] >= 0 && post >= 0;
-    const int j = slot(d, i);
-    f.pre[j] = padding_lo[i];
-    f.post[j] = post;
-    f.stride[j] = stride[i];
-    f.dilation[j] = kd;
+    forward_ok = set_axis(f, d, i, padding_lo[i], post, stride[i], kd);
   }
   if (forward_ok) {
     f.x = tensor(xs, xst, 0, d + 1);
@@ -316,50 +323,21 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
   // cuDNN's X [N=B, C=A, L] and DY [N=B, K=Co, O] (packed channels-last as
   // they are: the weight gradient's transposed views), our output [A,
   // Kr..., Co] as DW [K=Co, C=A, Kr] (a packed scratch, then copied).
-  // With g groups the rule's input is [A, L..., g N] (A = C_in/g; element
-  // (a, l, j N + n) is the forward input's (n, l, j A + a)): X [N, C=g A,
-  // L] is that rearranged into a packed scratch, and DW [Co, A, Kr] holds
-  // each output channel's group's A channels.
+  // One group only: the grouped weight gradient is ConvolutionWeightGrad
+  // (weight_grad_mappings).
   Mapping b;
   b.op = Op::backward_filter;
-  bool filter_ok = !flip && xs[d + 1] % groups == 0;
+  bool filter_ok = !flip && groups == 1;
   for (int i = 0; i < d && filter_ok; ++i) {
     const int64_t Kr = ys[i + 1];
     const int64_t S = kernel_dilation[i], D = stride[i];
     const int64_t post =
         fit_post(xs[i + 1], Kr, padding_lo[i], ws[i + 1], S, D, -1);
-    filter_ok = padding_lo[i] >= 0 && post >= 0;
-    const int j = slot(d, i);
-    b.pre[j] = padding_lo[i];
-    b.post[j] = post;
-    b.stride[j] = S;
-    b.dilation[j] = D;
+    filter_ok = set_axis(b, d, i, padding_lo[i], post, S, D);
   }
-  if (filter_ok && groups == 1) {
+  if (filter_ok) {
     b.x = tensor(xs, xst, d + 1, 0);
     filter_ok = packed(b.x);
-  } else if (filter_ok) {
-    const int32_t a = xs[0], n = xs[d + 1] / groups;
-    Shape xp{n};  // the forward input [N, L..., g A]
-    for (int i = 0; i < d; ++i) {
-      xp.push_back(xs[i + 1]);
-    }
-    xp.push_back(groups * a);
-    const Strides xpst = row_major(xp);
-    Copy& c = b.input_copy;
-    c.shape = {a};  // over (a, l..., j, n)
-    c.src = {xst[0]};
-    c.dst = {1};
-    for (int i = 0; i < d; ++i) {
-      c.shape.push_back(xs[i + 1]);
-      c.src.push_back(xst[i + 1]);
-      c.dst.push_back(xpst[i + 1]);
-    }
-    c.shape.insert(c.shape.end(), {groups, n});
-    c.src.insert(c.src.end(), {n * xst[d + 1], xst[d + 1]});
-    c.dst.insert(c.dst.end(), {a, xpst[0]});
-    b.input_elems = shape_size(xp);
-    b.x = tensor(xp, xpst, 0, d + 1);
   }
   if (filter_ok) {
     b.y = tensor(ws, wst, d + 1, 0);
@@ -387,10 +365,8 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
     b.scratch_elems = elems;
   }
   // A row-contiguous input is a forward convolution's; transposed views
-  // (the rule's weight gradient) are backward filter's. With groups the
-  // rule's input is a copy, but its weight (the cotangent) still a view.
-  const bool filter_first =
-      !row_contiguous(xs, xst) || (groups > 1 && !row_contiguous(ws, wst));
+  // (the rule's weight gradient) are backward filter's.
+  const bool filter_first = !row_contiguous(xs, xst);
   if (filter_ok && filter_first) {
     out.push_back(b);
   }
@@ -401,6 +377,189 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
     out.push_back(std::move(b));
   }
   return out;
+}
+
+namespace {
+
+// t described as it is when its strides are the packed channels-last ones,
+// else as its row-contiguous copy; `pack` says which.
+Tensor packed_or_copy(const Shape& shape, const Strides& strides,
+                      bool& pack) {
+  const int d = static_cast<int>(shape.size()) - 2;
+  Tensor t = tensor(shape, strides, 0, d + 1);
+  pack = !packed(t);
+  if (pack) {
+    t = tensor(shape, row_major(shape), 0, d + 1);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<Mapping> weight_grad_mappings(
+    const Shape& xs, const Strides& xst, const Shape& cts,
+    const Strides& ctst, const Shape& ys, const std::vector<int>& stride,
+    const std::vector<int>& padding_lo,
+    const std::vector<int>& kernel_dilation,
+    const std::vector<int>& input_dilation, int groups, bool flip) {
+  std::vector<Mapping> out;
+  const int d = static_cast<int>(xs.size()) - 2;
+  if (d < 1 || d > 3) {
+    return out;
+  }
+  const bool dilated = any_not_one(input_dilation),
+             strided = any_not_one(stride);
+  const Strides yst = row_major(ys);
+
+  // The forward's input x [N, L..., C_in] as X, the cotangent ct [N, O...,
+  // C_out] as DY and our output [C_out, K..., C_in/g] as DW (packed KRSC):
+  // cuDNN's DW[k, c, r] sums X[n, g C/g + c, p S + r' D - P] DY[n, k, p]
+  // over n and p, r' = r (R - 1 - r in CUDNN_CONVOLUTION mode), which is
+  // the forward's sum with S its stride, D its kernel dilation, P its
+  // padding at the start, and the mode its flip.
+  if (!dilated) {
+    Mapping m;
+    m.op = Op::backward_filter;
+    m.convolution_mode = flip;
+    bool ok = true;
+    for (int i = 0; i < d && ok; ++i) {
+      const int64_t K = ys[i + 1], kd = kernel_dilation[i];
+      const int64_t post = fit_post(xs[i + 1], K, padding_lo[i], cts[i + 1],
+                                    stride[i], kd, -1);
+      ok = set_axis(m, d, i, padding_lo[i], post, stride[i], kd);
+    }
+    if (ok) {
+      m.x = packed_or_copy(xs, xst, m.pack_input);
+      m.y = packed_or_copy(cts, ctst, m.pack_weight);
+      m.w = tensor(ys, yst, 0, d + 1);
+      out.push_back(std::move(m));
+    }
+  }
+
+  // Without a stride the roles swap: the forward (stride 1) reads x's
+  // element l at dilated position l id, so weight tap t sums x[l] ct[l id
+  // + lo - t' kd] over l (t' = t, K - 1 - t flipped): cuDNN's backward
+  // filter with X = ct, DY = x, stride id, dilation kd, P = (K - 1) kd -
+  // lo, and the mode the opposite of the flip; DW [C_in, K..., C_out/g]
+  // (groups again read off the channels) into a scratch, rearranged into
+  // our output. The only operation for input dilation (conv_transpose's
+  // weight gradient); otherwise the fallback.
+  if (!strided) {
+    Mapping m;
+    m.op = Op::backward_filter;
+    m.swap_operands = true;
+    m.convolution_mode = !flip;
+    bool ok = true;
+    for (int i = 0; i < d && ok; ++i) {
+      const int64_t K = ys[i + 1], kd = kernel_dilation[i];
+      const int64_t pre = (K - 1) * kd - padding_lo[i];
+      const int64_t post = fit_post(cts[i + 1], K, pre, xs[i + 1],
+                                    input_dilation[i], kd, -1);
+      ok = set_axis(m, d, i, pre, post, input_dilation[i], kd);
+    }
+    if (ok) {
+      m.x = packed_or_copy(cts, ctst, m.pack_weight);
+      m.y = packed_or_copy(xs, xst, m.pack_input);
+      const int32_t cin = xs[d + 1], cout = cts[d + 1];
+      const int32_t a = cin / groups, cog = cout / groups;
+      Shape dw{cin};
+      for (int i = 0; i < d; ++i) {
+        dw.push_back(ys[i + 1]);
+      }
+      dw.push_back(cog);
+      const Strides dwst = row_major(dw);
+      m.w = tensor(dw, dwst, 0, d + 1);
+      m.scratch_elems = shape_size(dw);
+      // out(j cog + co, k..., a) = DW(j A + a, k..., co), over (j, a, k...,
+      // co).
+      Copy& c = m.result_copy;
+      c.shape = {groups, a};
+      c.src = {a * dwst[0], dwst[0]};
+      c.dst = {cog * yst[0], yst[d + 1]};
+      for (int i = 0; i < d; ++i) {
+        c.shape.push_back(ys[i + 1]);
+        c.src.push_back(dwst[i + 1]);
+        c.dst.push_back(yst[i + 1]);
+      }
+      c.shape.push_back(cog);
+      c.src.push_back(1);
+      c.dst.push_back(yst[0]);
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+WeightGradComposite weight_grad_composite(
+    const Shape& xs, const Strides& xst, const Shape& cts,
+    const Strides& ctst, const std::vector<int>& kernel,
+    const std::vector<int>& stride, const std::vector<int>& padding_lo,
+    const std::vector<int>& kernel_dilation,
+    const std::vector<int>& input_dilation, int groups, bool flip) {
+  WeightGradComposite w;
+  const int d = static_cast<int>(xs.size()) - 2;
+  const int32_t n = xs[0], cin = xs[d + 1], cout = cts[d + 1];
+  const int32_t a = cin / groups;
+  w.groups = groups;
+  // x over (a, l..., j, n) into xin [A, L..., g, N].
+  Copy& in = w.input;
+  in.shape = {a};
+  in.src = {xst[d + 1]};
+  w.xin = {a};
+  w.kern = {cout};
+  w.r = {a};
+  for (int i = 0; i < d; ++i) {
+    in.shape.push_back(xs[i + 1]);
+    in.src.push_back(xst[i + 1]);
+    w.xin.push_back(xs[i + 1]);
+    w.kern.push_back(cts[i + 1]);
+    w.r.push_back(kernel[i]);
+  }
+  in.shape.insert(in.shape.end(), {groups, n});
+  in.src.insert(in.src.end(), {a * xst[d + 1], xst[0]});
+  in.dst = row_major(in.shape);
+  w.xin.push_back(groups * n);
+  w.kern.push_back(n);
+  w.r.push_back(cout);
+  // ct over (co, o..., n) into kern.
+  Copy& k = w.cotangent;
+  k.shape = w.kern;
+  k.src = {ctst[d + 1]};
+  for (int i = 0; i < d; ++i) {
+    k.src.push_back(ctst[i + 1]);
+  }
+  k.src.push_back(ctst[0]);
+  k.dst = row_major(w.kern);
+  // The composite: the weight's tap t sums x at o s - lo + t kd over the
+  // outputs o, a correlation of x with ct dilated by s, stepping kd.
+  for (int i = 0; i < d; ++i) {
+    const int L = xs[i + 1], K = kernel[i], O = cts[i + 1];
+    w.stride.push_back(kernel_dilation[i]);
+    w.padding_lo.push_back(padding_lo[i]);
+    w.padding_hi.push_back((K - 1) * kernel_dilation[i] + (O - 1) * stride[i] -
+                           (L - 1) * input_dilation[i] - padding_lo[i]);
+    w.kernel_dilation.push_back(stride[i]);
+    w.input_dilation.push_back(input_dilation[i]);
+  }
+  // r over (a, k..., co) into our output [C_out, K..., A], the taps
+  // reversed where the forward flips.
+  Shape ys{cout};
+  ys.insert(ys.end(), kernel.begin(), kernel.end());
+  ys.push_back(a);
+  const Strides yst = row_major(ys), rst = row_major(w.r);
+  Copy& r = w.result;
+  r.shape = w.r;
+  r.src = rst;
+  r.dst = {yst[d + 1]};
+  for (int i = 0; i < d; ++i) {
+    r.dst.push_back(yst[i + 1]);
+    if (flip) {
+      r.src_offset += (kernel[i] - 1) * rst[i + 1];
+      r.src[i + 1] = -rst[i + 1];
+    }
+  }
+  r.dst.push_back(yst[0]);
+  return w;
 }
 
 }  // namespace fluxion::conv_plan

@@ -1,6 +1,7 @@
-// How the GPU computes the Convolution primitive (fluxion/ops/conv.h),
-// as plain host code that tests/cpp/test_conv_plan.cpp checks without a
-// GPU; backend/cuda/conv.cu and conv_cudnn.cpp run it.
+// How the GPU computes the Convolution and ConvolutionWeightGrad
+// primitives (fluxion/ops/conv.h), as plain host code that
+// tests/cpp/test_conv_plan.cpp checks without a GPU; backend/cuda/conv.cu
+// and conv_cudnn.cpp run it (the CPU shares weight_grad_composite).
 //
 // Two things live here:
 //  - the geometry and the index maps of the general path (a GPU im2col
@@ -23,11 +24,15 @@
 //        the forward, tried next);
 //      * a weight-shaped result whose operands are transposed views of
 //        channels-last arrays (the weight's gradient with groups = 1) is
-//        cuDNN's backward filter on those arrays; with groups > 1 (the
-//        rule's input is then a copy [C_in/g, L..., g N]) the input is
-//        first rearranged into the forward's packed input [N, L..., C_in]
-//        (input_copy), and cuDNN reads the groups off the channel counts;
+//        cuDNN's backward filter on those arrays;
 //      * anything else without input dilation is a forward convolution.
+//    The weight's gradient with groups > 1 is its own node,
+//    ConvolutionWeightGrad (weight_grad_mappings): cuDNN's backward filter
+//    over the forward's input and the cotangent as they are (packed
+//    channels-last), cuDNN reading the groups off the channel counts; with
+//    input dilation (conv_transpose) backward filter with the operands'
+//    roles swapped. Where neither applies the node computes
+//    weight_grad_composite, the Convolution it stands for.
 //    The test emulates each operation from cuDNN's documented formulas
 //    over the very descriptors built here and compares with the CPU.
 #pragma once
@@ -237,6 +242,7 @@ struct Tensor {
 struct Copy {
   Shape shape;
   Strides src, dst;
+  int64_t src_offset = 0;  // where src's walk starts (negative strides)
 };
 
 // One cuDNN operation computing the convolution. Roles are cuDNN's:
@@ -246,11 +252,13 @@ struct Copy {
 //                                          rearranged (weight_copy) into
 //                                          a scratch, DX <- our output
 //   backward_filter: DW = wgrad(X, DY)    X <- our input, DY <- our weight
-//                                          (both as they are: transposed
-//                                          views; with groups the input
-//                                          rearranged, input_copy), DW <- a
-//                                          scratch copied into our output
-//                                          (result_copy)
+//                                          (Convolution: both transposed
+//                                          views, as they are; DW <- a
+//                                          scratch copied into our output,
+//                                          result_copy). ConvolutionWeight-
+//                                          Grad: X <- x, DY <- ct, DW <- our
+//                                          output (no scratch); swapped:
+//                                          X <- ct, DY <- x, DW <- scratch
 // x, w, y hold X / DX, W / DW and Y / DY. The operation's spatial
 // parameters: pre/post paddings, strides and dilations (cuDNN's: output p
 // reads input p * stride + r * dilation - pre at filter tap r, r reversed
@@ -268,14 +276,12 @@ struct Mapping {
   // backward_data: the weight, row-contiguous [C_out, K..., C_in/g], into
   // a scratch of w's packed layout [C_in, K..., C_out/g].
   Copy weight_copy;
-  // backward_filter: DW's scratch [C_out, K..., C_in] (packed KRSC) into
-  // our row-contiguous output [C_in, K..., C_out].
+  // backward_filter: DW's scratch (packed KRSC) into our row-contiguous
+  // output, when scratch_elems > 0 (else DW is our output).
   Copy result_copy;
   int64_t scratch_elems = 0;  // the rearranged weight's or DW's scratch
-  // backward_filter with groups: our input [C_in/g, L..., g N] into X's
-  // packed scratch [N, L..., C_in] of input_elems (no copy when empty).
-  Copy input_copy;
-  int64_t input_elems = 0;
+  // backward_filter: X <- our second operand, DY <- our first.
+  bool swap_operands = false;
   std::string str() const;    // for messages and debug output
 };
 
@@ -293,6 +299,40 @@ std::vector<Mapping> cudnn_mappings(const Shape& xs, const Strides& xst,
                                     const std::vector<int>& kernel_dilation,
                                     const std::vector<int>& input_dilation,
                                     int groups, bool flip);
+
+// The operations able to compute ConvolutionWeightGrad of input x (shape
+// xs, strides xst) and cotangent ct (cts, ctst) into its row-contiguous
+// output of shape ys [C_out, K..., C_in/g], in the order to try them;
+// empty when none can (negative padding at the start, or at the end of the
+// cotangent's span; a stride with input dilation). Operands that are not
+// packed channels-last are packed.
+std::vector<Mapping> weight_grad_mappings(
+    const Shape& xs, const Strides& xst, const Shape& cts,
+    const Strides& ctst, const Shape& ys, const std::vector<int>& stride,
+    const std::vector<int>& padding_lo,
+    const std::vector<int>& kernel_dilation,
+    const std::vector<int>& input_dilation, int groups, bool flip);
+
+// ConvolutionWeightGrad as the Convolution it stands for (the CPU's way,
+// and the GPU's where no cuDNN operation takes it): xin = x rearranged
+// row-contiguous [C_in/g, L..., g N], xin(a, l..., j N + n) = x(n, l...,
+// j C_in/g + a); kern = ct row-contiguous [C_out, O..., N]; r = the
+// Convolution of xin and kern under conv's parameters, [C_in/g, K...,
+// C_out]; our output(co, k..., a) = r(a, k'..., co), k' = k (K - 1 - k
+// where the forward flips).
+struct WeightGradComposite {
+  Shape xin, kern, r;
+  Copy input, cotangent, result;  // x -> xin, ct -> kern, r -> our output
+  std::vector<int> stride, padding_lo, padding_hi, kernel_dilation,
+      input_dilation;
+  int groups = 1;
+};
+WeightGradComposite weight_grad_composite(
+    const Shape& xs, const Strides& xst, const Shape& cts,
+    const Strides& ctst, const std::vector<int>& kernel,
+    const std::vector<int>& stride, const std::vector<int>& padding_lo,
+    const std::vector<int>& kernel_dilation,
+    const std::vector<int>& input_dilation, int groups, bool flip);
 
 // The spatial output size cuDNN computes from input size `in` (the
 // relation every operation's descriptors must satisfy), for checks.

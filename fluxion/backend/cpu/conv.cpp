@@ -22,6 +22,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fluxion/backend/common/conv_plan.h"
 #include "fluxion/backend/common/dispatch.h"
 #include "fluxion/backend/cpu/copy.h"
 #include "fluxion/backend/cpu/thread_pool.h"
@@ -359,6 +360,39 @@ void Convolution::eval_cpu(const std::vector<array>& inputs,
     out.set_data(out.nbytes());
     cpu::copy_region(y, y.strides(), 0, out, out.strides(), 0, out.shape());
   }
+}
+
+// The Convolution the node stands for (conv_plan::weight_grad_composite),
+// computed as the rule's composite was: the same copies, the same kernel,
+// the same numbers.
+void ConvolutionWeightGrad::eval_cpu(const std::vector<array>& inputs,
+                                     std::vector<array>& outputs) {
+  auto& out = outputs[0];
+  const array& x = inputs[0];
+  const array& ct = inputs[1];
+  out.set_data(out.nbytes());
+  if (out.size() == 0) {
+    return;
+  }
+  if (x.size() == 0 || ct.size() == 0) {
+    std::memset(out.data<char>(), 0, out.nbytes());  // empty sums
+    return;
+  }
+  const auto c = conv_plan::weight_grad_composite(
+      x.shape(), x.strides(), ct.shape(), ct.strides(), kernel_size_, stride_,
+      padding_lo_, kernel_dilation_, input_dilation_, groups_, flip_);
+  array xin = scratch(c.xin, x.dtype());
+  cpu::copy_region(x, c.input.src, c.input.src_offset, xin, c.input.dst, 0,
+                   c.input.shape);
+  array kern = scratch(c.kern, ct.dtype());
+  cpu::copy_region(ct, c.cotangent.src, c.cotangent.src_offset, kern,
+                   c.cotangent.dst, 0, c.cotangent.shape);
+  Convolution conv(stream(), c.stride, c.padding_lo, c.padding_hi,
+                   c.kernel_dilation, c.input_dilation, c.groups, false);
+  std::vector<array> r{array(c.r, out.dtype(), nullptr, {})};
+  conv.eval_cpu({xin, kern}, r);
+  cpu::copy_region(r[0], c.result.src, c.result.src_offset, out, c.result.dst,
+                   0, c.result.shape);
 }
 
 }  // namespace fluxion

@@ -27,6 +27,13 @@
 //    unfolded matrix.
 // Empty outputs are allocated only; an empty input or weight (no term in
 // any sum) gives zeros.
+//
+// ConvolutionWeightGrad (the grouped weight gradient): cuDNN's backward
+// filter over the forward's input and the cotangent as they are
+// (conv_plan::weight_grad_mappings); else, and for float64, the
+// Convolution it stands for (conv_plan::weight_grad_composite: the input
+// and the cotangent rearranged into scratches, that convolution run as
+// above, its result rearranged into the output).
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -55,7 +62,7 @@ int64_t max_scratch() {
   return v > 0 ? v : int64_t{1} << 30;
 }
 
-std::atomic<int64_t> g_direct{0}, g_reduce{0}, g_im2col{0};
+std::atomic<int64_t> g_direct{0}, g_reduce{0}, g_im2col{0}, g_composite{0};
 
 // Sums at least this long with one output channel per group take
 // reduce_kernel (shorter ones: im2col and a thin product).
@@ -308,6 +315,28 @@ void general_path(const array& xin, const array& win, array& out,
   }
 }
 
+// Checks the dtype and allocates `out`; true when nothing is left to
+// compute: an empty output, or an empty operand (no term in any sum: no
+// input channels, or every tap outside an empty input), which gives zeros.
+bool trivial_output(array& out, const array& a, const array& b) {
+  const Dtype t = out.dtype();
+  if (t != float32 && t != float16 && t != bfloat16 && t != float64) {
+    throw std::invalid_argument(std::string("[conv] ") + dtype_name(t) +
+                                " is not supported on the gpu.");
+  }
+  cu::alloc(out);
+  if (out.size() == 0) {
+    return true;
+  }
+  if (a.size() == 0 || b.size() == 0) {
+    cu::check(cudaMemsetAsync(cu::ptr(out), 0, out.nbytes(),
+                              cu::current_stream()),
+              "conv");
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 gpu::ConvStats gpu::conv_stats() {
@@ -323,35 +352,24 @@ gpu::ConvStats gpu::conv_stats() {
   r.direct = g_direct.load();
   r.reduce = g_reduce.load();
   r.im2col = g_im2col.load();
+  r.weight_grad_composite = g_composite.load();
   return r;
 }
 
 void Convolution::eval_gpu(const std::vector<array>& inputs,
                            std::vector<array>& outputs) {
   array& out = outputs[0];
-  const Dtype t = out.dtype();
-  if (t != float32 && t != float16 && t != bfloat16 && t != float64) {
-    throw std::invalid_argument(std::string("[conv] ") + dtype_name(t) +
-                                " is not supported on the gpu.");
-  }
-  cu::alloc(out);
-  if (out.size() == 0) {
-    return;
-  }
   const array& x = inputs[0];
   const array& w = inputs[1];
-  if (x.size() == 0 || w.size() == 0) {
-    // No term in any sum (no input channels, or every tap outside an empty
-    // input): zeros.
-    cu::check(cudaMemsetAsync(cu::ptr(out), 0, out.nbytes(),
-                              cu::current_stream()),
-              "conv");
+  if (trivial_output(out, x, w)) {
     return;
   }
   // Long sums with one output channel per group (a depthwise weight
-  // gradient: a few outputs per group, each over the batch and every
-  // position) are cuDNN's backward filter (conv_plan.h), else they stay on
-  // reduce_kernel: cuDNN's forward operation would see a grouped forward
+  // gradient's composite, run where cuDNN's backward filter did not take
+  // the ConvolutionWeightGrad node: a few outputs per group, each over the
+  // batch and every position) are offered to cuDNN's backward operations
+  // only, else they stay on reduce_kernel: cuDNN's forward operation would
+  // see a grouped forward
   // convolution with an image-sized filter and an output of a few pixels,
   // which tiles of output positions times output channels leave nearly
   // empty (FLUXION_CUDNN_CONV=all offers it anyway, for the comparison).
@@ -363,6 +381,42 @@ void Convolution::eval_gpu(const std::vector<array>& inputs,
     return;
   }
   general_path(x, w, out, *this);
+}
+
+}  // namespace fluxion
+
+namespace fluxion {
+
+void ConvolutionWeightGrad::eval_gpu(const std::vector<array>& inputs,
+                                     std::vector<array>& outputs) {
+  array& out = outputs[0];
+  const Dtype t = out.dtype();
+  const array& x = inputs[0];
+  const array& ct = inputs[1];
+  if (trivial_output(out, x, ct)) {
+    return;
+  }
+  if (cu::cudnn_conv::run_weight_grad(x, ct, out, *this)) {
+    return;
+  }
+  ++g_composite;
+  const auto c = conv_plan::weight_grad_composite(
+      x.shape(), x.strides(), ct.shape(), ct.strides(), kernel_size(),
+      stride(), padding_lo(), kernel_dilation(), input_dilation(), groups(),
+      flip());
+  array xin = scratch(c.xin, x.dtype());
+  cu::copy_region(x, c.input.src, c.input.src_offset, xin, c.input.dst, 0,
+                  c.input.shape);
+  array kern = scratch(c.kern, ct.dtype());
+  cu::copy_region(ct, c.cotangent.src, c.cotangent.src_offset, kern,
+                  c.cotangent.dst, 0, c.cotangent.shape);
+  Convolution conv(stream(), c.stride, c.padding_lo, c.padding_hi,
+                   c.kernel_dilation, c.input_dilation, c.groups, false);
+  std::vector<array> r{array(c.r, t, nullptr, {})};
+  conv.eval_gpu({xin, kern}, r);
+  cu::keep_alive(r[0]);
+  cu::copy_region(r[0], c.result.src, c.result.src_offset, out, c.result.dst,
+                  0, c.result.shape);
 }
 
 }  // namespace fluxion

@@ -2,7 +2,8 @@
 // graph (forward, backward data or backward filter), chosen and described
 // by backend/common/conv_plan.cpp, over channels-last tensors given by
 // their strides (MLX's layouts, read in place; the weight gradient's
-// transposed views too). The library comes from cudnn_loader.cpp.
+// transposed views too, and ConvolutionWeightGrad's input and cotangent).
+// The library comes from cudnn_loader.cpp.
 //
 // Plans: heuristics mode A, then the fallback mode; the first engine
 // config that finalizes, needs at most kMaxWorkspace bytes and computes as
@@ -39,6 +40,10 @@ bool offer_all() {
 
 namespace fluxion::cu::cudnn_conv {
 bool run(const array&, const array&, array&, const Convolution&, bool) {
+  return false;
+}
+bool run_weight_grad(const array&, const array&, array&,
+                     const ConvolutionWeightGrad&) {
   return false;
 }
 Status status() {
@@ -321,19 +326,21 @@ bool run_mapping(const Mapping& m, const array& x, const array& w,
       break;
     }
     case Op::backward_filter: {
-      // The views are read as they are: their strides are the descriptors'
-      // (the input rearranged first with groups).
-      array xr = x;
-      if (m.input_elems > 0) {
-        xr = fresh({static_cast<int32_t>(m.input_elems)}, t);
-        const auto& c = m.input_copy;
-        cu::copy_region(x, c.src, 0, xr, c.dst, 0, c.shape);
-      }
-      if (xr.dtype() != t || w.dtype() != t || !aligned(xr) || !aligned(w)) {
+      // Operands not packed are read as they are (their strides are the
+      // descriptors': transposed views too), so they must already be in
+      // the dtype and aligned.
+      if ((!m.pack_input && (x.dtype() != t || !aligned(x))) ||
+          (!m.pack_weight && (w.dtype() != t || !aligned(w)))) {
         return false;
       }
-      dw = fresh({static_cast<int32_t>(m.scratch_elems)}, t);
-      ptrs = {{kX, cu::ptr(xr)}, {kW, cu::ptr(dw)}, {kY, cu::ptr(w)}};
+      array xc = operand(x, m.pack_input, t);
+      array wc = operand(w, m.pack_weight, t);
+      if (m.scratch_elems > 0) {
+        dw = fresh({static_cast<int32_t>(m.scratch_elems)}, t);
+      }
+      const array& X = m.swap_operands ? wc : xc;
+      const array& DY = m.swap_operands ? xc : wc;
+      ptrs = {{kX, cu::ptr(X)}, {kW, cu::ptr(dw)}, {kY, cu::ptr(DY)}};
       break;
     }
   }
@@ -354,8 +361,10 @@ bool run_mapping(const Mapping& m, const array& x, const array& w,
       ++g_data;
       break;
     case Op::backward_filter: {
-      const auto& c = m.result_copy;
-      cu::copy_region(dw, c.src, 0, out, c.dst, 0, c.shape);
+      if (m.scratch_elems > 0) {
+        const auto& c = m.result_copy;
+        cu::copy_region(dw, c.src, c.src_offset, out, c.dst, 0, c.shape);
+      }
       ++g_filter;
       break;
     }
@@ -383,6 +392,29 @@ bool run(const array& x, const array& w, array& out, const Convolution& c,
   for (const auto& m : mappings) {
     if ((forward || m.op != Op::forward) &&
         run_mapping(m, x, w, out, device)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool run_weight_grad(const array& x, const array& ct, array& out,
+                     const ConvolutionWeightGrad& c) {
+  const Dtype t = out.dtype();
+  if (!enabled() || (t != float32 && t != float16 && t != bfloat16) ||
+      !lib().handle) {
+    return false;
+  }
+  auto mappings = conv_plan::weight_grad_mappings(
+      x.shape(), x.strides(), ct.shape(), ct.strides(), out.shape(),
+      c.stride(), c.padding_lo(), c.kernel_dilation(), c.input_dilation(),
+      c.groups(), c.flip());
+  if (mappings.empty()) {
+    return false;
+  }
+  const int device = cudnn::current_device("conv");
+  for (const auto& m : mappings) {
+    if (run_mapping(m, x, ct, out, device)) {
       return true;
     }
   }

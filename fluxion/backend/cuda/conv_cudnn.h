@@ -10,6 +10,7 @@
 
 namespace fluxion {
 class Convolution;
+class ConvolutionWeightGrad;
 }
 
 namespace fluxion::cu::cudnn_conv {
@@ -29,6 +30,12 @@ bool offer_all();
 // `forward` false: only the backward operations are tried.
 bool run(const array& x, const array& w, array& out, const Convolution& c,
          bool forward = true);
+
+// ConvolutionWeightGrad of x and the cotangent ct into `out` (allocated,
+// row-contiguous) as cuDNN's backward filter, under the same conditions;
+// false, with `out` not written, when cuDNN does not take it.
+bool run_weight_grad(const array& x, const array& ct, array& out,
+                     const ConvolutionWeightGrad& c);
 
 // For gpu::conv_stats.
 struct Status {
