@@ -283,17 +283,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 template <typename T, int S, int R>
 bool launch(const Args& a, int row_chunks, cudaStream_t stream) {
   LaneParams<T> p{};
-  p.w = static_cast<const uint4*>(a.w);
-  p.scales = a.scales;
-  p.biases = a.biases;
-  p.global_scale = a.global_scale;
-  p.x = static_cast<const T*>(a.x);
-  p.out = static_cast<T*>(a.out);
-  p.N = a.N;
-  p.K = a.K;
-  while ((1 << p.lgs) < a.gs) {
-    ++p.lgs;
-  }
+  take_args(a, p);
   p.row_chunks = row_chunks;
   const int warps_needed = (row_chunks + 32 * R - 1) / (32 * R);
   while ((1 << p.kw_log) < warps_needed) {

@@ -165,6 +165,25 @@ __device__ __forceinline__ void scale_of(RawScale<T, S> s, RawScale<T, S> b,
   }
 }
 
+// The fields both decoding kernels' parameters (P<T>) take from the
+// arguments as they are: operands, sizes, log2 of the group size.
+template <typename P>
+void take_args(const Args& a, P& p) {
+  using T = std::remove_cv_t<std::remove_pointer_t<decltype(p.x)>>;
+  p.w = static_cast<const uint4*>(a.w);
+  p.scales = a.scales;
+  p.biases = a.biases;
+  p.global_scale = a.global_scale;
+  p.x = static_cast<const T*>(a.x);
+  p.out = static_cast<T*>(a.out);
+  p.N = a.N;
+  p.K = a.K;
+  p.lgs = 0;
+  while ((1 << p.lgs) < a.gs) {
+    ++p.lgs;
+  }
+}
+
 // The register kernel (qmv_lanes.cu) for one row of x: launches and returns
 // true when the row fits a block's lanes (see there), else launches
 // nothing and returns false.

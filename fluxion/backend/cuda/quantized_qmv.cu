@@ -428,18 +428,8 @@ bool launch(const Args& a, cudaStream_t stream) {
     return false;
   }
   Params<T> p{};
-  p.w = static_cast<const uint4*>(a.w);
-  p.scales = a.scales;
-  p.biases = a.biases;
-  p.global_scale = a.global_scale;
-  p.x = static_cast<const T*>(a.x);
-  p.out = static_cast<T*>(a.out);
+  take_args(a, p);
   p.rows = a.rows;
-  p.N = a.N;
-  p.K = a.K;
-  while ((1 << p.lgs) < a.gs) {
-    ++p.lgs;
-  }
   p.row_chunks = static_cast<int>(int64_t{a.K} * Sc::bits / 128);
   // Lanes per column: a warp, or fewer for rows of fewer than 32 chunks.
   p.lpc_log = 5;
