@@ -233,6 +233,14 @@ def test_fast_path_unaligned_weight_falls_back():
     close_to_cpu(g, g0, mx.float32)
 
 
+def nan_column_like_cpu(g, c, col):
+    # Column `col` is NaN on both devices, no other column is, and the rest
+    # matches the CPU.
+    assert np.isnan(g[0, col]) and np.isnan(c[0, col])
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(c))
+    close_to_cpu(np.nan_to_num(g), np.nan_to_num(c), mx.float32)
+
+
 def test_fast_path_nan_and_inf_propagate():
     # An mxfp8 NaN code poisons its output column (as the CPU's value
     # table does); an infinite x makes every column non-finite (the CPU's
@@ -245,9 +253,7 @@ def test_fast_path_nan_and_inf_propagate():
     wq_nan = mx.array(raw)
     x = draw((1, 64), 45)
     g, c = qmm_both(x, wq_nan, s, None, transpose=True, mode="mxfp8")
-    assert np.isnan(g[0, 3]) and np.isnan(c[0, 3])
-    np.testing.assert_array_equal(np.isnan(g), np.isnan(c))
-    close_to_cpu(np.nan_to_num(g), np.nan_to_num(c), mx.float32)
+    nan_column_like_cpu(g, c, 3)
     xi = np.array(x)
     xi[0, 5] = np.inf
     g, c = qmm_both(mx.array(xi), wq, s, None, transpose=True, mode="mxfp8")
@@ -291,9 +297,7 @@ def test_lanes_kernel_nan_code_poisons_its_column():
     raw[7, 100] = (raw[7, 100] & ~np.uint32(0xFF00)) | np.uint32(0xFF00)
     x = draw((1, 1024), 55)
     g, c = qmm_both(x, mx.array(raw), s, None, transpose=True, mode="mxfp8")
-    assert np.isnan(g[0, 7]) and np.isnan(c[0, 7])
-    np.testing.assert_array_equal(np.isnan(g), np.isnan(c))
-    close_to_cpu(np.nan_to_num(g), np.nan_to_num(c), mx.float32)
+    nan_column_like_cpu(g, c, 7)
 
 
 def test_lanes_and_staged_kernels_agree(tmp_path):
