@@ -367,8 +367,10 @@ TEST(CudaSort, GpuScansEveryVariantLongRowsAndAxis0) {
     check_scans({3, 70000}, 1, t);   // long rows: block per row
     check_scans({70000, 3}, 0, t);   // few columns: transposed to rows
     check_scans({50, 20000}, 0, t);  // many columns: thread per column
-    check_scans({300000}, 0, t);     // one row: CUB's device scan
-    check_scans({2, 300000}, 1, t);  // a few rows: a device scan each
+    check_scans({300000}, 0, t);     // one row: the packed look-back scan
+    check_scans({2, 300000}, 1, t);  // a few rows: one packed launch
+    check_scans({300001}, 0, t);     // not a multiple of 4: unpacked or CUB
+    check_scans({2, 300002}, 1, t);  // the second row off a 4-element bound
     check_scans({1000, 37}, 1, t);   // short rows: 32-thread blocks
     check_scans({4, 5, 6}, 1, t);    // a middle axis
   }
@@ -381,6 +383,26 @@ TEST(CudaSort, GpuScansEveryDtype) {
     check_scans({1000, 4}, 0, t);
     check_scans({3, 300000}, 1, t);
     check_scans({130, 3}, 1, t, "transposed");
+  }
+}
+
+TEST(CudaSort, GpuScansOfAnUnalignedView) {
+  SKIP_WITHOUT_GPU();
+  // A contiguous slice one element in: rows of a multiple of 4 that do
+  // not start on a 16-byte boundary take the unpacked scans.
+  for (Dtype t : {float32, int32, float16}) {
+    auto whole = scan_input({300005}, t, "cumsum", 3);
+    auto a = slice(whole, {1}, {300005});
+    for (bool reverse : {false, true}) {
+      for (bool inclusive : {true, false}) {
+        expect_equal(cumsum(a, 0, reverse, inclusive, Device::gpu),
+                     cumsum(a, 0, reverse, inclusive, Device::cpu),
+                     std::string("cumsum of a view ") + dtype_name(t));
+        expect_equal(cummax(a, 0, reverse, inclusive, Device::gpu),
+                     cummax(a, 0, reverse, inclusive, Device::cpu),
+                     std::string("cummax of a view ") + dtype_name(t));
+      }
+    }
   }
 }
 

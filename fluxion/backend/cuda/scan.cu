@@ -15,12 +15,14 @@
 //    tiles (cub::BlockScan over per-thread partial scans), carrying the
 //    running value from tile to tile; 32-thread blocks for rows of up to
 //    128. A few very long rows (one 256M cumsum) instead go through a
-//    single-pass scan with decoupled look-back: CUB's on raw pointers for
-//    a forward inclusive scan in the input's own type (measured faster on
-//    the H200: 2.27 against 2.01 TB/s for a 256M float32 cumsum), else
-//    Fluxion's own (scan_tiles.cuh) for 4-byte accumulators of sum,
-//    product, max and min (all rows in one launch; 2.22 TB/s reversed),
-//    else CUB through index-mapping iterators, one call per row.
+//    single-pass scan with decoupled look-back: for 4-byte accumulators
+//    of sum, product, max and min, Fluxion's own (scan_tiles.cuh, all
+//    rows in one launch) reading and writing packs of 4 elements where
+//    rows allow; else CUB's on raw pointers for a forward inclusive scan
+//    in the input's own type (it beat the unpacked kernel on the H200:
+//    2.27 against 2.01 TB/s for a 256M float32 cumsum); else the
+//    unpacked kernel; else CUB through index-mapping iterators, one call
+//    per row.
 //  - inner > 1: one thread per column (o, j), consecutive threads on
 //    consecutive memory. With few columns and a long axis that leaves the
 //    GPU idle, the input is transposed so the axis is last, scanned as
@@ -32,6 +34,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -122,17 +125,31 @@ struct IsLogAddExp : std::false_type {};
 template <typename M>
 struct IsLogAddExp<detail::LogAddExpOp<M>> : std::true_type {};
 
-// Fluxion's own look-back scan (scan_tiles.cuh) for 4-byte accumulators
-// of sum, product, max and min, all rows in one launch; false when it does
-// not apply.
+// Fluxion's own look-back scans (scan_tiles.cuh) for 4-byte accumulators
+// of sum, product, max and min, all rows in one launch: packed_scan when
+// rows of a multiple of 4 elements start on 4-element boundaries (every
+// row of an aligned buffer then does), else lookback_scan when `unpacked`
+// asks for it; false when neither ran. FLUXION_SCAN_CUB=1 turns the
+// packed kernel off, for measuring it against CUB's scan in one process.
 template <typename In, typename Out, typename M, typename Op>
 bool lookback_rows(const In* x, Out* y, int64_t rows, int64_t n, bool reverse,
-                   bool inclusive, cudaStream_t s) {
+                   bool inclusive, bool unpacked, cudaStream_t s) {
   if constexpr (sizeof(M) != 4 || IsLogAddExp<Op>::value) {
     return false;
   } else {
     using namespace scan_tiles;
-    const int64_t per_row = (n + kTile - 1) / kTile;
+    static const bool packed_off = [] {
+      const char* v = std::getenv("FLUXION_SCAN_CUB");
+      return v != nullptr && v[0] == '1';
+    }();
+    const bool packed = !packed_off && n % kPackItems == 0 &&
+                        cu::pack_aligned<In, kPackItems>(x) &&
+                        cu::pack_aligned<Out, kPackItems>(y);
+    if (!packed && !unpacked) {
+      return false;
+    }
+    const int64_t tile_elems = packed ? kPackTile : kTile;
+    const int64_t per_row = (n + tile_elems - 1) / tile_elems;
     const int64_t tiles = rows * per_row;
     if (tiles > INT_MAX) {
       return false;
@@ -141,11 +158,16 @@ bool lookback_rows(const In* x, Out* y, int64_t rows, int64_t n, bool reverse,
     const size_t bytes = (tiles + 1) * sizeof(Word);
     auto tmp = std::make_shared<Data>(bytes, Device{Device::gpu});
     Word* status = static_cast<Word*>(tmp->ptr());
+    unsigned* next = reinterpret_cast<unsigned*>(status + tiles);
     cu::check(cudaMemsetAsync(status, 0, bytes, s), "scan");
-    lookback_scan<In, Out, M, Op, Combine<M, Op>>
-        <<<static_cast<unsigned>(tiles), kThreads, 0, s>>>(
-            x, y, n, per_row, reverse, inclusive, status,
-            reinterpret_cast<unsigned*>(status + tiles));
+    const unsigned grid = static_cast<unsigned>(tiles);
+    if (packed) {
+      packed_scan<In, Out, M, Op, Combine<M, Op>><<<grid, kThreads, 0, s>>>(
+          x, y, n, per_row, reverse, inclusive, status, next);
+    } else {
+      lookback_scan<In, Out, M, Op, Combine<M, Op>><<<grid, kThreads, 0, s>>>(
+          x, y, n, per_row, reverse, inclusive, status, next);
+    }
     cu::check_launch("scan");
     cu::keep_alive(tmp);
     return true;
@@ -207,6 +229,10 @@ void device_scan_rows(const In* x, Out* y, int64_t rows, int64_t n,
   // The common case (a forward inclusive scan computed in its own type,
   // cumsum of float32) on raw pointers: CUB then loads and stores in wide
   // vectors, which the index-mapping iterators prevent.
+  if (lookback_rows<In, Out, M, Op>(x, y, rows, n, reverse, inclusive,
+                                   /*unpacked=*/false, s)) {
+    return;
+  }
   constexpr bool kRaw = math::is_same_v<In, Out> && math::is_same_v<Out, M>;
   if constexpr (kRaw) {
     if (!reverse && inclusive) {
@@ -227,7 +253,8 @@ void device_scan_rows(const In* x, Out* y, int64_t rows, int64_t n,
       return;
     }
   }
-  if (lookback_rows<In, Out, M, Op>(x, y, rows, n, reverse, inclusive, s)) {
+  if (lookback_rows<In, Out, M, Op>(x, y, rows, n, reverse, inclusive,
+                                   /*unpacked=*/true, s)) {
     return;
   }
   size_t bytes = 0;
