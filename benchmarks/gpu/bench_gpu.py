@@ -29,7 +29,8 @@ ran (cuDNN's operations or the general path, mx._gpu_conv_stats);
 general path).
 The decode kernels (quantized matrix-vector product, attention decode):
 bytes read per second against the copy's bandwidth and against torch's
-nearest kernel; `bench_gpu.py decode` runs these rows alone.
+nearest kernel; `bench_gpu.py decode` runs these rows alone, `bench_gpu.py
+scan` the sort and scan rows (FLUXION_SCAN_CUB=1: CUB's scan for cumsum).
 Compile (issue 30): GELU (tanh form) on 64M float32 compiled, in bytes read
 and written per second, against eager, torch.compile and jax.jit (target
 >= 3500 GB/s); and the first call of a compiled function in a fresh
@@ -100,14 +101,16 @@ def main():
     if sys.argv[1:] == ["conv"]:
         conv_bench(g, dev)
         return
-    if sys.argv[1:] == ["decode"]:
+    if sys.argv[1:] in (["decode"], ["scan"]):
+        # decode: the quantized and attention decode rows; scan: sort and
+        # scans (FLUXION_SCAN_CUB=1 puts CUB's scan in the packed one's place).
         mx.set_default_device(g)
         a = torch.ones(256 << 20, device=dev)
         b = torch.empty_like(a)
         copy_bw = 2 * a.nbytes / cuda_time(lambda: b.copy_(a)) / 1e12
         print(f"d2d copy {copy_bw:.2f} TB/s (read + write)")
         del a, b
-        decode(g, dev, copy_bw)
+        (decode if sys.argv[1] == "decode" else sort_and_scan)(g, dev, copy_bw)
         return
     if sys.argv[1:] == ["linalg"]:
         linalg_bench(g, dev)
