@@ -105,6 +105,20 @@ __device__ __forceinline__ void outputs(const M (&v)[IPT], M pre,
   }
 }
 
+// The inclusive scan of v over the warp's lanes, lane 0 first.
+template <typename M, typename C>
+__device__ __forceinline__ M warp_inclusive_scan(M v, C op) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const M u = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) {
+      v = op(u, v);
+    }
+  }
+  return v;
+}
+
 constexpr int kThreads = 256;
 constexpr int kItems = 16;  // per thread
 constexpr int kTile = kThreads * kItems;
@@ -205,14 +219,7 @@ __global__ void __launch_bounds__(kThreads)
   M v[kItems];
   load_scanned<kThreads, kItems, Op>(xr, n, base, reverse, buf, v, op);
   // The threads' totals scanned across the warp, then across the warps.
-  M s = v[kItems - 1];
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const M u = __shfl_up_sync(0xffffffffu, s, o);
-    if (lane >= o) {
-      s = op(u, s);
-    }
-  }
+  const M s = warp_inclusive_scan(v[kItems - 1], op);
   const M warp_before = __shfl_up_sync(0xffffffffu, s, 1);  // lane > 0
   if (lane == 31) {
     warp_total[warp] = s;
@@ -331,14 +338,7 @@ __global__ void __launch_bounds__(kThreads)
         v[j][e] = op(v[j][e - 1], v[j][e]);
       }
     }
-    M s = v[j][P - 1];
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const M u = __shfl_up_sync(0xffffffffu, s, o);
-      if (lane >= o) {
-        s = op(u, s);
-      }
-    }
+    const M s = warp_inclusive_scan(v[j][P - 1], op);
     lane_before[j] = __shfl_up_sync(0xffffffffu, s, 1);  // lane > 0
     if (lane == 31) {
       seg[j * W + warp] = s;
@@ -348,14 +348,7 @@ __global__ void __launch_bounds__(kThreads)
   if (warp == 0) {
     // Lane l: segment l. Its inclusive scan, the tile's total, and the
     // segments before it.
-    M incl = seg[lane];
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const M u = __shfl_up_sync(0xffffffffu, incl, o);
-      if (lane >= o) {
-        incl = op(u, incl);
-      }
-    }
+    const M incl = warp_inclusive_scan(seg[lane], op);
     const M tile_total = __shfl_sync(0xffffffffu, incl, 31);
     const M segs_before = __shfl_up_sync(0xffffffffu, incl, 1);
     M pre = segs_before;
