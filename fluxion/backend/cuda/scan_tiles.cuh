@@ -275,20 +275,28 @@ namespace fluxion::scan_tiles {
 // The look-back scan again, for rows whose length is a multiple of 4 on
 // pointers aligned to 4 elements: each thread reads and writes its
 // elements as packs of 4 (16 bytes of float32) straight from and to
-// registers, with no staging in shared memory. The single-element loads
-// and the shared-memory round trips of lookback_scan held it to 0.67 of
-// the copy's bandwidth on an H100 (CUB's scan too); packs put four times
-// the bytes in flight per load instruction.
+// registers, with no staging in shared memory (lookback_scan's single-
+// element loads and shared-memory round trips), and tiles twice as long.
 //
 // Pack c of a tile (j * kThreads + t: thread t's j-th pack) holds scan
 // positions 4c .. 4c + 3, so the tile's kPackSegments segments (j, warp)
 // — 32 consecutive packs each — are in scan order when numbered j * warps
-// + warp: one warp scans their totals in one pass, and looks back.
+// + warp: one warp scans their totals (kSegsPerLane consecutive ones a
+// lane), and looks back.
+//
+// Tiles of 8192 elements: with 4096 (4 packs a thread) the kernel ran at
+// 2.03 TB/s on an H100, no faster than CUB's, and Nsight Compute showed
+// why: 63% of the warps' stalls at the barrier where seven warps wait
+// for warp 0's look-back, each tile living ~12 us for ~1 us of loads. A
+// look-back finds a published prefix at most 32 tiles back, so prefixes
+// advance about 32 tiles per round trip to L2, whatever the tiles' size:
+// bigger tiles move more bytes per round trip.
 constexpr int kPackItems = 4;
-constexpr int kPacksPerThread = 4;
+constexpr int kPacksPerThread = 8;
 constexpr int kPackTile = kThreads * kPackItems * kPacksPerThread;
 constexpr int kPackSegments = kPacksPerThread * (kThreads / 32);
-static_assert(kPackSegments == 32, "one warp scans the tile's segments");
+constexpr int kSegsPerLane = kPackSegments / 32;
+static_assert(kPackSegments % 32 == 0, "whole segments a lane");
 
 template <typename In, typename Out, typename M, typename Op, typename C>
 __global__ void __launch_bounds__(kThreads)
@@ -346,13 +354,22 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   if (warp == 0) {
-    // Lane l: segment l. Its inclusive scan, the tile's total, and the
-    // segments before it.
-    const M incl = warp_inclusive_scan(seg[lane], op);
+    // Lane l: segments l * kSegsPerLane ..; their running combination,
+    // the lanes' scan, the tile's total, and the segments before lane l's.
+    constexpr int S = kSegsPerLane;
+    M sv[S];
+#pragma unroll
+    for (int i = 0; i < S; ++i) {
+      sv[i] = seg[lane * S + i];
+      if (i > 0) {
+        sv[i] = op(sv[i - 1], sv[i]);
+      }
+    }
+    const M incl = warp_inclusive_scan(sv[S - 1], op);
     const M tile_total = __shfl_sync(0xffffffffu, incl, 31);
-    const M segs_before = __shfl_up_sync(0xffffffffu, incl, 1);
-    M pre = segs_before;
-    bool has = lane > 0;
+    const M lanes_before = __shfl_up_sync(0xffffffffu, incl, 1);
+    M carry{};
+    bool has_carry = false;
     if (in_row == 0) {
       if (lane == 0) {
         publish(status + tile, pack<M>(kPrefix, tile_total));
@@ -361,15 +378,29 @@ __global__ void __launch_bounds__(kThreads)
       if (lane == 0) {
         publish(status + tile, pack<M>(kTotal, tile_total));
       }
-      const M carry = look_back<M>(status, tile, tile - in_row, op);
+      carry = look_back<M>(status, tile, tile - in_row, op);
+      has_carry = true;
       if (lane == 0) {
         publish(status + tile, pack<M>(kPrefix, op(carry, tile_total)));
       }
-      pre = has ? op(carry, segs_before) : carry;
-      has = true;
     }
-    seg[lane] = pre;
-    seg_has[lane] = has;
+    // Segment lane * S + i: carry, then the lanes before, then this
+    // lane's segments before i.
+#pragma unroll
+    for (int i = 0; i < S; ++i) {
+      bool has = lane > 0;
+      M pre = lanes_before;
+      if (i > 0) {
+        pre = has ? op(pre, sv[i - 1]) : sv[i - 1];
+        has = true;
+      }
+      if (has_carry) {
+        pre = has ? op(carry, pre) : carry;
+        has = true;
+      }
+      seg[lane * S + i] = pre;
+      seg_has[lane * S + i] = has;
+    }
   }
   __syncthreads();
 #pragma unroll
