@@ -385,7 +385,9 @@ void sdpa_gpu(const std::vector<array>& in, array& out, array* lse,
   if (!p.lse && decode_plan<T>(p)) {
     std::shared_ptr<Data> part;
     if (p.nsplit > 1) {
-      const int64_t n = int64_t{p.nsplit} * p.B * p.Hq * p.Lq * (p.Dv + 2);
+      // + 4: the outputs start on a 16-byte boundary (sdpa_decode.cu).
+      const int64_t n =
+          int64_t{p.nsplit} * p.B * p.Hq * p.Lq * (p.Dv + 2) + 4;
       part = std::make_shared<Data>(static_cast<size_t>(n) * sizeof(float),
                                     Device{Device::gpu});
       cu::keep_alive(part);
