@@ -152,6 +152,22 @@ __device__ __forceinline__ Word read(Word* slot) {
       cuda::memory_order_relaxed);
 }
 
+// This block's tile, numbered in the order blocks start: (tile, its row,
+// its number within the row). Every thread of the block calls it.
+struct TileSlot {
+  int64_t tile, row, in_row;
+};
+__device__ __forceinline__ TileSlot claim_tile(unsigned* next,
+                                               int64_t tiles_per_row) {
+  __shared__ unsigned slot;
+  if (threadIdx.x == 0) {
+    slot = atomicAdd(next, 1u);
+  }
+  __syncthreads();
+  const int64_t tile = slot;
+  return {tile, tile / tiles_per_row, tile % tiles_per_row};
+}
+
 // The combination, oldest first, of the tiles before `tile` back to the
 // nearest one with a known prefix (at the latest the row's first tile,
 // `first`). Called by one whole warp; every lane gets the result.
@@ -201,17 +217,10 @@ __global__ void __launch_bounds__(kThreads)
                   bool reverse, bool inclusive, Word* status, unsigned* next) {
   __shared__ M buf[kTile + kTile / 32];
   __shared__ M warp_total[kThreads / 32];
-  __shared__ unsigned tile_slot;
   __shared__ M carry_slot;
   C op;
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
-  if (t == 0) {
-    tile_slot = atomicAdd(next, 1u);
-  }
-  __syncthreads();
-  const int64_t tile = tile_slot;
-  const int64_t row = tile / tiles_per_row;
-  const int64_t in_row = tile % tiles_per_row;
+  const auto [tile, row, in_row] = claim_tile(next, tiles_per_row);
   const In* xr = x + row * n;
   Out* yr = y + row * n;
   const int64_t base = in_row * kTile;
@@ -308,16 +317,9 @@ __global__ void __launch_bounds__(kThreads)
   // A segment's total, then the combination of everything before it.
   __shared__ M seg[kPackSegments];
   __shared__ bool seg_has[kPackSegments];
-  __shared__ unsigned tile_slot;
   C op;
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
-  if (t == 0) {
-    tile_slot = atomicAdd(next, 1u);
-  }
-  __syncthreads();
-  const int64_t tile = tile_slot;
-  const int64_t row = tile / tiles_per_row;
-  const int64_t in_row = tile % tiles_per_row;
+  const auto [tile, row, in_row] = claim_tile(next, tiles_per_row);
   const In* xr = x + row * n;
   Out* yr = y + row * n;
   const int64_t base = in_row * kPackTile;
