@@ -19,6 +19,7 @@
 #include "fluxion/ops/astype.h"
 #include "fluxion/ops/ternary.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/tracer_copy.h"
 #include "fluxion/ops/unary.h"
 #include "fluxion/primitive.h"
 #include "fluxion/rule_context.h"
@@ -82,7 +83,7 @@ namespace {
 std::vector<array> make_tracers(const std::vector<array>& primals) {
   std::vector<array> out;
   for (auto& p : primals) {
-    out.push_back(copy(p, stream_of(p)));
+    out.push_back(detail::tracer_copy(p, stream_of(p)));
     out.back().set_tracer(true);
   }
   return out;

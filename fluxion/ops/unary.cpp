@@ -10,6 +10,7 @@
 #include "fluxion/ops/creation.h"
 #include "fluxion/ops/astype.h"
 #include "fluxion/ops/ternary.h"
+#include "fluxion/ops/tracer_copy.h"
 
 namespace fluxion {
 
@@ -176,6 +177,10 @@ array stop_gradient(const array& a, StreamOrDevice s) {
 }
 array copy(const array& a, StreamOrDevice s) {
   return make_unary<Copy>(a, a.dtype(), s);
+}
+
+array detail::tracer_copy(const array& a, StreamOrDevice s) {
+  return make_unary<TracerCopy>(a, a.dtype(), s);
 }
 
 // --- transformation rules ---

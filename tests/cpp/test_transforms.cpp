@@ -1,6 +1,8 @@
 // The transformation machinery itself: argument handling, error messages,
 // stop_gradient, custom functions, checkpoint, Jacobians. Per-primitive
 // rules are tested with each op family.
+#include "device_scope.h"
+#include "fluxion/ops/tracer_copy.h"
 #include "transform_checks.h"
 
 using namespace fluxion;
@@ -383,4 +385,38 @@ TEST(TransformsVmap, UnmappedOutputWithNoneAxis) {
   outs = vmap(f, {0, -1}, {0, 1})({a, c});
   EXPECT_EQ(outs[1].shape(), Shape({2, 3}));
   expect_close(outs[1], {14, 14, 14, 16, 16, 16});
+}
+
+namespace {
+// A tracer of `a` shares a's buffer; an op on it with `a` still alive
+// cannot take the shared buffer over (a keeps its values); gradients
+// through tracers are unchanged.
+void check_tracer_copy(Device d) {
+  OnDevice on(d);
+  array a = astype(arange(0, 1 << 16, 1), float32);
+  eval(a);
+  const std::vector<float> before = to_vector<float>(a);
+  array t = detail::tracer_copy(a, d);
+  EXPECT_STREQ(t.primitive().name(), "Copy");
+  eval(t);
+  EXPECT_EQ(t.data<float>(), a.data<float>()) << "the tracer copied";
+  array y = exp(t);  // donation would write into a's buffer
+  t = array(0.0f);
+  eval(y);
+  EXPECT_EQ(to_vector<float>(a), before);
+  auto [outs, grads] = vjp(
+      [](const std::vector<array>& x) { return std::vector<array>{sin(x[0])}; },
+      {a}, {ones_like(a)});
+  EXPECT_TRUE(allclose(grads[0], cos(a), 1e-5, 1e-6).item<bool>());
+  EXPECT_EQ(to_vector<float>(a), before);
+}
+}  // namespace
+
+TEST(Transforms, TracerCopySharesItsBuffer) {
+  check_tracer_copy(Device::cpu);
+}
+
+TEST(Transforms, TracerCopySharesItsBufferGpu) {
+  SKIP_WITHOUT_GPU();
+  check_tracer_copy(Device::gpu);
 }

@@ -15,6 +15,7 @@
 #include "fluxion/ops/matmul_variants.h"
 #include "fluxion/ops/searchsorted.h"
 #include "fluxion/ops/shape.h"
+#include "fluxion/ops/tracer_copy.h"
 #include "fluxion/ops/unary.h"
 
 namespace fluxion {
@@ -227,6 +228,16 @@ bool StopGradient::eval_view(const std::vector<array>& in,
                              std::vector<array>& out) {
   out[0].copy_shared_buffer(in[0]);
   return true;
+}
+
+// No kernel on any backend: the output is the input's buffer.
+void TracerCopy::eval_cpu(const std::vector<array>& in,
+                          std::vector<array>& out) {
+  out[0].copy_shared_buffer(in[0]);
+}
+void TracerCopy::eval_gpu(const std::vector<array>& in,
+                          std::vector<array>& out) {
+  out[0].copy_shared_buffer(in[0]);
 }
 
 bool Depends::eval_view(const std::vector<array>& in,
