@@ -301,10 +301,8 @@ def test_lanes_kernel_nan_code_poisons_its_column():
 
 
 def test_lanes_and_staged_kernels_agree(tmp_path):
-    # The staged kernel for the same row, and the lanes kernel with its L2
-    # prefetch off and far ahead: the switches are read once per process,
-    # so each setting runs in a child process. The prefetch changes no
-    # arithmetic: those outputs are bit-identical.
+    # The staged kernel for the same row: FLUXION_QMV_STAGED is read once
+    # per process, so each kernel runs in a child process.
     code = (
         "import sys, numpy as np, fluxion.core as mx\n"
         "rng = np.random.default_rng(56)\n"
@@ -315,14 +313,10 @@ def test_lanes_and_staged_kernels_agree(tmp_path):
         " stream=mx.gpu)\n"
         "np.save(sys.argv[1], np.array(y))\n")
     outs = []
-    settings = [{"FLUXION_QMV_STAGED": "0"}, {"FLUXION_QMV_STAGED": "1"},
-                {"FLUXION_QMV_PREFETCH": "0"}, {"FLUXION_QMV_PREFETCH": "9"}]
-    for i, setting in enumerate(settings):
-        path = str(tmp_path / f"y{i}.npy")
-        env = dict(os.environ, **setting)
+    for staged in ("0", "1"):
+        path = str(tmp_path / f"y{staged}.npy")
+        env = dict(os.environ, FLUXION_QMV_STAGED=staged)
         subprocess.run([sys.executable, "-c", code, path], env=env,
                        check=True)
         outs.append(np.load(path))
     np.testing.assert_allclose(outs[0], outs[1], rtol=2e-5, atol=2e-4)
-    np.testing.assert_array_equal(outs[0], outs[2])
-    np.testing.assert_array_equal(outs[0], outs[3])

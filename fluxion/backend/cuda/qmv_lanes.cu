@@ -12,14 +12,12 @@
 // (lane l of warp j owns chunks (j * R + r) * 32 + l), so a block of 8
 // warps works on 8 / kw columns at once ("sets"). Every step a lane loads
 // its chunks of kColumns columns (16-byte evict-first loads, the next
-// step's issued before this step's arithmetic, and the lines of the
-// steps after that asked of L2 a few steps ahead), sums each column over its
+// step's issued before this step's arithmetic), sums each column over its
 // warp by shuffles, and with kw > 1 leaves the warp's partial in shared
 // memory; every kFlush steps the block sums the partials of the window's
 // columns and writes them. Every warp runs the same number of steps, so
 // the barriers match.
 #include <algorithm>
-#include <cstdlib>
 
 #include "fluxion/backend/cuda/occupancy.cuh"
 #include "fluxion/backend/cuda/quantized_codes.cuh"
@@ -50,7 +48,6 @@ struct LaneParams {
   int row_chunks;  // 16-byte chunks per row of w
   int kw_log;      // log2 of the warps sharing a column
   int steps;       // steps of every warp
-  int prefetch;    // steps asked of L2 ahead of the loads (0: none)
   bool x_vec;      // x readable 16 bytes at a time
 };
 
@@ -101,31 +98,6 @@ struct Lanes {
             fetch_scale<T, S>(p.scales, p.biases,
                               n * groups_per_row + (k >> p.lgs),
                               d.s[u][r][uu], d.b[u][r][uu]);
-          }
-        }
-      }
-    }
-  }
-
-  // Step `step`'s weights and scales asked of L2 (lanes on 32-byte
-  // boundaries of the weights, every eighth lane's scales: the lines
-  // they touch cover the warp's).
-  __device__ void prefetch(int step) const {
-    const int lane = threadIdx.x % 32;
-    if (step >= p.steps || lane % 2 != 0) {
-      return;
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int n = column(step * U + u);
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        if (n < p.N && chunk[r] < p.row_chunks) {
-          cu::prefetch_l2(p.w + int64_t{n} * p.row_chunks + chunk[r]);
-          if (lane % 8 == 0) {
-            const int64_t k = int64_t{chunk[r]} * Sc::cc;
-            prefetch_scale<T, S>(p.scales, p.biases,
-                                 n * groups_per_row + (k >> p.lgs));
           }
         }
       }
@@ -244,17 +216,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   }
   LaneStep<T, S, R> now, ahead;
   k.load(0, now);  // the weights' first loads before x's
-  // Step s + 1's loads go out at step s; the L2 prefetch runs `prefetch`
-  // steps ahead of them: steps 2 .. prefetch now, s + 1 + prefetch at s.
-  for (int d = 2; d <= p.prefetch; ++d) {
-    k.prefetch(d);
-  }
   float xr[R][Sc::cc], xsum[R][Sc::upc];
   k.load_x(xr, xsum);
   for (int step = 0; step < p.steps; ++step) {
-    if (p.prefetch > 0) {
-      k.prefetch(step + 1 + p.prefetch);
-    }
     if (step + 1 < p.steps) {
       k.load(step + 1, ahead);
     }
@@ -316,16 +280,6 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   }
 }
 
-// Steps of L2 prefetch ahead of the loads: FLUXION_QMV_PREFETCH (0 turns
-// it off, for A/B; read once), else 3.
-int prefetch_steps() {
-  static const int steps = [] {
-    const char* v = std::getenv("FLUXION_QMV_PREFETCH");
-    return v != nullptr && *v ? std::clamp(std::atoi(v), 0, 64) : 3;
-  }();
-  return steps;
-}
-
 template <typename T, int S, int R>
 bool launch(const Args& a, int row_chunks, cudaStream_t stream) {
   LaneParams<T> p{};
@@ -350,7 +304,6 @@ bool launch(const Args& a, int row_chunks, cudaStream_t stream) {
       static_cast<int>(std::min<int64_t>(set_count, int64_t{per_sm} * sms));
   const int64_t per_set = (set_count + blocks - 1) / blocks;
   p.steps = static_cast<int>((per_set + kColumns<R> - 1) / kColumns<R>);
-  p.prefetch = prefetch_steps();
   kernel<<<blocks, kWarps * 32, 0, stream>>>(p);
   return true;
 }

@@ -13,7 +13,6 @@
 #include <type_traits>
 
 #include "fluxion/backend/cuda/kernels.cuh"
-#include "fluxion/backend/cuda/prefetch.cuh"
 #include "fluxion/backend/cuda/quantized.cuh"
 
 namespace fluxion::qmv {
@@ -139,16 +138,6 @@ __device__ __forceinline__ void fetch_scale(const void* scales,
   s = static_cast<const RawScale<T, S>*>(scales)[g];
   if constexpr (SchemeOf<S>::affine) {
     b = static_cast<const T*>(biases)[g];
-  }
-}
-
-// The line of scale (and bias) g asked of L2 (cu::prefetch_l2).
-template <typename T, int S>
-__device__ __forceinline__ void prefetch_scale(const void* scales,
-                                               const void* biases, int64_t g) {
-  cu::prefetch_l2(static_cast<const RawScale<T, S>*>(scales) + g);
-  if constexpr (SchemeOf<S>::affine) {
-    cu::prefetch_l2(static_cast<const T*>(biases) + g);
   }
 }
 

@@ -20,8 +20,7 @@ struct SdpaParams {
   void* lse;          // [B, Hq, Lq] in M (the logsumexp), or null
   void* part;         // nsplit > 1: nsplit * B * Hq * Lq * (Dv + 2) of M
                       // ([nsplit, rows, Dv + 2] in sdpa.cu; the decode
-                      // kernel's own layout, 4 floats more, in
-                      // sdpa_decode.cu)
+                      // kernel's own layout in sdpa_decode.cu)
   int64_t qs[4], ks[4], vs[4], ms[4];
   int64_t sink_stride;
   int B, Hq, Hkv, R, Lq, Lk, D, Dv;
@@ -30,7 +29,6 @@ struct SdpaParams {
   float scale;
   int nsplit, split_len;  // split_len: keys per split, a multiple of kTileK
   int row_blocks;         // blocks of kBlockRows rows per (b, kv head)
-  int prefetch = 0;       // decode: steps of K and V asked of L2 ahead
 };
 
 template <typename M>

@@ -31,12 +31,10 @@
 // Within a block the 4 x (32 / LPK) key groups each keep their own softmax
 // state, merged through shared memory at the end.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
 #include "fluxion/backend/cuda/occupancy.cuh"
-#include "fluxion/backend/cuda/prefetch.cuh"
 #include "fluxion/backend/cuda/sdpa.cuh"
 
 namespace fluxion::fast::sdpa_detail {
@@ -266,37 +264,12 @@ __global__ void __launch_bounds__(kDecThreads)
     }
     cp_async_commit();
   };
-  // The units of steps further on asked of L2 (cu::prefetch_l2), p.prefetch
-  // steps beyond the staged ones: lanes on 32-byte boundaries.
-  auto prefetch_step = [&](int j0) {
-    if (gl % 2 != 0) {
-      return;
-    }
-#pragma unroll
-    for (int t = 0; t < kKeys; ++t) {
-      const int j = j0 + grp + G * t;
-#pragma unroll
-      for (int c = 0; c < CPL; ++c) {
-        const int u = gl + LPK * c;
-        if (j < kstop && u < nunits) {
-          cu::prefetch_l2(kp + int64_t{j} * p.ks[2] + u * VPC);
-          cu::prefetch_l2(vp + int64_t{j} * p.vs[2] + u * VPC);
-        }
-      }
-    }
-  };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     stage_step(kbeg + s * kStep, s);
   }
-  for (int s = kStages - 1; s < kStages - 1 + p.prefetch; ++s) {
-    prefetch_step(kbeg + s * kStep);
-  }
   int stage = 0;
   for (int j0 = kbeg; j0 < kstop; j0 += kStep) {
-    if (p.prefetch > 0) {
-      prefetch_step(j0 + (kStages - 1 + p.prefetch) * kStep);
-    }
     stage_step(j0 + (kStages - 1) * kStep, (stage + kStages - 1) % kStages);
     cp_async_wait<kStages - 1>();  // this step's group is in
     Unit<T> kv[kKeys][CPL], vv[kKeys][CPL];
@@ -643,16 +616,6 @@ void* pick_kernel(const SdpaParams& p, int& rows) {
   return nullptr;
 }
 
-// Steps of L2 prefetch beyond the staged ones: FLUXION_SDPA_PREFETCH (0
-// turns it off, for A/B; read once), else 4.
-int prefetch_steps() {
-  static const int steps = [] {
-    const char* v = std::getenv("FLUXION_SDPA_PREFETCH");
-    return v != nullptr && *v ? std::clamp(std::atoi(v), 0, 64) : 4;
-  }();
-  return steps;
-}
-
 }  // namespace
 
 template <typename T>
@@ -694,7 +657,6 @@ bool decode_plan(SdpaParams& p) {
     len = (len + kStep - 1) / kStep * kStep;
     p.split_len = static_cast<int>(len);
     p.nsplit = static_cast<int>((p.Lk + len - 1) / len);
-    p.prefetch = prefetch_steps();
     return true;
   }
 }
