@@ -62,12 +62,19 @@ for part in "$@"; do
       ;;
     profile)
       # The last run of each workload (cudaProfilerStart/Stop), every
-      # kernel: the misses' kernels in detail, depthwise by duration.
+      # kernel: the misses' kernels in detail, depthwise by duration. The
+      # decoding kernels also with every stall reason and the instructions
+      # that stall most (SourceCounters): the summary's one stall line left
+      # their cause open (session 23).
       timed profile sh -c 'for w in qmv4 decode cumsum rope depthwise; do
           echo "== $w"
           sections="--section SpeedOfLight --section MemoryWorkloadAnalysis
             --section Occupancy --section LaunchStats --section WarpStateStats"
-          [ $w = depthwise ] && sections="--section SpeedOfLight"
+          case $w in
+            qmv4|decode) sections="$sections --section SourceCounters
+              --print-details all" ;;
+            depthwise) sections="--section SpeedOfLight" ;;
+          esac
           PYTHONPATH=build-gpu/python ncu --clock-control none \
             --profile-from-start off $sections \
             python3 benchmarks/gpu/profile_kernels.py $w
