@@ -13,6 +13,11 @@
 #   sanitize  make test-gpu-sanitize (compute-sanitizer memcheck, then
 #             racecheck: longer than a call's 10 minutes for the whole
 #             GPU suite (session 20): narrow it with GPU_TESTS='<gtest filter>')
+#   sanitize-31, sanitize-30, sanitize-29
+#             the same on one issue's suites only, each of which fits a
+#             call: conv/FFT/linear algebra (31); compile's generated
+#             kernels, rows and graphs (30); sort, scan, norms, RoPE,
+#             attention, quantized (29)
 #   bench     benchmarks/gpu/bench_gpu.py, all rows, then its conv, decode
 #             and linalg rows, into one log
 #   profile   Nsight Compute over the kernels of the rows that miss their
@@ -54,6 +59,14 @@ esac
 for part in "$@"; do
   case $part in
     sanitize) timed sanitize make test-gpu-sanitize JOBS="$(nproc)" || status=1 ;;
+    sanitize-31|sanitize-30|sanitize-29)
+      case $part in
+        *31) suites='CudaConv*:CudaFft*:CudaLinalg*:*conv*_gpu:*fft*_gpu:*linalg*_gpu' ;;
+        *30) suites='CompiledCuda*:CudaKernel*:*Compile/*_gpu' ;;
+        *29) suites='CudaSort*:CudaFastGpu*:CudaNormVjpGpu*:*sdpa*_gpu:*quantiz*_gpu:*sort*_gpu:*cum*_gpu:*norm*_gpu:*rope*_gpu' ;;
+      esac
+      timed "$part" make test-gpu-sanitize JOBS="$(nproc)" GPU_TESTS="$suites" \
+        || status=1 ;;
     bench)
       timed bench sh -c 'for rows in "" conv decode linalg; do
           echo "== bench_gpu.py $rows"
